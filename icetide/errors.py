@@ -1,0 +1,67 @@
+"""One error tree for the whole project.
+
+Every error a user can see derives from :class:`IcetideError`. The marker mixins
+:class:`Transient` and :class:`Terminal` decide what the stages do with it: a transient
+error is retried, a terminal one stops the stage with a clear message, and an error about
+one event (a :class:`DecodeError`) sends that event to the dead-letter table.
+"""
+
+from __future__ import annotations
+
+
+class IcetideError(Exception):
+    """Root of every icetide error; ``hint`` tells the user what to do next."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self) -> str:
+        """The message and, when known, the next step, as printed by the CLI."""
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class Transient:
+    """Marker: retrying the same work later may succeed (network, busy catalog)."""
+
+
+class Terminal:
+    """Marker: retrying will not help; stop and tell the user."""
+
+
+class ConfigError(IcetideError, Terminal):
+    """The YAML config is wrong; ``path`` is the dotted YAML path of the bad field."""
+
+    def __init__(self, message: str, *, path: str = "", hint: str | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message, hint=hint)
+        self.path = path
+
+
+class SchemaError(IcetideError, Terminal):
+    """A schema file is malformed or inconsistent."""
+
+
+class DecodeError(IcetideError):
+    """One change event cannot be decoded or mapped; it goes to the dead-letter table.
+
+    ``reason`` is a short stable code (``malformed_json``, ``missing_op`` …) used to group
+    dead letters; ``column`` names the offending column when there is one.
+    """
+
+    def __init__(self, reason: str, message: str, *, column: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.column = column
+
+
+class CatalogError(IcetideError, Terminal):
+    """The Iceberg catalog cannot be reached or refuses access."""
+
+
+class StageError(IcetideError, Terminal):
+    """A stage (ledger, merge) failed in a way that needs the user's attention."""
+
+
+class MergeError(StageError):
+    """The merge stage cannot apply a batch."""

@@ -1,0 +1,244 @@
+"""The ledger stage: a Structured Streaming query appending every event to ``<t>_cdc``.
+
+Exactly once across restarts: Spark's checkpoint replays an unfinished micro-batch with
+the same id and the same input, and every append carries the query id and batch id as
+snapshot properties, so a batch that already reached a table is not written twice.
+Bad events go to the dead-letter tables; they never stop the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from icetide.config import Config
+from icetide.ledger import contract as c
+from icetide.ledger.decode import (
+    CLASSIFIED_SCHEMA,
+    DEAD,
+    ERROR,
+    REASON,
+    ROW,
+    SKIP,
+    STATUS,
+    classify_batches,
+    project_batches,
+    projected_spark_schema,
+)
+from icetide.ledger.source import raw_messages
+from icetide.observe.deadletters import BatchSummary
+from icetide.schema.model import TableSchema
+from icetide.spark.sql import qualified
+from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
+
+Log = Callable[[str], None]
+
+
+def _b64_col(col: str) -> Column:
+    return F.base64(F.encode(F.col(col), "UTF-8"))
+
+
+class LedgerStage:
+    """Streams raw change events into the ledger and dead-letter tables."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: Config,
+        schemas: dict[str, TableSchema],
+        log: Log = print,
+    ) -> None:
+        self.spark = spark
+        self.config = config
+        self.schemas = schemas
+        self.log = log
+        self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
+        self._committed: dict[str, int] = {}
+        self._query_id: str | None = None
+
+    # -- tables ------------------------------------------------------------------------
+    def refs(self, table: str) -> TableRefs:
+        """The Iceberg names of ``table``."""
+        return TableRefs(
+            self.config.catalog.name,
+            self.config.catalog.namespace,
+            table,
+            self.config.dead_letter.suffix,
+        )
+
+    @property
+    def unrouted_dlt(self) -> str:
+        """Dead letters whose table cannot be told (malformed JSON, unknown source)."""
+        dl = self.config.dead_letter
+        return qualified(self.config.catalog.name, self.config.catalog.namespace,
+                         dl.unrouted_table + dl.suffix)
+
+    def ensure_tables(self) -> None:
+        """Create the namespace, ledger and dead-letter tables when missing."""
+        ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
+        for name, schema in self.schemas.items():
+            refs = self.refs(name)
+            self.spark.sql(c.ledger_ddl(refs.cdc, schema))
+            self.spark.sql(c.dlt_ddl(refs.dlt))
+        self.spark.sql(c.dlt_ddl(self.unrouted_dlt))
+
+    # -- idempotent appends ------------------------------------------------------------
+    def _query_identity(self) -> str:
+        if self._query_id is None:
+            for query in self.spark.streams.active:
+                if query.name == self.query_name:
+                    self._query_id = str(query.id)
+            if self._query_id is None:
+                self._query_id = "batch"
+        return self._query_id
+
+    def _last_committed(self, table: str) -> int:
+        if table not in self._committed:
+            summary = latest_snapshot_property(self.spark, table, c.BATCH_PROPERTY)
+            same_query = summary is not None and summary.get(c.QUERY_PROPERTY) == (
+                self._query_identity()
+            )
+            self._committed[table] = int(summary[c.BATCH_PROPERTY]) if same_query else -1
+        return self._committed[table]
+
+    def _append(self, frame: DataFrame, table: str, batch_id: int) -> None:
+        if self._last_committed(table) >= batch_id:
+            self.log(f"ledger batch {batch_id}: {table} already has it, skipped")
+            return
+        (
+            frame.writeTo(table)
+            .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
+            .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
+            .append()
+        )
+        self._committed[table] = batch_id
+
+    # -- one micro-batch ---------------------------------------------------------------
+    def process_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """Classify, project and append one micro-batch of raw messages."""
+        now = datetime.now(UTC)
+        summary = BatchSummary(batch_id)
+        sources = {
+            (t.source or t.name).lower(): t.name for t in self.config.tables
+        }
+        classified = batch.mapInArrow(classify_batches(sources), CLASSIFIED_SCHEMA).persist()
+        try:
+            counts = (
+                classified.groupBy("table", "status", "reason")
+                .agg(
+                    F.count(F.lit(1)).alias("n"),
+                    F.slice(F.collect_list(F.when(F.col("status") == DEAD, "message_id")), 1, 10)
+                    .alias("samples"),
+                )
+                .collect()
+            )
+            routed_dead: set[str | None] = set()
+            for row in counts:
+                if row.status == SKIP:
+                    summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
+                elif row.status == DEAD:
+                    summary.add_dead(row.reason, row.n, list(row.samples))
+                    routed_dead.add(row.table)
+            tables_with_rows = {r.table for r in counts if r.status == ROW}
+            for name in sorted(tables_with_rows | (routed_dead - {None})):
+                self._table_batch(name, classified, batch_id, now, summary, name in routed_dead)
+            if None in routed_dead:
+                unrouted = classified.where(
+                    (F.col("status") == DEAD) & F.col("table").isNull()
+                )
+                self._append(self._dead_frame(unrouted, now), self.unrouted_dlt, batch_id)
+        finally:
+            classified.unpersist()
+        self.log(summary.render())
+
+    def _dead_frame(self, frame: DataFrame, now: datetime) -> DataFrame:
+        return frame.select(
+            F.col("message_id"),
+            F.col("table").alias("source_table"),
+            F.col("reason"),
+            F.col("error"),
+            _b64_col("raw").alias("payload_b64"),
+            F.lit(now).alias("ingested_at"),
+        )
+
+    def _table_batch(
+        self,
+        name: str,
+        classified: DataFrame,
+        batch_id: int,
+        now: datetime,
+        summary: BatchSummary,
+        has_routed_dead: bool,
+    ) -> None:
+        schema = self.schemas[name]
+        refs = self.refs(name)
+        mine = classified.where(F.col("table") == name)
+        projected = (
+            mine.where(F.col("status") == ROW)
+            .select("message_id", "raw")
+            .mapInArrow(project_batches(schema), projected_spark_schema(schema))
+            .persist()
+        )
+        try:
+            stats = (
+                projected.groupBy(STATUS, REASON)
+                .agg(
+                    F.count(F.lit(1)).alias("n"),
+                    F.slice(F.collect_list(c.MESSAGE_ID), 1, 10).alias("samples"),
+                )
+                .collect()
+            )
+            ok = sum(r.n for r in stats if r[STATUS] == ROW)
+            summary.rows[name] = ok
+            for r in stats:
+                if r[STATUS] == DEAD:
+                    summary.add_dead(r[REASON], r.n, list(r.samples))
+            if ok:
+                ledger_cols = [col.name for col in schema.key_columns] + [
+                    m for m in c.META_COLUMNS if m != c.INGESTED_AT
+                ]
+                rows = projected.where(F.col(STATUS) == ROW).select(
+                    *ledger_cols, F.lit(now).alias(c.INGESTED_AT)
+                )
+                self._append(rows, refs.cdc, batch_id)
+            dead_projected = projected.where(F.col(STATUS) == DEAD).select(
+                F.col(c.MESSAGE_ID).alias("message_id"),
+                F.lit(name).alias("table"),
+                F.col(REASON).alias("reason"),
+                F.col(ERROR).alias("error"),
+                F.col("_raw").alias("raw"),
+            )
+            dead_routed = mine.where(F.col("status") == DEAD).select(
+                "message_id", "table", "reason", "error", "raw"
+            )
+            if has_routed_dead or any(r[STATUS] == DEAD for r in stats):
+                self._append(
+                    self._dead_frame(dead_projected.unionByName(dead_routed), now),
+                    refs.dlt,
+                    batch_id,
+                )
+        finally:
+            projected.unpersist()
+
+    # -- the query ---------------------------------------------------------------------
+    def start(self, once: bool) -> StreamingQuery:
+        """Start the streaming query; ``once`` processes what is there and stops."""
+        self.ensure_tables()
+        checkpoint = self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
+        writer = (
+            raw_messages(self.spark, self.config)
+            .writeStream.queryName(self.query_name)
+            .option("checkpointLocation", str(checkpoint))
+            .foreachBatch(self.process_batch)
+        )
+        if once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            seconds = max(1, int(self.config.schedule.stream_interval.total_seconds()))
+            writer = writer.trigger(processingTime=f"{seconds} seconds")
+        self._query_id = None
+        return writer.start()

@@ -1,0 +1,1 @@
+"""maintenance stage."""

@@ -1,0 +1,107 @@
+"""The merge's pure DataFrame steps, each ``(DataFrame, MergeContext) -> DataFrame``.
+
+Composed in one visible list in :data:`PREPARE_STEPS`: ledger events in, one row per
+primary key out, ready for the version-guarded MERGE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from icetide.ledger import contract as c
+from icetide.schema.model import TableSchema
+
+
+@dataclass(frozen=True)
+class MergeContext:
+    """What the steps need besides the frame itself."""
+
+    schema: TableSchema
+    history: DataFrame | None = None
+    truncated_before: Decimal | None = None
+
+
+def value_slot(column_id: int) -> str:
+    """Name of the deduplicated value of a column: a struct ``{v}``, null = keep stored."""
+    return f"_v{column_id}"
+
+
+def key_changed(schema: TableSchema) -> Column:
+    """True for an update whose before image has a different primary key."""
+    before = [F.col(f"{c.BEFORE}.{k}") for k in schema.primary_key]
+    present = reduce(lambda a, b: a & b, [b.isNotNull() for b in before])
+    differs = reduce(
+        lambda a, b: a | b,
+        [~F.col(f"{c.BEFORE}.{k}").eqNullSafe(F.col(k)) for k in schema.primary_key],
+    )
+    return (F.col(c.OP) == "u") & F.col(c.BEFORE).isNotNull() & present & differs
+
+
+def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """An update that changes the primary key is a delete of the old key plus the update."""
+    schema = ctx.schema
+    old_keys = events.where(key_changed(schema)).select(
+        *[F.col(f"{c.BEFORE}.{k}").alias(k) for k in schema.primary_key],
+        F.lit("d").alias(c.OP),
+        F.lit(None).cast(events.schema[c.AFTER].dataType).alias(c.AFTER),
+        F.array().cast("array<string>").alias(c.UNAVAILABLE),
+        F.col(c.POSITION),
+        F.col(c.SOURCE_TS),
+    )
+    return events.select(old_keys.columns).unionByName(old_keys)
+
+
+def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """Add earlier deletes of the batch's keys, so a late older event cannot resurrect a row."""
+    if ctx.history is None:
+        return events
+    keys = events.select(*ctx.schema.primary_key).distinct()
+    remembered = split_key_changes(ctx.history, ctx).where(F.col(c.OP) == "d")
+    return events.unionByName(remembered.join(keys, list(ctx.schema.primary_key), "left_semi"))
+
+
+def drop_truncated(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """Drop row events older than the newest truncate, and the truncate markers."""
+    rows = events.where(F.col(c.OP) != "t")
+    if ctx.truncated_before is None:
+        return rows
+    return rows.where(F.col(c.POSITION) > F.lit(ctx.truncated_before).cast(c.POSITION_SQL))
+
+
+def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """One row per key: the latest op and position, and per column the latest *available*
+    value (an unchanged-TOAST placeholder is not available, so the stored value stays)."""
+    slots = []
+    for col in ctx.schema.value_columns:
+        available = F.when(
+            (F.col(c.OP) != "d") & ~F.array_contains(F.col(c.UNAVAILABLE), col.name),
+            F.col(c.POSITION),
+        )
+        value = F.struct(F.col(f"{c.AFTER}.{col.name}").alias("v"))
+        slots.append(F.max_by(value, available).alias(value_slot(col.id)))
+    return events.groupBy(*ctx.schema.primary_key).agg(
+        F.max(c.POSITION).alias(c.POSITION),
+        F.max_by(F.col(c.OP), F.col(c.POSITION)).alias(c.OP),
+        F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
+        *slots,
+    )
+
+
+Step = Callable[[DataFrame, MergeContext], DataFrame]
+PREPARE_STEPS: tuple[Step, ...] = (
+    split_key_changes,
+    add_remembered_deletes,
+    drop_truncated,
+    dedupe_latest,
+)
+
+
+def prepare(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """Run :data:`PREPARE_STEPS` over raw ledger events."""
+    return reduce(lambda frame, step: step(frame, ctx), PREPARE_STEPS, events)

@@ -1,0 +1,41 @@
+"""The batch-end dead-letter summary line: counts by reason with sample message ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BatchSummary:
+    """What one ledger batch did, per table and per dead-letter reason."""
+
+    batch_id: int
+    rows: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    dead: dict[str, int] = field(default_factory=dict)
+    samples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add_dead(self, reason: str, count: int, samples: list[str]) -> None:
+        """Count ``count`` dead letters for ``reason``, keeping up to 10 sample ids."""
+        self.dead[reason] = self.dead.get(reason, 0) + count
+        kept = self.samples.setdefault(reason, [])
+        kept.extend(s for s in samples if s not in kept)
+        del kept[10:]
+
+    def render(self) -> str:
+        """One log line, e.g. ``ledger batch 3: 120 events (customers 100, …)``."""
+        total = sum(self.rows.values())
+        parts = [f"ledger batch {self.batch_id}: {total} events"]
+        if self.rows:
+            parts[0] += " (" + ", ".join(f"{t} {n}" for t, n in sorted(self.rows.items())) + ")"
+        if self.skipped:
+            parts.append(
+                "skipped " + ", ".join(f"{k} {n}" for k, n in sorted(self.skipped.items()))
+            )
+        if self.dead:
+            reasons = [
+                f"{reason} {count} [{', '.join(self.samples.get(reason, []))}]"
+                for reason, count in sorted(self.dead.items())
+            ]
+            parts.append("dead letters: " + "; ".join(reasons))
+        return "; ".join(parts)

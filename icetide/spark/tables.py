@@ -1,0 +1,69 @@
+"""Names of a pipeline's Iceberg tables and small catalog look-ups shared by stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from icetide.spark.sql import literal, qualified
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class TableRefs:
+    """The quoted names of the three tables of one source table."""
+
+    catalog: str
+    namespace: str
+    name: str
+    dlt_suffix: str = "_dlt"
+
+    @property
+    def base(self) -> str:
+        """The mirror: ``<ns>.<table>``."""
+        return qualified(self.catalog, self.namespace, self.name)
+
+    @property
+    def cdc(self) -> str:
+        """The append-only ledger: ``<ns>.<table>_cdc``."""
+        return qualified(self.catalog, self.namespace, self.name + "_cdc")
+
+    @property
+    def dlt(self) -> str:
+        """The dead letters: ``<ns>.<table><suffix>``."""
+        return qualified(self.catalog, self.namespace, self.name + self.dlt_suffix)
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    """True when ``table`` (a quoted, qualified name) exists in its catalog."""
+    return bool(spark.catalog.tableExists(table))
+
+
+def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+    """The table's current snapshot id, None for a table with no snapshot yet."""
+    rows = spark.sql(
+        f"SELECT snapshot_id FROM {table}.history WHERE is_current_ancestor "
+        "ORDER BY made_current_at DESC LIMIT 1"
+    ).collect()
+    return int(rows[0][0]) if rows else None
+
+
+def latest_snapshot_property(spark: SparkSession, table: str, key: str) -> dict[str, str] | None:
+    """The summary of the newest snapshot (on the current lineage) that carries ``key``.
+
+    Stages keep their progress in snapshot summaries, so this is how they find it again.
+    """
+    rows = spark.sql(
+        f"SELECT s.summary FROM {table}.snapshots s JOIN {table}.history h "
+        "ON s.snapshot_id = h.snapshot_id "
+        f"WHERE h.is_current_ancestor AND s.summary[{literal(key)}] IS NOT NULL "
+        "ORDER BY h.made_current_at DESC, s.committed_at DESC LIMIT 1"
+    ).collect()
+    return dict(rows[0][0]) if rows else None
+
+
+def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
+    """Create the pipeline's namespace when missing."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")
