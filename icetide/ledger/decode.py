@@ -10,7 +10,7 @@ never stops the stream.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -70,7 +70,7 @@ def classify_one(raw: str, route: Callable[[str], str | None]) -> tuple[str | No
 
 def classify_batches(
     sources: dict[str, str],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that classifies raw messages.
 
     ``sources`` maps lower-cased source names (``inventory.customers``) to table names.
@@ -79,7 +79,7 @@ def classify_batches(
     def route(source: str) -> str | None:
         return sources.get(source.lower())
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ids = batch.column("message_id").to_pylist()
             raws = batch.column("raw").to_pylist()
@@ -180,11 +180,11 @@ def project_one(raw: str, schema: TableSchema) -> dict[str, Any]:
 
 def project_batches(
     schema: TableSchema,
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that turns one table's messages into ledger rows."""
     arrow_schema = projected_arrow_schema(schema)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ids = batch.column("message_id").to_pylist()
             raws = batch.column("raw").to_pylist()

@@ -102,7 +102,9 @@ class LedgerStage:
             same_query = summary is not None and summary.get(c.QUERY_PROPERTY) == (
                 self._query_identity()
             )
-            self._committed[table] = int(summary[c.BATCH_PROPERTY]) if same_query else -1
+            self._committed[table] = (
+                int(summary[c.BATCH_PROPERTY]) if summary is not None and same_query else -1
+            )
         return self._committed[table]
 
     def _append(self, frame: DataFrame, table: str, batch_id: int) -> None:
@@ -136,21 +138,25 @@ class LedgerStage:
                 )
                 .collect()
             )
-            routed_dead: set[str | None] = set()
+            routed_dead: set[str] = set()
+            unrouted = False
             for row in counts:
                 if row.status == SKIP:
                     summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
                 elif row.status == DEAD:
                     summary.add_dead(row.reason, row.n, list(row.samples))
-                    routed_dead.add(row.table)
-            tables_with_rows = {r.table for r in counts if r.status == ROW}
-            for name in sorted(tables_with_rows | (routed_dead - {None})):
+                    if row.table is None:
+                        unrouted = True
+                    else:
+                        routed_dead.add(str(row.table))
+            tables_with_rows = {str(r.table) for r in counts if r.status == ROW}
+            for name in sorted(tables_with_rows | routed_dead):
                 self._table_batch(name, classified, batch_id, now, summary, name in routed_dead)
-            if None in routed_dead:
-                unrouted = classified.where(
+            if unrouted:
+                unrouted_rows = classified.where(
                     (F.col("status") == DEAD) & F.col("table").isNull()
                 )
-                self._append(self._dead_frame(unrouted, now), self.unrouted_dlt, batch_id)
+                self._append(self._dead_frame(unrouted_rows, now), self.unrouted_dlt, batch_id)
         finally:
             classified.unpersist()
         self.log(summary.render())

@@ -68,6 +68,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
         "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         # Storage-partitioned join: lets a bucketed batch meet the bucketed base without
         # shuffling the base.
@@ -91,6 +92,9 @@ def spark_conf(config: Config) -> dict[str, str]:
         conf[f"{prefix}.catalog-impl"] = _CATALOG_IMPLS[catalog.type]
     elif catalog.type != "custom":
         conf[f"{prefix}.type"] = catalog.type
+    # Stages in one process see each other's commits (the stream runs in a cloned
+    # session with its own catalog instance) and other processes' commits at once.
+    conf[f"{prefix}.cache-enabled"] = "false"
     if catalog.warehouse:
         conf[f"{prefix}.warehouse"] = str(catalog.warehouse)
     if catalog.uri:

@@ -1,0 +1,30 @@
+.PHONY: help install demo test unit integration lint bench
+PY ?= python3
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' Makefile | sed 's/:.*## /\t/'
+
+install:  ## install Debian and Python dependencies (skips what is present)
+	@bash scripts/install.sh
+
+demo: install  ## run the whole pipeline on generated data and verify the result
+	icetide demo
+
+test: install  ## lint, type-check and run every test (unit + integration)
+	$(PY) -m ruff check icetide tests bench
+	$(PY) -m mypy
+	$(PY) -m pytest -q
+
+unit: install  ## tests that need no JVM
+	$(PY) -m pytest -q -m "not integration"
+
+integration: install  ## tests with real Spark, Iceberg and databases
+	$(PY) -m pytest -q -m integration
+
+lint:  ## ruff and mypy
+	$(PY) -m ruff check icetide tests bench
+	$(PY) -m ruff format --check icetide tests bench
+	$(PY) -m mypy
+
+bench: install  ## merge benchmark (prints ratios against the naive MERGE)
+	$(PY) bench/merge_bench.py

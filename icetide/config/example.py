@@ -1,0 +1,152 @@
+"""The commented example config and schema file that ``icetide init`` writes.
+
+Both load as they are (the tests check it), so a new user starts from a working pipeline
+and every option is documented where it is set.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icetide.errors import ConfigError
+
+EXAMPLE_CONFIG = """\
+# icetide pipeline config. Relative paths resolve against this file's folder.
+# An option left empty (or null) takes its default.
+# Any value may use ${VAR} or ${VAR:-default} to read the environment (write $${ for a
+# literal ${). Text read that way is a secret: `icetide config show` prints it as ***;
+# numbers, durations, choices and local paths are checked and shown as usual.
+
+# Pipeline name (required; lowercase letters, digits, _ and -). Names the checkpoints
+# and the Spark application.
+pipeline: shop
+
+# Checkpoints and local state. Default: ./.icetide
+state_dir: ./.icetide
+
+catalog:
+  # Spark catalog name the tables are written through. Default: lake
+  name: lake
+  # hadoop | rest | hive | glue | jdbc | custom. Default: hadoop
+  type: hadoop
+  # Warehouse folder or URI (s3a://..., hdfs://...). Local paths are made absolute.
+  # Default: ./warehouse for a hadoop catalog, else none
+  warehouse: ./warehouse
+  # Catalog service URI; required for rest, hive and jdbc. Default: none
+  uri: null
+  # Iceberg namespace of every table of this pipeline (a or a.b). Default: cdc
+  namespace: cdc
+  # Passed through as spark.sql.catalog.<name>.<key>=<value>. Values of keys naming a
+  # password, secret, token, credential or key are hidden. A custom catalog needs
+  # catalog-impl here. Example: {token: "${CATALOG_TOKEN}"}. Default: {}
+  properties: {}
+
+spark:
+  # Spark master URL: local[*], local[4], spark://host:7077, yarn ... Default: local[*]
+  master: local[*]
+  # Spark application name. Default: icetide-<pipeline>
+  app_name: null
+  # Iceberg runtime jar: auto (from the snowpark-connect-deps-iceberg wheel),
+  # provided (the cluster has it) or a path to a .jar. Default: auto
+  iceberg_jar: auto
+  # More jars for spark.jars, e.g. JDBC drivers from /usr/share/java. Default: []
+  extra_jars: []
+  # spark.sql.shuffle.partitions. Default: 8
+  shuffle_partitions: 8
+  # Any other spark.* setting, passed through. Default: {}
+  conf: {}
+
+transport:
+  # How change events arrive: files (a landing folder) or kafka. Default: files
+  type: files
+  # files: the landing folder of Debezium JSON files. Default: ./landing
+  path: ./landing
+  # kafka: broker list host:port,...; required for kafka. Default: none
+  bootstrap_servers: null
+  # kafka: topics to read; give these or topic_pattern. Default: []
+  topics: []
+  # kafka: a regex of topics to subscribe to. Default: none
+  topic_pattern: null
+  # kafka: where a new pipeline starts: earliest, latest or Spark's JSON form.
+  # Default: earliest
+  starting_offsets: earliest
+  # kafka: passed to Spark's Kafka source (kafka.* keys), e.g.
+  # {kafka.sasl.jaas.config: "${KAFKA_JAAS}"}; credential values are hidden. Default: {}
+  options: {}
+  # files: at most this many files per stream trigger. Default: 100
+  max_files_per_trigger: 100
+
+schedule:
+  # Durations: 500ms, 10s, 5m, 1h, 7d or a number of seconds.
+  # How often the stream stage appends new events to the CDC tables. Default: 10s
+  stream_interval: 10s
+  # How often the merge stage applies the CDC tables to the base tables. Default: 60s
+  merge_interval: 60s
+
+merge:
+  # How long deletes are remembered, so a late, older insert cannot resurrect a deleted
+  # row. Default: 7d
+  tombstone_retention: 7d
+
+dead_letter:
+  # Suffix of each table's dead-letter table (customers -> customers_dlt). Default: _dlt
+  suffix: _dlt
+  # Table for events whose table cannot be determined; gets the suffix too.
+  # Default: icetide_unrouted
+  unrouted_table: icetide_unrouted
+
+# The tables to replicate (at least one).
+tables:
+    # Iceberg table name in the namespace (letters, digits, _). Required.
+  - name: customers
+    # Debezium source: db.table (MySQL) or schema.table (PostgreSQL). Default: the name
+    source: inventory.customers
+    # Schema file with the columns and their stable ids. Default: schemas/<name>.yaml
+    schema: schemas/customers.yaml
+    # Primary key; when given it must equal the schema file's. Default: the schema's
+    primary_key: [id]
+    # The base table is partitioned by bucket(buckets, pk); 1..4096. Default: 16
+    buckets: 16
+    # merge-on-read (cheap writes) or copy-on-write (cheap reads). Default: merge-on-read
+    mode: merge-on-read
+"""
+
+EXAMPLE_SCHEMA = """\
+# Schema of table customers: the source of truth for its columns.
+# Column ids are stable: never change or reuse one; a rename keeps its id.
+# Types: boolean, int, long, float, double, string, binary, date, time, timestamp
+# (no zone), timestamptz (an instant), uuid, json, decimal(p,s).
+# `logical` names the Debezium logical type, needed only for events without a schema.
+table: customers
+version: 1
+primary_key: [id]
+columns:
+  - {id: 1, name: id, type: long, nullable: false}
+  - {id: 2, name: email, type: string}
+  - {id: 3, name: first_name, type: string}
+  - {id: 4, name: last_name, type: string}
+  - {id: 5, name: balance, type: "decimal(12,2)"}
+  - {id: 6, name: updated_at, type: timestamp, logical: io.debezium.time.MicroTimestamp}
+"""
+
+
+def write_example(directory: Path, force: bool = False) -> list[Path]:
+    """Write ``icetide.yaml`` and ``schemas/customers.yaml`` into ``directory``.
+
+    Nothing is written when either file exists, unless ``force``: a half-overwritten
+    pipeline would be worse than none.
+    """
+    files = {
+        directory / "icetide.yaml": EXAMPLE_CONFIG,
+        directory / "schemas" / "customers.yaml": EXAMPLE_SCHEMA,
+    }
+    existing = [path for path in files if path.exists()]
+    if existing and not force:
+        raise ConfigError(
+            f"{', '.join(map(str, existing))} already exist{'s' if len(existing) == 1 else ''}",
+            hint="pass --force to overwrite",
+        )
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return list(files)

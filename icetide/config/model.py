@@ -1,0 +1,600 @@
+"""The typed pipeline config: one YAML file per pipeline, validated into frozen models.
+
+Field checks live on the fields; every rule that needs two fields lives in
+:meth:`Config._check`, so there is one place to read them all. Paths are resolved against
+the config file's folder (passed by the loader as validation context ``config_dir``).
+
+Secrets: a string value written with ``${VAR}`` and every value in ``catalog.properties``,
+``transport.options`` or ``spark.conf`` whose key names a credential become a
+:class:`Secret` — a ``str`` that Spark takes as is, but that ``repr()`` shows as ``'***'``,
+so printing a config, a sub-model or a dict of it never shows one, and
+:meth:`Config.redacted` masks it. Numbers, durations, choices and local paths are typed
+values, not secrets, even when they come from the environment.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+
+from icetide.errors import ConfigError
+
+Loc = tuple[str | int, ...]
+
+SECRET_KEY = re.compile(r"password|secret|token|credential|jaas|key", re.IGNORECASE)
+"""A passthrough key matching this names a credential; its value is a :class:`Secret`."""
+
+
+class Secret(str):
+    """A string that must not be shown: ``repr()`` gives ``'***'``, the value is the str.
+
+    It stays a ``str`` so the Spark session builder and py4j use it unchanged; call
+    ``str(value)`` for a plain copy. Never format one into a log line yourself.
+
+    >>> token = Secret("s3cr3t")
+    >>> repr(token), token == "s3cr3t", repr({"token": token})
+    ("'***'", True, "{'token': '***'}")
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+
+class ConfigProblems(ValueError):
+    """Cross-field problems found by :meth:`Config._check`, each with its YAML location.
+
+    A ``ValueError`` so pydantic reports it as a validation error; the loader unpacks
+    ``problems`` into one line per problem.
+    """
+
+    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
+        super().__init__("; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems))
+        self.problems = problems
+
+
+def format_loc(loc: Loc) -> str:
+    """Render a location as a YAML path.
+
+    >>> format_loc(("tables", 0, "buckets"))
+    'tables[0].buckets'
+    >>> format_loc(("spark", "conf", "spark.sql.ansi.enabled"))
+    'spark.conf["spark.sql.ansi.enabled"]'
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f'["{part}"]'
+    return out
+
+
+# -- durations ---------------------------------------------------------------------------
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """Parse ``"500ms"``, ``"10s"``, ``"5m"``, ``"1h"``, ``"7d"`` or a number of seconds.
+
+    >>> parse_duration("5m"), parse_duration(30)
+    (datetime.timedelta(seconds=300), datetime.timedelta(seconds=30))
+    """
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        result = timedelta(seconds=value)
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value.strip())):
+        result = timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2) or "s"])
+    else:
+        raise ValueError("not a duration; use e.g. 500ms, 10s, 5m, 1h, 7d or a number of seconds")
+    if result <= timedelta(0):
+        raise ValueError("must be a positive duration")
+    return result
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest exact form of ``value`` in the units :func:`parse_duration` reads.
+
+    >>> format_duration(timedelta(days=7)), format_duration(timedelta(milliseconds=1500))
+    ('7d', '1500ms')
+    """
+    millis = round(value.total_seconds() * 1000)
+    for unit in ("d", "h", "m", "s"):
+        size = int(_UNITS[unit] * 1000)
+        if millis % size == 0:
+            return f"{millis // size}{unit}"
+    return f"{millis}ms"
+
+
+# -- field types -------------------------------------------------------------------------
+
+
+def _keep_secret(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate ``value`` and keep it a :class:`Secret` if it was one (pydantic copies str
+    subclasses into plain str)."""
+    out = handler(value)
+    return Secret(out) if isinstance(value, Secret) and isinstance(out, str) else out
+
+
+def _matching(regex: str, rule: str) -> AfterValidator:
+    compiled = re.compile(regex)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(rule)
+        return value
+
+    return AfterValidator(check)
+
+
+def _config_dir(info: ValidationInfo) -> Path:
+    context = info.context if isinstance(info.context, dict) else {}
+    return Path(context.get("config_dir") or Path.cwd())
+
+
+def resolve_path(base: Path, path: str | Path) -> Path:
+    """``path`` made absolute against ``base`` (``~`` expanded, ``..`` folded, links kept)."""
+    return Path(os.path.normpath(base / Path(path).expanduser()))
+
+
+def _local_path(value: Path, info: ValidationInfo) -> Path:
+    return resolve_path(_config_dir(info), value)
+
+
+def _non_empty_path(value: Any) -> Any:
+    # Path("") is ".": an empty value is a mistake, not "the config folder".
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(//|/)")
+
+
+def _location(value: str, info: ValidationInfo) -> str:
+    """A URI (``s3a://…``, ``hdfs://…``, ``file:/…``) as is, a local path made absolute."""
+    if not value.strip():
+        raise ValueError("must not be empty")
+    if _URI.match(value):
+        return value
+    return str(resolve_path(_config_dir(info), value))
+
+
+def _jar_source(value: str, info: ValidationInfo) -> str:
+    if value in ("auto", "provided"):
+        return value
+    if not value.endswith(".jar"):
+        raise ValueError("must be auto, provided or a path to a .jar file")
+    return _location(value, info)
+
+
+def _scalar_text(value: Any) -> Any:
+    """Spark options are strings: write YAML booleans the way Spark spells them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if value is None or isinstance(value, dict | list):
+        raise ValueError("must be a string, number or boolean")
+    return value
+
+
+def _text_keys(value: Any) -> Any:
+    """YAML reads ``1: x`` or ``true: x`` with a non-string key; option keys are strings."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else _scalar_text(k): v for k, v in value.items()}
+    return value
+
+
+def _at_least_one(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Not Field(min_length=1): pydantic then also reports an empty list whenever one item
+    # is invalid, which sends the user looking for a problem that is not there.
+    if not values:
+        raise ValueError("needs at least one entry")
+    return values
+
+
+def _mark_secret_keys(values: dict[str, str]) -> dict[str, str]:
+    return {k: Secret(v) if SECRET_KEY.search(k) else v for k, v in values.items()}
+
+
+Text = Annotated[str, Field(min_length=1), WrapValidator(_keep_secret)]
+"""A non-empty string that stays a :class:`Secret` when it came from the environment."""
+
+Identifier = Annotated[
+    str,
+    _matching(
+        r"[A-Za-z_][A-Za-z0-9_]*",
+        "must be an identifier: letters, digits and _, not starting with a digit",
+    ),
+    WrapValidator(_keep_secret),
+]
+Namespace = Annotated[
+    str,
+    _matching(
+        r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*",
+        "must be an identifier or dotted identifiers (a.b)",
+    ),
+    WrapValidator(_keep_secret),
+]
+PipelineName = Annotated[
+    str,
+    _matching(r"[a-z0-9_-]+", "must use only lowercase letters, digits, _ and -"),
+    WrapValidator(_keep_secret),
+]
+SourceName = Annotated[
+    str,
+    _matching(
+        r"[^\s.]+(\.[^\s.]+){0,2}",
+        "must be table, db.table (MySQL) or schema.table (PostgreSQL), without spaces",
+    ),
+    WrapValidator(_keep_secret),
+]
+Suffix = Annotated[
+    str,
+    _matching(r"[A-Za-z0-9_]+", "must be letters, digits and _"),
+    WrapValidator(_keep_secret),
+]
+LocalPath = Annotated[Path, BeforeValidator(_non_empty_path), AfterValidator(_local_path)]
+"""A local path; relative paths resolve against the config file's folder."""
+Location = Annotated[str, AfterValidator(_location), WrapValidator(_keep_secret)]
+"""A URI kept as is, or a local path made absolute like :data:`LocalPath`."""
+JarSource = Annotated[str, AfterValidator(_jar_source), WrapValidator(_keep_secret)]
+OptionValue = Annotated[str, BeforeValidator(_scalar_text), WrapValidator(_keep_secret)]
+SecretMap = Annotated[
+    dict[str, OptionValue], BeforeValidator(_text_keys), AfterValidator(_mark_secret_keys)
+]
+"""Passthrough options; values under credential-like keys become :class:`Secret`."""
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+def _not_bool(value: Any) -> Any:
+    # pydantic reads true as 1; `buckets: true` is a mistake, not one bucket.
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_not_bool)]
+"""A whole number; a numeric string (from ``${VAR}``) is read as one, a boolean is not."""
+
+
+def _plain_map(values: dict[str, str]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in values.items()}
+
+
+# -- models ------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    """Base of every config model: unknown keys are errors, a loaded config is immutable.
+
+    A key written without a value (``catalog:`` with every line below commented out) is
+    ``null`` in YAML; for a field that has a default it means that default.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        optional = {(f.alias or n) for n, f in cls.model_fields.items() if not f.is_required()}
+        return {k: v for k, v in data.items() if v is not None or k not in optional}
+
+
+class CatalogConfig(_Model):
+    """The Iceberg catalog Spark writes to."""
+
+    name: Identifier = "lake"
+    type: Literal["hadoop", "rest", "hive", "glue", "jdbc", "custom"] = "hadoop"
+    warehouse: Location | None = None
+    uri: Text | None = None
+    namespace: Namespace = "cdc"
+    properties: SecretMap = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_warehouse(cls, data: Any) -> Any:
+        """A hadoop catalog without ``warehouse`` keeps its tables in ``./warehouse`` next
+        to the config file, so the smallest config is a working local pipeline."""
+        if (
+            isinstance(data, dict)
+            and data.get("type", "hadoop") == "hadoop"
+            and data.get("warehouse") is None
+        ):
+            data = {**data, "warehouse": "warehouse"}
+        return data
+
+    def properties_plain(self) -> dict[str, str]:
+        """``properties`` with secrets revealed, for ``spark.sql.catalog.<name>.<key>``."""
+        return _plain_map(self.properties)
+
+
+class SparkConfig(_Model):
+    """How the Spark session is built."""
+
+    master: Text = "local[*]"
+    app_name: Text | None = None
+    iceberg_jar: JarSource = "auto"
+    extra_jars: tuple[Location, ...] = ()
+    shuffle_partitions: Count = Field(8, ge=1)
+    conf: SecretMap = {}
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
+        wrong = [k for k in conf if not k.startswith("spark.")]
+        if wrong:
+            raise ValueError(f"keys must start with 'spark.', got {', '.join(map(repr, wrong))}")
+        return conf
+
+    def conf_plain(self) -> dict[str, str]:
+        """``conf`` with secrets revealed, for the session builder."""
+        return _plain_map(self.conf)
+
+
+class TransportConfig(_Model):
+    """Where change events arrive: a landing folder of files, or Kafka topics."""
+
+    type: Literal["files", "kafka"] = "files"
+    path: LocalPath = Field(Path("landing"), validate_default=True)
+    bootstrap_servers: Text | None = None
+    topics: tuple[Text, ...] = ()
+    topic_pattern: Text | None = None
+    starting_offsets: Text = "earliest"
+    options: SecretMap = {}
+    max_files_per_trigger: Count = Field(100, ge=1)
+
+    def options_plain(self) -> dict[str, str]:
+        """``options`` with secrets revealed, for Spark's Kafka source."""
+        return _plain_map(self.options)
+
+
+class ScheduleConfig(_Model):
+    """How often the stream stage triggers and the merge stage runs."""
+
+    stream_interval: Duration = timedelta(seconds=10)
+    merge_interval: Duration = timedelta(seconds=60)
+
+
+class MergeConfig(_Model):
+    """Merge-stage settings."""
+
+    tombstone_retention: Duration = timedelta(days=7)
+    """How long a delete is remembered, so a late, older insert cannot resurrect the row."""
+
+
+class DeadLetterConfig(_Model):
+    """Names of the dead-letter tables."""
+
+    suffix: Suffix = "_dlt"
+    unrouted_table: Identifier = "icetide_unrouted"
+
+    def table_for(self, table: str) -> str:
+        """The dead-letter table of ``table``: ``customers`` → ``customers_dlt``."""
+        return f"{table}{self.suffix}"
+
+    @property
+    def unrouted(self) -> str:
+        """The dead-letter table for events whose table cannot be determined."""
+        return self.table_for(self.unrouted_table)
+
+
+class TableConfig(_Model):
+    """One replicated table: its Debezium source, schema file and layout."""
+
+    name: Identifier
+    source: SourceName
+    schema_file: LocalPath = Field(alias="schema")
+    primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
+    buckets: Count = Field(16, ge=1, le=4096)
+    mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_from_name(cls, data: Any) -> Any:
+        """``source`` defaults to the name, ``schema`` to ``schemas/<name>.yaml``; an
+        explicit ``null`` means the default too."""
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            name = data["name"]
+            data = dict(data)
+            if data.get("source") is None:
+                data["source"] = name
+            if data.get("schema") is None:
+                data["schema"] = f"schemas/{name}.yaml"
+        return data
+
+    def qualified(self, namespace: str) -> str:
+        """``namespace.name``, the table's Iceberg identifier without the catalog."""
+        return f"{namespace}.{self.name}"
+
+
+class Config(_Model):
+    """One pipeline: catalog, Spark, transport, schedule and the tables it replicates."""
+
+    pipeline: PipelineName
+    state_dir: LocalPath = Field(Path(".icetide"), validate_default=True)
+    # Sections default to {} and are validated, so their relative paths resolve too.
+    catalog: CatalogConfig = Field({}, validate_default=True)
+    spark: SparkConfig = Field({}, validate_default=True)
+    transport: TransportConfig = Field({}, validate_default=True)
+    schedule: ScheduleConfig = Field({}, validate_default=True)
+    merge: MergeConfig = Field({}, validate_default=True)
+    dead_letter: DeadLetterConfig = Field({}, validate_default=True)
+    tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]
+
+    _config_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> Self:
+        """Every rule that spans fields, reported together with each one's YAML path."""
+        problems: list[tuple[Loc, str]] = []
+        catalog, transport = self.catalog, self.transport
+        if catalog.type in ("rest", "hive", "jdbc") and not catalog.uri:
+            problems.append((("catalog", "uri"), f"required for a {catalog.type} catalog"))
+        if catalog.type == "custom" and "catalog-impl" not in catalog.properties:
+            problems.append(
+                (("catalog", "properties"), "a custom catalog needs catalog-impl (its class)")
+            )
+        if transport.type == "kafka":
+            if not transport.bootstrap_servers:
+                problems.append(
+                    (("transport", "bootstrap_servers"), "required for the kafka transport")
+                )
+            if not transport.topics and not transport.topic_pattern:
+                problems.append(
+                    (("transport", "topics"), "the kafka transport needs topics or topic_pattern")
+                )
+            if transport.topics and transport.topic_pattern:
+                problems.append(
+                    (("transport", "topic_pattern"), "give topics or topic_pattern, not both")
+                )
+        # casefold() of a Secret is a plain str: print the field itself, which hides it.
+        suffix = self.dead_letter.suffix.casefold()
+        unrouted = self.dead_letter.unrouted_table.casefold()
+        names: dict[str, int] = {}
+        sources: dict[str, int] = {}
+        # Spark identifiers are case-insensitive, so "Orders" and "orders" collide.
+        for i, table in enumerate(self.tables):
+            name, source = table.name.casefold(), table.source.casefold()
+            if name in names:
+                problems.append(
+                    (("tables", i, "name"), f"duplicate table name (as tables[{names[name]}])")
+                )
+            names.setdefault(name, i)
+            if source in sources:
+                problems.append(
+                    (("tables", i, "source"), f"source already used by tables[{sources[source]}]")
+                )
+            sources.setdefault(source, i)
+            if name.endswith(suffix):
+                problems.append(
+                    (
+                        ("tables", i, "name"),
+                        f"must not end with the dead-letter suffix {self.dead_letter.suffix!r}",
+                    )
+                )
+            if name.endswith("_cdc"):
+                problems.append(
+                    (("tables", i, "name"), "must not end with '_cdc' (the CDC ledger tables)")
+                )
+            if name == unrouted:
+                problems.append(
+                    (("tables", i, "name"), "is the name of dead_letter.unrouted_table")
+                )
+        if problems:
+            raise ConfigProblems(problems)
+        self._config_dir = _config_dir(info)
+        return self
+
+    @property
+    def config_dir(self) -> Path:
+        """The folder of the config file; relative paths in it resolve against it."""
+        return self._config_dir
+
+    @property
+    def app_name(self) -> str:
+        """The Spark application name: ``spark.app_name`` or ``icetide-<pipeline>``."""
+        return self.spark.app_name or f"icetide-{self.pipeline}"
+
+    def resolved_path(self, path: str | Path) -> Path:
+        """``path`` made absolute against :attr:`config_dir`."""
+        return resolve_path(self.config_dir, path)
+
+    def table(self, name: str) -> TableConfig:
+        """The table called ``name`` (case-insensitive); ConfigError if there is none."""
+        for table in self.tables:
+            if table.name.casefold() == name.casefold():
+                return table
+        known = [t.name for t in self.tables]
+        close = difflib.get_close_matches(name, known, n=1)
+        raise ConfigError(
+            f"pipeline {self.pipeline!r} has no table {name!r}",
+            hint=f"did you mean {close[0]!r}?" if close else f"tables are {', '.join(known)}",
+        )
+
+    def table_for_source(self, source: str) -> TableConfig | None:
+        """The table replicating Debezium source ``source`` (``db.table``), if any."""
+        wanted = source.casefold()
+        return next((t for t in self.tables if t.source.casefold() == wanted), None)
+
+    def redacted(self) -> dict[str, Any]:
+        """The config as plain data with secrets as ``***``: what ``config show`` prints.
+
+        Keys are the YAML keys, durations are written as ``10s``, paths as strings.
+        """
+        result = _redact(self)
+        assert isinstance(result, dict)
+        return result
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return {
+            (field.alias or name): _redact(getattr(value, name))
+            for name, field in type(value).model_fields.items()
+        }
+    if isinstance(value, Secret):
+        return "***"
+    if isinstance(value, str | Path):
+        return str(value)
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, dict):
+        return {str(k): _redact(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_redact(v) for v in value]
+    return value
+
+
+def allowed_keys(loc: Loc) -> list[str] | None:
+    """The YAML keys allowed in the mapping at ``loc`` (``("tables", 0)`` → TableConfig's),
+    or None when that mapping is free-form; feeds the did-you-mean of unknown keys."""
+    model: type[BaseModel] | None = Config
+    for part in loc:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        fields = {(f.alias or n): f for n, f in model.model_fields.items()}
+        if part not in fields:
+            return None
+        model = _model_in(fields[part].annotation)
+    return None if model is None else [(f.alias or n) for n, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class inside ``X``, ``X | None`` or ``tuple[X, ...]``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,380 @@
+"""Project a decoded change event onto a table's schema, with every value typed.
+
+The envelope decoder keeps values as the source sent them (already typed when the message
+carried a schema, raw JSON otherwise). Here each value is coerced to its column's
+:class:`~icetide.schema.model.ColumnType` through one table, :data:`COERCERS`, so the
+merge stage gets the same Python type for a column whatever the source sent.
+
+>>> from icetide.schema.model import schema_from_dict
+>>> schema = schema_from_dict({"table": "t", "primary_key": ["id"], "columns": [
+...     {"id": 1, "name": "id", "type": "long"},
+...     {"id": 2, "name": "price", "type": "decimal(6,2)"}]})
+>>> row = project_row({"id": "7", "price": 3.5}, schema)
+>>> row
+{'id': 7, 'price': Decimal('3.50')}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Context, Decimal, Inexact, InvalidOperation
+from typing import Any
+
+from icetide.errors import DecodeError
+from icetide.events import logical_types as lt
+from icetide.events.model import UNAVAILABLE, ChangeEvent, Op
+from icetide.schema.model import Column, TableSchema
+
+
+@dataclass(frozen=True)
+class ProjectedEvent:
+    """A change event in the table's own columns and types, ready to merge."""
+
+    op: Op
+    key: dict[str, Any]
+    """Primary-key column → typed value (``{}`` for ``t``)."""
+    after: dict[str, Any] | None
+    """Every schema column → typed value (``None`` if missing/unavailable); ``None`` for d/t."""
+    before: dict[str, Any] | None
+    """Same shape for the before image when the event has one (missing columns ``None``)."""
+    unavailable: tuple[str, ...]
+    """Schema columns whose after value is the unchanged-TOAST placeholder: keep stored."""
+    extra_columns: tuple[str, ...]
+    """Event columns the schema does not know (schema drift), sorted."""
+
+
+class _Mismatch(Exception):
+    """Internal: a value does not fit the column type; turned into a ``type_mismatch``."""
+
+
+Coercer = Callable[[Any, Column], Any]
+"""``(value, column) -> typed value``; raises :class:`_Mismatch` when the value does not fit."""
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+# Unit of an integer time/timestamp by the column's logical hint (defaults: time µs, ts ms).
+_TIME_UNITS = {
+    "org.apache.kafka.connect.data.Time": "ms",
+    "io.debezium.time.Time": "ms",
+    "io.debezium.time.MicroTime": "us",
+    "io.debezium.time.NanoTime": "ns",
+}
+_TIMESTAMP_UNITS = {
+    "org.apache.kafka.connect.data.Timestamp": "ms",
+    "io.debezium.time.Timestamp": "ms",
+    "io.debezium.time.MicroTimestamp": "us",
+    "io.debezium.time.NanoTimestamp": "ns",
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integral(value: Any) -> int:
+    if _is_int(value):
+        return int(value)
+    if isinstance(value, Decimal | float) and math.isfinite(value) and value == int(value):
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.match(value):
+        return int(value)
+    raise _Mismatch
+
+
+def _in_range(value: Any, bounds: tuple[int, int]) -> int:
+    number = _integral(value)
+    if not bounds[0] <= number <= bounds[1]:
+        raise _Mismatch
+    return number
+
+
+def _to_boolean(value: Any, column: Column) -> bool:
+    if isinstance(value, bool):
+        return value
+    if _is_int(value) and value in (0, 1):
+        return bool(value)
+    raise _Mismatch
+
+
+def _to_int(value: Any, column: Column) -> int:
+    return _in_range(value, _INT32)
+
+
+def _to_long(value: Any, column: Column) -> int:
+    return _in_range(value, _INT64)
+
+
+def _to_float(value: Any, column: Column) -> float:
+    if isinstance(value, float | int | Decimal) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in lt.FLOAT_WORDS:
+            return lt.FLOAT_WORDS[word]
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise _Mismatch
+
+
+def _to_decimal(value: Any, column: Column) -> Decimal:
+    precision, scale = column.type.precision, column.type.scale
+    if isinstance(value, Decimal):
+        number = value
+    elif _is_int(value):
+        number = Decimal(value)
+    elif isinstance(value, float):
+        number = Decimal(repr(value))  # the shortest text that round-trips, not binary noise
+    elif isinstance(value, str):
+        try:
+            number = Decimal(value.strip())
+        except InvalidOperation:
+            # Not a number: the base64 unscaled bytes of a Connect Decimal with this scale.
+            try:
+                number = lt.connect_decimal(value, scale, column.name)
+            except DecodeError:
+                raise _Mismatch from None
+    else:
+        raise _Mismatch
+    if not number.is_finite():
+        raise _Mismatch
+    # Rounding would silently change the stored value, so a value with more fraction
+    # digits than the column's scale does not fit (Inexact is trapped).
+    context = Context(prec=max(precision, 1) + 40, traps=[Inexact, InvalidOperation])
+    try:
+        quantized = number.quantize(Decimal((0, (1,), -scale)), context=context)
+    except (Inexact, InvalidOperation):
+        raise _Mismatch from None
+    if len(quantized.as_tuple().digits) > precision:
+        raise _Mismatch
+    return quantized
+
+
+def _to_string(value: Any, column: Column) -> str:
+    if isinstance(value, str):
+        return value
+    raise _Mismatch
+
+
+def _to_binary(value: Any, column: Column) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return lt.decode_base64(value, column.name)
+        except DecodeError:
+            raise _Mismatch from None
+    raise _Mismatch
+
+
+def _to_date(value: Any, column: Column) -> date:
+    if isinstance(value, datetime):
+        raise _Mismatch  # a datetime is a date subclass; silently dropping its time is wrong
+    if isinstance(value, date):
+        return value
+    if _is_int(value):
+        return _wrap(lt.days_to_date, value)
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            raise _Mismatch from None
+    raise _Mismatch
+
+
+def _to_time(value: Any, column: Column) -> time:
+    if isinstance(value, time):
+        parsed = value
+    elif _is_int(value):
+        parsed = _wrap(lt.time_of_day, value, _TIME_UNITS.get(column.logical or "", "us"))
+    elif isinstance(value, str):
+        parsed = _wrap(lt.parse_time, value)
+    else:
+        raise _Mismatch
+    # A time column is a wall-clock time of day: an offset (ZonedTime) is moved to UTC.
+    return lt.time_to_utc(parsed).replace(tzinfo=None)
+
+
+def _instant(value: Any, column: Column) -> datetime:
+    """Any accepted timestamp form as a datetime (naive or aware, as given)."""
+    if isinstance(value, datetime):
+        return value
+    if _is_int(value):
+        unit = _TIMESTAMP_UNITS.get(column.logical or "", "ms")
+        return _wrap(lt.epoch_to_datetime, value, unit)
+    if isinstance(value, str):
+        return _wrap(lt.parse_datetime, value)
+    raise _Mismatch
+
+
+def _to_timestamp(value: Any, column: Column) -> datetime:
+    moment = _instant(value, column)
+    return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def _to_timestamptz(value: Any, column: Column) -> datetime:
+    moment = _instant(value, column)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _to_uuid(value: Any, column: Column) -> str:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value.strip()))
+        except ValueError:
+            raise _Mismatch from None
+    raise _Mismatch
+
+
+def _to_json(value: Any, column: Column) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list | int | float | Decimal | bool):
+        return dump_json(value)
+    raise _Mismatch
+
+
+def _wrap(func: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return func(*args)
+    except DecodeError:
+        raise _Mismatch from None
+
+
+def dump_json(value: Any) -> str:
+    """Compact JSON text that keeps :class:`~decimal.Decimal` digits exactly.
+
+    >>> dump_json({"a": [1, Decimal("2.50")], "b": None})
+    '{"a":[1,2.50],"b":null}'
+    """
+    if isinstance(value, dict):
+        items = (f"{json.dumps(str(k))}:{dump_json(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(dump_json(v) for v in value) + "]"
+    if isinstance(value, Decimal):
+        return str(value) if value.is_finite() else json.dumps(float(value))
+    return json.dumps(value)
+
+
+COERCERS: dict[str, Coercer] = {
+    "boolean": _to_boolean,
+    "int": _to_int,
+    "long": _to_long,
+    "float": _to_float,
+    "double": _to_float,
+    "decimal": _to_decimal,
+    "string": _to_string,
+    "binary": _to_binary,
+    "date": _to_date,
+    "time": _to_time,
+    "timestamp": _to_timestamp,
+    "timestamptz": _to_timestamptz,
+    "uuid": _to_uuid,
+    "json": _to_json,
+}
+"""Column type name → coercer. Every type in ``schema.model.PRIMITIVES`` plus decimal."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def coerce_value(value: Any, column: Column, table: str = "?") -> Any:
+    """Coerce one value to ``column``'s type; ``None`` stays ``None``.
+
+    >>> from icetide.schema.model import Column, parse_type
+    >>> coerce_value("2024-02-29T10:00:00+01:00", Column(1, "at", parse_type("timestamp")))
+    datetime.datetime(2024, 2, 29, 9, 0)
+    """
+    if value is None:
+        return None
+    try:
+        return COERCERS[column.type.name](value, column)
+    except _Mismatch:
+        raise DecodeError(
+            "type_mismatch",
+            f"column {column.name} of table {table}: expected {column.type}, got {_show(value)}",
+            column=column.name,
+        ) from None
+
+
+def project_row(row: Mapping[str, Any], schema: TableSchema) -> dict[str, Any]:
+    """Every schema column of one row image, typed; columns missing from ``row`` are ``None``.
+
+    No nullability check: a before image may hold only the key (REPLICA IDENTITY DEFAULT).
+    """
+    return {c.name: coerce_value(row.get(c.name), c, schema.table) for c in schema.columns}
+
+
+def _check_key(image: dict[str, Any], schema: TableSchema, which: str) -> dict[str, Any]:
+    key = {}
+    for column in schema.key_columns:
+        if image.get(column.name) is None:
+            raise DecodeError(
+                "missing_key",
+                f"table {schema.table}: primary-key column {column.name} is missing or null "
+                f"in the {which} image",
+                column=column.name,
+            )
+        key[column.name] = image[column.name]
+    return key
+
+
+def _check_required(
+    after: dict[str, Any], present: Mapping[str, Any], unavailable: set[str], schema: TableSchema
+) -> None:
+    for column in schema.value_columns:
+        if column.nullable or column.name in unavailable or after[column.name] is not None:
+            continue
+        state = "null" if column.name in present else "missing"
+        raise DecodeError(
+            "null_in_required",
+            f"table {schema.table}: column {column.name} is not nullable but is {state} "
+            "in the after image",
+            column=column.name,
+        )
+
+
+def project_event(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
+    """Type an event's images by ``schema``; raises ``DecodeError`` with reason
+    ``type_mismatch``, ``missing_key`` or ``null_in_required`` for an event that cannot
+    be stored (it then goes to the dead-letter table)."""
+    if event.op == "t":
+        return ProjectedEvent("t", {}, None, None, (), ())
+    raw_after = dict(event.after or {})
+    unavailable = set(event.unavailable)
+    # A placeholder left in the image (an event built by hand) means the same thing.
+    unavailable |= {k for k, v in raw_after.items() if v == UNAVAILABLE}
+    for name in unavailable:
+        raw_after.pop(name, None)
+    raw_before = {k: v for k, v in (event.before or {}).items() if v != UNAVAILABLE}
+    seen = set(raw_after) | unavailable | set(raw_before)
+    extra = tuple(sorted(seen - set(schema.by_name)))
+
+    before = project_row(raw_before, schema) if event.before is not None else None
+    if event.op == "d":
+        if before is None:
+            raise DecodeError("missing_key", f"table {schema.table}: delete without before image")
+        return ProjectedEvent("d", _check_key(before, schema, "before"), None, before, (), extra)
+
+    if event.after is None:
+        raise DecodeError(
+            "missing_key", f"table {schema.table}: op {event.op!r} event without after image"
+        )
+    after = project_row(raw_after, schema)
+    key = _check_key(after, schema, "after")
+    _check_required(after, raw_after, unavailable, schema)
+    toast = tuple(c.name for c in schema.columns if c.name in unavailable)
+    return ProjectedEvent(event.op, key, after, before, toast, extra)

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything icetide needs on a fresh Debian machine, skipping what is there.
+# Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers.
+# Python: icetide itself (editable) with the capture and dev extras.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+need=()
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+[ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
+[ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install.sh: apt-get install ${need[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+cd "$(dirname "$0")/.."
+if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest" 2>/dev/null \
+   || [ pyproject.toml -nt .install-stamp ]; then
+  echo "install.sh: pip install -e .[dev,capture]"
+  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture]"
+  touch .install-stamp
+fi
