@@ -105,8 +105,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     query = LedgerStage(spark, config, schemas, _log).start(once=False)
     merge = MergeStage(spark, config, schemas, _log)
     interval = config.schedule.merge_interval.total_seconds()
-    _log(f"running: ledger every {config.schedule.stream_interval}, merge every "
-         f"{config.schedule.merge_interval}; Ctrl-C stops")
+    _log(
+        f"running: ledger every {config.schedule.stream_interval}, merge every "
+        f"{config.schedule.merge_interval}; Ctrl-C stops"
+    )
     try:
         while True:
             deadline = time.monotonic() + interval

@@ -128,8 +128,10 @@ def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
     config = load_config(config_path)
     schemas = load_table_schemas(config)
     workload = generate(seed, events)
-    log(f"demo: {len(workload.events):,} change events over {len(schemas)} tables "
-        f"in {workdir} (seed {seed})")
+    log(
+        f"demo: {len(workload.events):,} change events over {len(schemas)} tables "
+        f"in {workdir} (seed {seed})"
+    )
     log("demo: starting Spark with the Iceberg runtime …")
     spark = build_session(config)
     ledger = LedgerStage(spark, config, schemas, log)
@@ -138,16 +140,21 @@ def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
     index = 1
     rounds = plan_rounds(workload, rounds=3, seed=seed, late_rate=0.05)
     for number, part in enumerate(rounds, start=1):
-        log(f"demo: round {number}/{len(rounds) + 1}: landing {len(part.events):,} events "
-            "with duplicates, shuffled over 3 files")
+        log(
+            f"demo: round {number}/{len(rounds) + 1}: landing {len(part.events):,} events "
+            "with duplicates, shuffled over 3 files"
+        )
         paths = deliver(part, landing, seed=seed + number, files=3, start_index=index)
         index += len(paths)
         ledger.start(once=True).awaitTermination()
         merge.run_once()
-    log(f"demo: round {len(rounds) + 1}/{len(rounds) + 1}: redelivering the whole stream "
-        "with tombstones and transaction markers")
-    deliver(workload, landing, seed=seed, files=2, duplicate_rate=0.0, noise=True,
-            start_index=index)
+    log(
+        f"demo: round {len(rounds) + 1}/{len(rounds) + 1}: redelivering the whole stream "
+        "with tombstones and transaction markers"
+    )
+    deliver(
+        workload, landing, seed=seed, files=2, duplicate_rate=0.0, noise=True, start_index=index
+    )
     ledger.start(once=True).awaitTermination()
     merge.run_once()
     comparisons = compare_all(spark, config, workload)
@@ -155,6 +162,8 @@ def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
     for comparison in comparisons:
         log("  " + comparison.render().replace("\n", "\n  "))
     ok = all(c.matches for c in comparisons)
-    log(f"demo: {'PASSED' if ok else 'FAILED'} in {time.monotonic() - started:.0f}s; "
-        f"explore with `icetide status -c {config_path}`")
+    log(
+        f"demo: {'PASSED' if ok else 'FAILED'} in {time.monotonic() - started:.0f}s; "
+        f"explore with `icetide status -c {config_path}`"
+    )
     return ok

@@ -53,8 +53,9 @@ def kafka_messages(spark: SparkSession, config: Config) -> DataFrame:
     for key, value in transport.options_plain().items():
         reader = reader.option(key, value)
     return reader.load().select(
-        F.concat_ws("/", "topic", F.col("partition").cast("string"), F.col("offset").cast("string"))
-        .alias("message_id"),
+        F.concat_ws(
+            "/", "topic", F.col("partition").cast("string"), F.col("offset").cast("string")
+        ).alias("message_id"),
         F.col("value").cast("string").alias("raw"),
     )
 

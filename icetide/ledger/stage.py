@@ -74,8 +74,9 @@ class LedgerStage:
     def unrouted_dlt(self) -> str:
         """Dead letters whose table cannot be told (malformed JSON, unknown source)."""
         dl = self.config.dead_letter
-        return qualified(self.config.catalog.name, self.config.catalog.namespace,
-                         dl.unrouted_table + dl.suffix)
+        return qualified(
+            self.config.catalog.name, self.config.catalog.namespace, dl.unrouted_table + dl.suffix
+        )
 
     def ensure_tables(self) -> None:
         """Create the namespace, ledger and dead-letter tables when missing."""
@@ -124,17 +125,16 @@ class LedgerStage:
         """Classify, project and append one micro-batch of raw messages."""
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
-        sources = {
-            (t.source or t.name).lower(): t.name for t in self.config.tables
-        }
+        sources = {(t.source or t.name).lower(): t.name for t in self.config.tables}
         classified = batch.mapInArrow(classify_batches(sources), CLASSIFIED_SCHEMA).persist()
         try:
             counts = (
                 classified.groupBy("table", "status", "reason")
                 .agg(
                     F.count(F.lit(1)).alias("n"),
-                    F.slice(F.collect_list(F.when(F.col("status") == DEAD, "message_id")), 1, 10)
-                    .alias("samples"),
+                    F.slice(
+                        F.collect_list(F.when(F.col("status") == DEAD, "message_id")), 1, 10
+                    ).alias("samples"),
                 )
                 .collect()
             )

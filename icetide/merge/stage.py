@@ -166,9 +166,7 @@ class MergeStage:
         self.log(result.render())
         return result
 
-    def _history(
-        self, ledger: str, start: int | None, schema: TableSchema
-    ) -> DataFrame | None:
+    def _history(self, ledger: str, start: int | None, schema: TableSchema) -> DataFrame | None:
         """Deletes and truncates merged before this batch, within the retention window."""
         if start is None:
             return None

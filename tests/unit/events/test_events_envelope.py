@@ -134,7 +134,14 @@ def test_logical_message() -> None:
 
 
 def test_kinds_and_reasons_are_published() -> None:
-    assert SKIP_KINDS == ("tombstone", "transaction", "schema_change", "message", "key", "heartbeat")
+    assert SKIP_KINDS == (
+        "tombstone",
+        "transaction",
+        "schema_change",
+        "message",
+        "key",
+        "heartbeat",
+    )
     assert set(REASONS) == {
         "malformed_json",
         "missing_op",
@@ -193,7 +200,13 @@ def test_transaction_block_id_wins_over_tx_id() -> None:
 
 def test_no_source_means_no_table_position_or_times() -> None:
     e = event_of({"op": "r", "after": {"id": 1}})
-    assert (e.source, e.position, e.source_ts, e.event_ts, e.tx_id) == (None, None, None, None, None)
+    assert (e.source, e.position, e.source_ts, e.event_ts, e.tx_id) == (
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_empty_schema_and_zero_ts_become_none() -> None:
@@ -242,7 +255,9 @@ def test_unchanged_toast_placeholders_in_every_shape() -> None:
         "scores": placeholder_bytes,
         "note": "__debezium_unavailable_value ",
     }
-    e = event_of(envelope(source=PG_SOURCE, op="u", before={"id": 1, "bio": UNAVAILABLE}, after=after))
+    e = event_of(
+        envelope(source=PG_SOURCE, op="u", before={"id": 1, "bio": UNAVAILABLE}, after=after)
+    )
     assert e.unavailable == frozenset({"bio", "photo", "tags", "scores"})
     assert e.after == {"id": 1, "note": "__debezium_unavailable_value "}
     assert e.before == {"id": 1}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -283,7 +283,10 @@ def test_decode_struct_names_the_nested_column_in_errors() -> None:
         (logical(DECIMAL, "bytes", scale="x"), "AQ=="),
         (logical(DECIMAL, "bytes", scale="2"), True),
         (logical("io.debezium.data.VariableScaleDecimal", "struct"), {"scale": 2}),
-        (logical("io.debezium.data.VariableScaleDecimal", "struct"), {"scale": "2", "value": "AQ=="}),
+        (
+            logical("io.debezium.data.VariableScaleDecimal", "struct"),
+            {"scale": "2", "value": "AQ=="},
+        ),
         (logical("io.debezium.data.VariableScaleDecimal", "struct"), "AQ=="),
         (logical("io.debezium.time.Date", "int32"), "2019-01-01"),
         (logical("io.debezium.time.Date", "int32"), 10**9),
@@ -338,4 +341,4 @@ def test_decoder_tables_are_plain_dicts_of_callables() -> None:
 def test_zoned_time_keeps_utc_offset_zero() -> None:
     got = decode_value("23:59:59.999999-00:30", logical("io.debezium.time.ZonedTime", "string"))
     assert got == time(0, 29, 59, 999999, tzinfo=UTC)
-    assert got.utcoffset() == timezone.utc.utcoffset(None)
+    assert got.utcoffset() == UTC.utcoffset(None)
