@@ -1,0 +1,51 @@
+"""Integration fixtures: one real SparkSession with Iceberg for the whole run.
+
+Every test gets its own pipeline folder and Iceberg namespace in one shared Hadoop
+warehouse, so tests never see each other's tables and Spark starts only once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.integration.harness import Pipeline
+
+_namespaces = itertools.count(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration needs the JVM: mark it so."""
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Hadoop warehouse folder every test's catalog points at."""
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """The one SparkSession of the run, built the way the CLI builds it."""
+    from icetide.spark.session import build_session
+
+    seed = Pipeline.create(tmp_path_factory.mktemp("session"), warehouse, "session")
+    session = build_session(seed.config)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path, warehouse: Path, spark: SparkSession, request: pytest.FixtureRequest
+             ) -> Pipeline:
+    """A fresh demo-table pipeline in ``tmp_path`` with its own namespace."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return Pipeline.create(tmp_path, warehouse, f"t{next(_namespaces)}_{name}", spark=spark)
