@@ -24,7 +24,8 @@ DEFAULT_CONFIG = "icetide.yaml"
 
 
 def _log(message: str) -> None:
-    print(message, flush=True)
+    """Progress goes to stderr, so stdout carries only results (``status --output json``)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def _load(args: argparse.Namespace) -> tuple[Config, dict[str, TableSchema]]:

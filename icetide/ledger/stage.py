@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
+from icetide.faults import crash_point
 from icetide.ledger import contract as c
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
@@ -119,6 +120,7 @@ class LedgerStage:
             .append()
         )
         self._committed[table] = batch_id
+        crash_point("ledger.after_first_append")
 
     # -- one micro-batch ---------------------------------------------------------------
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:

@@ -44,8 +44,9 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 @pytest.fixture
-def pipeline(tmp_path: Path, warehouse: Path, spark: SparkSession, request: pytest.FixtureRequest
-             ) -> Pipeline:
+def pipeline(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, request: pytest.FixtureRequest
+) -> Pipeline:
     """A fresh demo-table pipeline in ``tmp_path`` with its own namespace."""
     name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
     return Pipeline.create(tmp_path, warehouse, f"t{next(_namespaces)}_{name}", spark=spark)

@@ -66,8 +66,13 @@ class Pipeline:
         for name, schema in schemas.items():
             dump_schema_file(schema, root / "schemas" / f"{name}.yaml")
             tables.append(
-                {"name": name, "source": sources[name], "schema": f"schemas/{name}.yaml",
-                 "buckets": 2, "mode": mode}
+                {
+                    "name": name,
+                    "source": sources[name],
+                    "schema": f"schemas/{name}.yaml",
+                    "buckets": 2,
+                    "mode": mode,
+                }
             )
         doc = {
             "pipeline": "custom",
@@ -109,15 +114,21 @@ class Pipeline:
         """Run the merge stage once for every table."""
         return MergeStage(self.session, self.config, self.schemas, self.logs.append).run_once()
 
-    def cli(self, *args: str, fault: str | None = None, timeout: float = 300
-            ) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, fault: str | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``icetide <args> -c <config>`` in a fresh process (its own Spark)."""
         env = {k: v for k, v in os.environ.items() if k != "ICETIDE_FAULT"}
         if fault:
             env["ICETIDE_FAULT"] = fault
         return subprocess.run(
             [sys.executable, "-m", "icetide.cli", *args, "-c", str(self.config_path)],
-            env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False,
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
 
     # -- reading ------------------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""Kill the stages at their worst moments (in a child process, like ``kill -9``), rerun,
+and get exactly the result of a run that never crashed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from icetide.demo.run import plan_rounds
+from icetide.demo.workload import deliver, generate
+from icetide.faults import KILLED_EXIT_CODE
+from icetide.merge.stage import read_watermark
+from icetide.spark.tables import current_snapshot_id
+from tests.integration.events import SCHEMAS, SOURCES, mysql
+from tests.integration.harness import REPO, Pipeline, assert_matches
+
+
+def killed(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == KILLED_EXIT_CODE, result.stdout + result.stderr
+
+
+def test_merge_killed_before_and_after_its_commit_resumes_exactly(pipeline: Pipeline) -> None:
+    spark = pipeline.session
+    workload = generate(17, 400, tables=["customers", "products"])
+    first, second = plan_rounds(workload, 2, 17, late_rate=0.1)
+    refs = pipeline.refs("customers")
+
+    deliver(first, pipeline.landing, seed=1, files=2)
+    pipeline.stream()
+    killed(pipeline.cli("merge", "--once", fault="merge.before_commit"))
+    assert read_watermark(spark, refs.base) is None
+    done = pipeline.cli("merge", "--once")
+    assert done.returncode == 0, done.stderr
+    assert read_watermark(spark, refs.base) == current_snapshot_id(spark, refs.cdc)
+
+    deliver(second, pipeline.landing, seed=2, files=2)
+    pipeline.stream()
+    killed(pipeline.cli("merge", "--once", fault="merge.after_commit"))
+    # The first table's merge committed with its watermark before the kill.
+    assert read_watermark(spark, refs.base) == current_snapshot_id(spark, refs.cdc)
+    done = pipeline.cli("merge", "--once")
+    assert done.returncode == 0, done.stderr
+    assert_matches(pipeline.compare(workload))
+
+
+def test_merge_killed_between_truncate_and_merge_resumes_exactly(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    shop = Pipeline.custom(tmp_path, warehouse, "crash_truncate", SCHEMAS, SOURCES, spark)
+    shop.land([mysql("c", 100, after={"id": 1, "name": "a", "qty": 1})])
+    shop.stream()
+    shop.merge()
+    shop.land(
+        [
+            mysql("t", 200),
+            mysql("c", 300, after={"id": 2, "name": "b", "qty": 2}),
+            mysql("u", 310, before={"id": 2}, after={"id": 2, "name": "c", "qty": 3}),
+        ]
+    )
+    shop.stream()
+    killed(shop.cli("merge", "--once", fault="merge.after_truncate"))
+    assert shop.base("items") == []  # truncated, not merged yet
+    done = shop.cli("merge", "--once")
+    assert done.returncode == 0, done.stderr
+    assert [(r["id"], r["name"]) for r in shop.base("items")] == [(2, "c")]
+
+
+def test_ledger_killed_between_table_appends_writes_every_event_once(pipeline: Pipeline) -> None:
+    workload = generate(29, 300)
+    deliver(workload, pipeline.landing, seed=3, files=2, duplicate_rate=0.0, shuffle=False)
+    killed(pipeline.cli("stream", "--once", fault="ledger.after_first_append"))
+    done = pipeline.cli("stream", "--once")
+    assert done.returncode == 0, done.stderr
+    spark = pipeline.session
+    for table in pipeline.schemas:
+        ledger = spark.table(pipeline.refs(table).cdc)
+        sent = sum(1 for e in workload.events if e.table == table)
+        assert ledger.count() == sent
+        assert ledger.select("_message_id").distinct().count() == sent
+    pipeline.merge()
+    assert_matches(pipeline.compare(workload))
+
+
+def test_merge_killed_at_a_random_moment_resumes_exactly(pipeline: Pipeline) -> None:
+    workload = generate(31, 500)
+    deliver(workload, pipeline.landing, seed=4, files=2)
+    pipeline.stream()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "icetide.cli", "merge", "--once", "-c", str(pipeline.config_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert child.stdout is not None
+    for line in child.stdout:  # kill once the first table has merged: mid-way
+        if line.startswith("merge customers"):
+            time.sleep(1.5)
+            break
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    done = pipeline.cli("merge", "--once")
+    assert done.returncode == 0, done.stderr
+    assert_matches(pipeline.compare(workload))
