@@ -143,6 +143,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """Print the effective config (defaults filled in, secrets as ***)."""
+    import yaml
+
+    config, _ = _load(args)
+    print(yaml.safe_dump(config.redacted(), sort_keys=False), end="")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the whole spine on embedded defaults and check the result."""
     from icetide.demo.run import run_demo
@@ -188,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_config(sub.add_parser("status", help="per-table events, watermark, lag, dead letters"))
     p.add_argument("--output", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("config", help="inspect the pipeline config")
+    config_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = with_config(
+        config_sub.add_parser("show", help="print the effective config, secrets hidden")
+    )
+    p.set_defaults(func=cmd_config_show)
 
     p = sub.add_parser("demo", help="run the whole pipeline on generated data and verify it")
     p.add_argument("--workdir", default="icetide-demo", help="folder for the demo's files")
