@@ -26,7 +26,10 @@ def fixtures_dir() -> Path:
     if override:
         root = Path(override)
         return root / "debezium" if (root / "debezium").is_dir() else root
-    return Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "debezium"
+    # The team's shared folder sits beside the checkout; a clone elsewhere (CI) finds it
+    # at its fixed place on the machine.
+    beside = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "debezium"
+    return beside if beside.is_dir() else Path("/work/shared/fixtures/debezium")
 
 
 FIXTURES = fixtures_dir()

@@ -1,0 +1,2 @@
+"""MySQL/MariaDB capture: server checks (``settings``), value conversion (``types``),
+schema history (``history``) and the binlog reader (``reader``)."""
