@@ -62,10 +62,12 @@ def _await(query: object, action: str) -> None:
 def cmd_stream(args: argparse.Namespace) -> int:
     """Run the ledger stage (events → CDC tables)."""
     from icetide.ledger.stage import LedgerStage
+    from icetide.spark.errors import jvm_boundary
 
     config, schemas = _load(args)
     spark = _session(config)
-    query = LedgerStage(spark, config, schemas, _log).start(once=args.once)
+    with jvm_boundary("ledger stream"):
+        query = LedgerStage(spark, config, schemas, _log).start(once=args.once)
     try:
         _await(query, "ledger stream")
     except KeyboardInterrupt:
@@ -103,7 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config, schemas = _load(args)
     spark = _session(config)
-    query = LedgerStage(spark, config, schemas, _log).start(once=False)
+    with jvm_boundary("ledger stream"):
+        query = LedgerStage(spark, config, schemas, _log).start(once=False)
     merge = MergeStage(spark, config, schemas, _log)
     interval = config.schedule.merge_interval.total_seconds()
     _log(
