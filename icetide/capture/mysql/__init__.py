@@ -1,2 +1,0 @@
-"""MySQL/MariaDB capture: server checks (``settings``), value conversion (``types``),
-schema history (``history``) and the binlog reader (``reader``)."""
