@@ -155,7 +155,9 @@ def run_icetide(spark: SparkSession, schema: TableSchema) -> None:
     events = spark.table("lake.b.events").withColumn(
         c.BEFORE, F.lit(None).cast(spark.table("lake.b.events").schema[c.AFTER].dataType)
     )
-    prepare(events, MergeContext(schema)).createOrReplaceTempView("bench_batch")
+    prepare(events, MergeContext(schema, has_unavailable=False)).createOrReplaceTempView(
+        "bench_batch"
+    )
     spark.sql(merge_sql("lake.b.base", "bench_batch", schema))
 
 

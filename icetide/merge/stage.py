@@ -133,6 +133,7 @@ class MergeStage:
         stats = events.agg(
             F.count(F.lit(1)).alias("n"),
             F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
+            F.max(F.size(c.UNAVAILABLE)).alias("unavailable"),
         ).first()
         assert stats is not None
         count, batch_truncate = int(stats["n"]), stats["truncate"]
@@ -146,7 +147,8 @@ class MergeStage:
                 f"CAST({literal(str(batch_truncate))} AS {c.POSITION_SQL})"
             )
             crash_point("merge.after_truncate")
-        ctx = MergeContext(self.schemas[name], history, truncated_before)
+        has_unavailable = (stats["unavailable"] or 0) > 0
+        ctx = MergeContext(self.schemas[name], history, truncated_before, has_unavailable)
         source = prepare(events, ctx)
         view = f"icetide_batch_{name}"
         source.createOrReplaceTempView(view)

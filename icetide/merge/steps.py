@@ -25,6 +25,9 @@ class MergeContext:
     schema: TableSchema
     history: DataFrame | None = None
     truncated_before: Decimal | None = None
+    has_unavailable: bool = True
+    """False when no event of the batch has an unchanged-TOAST placeholder: one
+    ``max_by`` over the whole row image then replaces one per column."""
 
 
 def value_slot(column_id: int) -> str:
@@ -77,6 +80,8 @@ def drop_truncated(events: DataFrame, ctx: MergeContext) -> DataFrame:
 def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """One row per key: the latest op and position, and per column the latest *available*
     value (an unchanged-TOAST placeholder is not available, so the stored value stays)."""
+    if not ctx.has_unavailable:
+        return _dedupe_whole_rows(events, ctx)
     slots = []
     for col in ctx.schema.value_columns:
         available = F.when(
@@ -91,6 +96,25 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
         F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
         *slots,
     )
+
+
+def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """:func:`dedupe_latest` when every value is available: the latest row image wins."""
+    living = F.col(c.OP) != "d"
+    latest = "_latest"
+    grouped = events.groupBy(*ctx.schema.primary_key).agg(
+        F.max(c.POSITION).alias(c.POSITION),
+        F.max_by(F.col(c.OP), F.col(c.POSITION)).alias(c.OP),
+        F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
+        F.max_by(F.when(living, F.col(c.AFTER)), F.when(living, F.col(c.POSITION))).alias(latest),
+    )
+    slots = [
+        F.when(
+            F.col(latest).isNotNull(), F.struct(F.col(latest).getField(col.name).alias("v"))
+        ).alias(value_slot(col.id))
+        for col in ctx.schema.value_columns
+    ]
+    return grouped.select(*ctx.schema.primary_key, c.POSITION, c.OP, c.SOURCE_TS, *slots)
 
 
 Step = Callable[[DataFrame, MergeContext], DataFrame]
