@@ -1,0 +1,709 @@
+"""Read a MySQL/MariaDB binlog and turn every row change into a Debezium change event.
+
+:class:`BinlogReader` follows the binlog with python-mysql-replication from a start
+offset (file + position, or a GTID state), keeps only the configured ``db.table`` pairs,
+and yields one :class:`CaptureRecord` per change: its ``value`` is the envelope Debezium's
+MySQL connector writes (JSON converter, ``schemas.enable=false`` unless
+``include_schema``), so :func:`icetide.events.envelope.decode_message` reads it like any
+Debezium message::
+
+    reader = BinlogReader(server.connection_settings(), ["shop.customers"])
+    for record in reader:          # stops at the end of the log unless blocking=True
+        transport.send(record.key, record.to_json())
+    reader.committed               # where to start next time
+
+What is emitted, per binlog event:
+
+* row events → ``c`` / ``u`` / ``d``, one per row; an update that changes the primary key
+  becomes a ``d`` of the old key and a ``c`` of the new one, as Debezium does;
+* ``TRUNCATE TABLE`` → one ``t`` event (before and after ``null``);
+* DDL on a captured table → a schema-change record (``{"source", "databaseName", "ddl",
+  "tableChanges": []}``, which the decoder skips as ``schema_change``) and an entry in the
+  :class:`~icetide.capture.mysql.history.SchemaHistory`, whose ``columns`` entries come
+  from the binlog's own table maps.
+
+Positions: ``source.file``/``source.pos`` are the binlog file and the *start* offset of
+the row event, ``source.row`` the row's index in it, so ``(file number, pos, row)`` — what
+:func:`icetide.events.position.binlog_position` packs — is unique and increases along the
+log, across file rotations too. ``source.gtid`` and ``transaction.id`` carry the GTID
+(MariaDB ``domain-server-seq``, MySQL ``uuid:n``), or ``file:pos`` of the transaction
+start when the server writes no GTIDs.
+
+Offsets: every record carries ``resume``, the start of its transaction (file + position,
+and the GTID state before it): restarting there replays the transaction, and duplicates
+are harmless because the merge is version-guarded by position. :attr:`BinlogReader.committed`
+is the offset just after the last complete transaction read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.gtid import Gtid, GtidSet
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from icetide import __version__
+from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
+from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
+from icetide.capture.mysql.settings import ServerInfo, check_server, read_variables, server_info
+from icetide.capture.mysql.types import (
+    ColumnInfo,
+    Converter,
+    column_info,
+    connect_schema,
+    convert_row,
+    nullable_flags,
+    value_converter,
+)
+from icetide.events.position import Position, binlog_position
+
+CONNECTOR = "mysql"
+RecordKind = Literal["change", "schema_change"]
+
+_MARIADB_STANDALONE = 0x01  # GTID flag: a statement (DDL) with no BEGIN … COMMIT around it
+_ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+_LOST_POSITION = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown position
+_CONNECTION_ERRORS = (2002, 2003, 2006, 2013)
+
+
+@dataclass(frozen=True)
+class BinlogOffset:
+    """Where to (re)start reading: a transaction boundary in the binlog.
+
+    ``file`` + ``pos`` when known; ``gtid`` is the server's GTID state *before* that
+    boundary (MariaDB ``0-1-42,1-2-7``; MySQL an executed GTID set), used when there is
+    no file. Persist it with :meth:`to_dict`.
+    """
+
+    file: str | None = None
+    pos: int | None = None
+    gtid: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``file:pos`` (and ``gtid``) for people."""
+        parts = [f"{self.file}:{self.pos}"] if self.file else []
+        if self.gtid is not None:
+            parts.append(f"gtid {self.gtid or '(empty)'}")
+        return ", ".join(parts) or "(current end of the log)"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {"file": self.file, "pos": self.pos, "gtid": self.gtid}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BinlogOffset:
+        """The offset :meth:`to_dict` wrote."""
+        pos = data.get("pos")
+        return cls(data.get("file"), None if pos is None else int(pos), data.get("gtid"))
+
+
+@dataclass(frozen=True)
+class CaptureRecord:
+    """One message for the transport: a change event or a schema change."""
+
+    kind: RecordKind
+    db: str
+    table: str
+    key: dict[str, Any] | None
+    """Primary-key column → JSON value (the message key); ``None`` for truncates, DDL and
+    tables without a primary key."""
+    value: dict[str, Any]
+    """The Debezium envelope (``{"schema", "payload"}`` when schemas are included)."""
+    position: Position
+    resume: BinlogOffset
+
+    @property
+    def qualified(self) -> str:
+        """``db.table``."""
+        return f"{self.db}.{self.table}"
+
+    def to_json(self) -> str:
+        """The value as compact JSON text, what :func:`decode_message` reads."""
+        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":"))
+
+    def key_json(self) -> str | None:
+        """The key as compact JSON text."""
+        if self.key is None:
+            return None
+        return json.dumps(self.key, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class _Table:
+    """A captured table as its latest table map describes it."""
+
+    db: str
+    table: str
+    columns: tuple[ColumnInfo, ...]
+    converters: tuple[tuple[ColumnInfo, Converter], ...]
+    key: tuple[str, ...]
+    _schema: dict[str, Any] | None = None
+
+    def envelope_schema(self, server_name: str) -> dict[str, Any]:
+        """The Connect schema of this table's envelopes (built once)."""
+        if self._schema is None:
+            self._schema = _envelope_schema(server_name, self.db, self.table, self.columns)
+        return self._schema
+
+
+@dataclass
+class _Transaction:
+    file: str
+    pos: int
+    gtid: str | None
+    gtid_before: str | None
+    open: bool = False
+    """Inside BEGIN … COMMIT (or a MariaDB transactional GTID group)."""
+    thread: int | None = None
+    total: int = 0
+    per_table: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.gtid or f"{self.file}:{self.pos}"
+
+    def count(self, db: str, table: str) -> tuple[int, int]:
+        self.total += 1
+        seen = self.per_table.get((db, table), 0) + 1
+        self.per_table[(db, table)] = seen
+        return self.total, seen
+
+
+class _GtidState:
+    """The GTID state after the last committed transaction, in the server's own notation."""
+
+    def __init__(self, flavor: str, initial: str | None) -> None:
+        self.flavor = flavor
+        self.known = initial is not None
+        self._domains: dict[str, str] = {}
+        self._set: Any = None
+        if initial is None:
+            return
+        if flavor == "mariadb":
+            for gtid in filter(None, (g.strip() for g in initial.split(","))):
+                self._domains[gtid.split("-", 1)[0]] = gtid
+        else:
+            self._set = GtidSet(initial.replace("\n", "") or None)
+
+    def text(self) -> str | None:
+        if not self.known:
+            return None
+        if self.flavor == "mariadb":
+            return ",".join(self._domains[d] for d in sorted(self._domains, key=int))
+        return str(self._set)
+
+    def add(self, gtid: str | None) -> None:
+        if gtid is None or not self.known:
+            return
+        if self.flavor == "mariadb":
+            self._domains[gtid.split("-", 1)[0]] = gtid
+        else:
+            self._set.merge_gtid(Gtid(gtid))
+
+
+class BinlogReader:
+    """Change events of ``tables`` (``"db.table"``) from the binlog of one server.
+
+    ``connection`` holds pymysql keywords (host, port, user, password). ``start`` is
+    where to begin (file + pos when given, else the GTID state, else the current end of
+    the log). ``blocking`` waits for new events forever instead of stopping at the end
+    of the log. ``history`` (a :class:`SchemaHistory` or a path) records DDL and columns.
+    ``check_settings`` verifies the server first (see
+    :mod:`icetide.capture.mysql.settings`). ``server_id`` must be unique among the
+    server's replicas (random by default).
+    """
+
+    def __init__(
+        self,
+        connection: Mapping[str, Any],
+        tables: Iterable[str],
+        *,
+        start: BinlogOffset | None = None,
+        name: str = "icetide",
+        server_id: int | None = None,
+        blocking: bool = False,
+        include_schema: bool = False,
+        history: SchemaHistory | Path | None = None,
+        check_settings: bool = True,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        self._connection = dict(connection)
+        self._wanted = {_split_table(t) for t in tables}
+        if not self._wanted:
+            raise CaptureError("no tables to capture", hint="list tables as db.table")
+        self.name = name
+        self.server_id = server_id or random.randint(10_000, 2**31 - 1)
+        self._start = start
+        self._blocking = blocking
+        self._include_schema = include_schema
+        self.history = SchemaHistory(history) if isinstance(history, Path) else history
+        self._check = check_settings
+        self._heartbeat = heartbeat_seconds
+        self._stream: Any = None
+        self.info: ServerInfo | None = None
+        self._file = ""
+        self._tables: dict[int, _Table] = {}
+        self._tx: _Transaction | None = None
+        self._gtids = _GtidState("mysql", None)
+        self.start_offset: BinlogOffset | None = None
+        self.committed: BinlogOffset | None = None
+        """The offset just after the last complete transaction read (``None`` before one)."""
+
+    @property
+    def where(self) -> str:
+        """``host:port`` of the server, for messages."""
+        host = self._connection.get("host") or self._connection.get("unix_socket") or "?"
+        port = self._connection.get("port")
+        return f"{host}:{port}" if port else str(host)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def open(self) -> BinlogReader:
+        """Check the server and position the stream (done by the first iteration too)."""
+        if self._stream is not None:
+            return self
+        ctl = self._control_connection()
+        try:
+            variables = read_variables(ctl)
+            self.info = (
+                check_server(ctl, f"the server at {self.where}")
+                if self._check
+                else server_info(variables)
+            )
+            start = self._resolve_start(ctl, self.info)
+        finally:
+            ctl.close()
+        self.start_offset = start
+        self._gtids = _GtidState(self.info.flavor, start.gtid)
+        self._file = start.file or ""
+        by_gtid = start.file is None
+        stream_settings = dict(self._connection)
+        stream_settings.pop("database", None)
+        self._stream = BinLogStreamReader(
+            connection_settings=stream_settings,
+            server_id=self.server_id,
+            resume_stream=True,
+            blocking=self._blocking,
+            log_file=start.file,
+            log_pos=start.pos,
+            auto_position=start.gtid if by_gtid else None,
+            is_mariadb=by_gtid and self.info.flavor == "mariadb",
+            only_events=[
+                RotateEvent,
+                MariadbGtidEvent,
+                GtidEvent,
+                QueryEvent,
+                XidEvent,
+                TableMapEvent,
+                *_ROW_EVENTS,
+                HeartbeatLogEvent,
+            ],
+            only_schemas=sorted({db for db, _ in self._wanted}),
+            only_tables=sorted({table for _, table in self._wanted}),
+            slave_heartbeat=self._heartbeat,
+            enable_logging=False,
+        )
+        return self
+
+    def close(self) -> None:
+        """Disconnect from the server."""
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __enter__(self) -> BinlogReader:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[CaptureRecord]:
+        self.open()
+        try:
+            for event in self._stream:
+                yield from self._handle(event)
+        except pymysql.err.MySQLError as exc:
+            raise self._stream_error(exc) from exc
+
+    # --- setup --------------------------------------------------------------------------
+
+    def _control_connection(self) -> Any:
+        settings = {"charset": "utf8mb4", "autocommit": True, "connect_timeout": 10}
+        settings.update(self._connection)
+        try:
+            return pymysql.connect(**settings)
+        except pymysql.err.MySQLError as exc:
+            raise SourceUnavailableError(
+                f"cannot connect to the MySQL/MariaDB server at {self.where}: {exc}",
+                hint="check host, port, user and password, and that the server runs",
+            ) from exc
+
+    def _resolve_start(self, ctl: Any, info: ServerInfo) -> BinlogOffset:
+        start = self._start
+        with ctl.cursor() as cur:
+            if start is not None and start.file and start.pos is not None:
+                state = start.gtid
+                if state is None and info.flavor == "mariadb":
+                    cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (start.file, start.pos))
+                    row = cur.fetchone()
+                    state = None if row is None or row[0] is None else str(row[0])
+                return BinlogOffset(start.file, start.pos, state)
+            if start is not None and start.gtid is not None:
+                if not info.gtid_enabled:
+                    raise CaptureError(
+                        f"cannot resume from GTID {start.gtid}: the server at {self.where} "
+                        "writes no GTIDs (gtid_mode is OFF)",
+                        hint="resume from a binlog file and position instead",
+                    )
+                return BinlogOffset(None, None, start.gtid)
+            cur.execute("SHOW MASTER STATUS")
+            row = cur.fetchone()
+            if row is None:
+                raise CaptureError(f"the server at {self.where} has no binary log")
+            file, pos = str(row[0]), int(row[1])
+            gtid: str | None = None
+            if info.flavor == "mariadb":
+                cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
+                found = cur.fetchone()
+                gtid = None if found is None or found[0] is None else str(found[0])
+            elif info.gtid_enabled and len(row) > 4:
+                gtid = str(row[4] or "").replace("\n", "")
+            return BinlogOffset(file, pos, gtid)
+
+    def _stream_error(self, exc: pymysql.err.MySQLError) -> CaptureError:
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        start = self.start_offset.text if self.start_offset else "?"
+        if code == _LOST_POSITION:
+            return PositionLostError(
+                f"the server at {self.where} cannot send the binlog from {start}: {exc}",
+                position=start,
+                hint="the binlog there was purged or never existed; run `icetide bootstrap` "
+                "again for these tables, and keep binlogs longer (binlog_expire_logs_seconds)",
+            )
+        if code in _CONNECTION_ERRORS:
+            return SourceUnavailableError(
+                f"lost the connection to the server at {self.where}: {exc}",
+                hint="capture resumes from its last offset when restarted",
+            )
+        return CaptureError(f"reading the binlog of {self.where} failed: {exc}")
+
+    # --- events -------------------------------------------------------------------------
+
+    def _handle(self, event: Any) -> Iterator[CaptureRecord]:
+        end = int(event.packet.log_pos or 0)
+        start = end - int(event.packet.event_size) if end else 0
+        if isinstance(event, RotateEvent):
+            self._file = str(event.next_binlog)
+            self._tables.clear()  # table ids are only valid within one binlog file
+        elif isinstance(event, MariadbGtidEvent):
+            standalone = bool(event.flags & _MARIADB_STANDALONE)
+            self._begin(start, str(event.gtid), is_open=not standalone)
+        elif isinstance(event, GtidEvent):
+            self._begin(start, str(event.gtid), is_open=False)  # BEGIN or a DDL follows
+        elif isinstance(event, TableMapEvent):
+            self._table_map(event, start)
+        elif isinstance(event, _ROW_EVENTS):
+            yield from self._rows(event, start)
+        elif isinstance(event, XidEvent):
+            self._commit(end)
+        elif isinstance(event, QueryEvent):
+            yield from self._query(event, start, end)
+
+    def _begin(self, pos: int, gtid: str | None, *, is_open: bool) -> _Transaction:
+        self._tx = _Transaction(self._file, pos, gtid, self._gtids.text(), open=is_open)
+        return self._tx
+
+    def _current_tx(self, pos: int) -> _Transaction:
+        # Without a GTID or BEGIN (not expected in ROW format) the event is its own start.
+        return self._tx if self._tx is not None else self._begin(pos, None, is_open=True)
+
+    def _commit(self, end: int) -> None:
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            self._gtids.add(tx.gtid)
+        self.committed = BinlogOffset(self._file, end, self._gtids.text())
+
+    def _resume(self, tx: _Transaction) -> BinlogOffset:
+        return BinlogOffset(tx.file, tx.pos, tx.gtid_before)
+
+    def _query(self, event: Any, start: int, end: int) -> Iterator[CaptureRecord]:
+        sql = str(event.query).strip()
+        word = sql.split(None, 1)[0].upper() if sql else ""
+        if word == "BEGIN":
+            tx = self._tx if self._tx is not None and not self._tx.open else None
+            tx = tx or self._begin(start, None, is_open=True)
+            tx.open, tx.thread = True, int(event.slave_proxy_id)
+            return
+        if word in ("COMMIT", "ROLLBACK") and len(sql.split()) == 1:
+            self._commit(end)
+            return
+        standalone = self._tx is None or not self._tx.open
+        tx = self._current_tx(start)
+        if tx.thread is None:
+            tx.thread = int(event.slave_proxy_id)
+        schema = event.schema
+        default_db = schema.decode("utf-8", "replace") if isinstance(schema, bytes) else schema
+        yield from self._statement(sql, default_db or None, event, start, tx)
+        if standalone:
+            self._commit(end)
+
+    def _statement(
+        self, sql: str, default_db: str | None, event: Any, start: int, tx: _Transaction
+    ) -> Iterator[CaptureRecord]:
+        parsed = parse_ddl(sql, default_db)
+        if parsed is None:
+            return
+        position = binlog_position(self._file, start, 0)
+        ts_ms = int(event.timestamp) * 1000
+        for db, table in parsed.tables:
+            if db is None or (db, table) not in self._wanted:
+                continue
+            source = self._source(db, table, ts_ms, start, 0, tx, event.packet.server_id)
+            if parsed.kind == "truncate":
+                yield self._change("t", db, table, None, None, None, source, position, tx)
+                continue
+            if self.history is not None:
+                self.history.record(
+                    HistoryEntry("ddl", db, table, position.text, position.key, tx.gtid, ts_ms, sql)
+                )
+            # Forget the table's layout: the next table map describes the new one.
+            self._tables = {k: t for k, t in self._tables.items() if (t.db, t.table) != (db, table)}
+            payload = {
+                "source": source,
+                "ts_ms": _now_ms(),
+                "databaseName": db,
+                "schemaName": None,
+                "ddl": sql,
+                "tableChanges": [],
+            }
+            yield CaptureRecord(
+                "schema_change", db, table, None, payload, position, self._resume(tx)
+            )
+
+    def _table_map(self, event: Any, start: int) -> None:
+        db, table = str(event.schema), str(event.table)
+        if (db, table) not in self._wanted:
+            return
+        flags = nullable_flags(event.null_bitmask, len(event.columns))
+        columns = tuple(column_info(c, n) for c, n in zip(event.columns, flags, strict=True))
+        known = self._tables.get(event.table_id)
+        if known is not None and known.columns == columns:
+            return
+        converters = tuple((c, value_converter(c)) for c in columns)
+        key = tuple(c.name for c in columns if c.primary)
+        self._tables[event.table_id] = _Table(db, table, columns, converters, key)
+        if self.history is not None:
+            position = binlog_position(self._file, start, 0)
+            self.history.record(
+                HistoryEntry(
+                    "columns",
+                    db,
+                    table,
+                    position.text,
+                    position.key,
+                    self._tx.gtid if self._tx else None,
+                    int(event.timestamp) * 1000,
+                    None,
+                    tuple(c.signature() for c in columns),
+                )
+            )
+
+    def _rows(self, event: Any, start: int) -> Iterator[CaptureRecord]:
+        table = self._tables.get(event.table_id)
+        if table is None:
+            return
+        tx = self._current_tx(start)
+        ts_ms = int(event.timestamp) * 1000
+        server_id = event.packet.server_id
+        db, name, columns = table.db, table.table, table.converters
+        for row_index, row in enumerate(event.rows):
+            source = self._source(db, name, ts_ms, start, row_index, tx, server_id)
+            position = binlog_position(self._file, start, row_index)
+            if isinstance(event, WriteRowsEvent):
+                after = convert_row(row["values"], columns, row["none_sources"])
+                yield self._change("c", db, name, table, None, after, source, position, tx)
+            elif isinstance(event, DeleteRowsEvent):
+                before = convert_row(row["values"], columns, row["none_sources"])
+                yield self._change("d", db, name, table, before, None, source, position, tx)
+            else:
+                before = convert_row(row["before_values"], columns, row["before_none_sources"])
+                after = convert_row(row["after_values"], columns, row["after_none_sources"])
+                if table.key and any(before[k] != after[k] for k in table.key):
+                    # A new primary key is a new row: Debezium sends a delete of the old
+                    # key and a create of the new one, so each lands under its own key.
+                    yield self._change("d", db, name, table, before, None, source, position, tx)
+                    yield self._change("c", db, name, table, None, after, source, position, tx)
+                else:
+                    yield self._change("u", db, name, table, before, after, source, position, tx)
+
+    def _source(
+        self,
+        db: str,
+        table: str,
+        ts_ms: int,
+        pos: int,
+        row: int,
+        tx: _Transaction,
+        server_id: int,
+    ) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "connector": CONNECTOR,
+            "name": self.name,
+            "ts_ms": ts_ms,
+            "snapshot": "false",
+            "db": db,
+            "sequence": None,
+            "table": table,
+            "server_id": int(server_id),
+            "gtid": tx.gtid,
+            "file": self._file,
+            "pos": pos,
+            "row": row,
+            "thread": tx.thread,
+            "query": None,
+        }
+
+    def _change(
+        self,
+        op: str,
+        db: str,
+        name: str,
+        table: _Table | None,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        source: dict[str, Any],
+        position: Position,
+        tx: _Transaction,
+    ) -> CaptureRecord:
+        total, in_table = tx.count(db, name)
+        payload: dict[str, Any] = {
+            "before": before,
+            "after": after,
+            "source": source,
+            "op": op,
+            "ts_ms": _now_ms(),
+            "transaction": {
+                "id": tx.id,
+                "total_order": total,
+                "data_collection_order": in_table,
+            },
+        }
+        image = after if after is not None else before
+        key = {k: image[k] for k in table.key} if table and table.key and image else None
+        value = payload
+        if self._include_schema and table is not None:
+            value = {"schema": table.envelope_schema(self.name), "payload": payload}
+        return CaptureRecord("change", db, name, key, value, position, self._resume(tx))
+
+
+def _split_table(name: str) -> tuple[str, str]:
+    db, dot, table = name.strip().partition(".")
+    if not dot or not db or not table:
+        raise CaptureError(
+            f"table {name!r} must be written db.table", hint="e.g. inventory.customers"
+        )
+    return db.strip("`"), table.strip("`")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+_SOURCE_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("version", "string", False),
+    ("connector", "string", False),
+    ("name", "string", False),
+    ("ts_ms", "int64", False),
+    ("snapshot", "string", True),
+    ("db", "string", False),
+    ("sequence", "string", True),
+    ("table", "string", True),
+    ("server_id", "int64", False),
+    ("gtid", "string", True),
+    ("file", "string", False),
+    ("pos", "int64", False),
+    ("row", "int32", False),
+    ("thread", "int64", True),
+    ("query", "string", True),
+)
+
+
+def _envelope_schema(
+    server: str, db: str, table: str, columns: tuple[ColumnInfo, ...]
+) -> dict[str, Any]:
+    """The Connect schema Debezium's MySQL connector gives a table's change events."""
+    prefix = f"{server}.{db}.{table}"
+    fields = [{**connect_schema(c), "field": c.name} for c in columns]
+
+    def image(name: str) -> dict[str, Any]:
+        return {
+            "type": "struct",
+            "fields": fields,
+            "optional": True,
+            "name": f"{prefix}.Value",
+            "field": name,
+        }
+
+    return {
+        "type": "struct",
+        "name": f"{prefix}.Envelope",
+        "optional": False,
+        "version": 1,
+        "fields": [
+            image("before"),
+            image("after"),
+            {
+                "type": "struct",
+                "name": "io.debezium.connector.mysql.Source",
+                "optional": False,
+                "field": "source",
+                "fields": [
+                    {"type": kind, "optional": optional, "field": name}
+                    for name, kind, optional in _SOURCE_FIELDS
+                ],
+            },
+            {"type": "string", "optional": False, "field": "op"},
+            {"type": "int64", "optional": True, "field": "ts_ms"},
+            {
+                "type": "struct",
+                "name": "event.block",
+                "version": 1,
+                "optional": True,
+                "field": "transaction",
+                "fields": [
+                    {"type": "string", "optional": False, "field": "id"},
+                    {"type": "int64", "optional": False, "field": "total_order"},
+                    {"type": "int64", "optional": False, "field": "data_collection_order"},
+                ],
+            },
+        ],
+    }
