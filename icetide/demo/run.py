@@ -88,7 +88,8 @@ def plan_rounds(workload: Workload, rounds: int, seed: int, late_rate: float) ->
         chunk = held + workload.events[i * size : (i + 1) * size]
         last = i == rounds - 1
         held = [] if last else [e for e in chunk if rng.random() < late_rate]
-        kept = [e for e in chunk if not any(e is h for h in held)]
+        late = {id(e) for e in held}
+        kept = [e for e in chunk if id(e) not in late]
         out.append(replace(workload, events=kept))
     return out
 
@@ -97,7 +98,7 @@ def read_base(spark: SparkSession, config: Config, schema: TableSchema) -> list[
     """Every row of a base table as dicts of its schema columns."""
     from icetide.spark.tables import TableRefs
 
-    refs = TableRefs(config.catalog.name, config.catalog.namespace, schema.table)
+    refs = TableRefs.of(config, schema.table)
     names = [f"`{c.name}`" for c in schema.columns]
     return [row.asDict() for row in spark.table(refs.base).selectExpr(*names).collect()]
 

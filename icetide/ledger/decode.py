@@ -129,9 +129,7 @@ def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
 
 def projected_spark_schema(schema: TableSchema) -> str:
     """The same schema as Spark DDL, for ``mapInArrow``."""
-    from icetide.ledger.contract import ledger_columns_sql
-
-    ledger = [col for col in ledger_columns_sql(schema) if not col.startswith(c.INGESTED_AT)]
+    ledger = [col for col in c.ledger_columns_sql(schema) if not col.startswith(c.INGESTED_AT)]
     return ", ".join(ledger + [f"{n} STRING" for n in (STATUS, REASON, ERROR, RAW)])
 
 

@@ -33,7 +33,6 @@ from icetide.ledger.decode import (
 from icetide.ledger.source import raw_messages
 from icetide.observe.deadletters import BatchSummary
 from icetide.schema.model import TableSchema
-from icetide.spark.sql import qualified
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 Log = Callable[[str], None]
@@ -64,20 +63,12 @@ class LedgerStage:
     # -- tables ------------------------------------------------------------------------
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
-        return TableRefs(
-            self.config.catalog.name,
-            self.config.catalog.namespace,
-            table,
-            self.config.dead_letter.suffix,
-        )
+        return TableRefs.of(self.config, table)
 
     @property
     def unrouted_dlt(self) -> str:
         """Dead letters whose table cannot be told (malformed JSON, unknown source)."""
-        dl = self.config.dead_letter
-        return qualified(
-            self.config.catalog.name, self.config.catalog.namespace, dl.unrouted_table + dl.suffix
-        )
+        return self.refs(self.config.dead_letter.unrouted_table).dlt
 
     def ensure_tables(self) -> None:
         """Create the namespace, ledger and dead-letter tables when missing."""

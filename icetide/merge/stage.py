@@ -96,12 +96,7 @@ class MergeStage:
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
-        return TableRefs(
-            self.config.catalog.name,
-            self.config.catalog.namespace,
-            table,
-            self.config.dead_letter.suffix,
-        )
+        return TableRefs.of(self.config, table)
 
     def ensure_base(self, name: str) -> None:
         """Create the base table (and namespace) when missing."""

@@ -77,6 +77,15 @@ def drop_truncated(events: DataFrame, ctx: MergeContext) -> DataFrame:
     return rows.where(F.col(c.POSITION) > F.lit(ctx.truncated_before).cast(c.POSITION_SQL))
 
 
+def _latest_event() -> list[Column]:
+    """Per key: the newest position, and the op and source time of that event."""
+    return [
+        F.max(c.POSITION).alias(c.POSITION),
+        F.max_by(F.col(c.OP), F.col(c.POSITION)).alias(c.OP),
+        F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
+    ]
+
+
 def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """One row per key: the latest op and position, and per column the latest *available*
     value (an unchanged-TOAST placeholder is not available, so the stored value stays)."""
@@ -90,12 +99,7 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
         )
         value = F.struct(F.col(f"{c.AFTER}.{col.name}").alias("v"))
         slots.append(F.max_by(value, available).alias(value_slot(col.id)))
-    return events.groupBy(*ctx.schema.primary_key).agg(
-        F.max(c.POSITION).alias(c.POSITION),
-        F.max_by(F.col(c.OP), F.col(c.POSITION)).alias(c.OP),
-        F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
-        *slots,
-    )
+    return events.groupBy(*ctx.schema.primary_key).agg(*_latest_event(), *slots)
 
 
 def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
@@ -103,9 +107,7 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     living = F.col(c.OP) != "d"
     latest = "_latest"
     grouped = events.groupBy(*ctx.schema.primary_key).agg(
-        F.max(c.POSITION).alias(c.POSITION),
-        F.max_by(F.col(c.OP), F.col(c.POSITION)).alias(c.OP),
-        F.max_by(F.col(c.SOURCE_TS), F.col(c.POSITION)).alias(c.SOURCE_TS),
+        *_latest_event(),
         F.max_by(F.when(living, F.col(c.AFTER)), F.when(living, F.col(c.POSITION))).alias(latest),
     )
     slots = [

@@ -33,7 +33,7 @@ def _count(spark: SparkSession, table: str) -> int:
 
 def table_status(spark: SparkSession, config: Config, name: str) -> TableStatus:
     """Read the status of one table from its three Iceberg tables."""
-    refs = TableRefs(config.catalog.name, config.catalog.namespace, name, config.dead_letter.suffix)
+    refs = TableRefs.of(config, name)
     ledger_events = _count(spark, refs.cdc)
     watermark = read_watermark(spark, refs.base) if table_exists(spark, refs.base) else None
     end = current_snapshot_id(spark, refs.cdc) if table_exists(spark, refs.cdc) else None

@@ -10,6 +10,8 @@ from icetide.spark.sql import literal, qualified
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from icetide.config import Config
+
 
 @dataclass(frozen=True)
 class TableRefs:
@@ -19,6 +21,12 @@ class TableRefs:
     namespace: str
     name: str
     dlt_suffix: str = "_dlt"
+
+    @classmethod
+    def of(cls, config: Config, name: str) -> TableRefs:
+        """The tables of ``name`` in ``config``'s catalog and namespace."""
+        catalog = config.catalog
+        return cls(catalog.name, catalog.namespace, name, config.dead_letter.suffix)
 
     @property
     def base(self) -> str:

@@ -133,8 +133,7 @@ class Pipeline:
 
     # -- reading ------------------------------------------------------------------------
     def refs(self, table: str) -> TableRefs:
-        c = self.config
-        return TableRefs(c.catalog.name, c.catalog.namespace, table, c.dead_letter.suffix)
+        return TableRefs.of(self.config, table)
 
     def rows(self, table: str, order: str | None = None) -> list[dict[str, Any]]:
         """All rows of a (qualified) table as dicts."""
