@@ -37,14 +37,13 @@ is the offset just after the last complete transaction read.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -77,10 +76,10 @@ from icetide.capture.mysql.types import (
     nullable_flags,
     value_converter,
 )
+from icetide.capture.record import CaptureRecord, Heartbeat
 from icetide.events.position import Position, binlog_position
 
 CONNECTOR = "mysql"
-RecordKind = Literal["change", "schema_change"]
 
 _MARIADB_STANDALONE = 0x01  # GTID flag: a statement (DDL) with no BEGIN … COMMIT around it
 _ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
@@ -118,37 +117,6 @@ class BinlogOffset:
         """The offset :meth:`to_dict` wrote."""
         pos = data.get("pos")
         return cls(data.get("file"), None if pos is None else int(pos), data.get("gtid"))
-
-
-@dataclass(frozen=True)
-class CaptureRecord:
-    """One message for the transport: a change event or a schema change."""
-
-    kind: RecordKind
-    db: str
-    table: str
-    key: dict[str, Any] | None
-    """Primary-key column → JSON value (the message key); ``None`` for truncates, DDL and
-    tables without a primary key."""
-    value: dict[str, Any]
-    """The Debezium envelope (``{"schema", "payload"}`` when schemas are included)."""
-    position: Position
-    resume: BinlogOffset
-
-    @property
-    def qualified(self) -> str:
-        """``db.table``."""
-        return f"{self.db}.{self.table}"
-
-    def to_json(self) -> str:
-        """The value as compact JSON text, what :func:`decode_message` reads."""
-        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":"))
-
-    def key_json(self) -> str | None:
-        """The key as compact JSON text."""
-        if self.key is None:
-            return None
-        return json.dumps(self.key, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -334,6 +302,9 @@ class BinlogReader:
             self._stream.close()
             self._stream = None
 
+    def acknowledge(self, offset: BinlogOffset) -> None:
+        """Nothing to tell a MySQL server: it keeps binlogs by its own expiry settings."""
+
     def __enter__(self) -> BinlogReader:
         return self.open()
 
@@ -345,7 +316,7 @@ class BinlogReader:
     ) -> None:
         self.close()
 
-    def __iter__(self) -> Iterator[CaptureRecord]:
+    def __iter__(self) -> Iterator[CaptureRecord | Heartbeat]:
         self.open()
         try:
             for event in self._stream:
@@ -417,7 +388,7 @@ class BinlogReader:
 
     # --- events -------------------------------------------------------------------------
 
-    def _handle(self, event: Any) -> Iterator[CaptureRecord]:
+    def _handle(self, event: Any) -> Iterator[CaptureRecord | Heartbeat]:
         end = int(event.packet.log_pos or 0)
         start = end - int(event.packet.event_size) if end else 0
         if isinstance(event, RotateEvent):
@@ -436,6 +407,8 @@ class BinlogReader:
             self._commit(end)
         elif isinstance(event, QueryEvent):
             yield from self._query(event, start, end)
+        elif isinstance(event, HeartbeatLogEvent):
+            yield Heartbeat()
 
     def _begin(self, pos: int, gtid: str | None, *, is_open: bool) -> _Transaction:
         self._tx = _Transaction(self._file, pos, gtid, self._gtids.text(), open=is_open)
