@@ -2,6 +2,13 @@
 
 from icetide.config.example import write_example
 from icetide.config.loader import load_config, load_table_schemas
-from icetide.config.model import Config, TableConfig
+from icetide.config.model import Config, SourceConfig, TableConfig
 
-__all__ = ["Config", "TableConfig", "load_config", "load_table_schemas", "write_example"]
+__all__ = [
+    "Config",
+    "SourceConfig",
+    "TableConfig",
+    "load_config",
+    "load_table_schemas",
+    "write_example",
+]

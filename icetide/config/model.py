@@ -406,6 +406,43 @@ class DeadLetterConfig(_Model):
         return self.table_for(self.unrouted_table)
 
 
+class SourceConfig(_Model):
+    """A source database that ``icetide capture`` reads and ``icetide bootstrap`` /
+    ``icetide verify`` query.
+
+    ``name`` is the Debezium server name (``source.name`` in events). ``tables`` lists the
+    pipeline tables (by ``name``) captured from here; it may be left out when there is only
+    one source, which then captures every table. ``database`` is the database to connect
+    to (required for PostgreSQL; for MySQL the tables' ``db.table`` sources name theirs).
+    """
+
+    name: Identifier
+    type: Literal["mysql", "postgres"]
+    host: Text = "127.0.0.1"
+    port: Count | None = Field(None, ge=1, le=65535)
+    user: Text = "root"
+    password: Text | None = None
+    database: Text | None = None
+    tables: tuple[Identifier, ...] = ()
+    server_id: Count | None = Field(None, ge=1, le=2**32 - 1)
+    """MySQL: the replica id capture uses; unique among the server's replicas."""
+    slot: Identifier = "icetide"
+    """PostgreSQL: the logical replication slot."""
+    publication: Identifier = "icetide"
+    """PostgreSQL: the publication listing the captured tables."""
+    heartbeat: Duration = timedelta(seconds=1)
+    """How long capture waits on a quiet log before rolling files and saving offsets."""
+
+    @property
+    def resolved_port(self) -> int:
+        """``port``, or the database's default (3306, 5432)."""
+        return self.port or (3306 if self.type == "mysql" else 5432)
+
+    def offsets_file(self, state_dir: Path) -> Path:
+        """Where capture keeps this source's durable offset."""
+        return state_dir / "capture" / f"{self.name}.offset.json"
+
+
 class TableConfig(_Model):
     """One replicated table: its Debezium source, schema file and layout."""
 
@@ -447,6 +484,7 @@ class Config(_Model):
     schedule: ScheduleConfig = Field({}, validate_default=True)
     merge: MergeConfig = Field({}, validate_default=True)
     dead_letter: DeadLetterConfig = Field({}, validate_default=True)
+    sources: tuple[SourceConfig, ...] = ()
     tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]
 
     _config_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -508,10 +546,69 @@ class Config(_Model):
                 problems.append(
                     (("tables", i, "name"), "is the name of dead_letter.unrouted_table")
                 )
+        problems.extend(self._source_problems())
         if problems:
             raise ConfigProblems(problems)
         self._config_dir = _config_dir(info)
         return self
+
+    def _source_problems(self) -> list[tuple[Loc, str]]:
+        problems: list[tuple[Loc, str]] = []
+        known = {t.name.casefold() for t in self.tables}
+        owner: dict[str, int] = {}
+        seen: dict[str, int] = {}
+        for i, source in enumerate(self.sources):
+            if source.name.casefold() in seen:
+                problems.append(
+                    (
+                        ("sources", i, "name"),
+                        f"duplicate source name (as sources[{seen[source.name.casefold()]}])",
+                    )
+                )
+            seen.setdefault(source.name.casefold(), i)
+            if source.type == "postgres" and not source.database:
+                problems.append((("sources", i, "database"), "required for a postgres source"))
+            if len(self.sources) > 1 and not source.tables:
+                problems.append(
+                    (
+                        ("sources", i, "tables"),
+                        "list the tables of each source when there are several",
+                    )
+                )
+            for j, table in enumerate(source.tables):
+                name = table.casefold()
+                if name not in known:
+                    close = difflib.get_close_matches(table, [t.name for t in self.tables], n=1)
+                    problems.append(
+                        (
+                            ("sources", i, "tables", j),
+                            f"no table named {table!r} in tables"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""),
+                        )
+                    )
+                elif name in owner:
+                    problems.append(
+                        (("sources", i, "tables", j), f"already captured by sources[{owner[name]}]")
+                    )
+                owner.setdefault(name, i)
+        return problems
+
+    def source(self, name: str) -> SourceConfig:
+        """The source called ``name``; ConfigError if there is none."""
+        for source in self.sources:
+            if source.name.casefold() == name.casefold():
+                return source
+        known = [s.name for s in self.sources]
+        raise ConfigError(
+            f"pipeline {self.pipeline!r} has no source {name!r}",
+            hint=f"sources are {', '.join(known)}" if known else "add a sources: section",
+        )
+
+    def source_tables(self, source: SourceConfig) -> tuple[TableConfig, ...]:
+        """The pipeline tables that ``source`` captures (all of them for a lone source)."""
+        if not source.tables:
+            return self.tables
+        return tuple(self.table(name) for name in source.tables)
 
     @property
     def config_dir(self) -> Path:
