@@ -1,6 +1,6 @@
 """Capture stage: read a source database's own change log and emit Debezium envelopes.
 
-``mysql/`` reads MySQL/MariaDB binlogs; ``mariadb_server`` starts a private MariaDB for
-tests and the demo; ``errors`` holds the stage's :class:`~icetide.capture.errors.CaptureError`
+``mysql/`` reads MySQL/MariaDB binlogs; ``mariadb_server`` and ``postgres_server`` start a
+private MariaDB or PostgreSQL for tests and the demo; ``errors`` holds the stage's :class:`~icetide.capture.errors.CaptureError`
 tree.
 """
