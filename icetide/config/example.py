@@ -75,6 +75,14 @@ transport:
   options: {}
   # files: at most this many files per stream trigger. Default: 100
   max_files_per_trigger: 100
+  # capture: make records durable (close a landing file, flush the Kafka producer) once
+  # this many bytes are buffered. Default: 16777216 (16 MiB)
+  roll_bytes: 16777216
+  # capture: ... or once the first buffered record is this old. Default: 5s
+  roll_interval: 5s
+  # capture, kafka: librdkafka producer properties, e.g. {compression.type: zstd};
+  # enable.idempotence and acks are fixed; credential values are hidden. Default: {}
+  producer: {}
 
 schedule:
   # Durations: 500ms, 10s, 5m, 1h, 7d or a number of seconds.

@@ -370,10 +370,22 @@ class TransportConfig(_Model):
     starting_offsets: Text = "earliest"
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
+    roll_bytes: Count = Field(16 * 2**20, ge=1)
+    """Capture: make records durable (close a landing file, flush the Kafka producer) once
+    this many bytes are buffered."""
+    roll_interval: Duration = timedelta(seconds=5)
+    """Capture: make records durable at most this long after the first one was buffered."""
+    producer: SecretMap = {}
+    """Capture, kafka: librdkafka producer properties (``compression.type``, ``sasl.*`` …);
+    ``enable.idempotence`` and ``acks`` are fixed."""
 
     def options_plain(self) -> dict[str, str]:
         """``options`` with secrets revealed, for Spark's Kafka source."""
         return _plain_map(self.options)
+
+    def producer_plain(self) -> dict[str, str]:
+        """``producer`` with secrets revealed, for the capture's Kafka producer."""
+        return _plain_map(self.producer)
 
 
 class ScheduleConfig(_Model):
