@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icetide import __version__
-from icetide.errors import IcetideError, StageError
+from icetide.errors import ConfigError, IcetideError, StageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config import Config
+    from icetide.config import Config, SourceConfig
     from icetide.schema.model import TableSchema
 
 DEFAULT_CONFIG = "icetide.yaml"
@@ -130,6 +130,61 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
 
 
+def _sources(config: Config, name: str | None) -> list[SourceConfig]:
+    """The source named by ``--source``, or every source when there is no choice to make."""
+    if name:
+        return [config.source(name)]
+    if not config.sources:
+        raise ConfigError(
+            f"pipeline {config.pipeline!r} has no sources",
+            path="sources",
+            hint="add a sources: entry (type mysql or postgres, host, port, user, password)",
+        )
+    return list(config.sources)
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    """Read each source's change log into the transport, from its saved offset."""
+    from icetide.capture.runner import run_capture
+
+    config, _ = _load(args)
+    sources = _sources(config, args.source)
+    if len(sources) > 1 and not args.once:
+        raise ConfigError(
+            "several sources: capture follows one per process",
+            hint="run `icetide capture --source NAME` once per source "
+            f"({', '.join(s.name for s in sources)})",
+        )
+    try:
+        for source in sources:
+            _log(f"capture {source.name}: reading the {source.type} log …")
+            progress = run_capture(
+                config, source, follow=not args.once, from_now=args.from_now, log=_log
+            )
+            offset = progress.offset or "unchanged"
+            _log(f"capture {source.name}: {progress.records:,} events, offset {offset}")
+    except KeyboardInterrupt:
+        _log("capture stopped; rerun resumes from the last saved offset")
+    return 0
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    """Copy the source tables into empty base tables and set capture's start offset."""
+    from icetide.capture.bootstrap import Bootstrap
+    from icetide.spark.errors import jvm_boundary
+
+    config, schemas = _load(args)
+    sources = _sources(config, args.source)
+    spark = _session(config)
+    for source in sources:
+        with jvm_boundary(f"bootstrap of {source.name}"):
+            Bootstrap(spark, config, schemas, source, chunk_rows=args.chunk_rows, log=_log).run(
+                args.table or None, replace=args.replace
+            )
+    _log("bootstrap done: start `icetide capture` (it resumes from the recorded position)")
+    return 0
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     """Print per-table ledger, base, lag and dead-letter figures."""
     from icetide.observe.status import pipeline_status, render_status, status_dicts
@@ -196,6 +251,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_config(sub.add_parser("run", help="stream and merge on this machine until Ctrl-C"))
     p.set_defaults(func=cmd_run)
+
+    p = with_config(
+        sub.add_parser("capture", help="read the source databases' change logs into the transport")
+    )
+    p.add_argument("--source", help="the source to capture (default: the only one)")
+    p.add_argument("--once", action="store_true", help="read to the end of the log, then stop")
+    p.add_argument(
+        "--from-now",
+        action="store_true",
+        help="without a saved offset, start at the log's end (rows already there are skipped)",
+    )
+    p.set_defaults(func=cmd_capture)
+
+    p = with_config(
+        sub.add_parser("bootstrap", help="copy source tables into empty base tables, then hand off")
+    )
+    p.add_argument("--source", help="the source to bootstrap (default: every source)")
+    p.add_argument("--table", action="append", help="only this table (repeatable)")
+    p.add_argument("--replace", action="store_true", help="drop and reload base tables with rows")
+    p.add_argument(
+        "--chunk-rows", type=int, default=200_000, help="rows per resumable chunk (default 200000)"
+    )
+    p.set_defaults(func=cmd_bootstrap)
 
     p = with_config(sub.add_parser("status", help="per-table events, watermark, lag, dead letters"))
     p.add_argument("--output", choices=("text", "json"), default="text")

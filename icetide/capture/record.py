@@ -90,6 +90,7 @@ class ChangeReader(Protocol):
         """``CaptureRecord`` items, and ``Heartbeat`` items when the log is quiet."""
         ...
 
-    def acknowledge(self, offset: Offset) -> None:
-        """Everything before ``offset`` is durable downstream; the server may free it."""
+    def acknowledge(self, offset: Any) -> None:
+        """Everything before ``offset`` (an offset this reader gave as ``committed``) is
+        durable downstream; the server may free the log before it."""
         ...

@@ -23,6 +23,8 @@ from icetide.ledger import contract as c
 from icetide.merge.statement import merge_sql
 from icetide.merge.steps import MergeContext, key_changed, prepare
 from icetide.merge.tables import (
+    BOOTSTRAP_ID,
+    BOOTSTRAP_STATE,
     EVENTS_PROPERTY,
     POSITION,
     WATERMARK_PROPERTY,
@@ -67,6 +69,14 @@ def read_watermark(spark: SparkSession, base: str) -> int | None:
     """The last ledger snapshot merged into ``base``; None before the first merge."""
     summary = latest_snapshot_property(spark, base, WATERMARK_PROPERTY)
     return int(summary[WATERMARK_PROPERTY]) if summary else None
+
+
+def read_bootstrap_state(spark: SparkSession, base: str) -> tuple[str, str] | None:
+    """``(bootstrap id, running|done)`` of the newest bootstrap of ``base``, or None."""
+    summary = latest_snapshot_property(spark, base, BOOTSTRAP_STATE)
+    if summary is None:
+        return None
+    return summary.get(BOOTSTRAP_ID, ""), summary[BOOTSTRAP_STATE]
 
 
 def read_new_events(spark: SparkSession, ledger: str, start: int | None, end: int) -> DataFrame:
@@ -119,6 +129,10 @@ class MergeStage:
         refs = self.refs(name)
         self.ensure_base(name)
         if not table_exists(self.spark, refs.cdc):
+            return MergeResult(name, 0, None, None, 0.0)
+        bootstrap = read_bootstrap_state(self.spark, refs.base)
+        if bootstrap is not None and bootstrap[1] == "running":
+            self.log(f"merge {name}: waiting for bootstrap {bootstrap[0]} to finish")
             return MergeResult(name, 0, None, None, 0.0)
         end = current_snapshot_id(self.spark, refs.cdc)
         start = read_watermark(self.spark, refs.base)

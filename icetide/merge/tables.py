@@ -12,6 +12,10 @@ POSITION = "_icetide_position"
 SOURCE_TS = "_icetide_source_ts"
 WATERMARK_PROPERTY = "icetide.merge.ledger-snapshot-id"
 EVENTS_PROPERTY = "icetide.merge.events"
+BOOTSTRAP_STATE = "icetide.bootstrap.state"
+"""``running`` while a bootstrap fills the base (the merge waits), then ``done``."""
+BOOTSTRAP_ID = "icetide.bootstrap.id"
+BOOTSTRAP_CHUNK = "icetide.bootstrap.chunk"
 Mode = Literal["merge-on-read", "copy-on-write"]
 
 

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from icetide.config import Config
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+_DEBIAN_JDBC_JARS = (
+    "/usr/share/java/mariadb-java-client.jar",
+    "/usr/share/java/postgresql.jar",
+)
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 _CATALOG_IMPLS = {
     "glue": "org.apache.iceberg.aws.glue.GlueCatalog",
@@ -59,6 +63,14 @@ def iceberg_runtime_jar(setting: str) -> Path | None:
     return jar
 
 
+def jdbc_driver_jars() -> list[Path]:
+    """Debian's MariaDB and PostgreSQL JDBC drivers, where installed, for ``bootstrap``.
+
+    ``spark.extra_jars`` adds others (a MySQL Connector/J, say) on machines without them.
+    """
+    return [jar for jar in map(Path, _DEBIAN_JDBC_JARS) if jar.is_file()]
+
+
 def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark setting the pipeline needs, user passthrough applied last."""
     spark, catalog = config.spark, config.catalog
@@ -84,6 +96,7 @@ def spark_conf(config: Config) -> dict[str, str]:
     runtime = iceberg_runtime_jar(spark.iceberg_jar)
     if runtime is not None:
         jars.insert(0, str(runtime))
+    jars += [str(j) for j in jdbc_driver_jars() if str(j) not in jars]
     if jars:
         conf["spark.jars"] = ",".join(jars)
     prefix = f"spark.sql.catalog.{catalog.name}"
