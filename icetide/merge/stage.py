@@ -128,11 +128,11 @@ class MergeStage:
         started = time.monotonic()
         refs = self.refs(name)
         self.ensure_base(name)
-        if not table_exists(self.spark, refs.cdc):
-            return MergeResult(name, 0, None, None, 0.0)
         bootstrap = read_bootstrap_state(self.spark, refs.base)
         if bootstrap is not None and bootstrap[1] == "running":
             self.log(f"merge {name}: waiting for bootstrap {bootstrap[0]} to finish")
+            return MergeResult(name, 0, None, None, 0.0)
+        if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
         end = current_snapshot_id(self.spark, refs.cdc)
         start = read_watermark(self.spark, refs.base)
