@@ -34,9 +34,6 @@ from icetide.events.position import Position
 
 ck = pytest.importorskip("confluent_kafka")
 
-MOCK_PARTITIONS = 4
-"""Partitions of a topic the mock cluster creates on first use."""
-
 
 class MockCluster:
     """librdkafka's mock cluster, owned by an idle producer; gone when that one closes."""
@@ -102,6 +99,12 @@ class Message:
     offset: int
     key: bytes | None
     value: bytes
+
+
+def partition_count(bootstrap: str, topic: str) -> int:
+    """How many partitions ``topic`` has (the mock cluster auto-creates topics)."""
+    client = ck.Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    return len(client.list_topics(topic, timeout=10).topics[topic].partitions)
 
 
 def read_back(bootstrap: str, topics: list[str], count: int) -> list[Message]:
@@ -221,9 +224,10 @@ def test_a_consumer_reads_back_exactly_what_was_sent(cluster: MockCluster, tmp_p
         actual[(message.topic, key)].append(message.value.decode())
         partitions[(message.topic, key)].add(message.partition)
     assert actual == expected  # same keys, same values, same order per key
-    for (_, key), used in partitions.items():
+    counts = {topic: partition_count(cluster.bootstrap, topic) for topic in topics}
+    for (topic, key), used in partitions.items():
         if key is not None:
-            assert used == {murmur2_partition(key.encode(), MOCK_PARTITIONS)}
+            assert used == {murmur2_partition(key.encode(), counts[topic])}
     assert sum(len(p) for p in partitions.values()) > 2  # keys spread over partitions
 
 
