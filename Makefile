@@ -7,7 +7,7 @@ help:  ## list the targets
 install:  ## install Debian and Python dependencies (skips what is present)
 	@bash scripts/install.sh
 
-demo: install  ## run the whole pipeline on generated data and verify the result
+demo: install  ## capture a live private MariaDB into Iceberg and verify the mirror
 	icetide demo
 
 test: install  ## lint, type-check and run every test (unit + integration)

@@ -211,10 +211,15 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Run the whole spine on embedded defaults and check the result."""
-    from icetide.demo.run import run_demo
+    """Run the whole pipeline on a private MariaDB (or generated events) and verify it."""
+    if args.synthetic:
+        from icetide.demo.run import run_demo
 
-    ok = run_demo(Path(args.workdir), events=args.events, seed=args.seed, log=_log)
+        ok = run_demo(Path(args.workdir), events=args.events, seed=args.seed, log=_log)
+    else:
+        from icetide.demo.live import run_live_demo
+
+        ok = run_live_demo(Path(args.workdir), seconds=args.seconds, seed=args.seed, log=_log)
     return 0 if ok else 1
 
 
@@ -286,10 +291,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_config_show)
 
-    p = sub.add_parser("demo", help="run the whole pipeline on generated data and verify it")
+    p = sub.add_parser(
+        "demo",
+        help="capture a live private MariaDB into Iceberg and verify the mirror",
+        description="Start a private MariaDB, write to it while icetide bootstraps, captures, "
+        "streams and merges, then verify every base table against the source. "
+        "--synthetic runs the generated-event demo instead (no database).",
+    )
     p.add_argument("--workdir", default="icetide-demo", help="folder for the demo's files")
-    p.add_argument("--events", type=int, default=3000, help="change events to generate")
+    p.add_argument(
+        "--seconds", type=float, default=45, help="how long the live workload writes (default 45)"
+    )
     p.add_argument("--seed", type=int, default=7, help="random seed of the workload")
+    p.add_argument(
+        "--synthetic", action="store_true", help="generated Debezium events, no database"
+    )
+    p.add_argument("--events", type=int, default=3000, help="--synthetic: events to generate")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -375,7 +375,7 @@ class Bootstrap:
         low, high, count = mysql_key_range(self.source, table, key) if numeric else (None, None, 1)
         chunks = plan_chunks(_mysql_quote(key), low, high, count, self.chunk_rows, self.parallelism)
         done = _chunks_done(self.spark, base, state["id"])
-        stamp = F.lit(state["position"]).cast("decimal(38,0)").alias(POSITION)
+        stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
         loaded_at = F.lit(datetime.now(UTC).replace(tzinfo=None)).cast("timestamp").alias(SOURCE_TS)
         rows = 0
         for chunk in chunks:

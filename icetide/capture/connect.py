@@ -41,7 +41,9 @@ def jdbc_url(source: SourceConfig, database: str | None = None) -> str:
     """The JDBC URL Spark's JDBC source uses for bootstrap reads."""
     db = database or source.database or ""
     if source.type == "mysql":
-        return f"jdbc:mariadb://{source.host}:{source.resolved_port}/{db}"
+        # The jdbc:mysql scheme makes Spark pick its MySQL dialect (backtick quoting);
+        # MariaDB Connector/J 2.x, Debian's driver, accepts it.
+        return f"jdbc:mysql://{source.host}:{source.resolved_port}/{db}"
     return f"jdbc:postgresql://{source.host}:{source.resolved_port}/{db or 'postgres'}"
 
 

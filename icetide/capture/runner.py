@@ -43,7 +43,8 @@ class CaptureProgress:
 
 def offset_store(config: Config, source: SourceConfig) -> OffsetStore:
     """The durable offset of ``source`` under the pipeline's state folder."""
-    return OffsetStore(source.offsets_file(config.resolved_path(config.state_dir)))
+    path = source.offsets_file(config.resolved_path(config.state_dir))
+    return OffsetStore(path, source=str(source.name), source_type=source.type)
 
 
 def open_reader(

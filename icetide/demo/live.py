@@ -57,7 +57,7 @@ def write_live_pipeline(
                 "host": "127.0.0.1",
                 "port": server.port,
                 "user": server.user,
-                "password": server.password,
+                "password": server.password or None,
                 "server_id": 4242,
                 "heartbeat": "1s",
             }
