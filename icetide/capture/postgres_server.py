@@ -118,7 +118,9 @@ class PostgresServer:
     ``settings`` overrides the :func:`default_settings` (values as written in
     ``postgresql.conf``: quote strings yourself); a key mapped to ``None`` removes that
     setting. The folder is removed on :meth:`stop` when the server created it, unless
-    ``keep`` is set.
+    ``keep`` is set. ``wal_start`` names the first WAL segment file of a new cluster
+    (``pg_resetwal -l``), e.g. ``"0000000100000000000000FF"`` starts the WAL at
+    ``0/FF000000``, so a test can cross ``0/FFFFFFFF`` with one ``pg_switch_wal()``.
     """
 
     def __init__(
@@ -128,9 +130,11 @@ class PostgresServer:
         settings: Mapping[str, str | None] | None = None,
         startup_timeout: float = 60.0,
         keep: bool = False,
+        wal_start: str | None = None,
     ) -> None:
         self._owns_base = base is None
         self.base = Path(tempfile.mkdtemp(prefix="icetide-pg-")) if base is None else base
+        self._wal_start = wal_start
         self.port = free_port()
         self._overrides = dict(settings or {})
         self._startup_timeout = startup_timeout
@@ -205,6 +209,11 @@ class PostgresServer:
         self._prepare_base()
         if not (self.data_dir / "PG_VERSION").is_file():
             self._initdb()
+            if self._wal_start:
+                self._run(
+                    [find_pg_program("pg_resetwal"), "-l", self._wal_start, str(self.data_dir)],
+                    "pg_resetwal",
+                )
         for attempt in range(3):
             self._write_config()
             try:

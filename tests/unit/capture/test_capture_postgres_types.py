@@ -1,0 +1,298 @@
+"""pgoutput text values → Debezium JSON values, schemas and icetide types (no server)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+import pytest
+
+from icetide.capture.errors import CaptureError, ServerSettingsError
+from icetide.capture.postgres import types as t
+from icetide.capture.postgres.reader import LsnOffset, parse_tuple, split_table
+from icetide.capture.postgres.settings import find_problems, settings_error, table_problems
+from icetide.events import logical_types as lt
+from icetide.events.envelope import is_unavailable
+from icetide.events.position import lsn_position, parse_lsn
+from icetide.schema.model import parse_type
+
+
+def column(oid: int, typmod: int = -1, name: str = "c") -> t.ColumnInfo:
+    kind = t.builtin_type(oid)
+    assert kind is not None
+    return t.ColumnInfo(name, kind, typmod)
+
+
+def convert(oid: int, text: str, typmod: int = -1) -> Any:
+    return t.value_converter(column(oid, typmod))(text)
+
+
+def decoded(oid: int, text: str, typmod: int = -1) -> Any:
+    """What icetide's logical-type decoder makes of the converted value."""
+    info = column(oid, typmod)
+    return lt.decode_value(t.value_converter(info)(text), t.connect_schema(info), "after.c")
+
+
+NUMERIC_12_4 = ((12 << 16) | 4) + 4
+HALF_PAST = datetime(2024, 6, 30, 18, 30, 0, 500000, UTC)
+
+
+@pytest.mark.parametrize(
+    ("oid", "text", "expected"),
+    [
+        (t.BOOL, "t", True),
+        (t.BOOL, "f", False),
+        (t.INT2, "-32768", -32768),
+        (t.INT4, "2147483647", 2147483647),
+        (t.INT8, "-9223372036854775808", -9223372036854775808),
+        (t.FLOAT4, "1.1", 1.1),
+        (t.FLOAT8, "-1.5e-300", -1.5e-300),
+        (t.FLOAT8, "NaN", "NaN"),
+        (t.FLOAT4, "-Infinity", "-Infinity"),
+        (t.NUMERIC, "-12345678.1234", "-12345678.1234"),
+        (t.NUMERIC, "NaN", "NaN"),
+        (t.TEXT, "héllo ✓ 🎉", "héllo ✓ 🎉"),
+        (t.BPCHAR, "ab   ", "ab   "),
+        (t.BYTEA, "\\x00ff", "AP8="),
+        (t.BYTEA, "\\x", ""),
+        (t.DATE, "1970-01-01", 0),
+        (t.DATE, "1969-12-31", -1),
+        (t.DATE, "9999-12-31", 2932896),
+        (t.DATE, "0001-01-01", -719162),
+        (t.DATE, "infinity", 2**31 - 1),
+        (t.TIME, "00:00:00", 0),
+        (t.TIME, "23:59:59.999999", 86_399_999_999),
+        (t.TIME, "12:00:00.5", 43_200_500_000),
+        (t.TIMETZ, "12:34:56.789+05:30", "07:04:56.789Z"),
+        (t.TIMETZ, "23:30:00-01", "00:30:00Z"),
+        (t.TIMESTAMP, "1970-01-01 00:00:00", 0),
+        (t.TIMESTAMP, "1969-12-31 23:59:59.999999", -1),
+        (t.TIMESTAMP, "2038-01-19 03:14:07.5", 2_147_483_647_500_000),
+        (t.TIMESTAMP, "-infinity", -(2**63)),
+        (t.TIMESTAMPTZ, "2024-06-30 18:00:00.25+00", "2024-06-30T18:00:00.25Z"),
+        (t.TIMESTAMPTZ, "2024-07-01 00:00:00+05:30", "2024-06-30T18:30:00Z"),
+        (t.TIMESTAMPTZ, "0001-01-01 00:00:00+00", "0001-01-01T00:00:00Z"),
+        (t.TIMESTAMPTZ, "infinity", "infinity"),
+        (t.INTERVAL, "PT0S", 0),
+        (t.INTERVAL, "P1DT2H3M4.5S", 93_784_500_000),
+        (t.INTERVAL, "P-1DT2H", -79_200_000_000),
+        (t.INTERVAL, "PT-4H-5M-6.000001S", -14_706_000_001),
+        (t.INTERVAL, "P1Y2M", 14 * 2_629_800_000_000),
+        (t.UUID, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+        (t.JSONB, '{"a": [1, 2.50]}', '{"a": [1, 2.50]}'),
+        (1007, "{1,NULL,-3}", [1, None, -3]),
+        (1007, "{{1,2},{3,4}}", [[1, 2], [3, 4]]),
+        (1009, '{"a,b","c \\"d\\"",NULL,"NULL",""}', ["a,b", 'c "d"', None, "NULL", ""]),
+        (1000, "{t,f}", [True, False]),
+        (1022, "{1.5,NaN}", [1.5, "NaN"]),
+        (1231, "{1.50,-2}", ["1.50", "-2"]),
+        (1182, "{1970-01-02}", [1]),
+        (1007, "[0:1]={7,8}", [7, 8]),
+        (1007, "{}", []),
+        (869, "192.168.0.1/24", "192.168.0.1/24"),  # inet: no conversion, the text
+    ],
+)
+def test_values_convert_like_debezium(oid: int, text: str, expected: Any) -> None:
+    kind = t.builtin_type(oid) or t.PgType(oid)
+    assert t.value_converter(t.ColumnInfo("c", kind))(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("oid", "text", "typmod", "expected"),
+    [
+        (t.NUMERIC, "-12345678.1234", NUMERIC_12_4, "-12345678.1234"),
+        (t.DATE, "2024-02-29", -1, date(2024, 2, 29)),
+        (t.DATE, "0001-01-01", -1, date(1, 1, 1)),
+        (t.TIME, "23:59:59.999999", -1, time(23, 59, 59, 999999)),
+        (t.TIMETZ, "12:34:56.789+05:30", -1, time(7, 4, 56, 789000, tzinfo=UTC)),
+        (t.TIMESTAMP, "9999-12-31 23:59:59.999999", -1, datetime(9999, 12, 31, 23, 59, 59, 999999)),
+        (t.TIMESTAMP, "1900-01-01 00:00:01", -1, datetime(1900, 1, 1, 0, 0, 1)),
+        (t.TIMESTAMPTZ, "2024-07-01 00:00:00.5+05:30", -1, HALF_PAST),
+        (t.BYTEA, "\\x00ff", -1, b"\x00\xff"),
+        (t.INT2, "7", -1, 7),
+        (t.BOOL, "t", -1, True),
+    ],
+)  # fmt: skip
+def test_icetide_decodes_what_capture_emits(
+    oid: int, text: str, typmod: int, expected: Any
+) -> None:
+    value = decoded(oid, text, typmod)
+    assert value == expected and type(value) is type(expected)
+
+
+def test_values_icetide_cannot_hold_fail_loudly_not_silently() -> None:
+    from icetide.errors import DecodeError
+
+    for oid, text in [
+        (t.DATE, "0044-03-15 BC"),
+        (t.DATE, "infinity"),
+        (t.TIMESTAMP, "infinity"),
+        (t.TIMESTAMPTZ, "-infinity"),
+        (t.TIMESTAMPTZ, "0001-01-01 00:00:00+00 BC"),
+        (t.TIME, "24:00:00"),
+    ]:
+        with pytest.raises(DecodeError):
+            decoded(oid, text)
+
+
+def test_bc_dates_are_exact_day_counts() -> None:
+    # PostgreSQL: SELECT '0001-01-01 BC'::date - '1970-01-01'::date  → -719528
+    assert t.date_days("0001-01-01 BC") == -719528
+    assert t.date_days("0001-12-31 BC") == t.date_days("0001-01-01") - 1
+    assert (
+        t.timestamp_micros("0001-12-31 23:59:59 BC")
+        == t.date_days("0001-01-01") * 86_400_000_000 - 1_000_000
+    )
+    assert t.timestamptz_text("0044-03-15 12:00:00+00 BC") == "-0043-03-15T12:00:00Z"
+    assert t.timestamptz_text("10000-01-01 00:00:00+00") == "+10000-01-01T00:00:00Z"  # fmt: skip
+
+
+@pytest.mark.parametrize("days", [-800_000, -719_528, -1, 0, 1, 11_016, 2_932_896, 3_000_000])
+def test_day_numbers_round_trip(days: int) -> None:
+    assert t.days_from_civil(*t.civil_from_days(days)) == days
+
+
+def test_unavailable_placeholders_are_what_the_decoder_recognises() -> None:
+    for oid in (t.TEXT, t.BYTEA, t.JSONB, t.NUMERIC, 1007, 1009, 869):
+        kind = t.builtin_type(oid) or t.PgType(oid)
+        assert is_unavailable(t.unavailable_value(t.ColumnInfo("c", kind)))
+    assert (
+        t.unavailable_value(column(t.BYTEA))
+        == base64.b64encode(b"__debezium_unavailable_value").decode()
+    )
+
+
+def test_icetide_types_and_logical_hints() -> None:
+    cases = {
+        t.BOOL: ("boolean", None),
+        t.INT2: ("int", None),
+        t.INT4: ("int", None),
+        t.INT8: ("long", None),
+        t.FLOAT4: ("float", None),
+        t.FLOAT8: ("double", None),
+        t.TEXT: ("string", None),
+        t.BYTEA: ("binary", None),
+        t.DATE: ("date", "io.debezium.time.Date"),
+        t.TIME: ("time", "io.debezium.time.MicroTime"),
+        t.TIMETZ: ("time", "io.debezium.time.ZonedTime"),
+        t.TIMESTAMP: ("timestamp", "io.debezium.time.MicroTimestamp"),
+        t.TIMESTAMPTZ: ("timestamptz", "io.debezium.time.ZonedTimestamp"),
+        t.INTERVAL: ("long", "io.debezium.time.MicroDuration"),
+        t.UUID: ("uuid", None),
+        t.JSON: ("json", None),
+        t.JSONB: ("json", None),
+        1007: ("json", None),
+        t.NUMERIC: ("string", None),
+    }
+    for oid, expected in cases.items():
+        assert t.icetide_type(column(oid)) == expected, oid
+        parse_type(expected[0])  # every answer is a valid icetide type
+    assert t.icetide_type(column(t.NUMERIC, NUMERIC_12_4)) == ("decimal(12,4)", None)
+    assert t.icetide_type(column(t.NUMERIC, ((39 << 16) | 0) + 4)) == ("string", None)
+    assert t.icetide_type(t.ColumnInfo("e", t.PgType(t.ENUM, "mood", enum_values=("a",)))) == (
+        "string",
+        None,
+    )
+
+
+def test_connect_schemas() -> None:
+    assert t.connect_schema(column(t.INT4)) == {"type": "int32", "optional": True}
+    assert t.connect_schema(column(t.TIMESTAMPTZ))["name"] == "io.debezium.time.ZonedTimestamp"
+    assert t.connect_schema(column(1007)) == {"type": "array", "optional": True}
+    enum = t.ColumnInfo("e", t.PgType(t.ENUM, "mood", enum_values=("sad", "ok")), nullable=False)
+    assert t.connect_schema(enum) == {
+        "type": "string",
+        "name": "io.debezium.data.Enum",
+        "version": 1,
+        "parameters": {"allowed": "sad,ok"},
+        "optional": False,
+    }
+
+
+def test_sql_types() -> None:
+    assert t.sql_type(column(t.VARCHAR, 24)) == "character varying(20)"
+    assert t.sql_type(column(t.TIMESTAMP, 3)) == "timestamp(3) without time zone"
+    assert t.sql_type(column(1231)) == "numeric[]"
+    assert t.sql_type(column(t.NUMERIC, NUMERIC_12_4)) == "numeric(12,4)"
+
+
+def test_infer_table_schema() -> None:
+    columns = [
+        t.ColumnInfo("id", t.PgType(t.INT8, "bigint"), primary=True, nullable=False),
+        t.ColumnInfo("at", t.PgType(t.TIMESTAMP, "timestamp")),
+    ]
+    schema = t.infer_table_schema("events", columns)
+    assert schema.primary_key == ("id",)
+    assert [(c.name, str(c.type), c.nullable, c.logical) for c in schema.columns] == [
+        ("id", "long", False, None),
+        ("at", "timestamp", True, "io.debezium.time.MicroTimestamp"),
+    ]
+
+
+def test_lsn_positions_compare_as_numbers_across_the_32_bit_boundary() -> None:
+    low, high = lsn_position(parse_lsn("0/FFFFFFFF")), lsn_position(parse_lsn("1/0"))
+    assert low < high and low.key < high.key
+    # Text would order these wrongly; the packed key does not.
+    a, b = lsn_position(parse_lsn("0/FFFFFF"), 3), lsn_position(parse_lsn("0/1000000"))
+    assert a.text > b.text and a < b
+    assert lsn_position(5, 0) < lsn_position(5, 1) < lsn_position(6, 0)
+
+
+def test_lsn_offsets() -> None:
+    offset = LsnOffset(parse_lsn("1/0"))
+    assert offset.text == "1/0" and offset.to_dict() == {"lsn": "1/0"}
+    assert LsnOffset.from_dict({"lsn": "1/0"}) == offset == LsnOffset.from_dict({"lsn": 2**32})
+    assert LsnOffset(1) < LsnOffset(2)
+    with pytest.raises(CaptureError):
+        LsnOffset.from_dict({"pos": 3})
+
+
+def test_tuple_data() -> None:
+    data = b"\x00\x04t\x00\x00\x00\x02idnut\x00\x00\x00\x00"
+    values, end = parse_tuple(data, 0)
+    assert values[0] == "id" and values[1] is None and values[3] == "" and end == len(data)
+    assert values[2] is not None and values[2] != ""  # the unchanged-TOAST sentinel
+
+
+def test_table_names() -> None:
+    assert split_table("public.t") == ("public", "t")
+    assert split_table("t") == ("public", "t")
+    with pytest.raises(CaptureError):
+        split_table("a..b")
+
+
+GOOD = {
+    "wal_level": "logical",
+    "max_replication_slots": "10",
+    "max_wal_senders": "10",
+    "rolreplication": "f",
+    "rolsuper": "t",
+}
+
+
+def test_settings_problems_say_what_to_change() -> None:
+    assert find_problems(GOOD) == []
+    bad = {**GOOD, "wal_level": "replica", "max_wal_senders": "0", "rolsuper": "f"}
+    problems = find_problems(bad, user="capture")
+    error = settings_error(problems, "the server at db:5432")
+    assert isinstance(error, ServerSettingsError)
+    assert len(error.problems) == 3
+    assert "wal_level = logical" in error.fix
+    assert "ALTER SYSTEM SET wal_level = logical;" in error.fix
+    assert "max_wal_senders = 10" in error.fix
+    assert "ALTER ROLE capture WITH REPLICATION;" in error.fix
+    text = error.render()
+    assert "restart" in text and "wal_level is replica" in text
+
+
+def test_a_role_alone_needs_no_restart() -> None:
+    error = settings_error(find_problems({**GOOD, "rolsuper": "f"}, user="Cap"))
+    assert error.fix == ('ALTER ROLE "Cap" WITH REPLICATION;',)
+    assert "restart" not in error.render()
+
+
+def test_tables_postgres_would_refuse_updates_on() -> None:
+    assert table_problems([("public", "ok", "d", True), ("public", "f", "f", False)]) == []
+    (problem,) = table_problems([("public", "log", "n", True)])
+    assert problem.sql == ("ALTER TABLE public.log REPLICA IDENTITY FULL;",)
