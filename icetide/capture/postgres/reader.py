@@ -59,6 +59,7 @@ point miss nothing and repeat nothing.
 
 from __future__ import annotations
 
+import codecs
 import re
 import select
 import struct
@@ -112,7 +113,7 @@ _INT32 = struct.Struct(">I")
 _COL_TAIL = struct.Struct(">Ii")
 _TRUNCATE = struct.Struct(">IB")
 _MESSAGE = struct.Struct(">BQ")
-_PY_CODECS = {"UTF8": "utf-8", "SQL_ASCII": "utf-8", "LATIN1": "latin-1", "WIN1252": "cp1252"}
+_ACTIVE_WAIT = 10.0  # seconds to wait for a just-closed stream's WAL sender to let go
 
 
 # --- offsets and slot status -----------------------------------------------------------------
@@ -295,6 +296,27 @@ def ensure_publication(conn: Any, publication: str, tables: Iterable[tuple[str, 
             )
 
 
+def python_codec(encoding: str) -> str:
+    """The Python codec of a PostgreSQL server encoding (pgoutput sends text in it).
+
+    >>> python_codec("UTF8"), python_codec("WIN1252"), python_codec("LATIN1")
+    ('utf-8', 'cp1252', 'latin1')
+    """
+    name = encoding.strip().upper()
+    special = {"UTF8": "utf-8", "SQL_ASCII": "utf-8", "KOI8R": "koi8_r", "KOI8U": "koi8_u"}
+    if name in special:
+        return special[name]
+    candidate = "cp" + name[3:] if name.startswith("WIN") else name.lower()
+    try:
+        codecs.lookup(candidate)
+    except LookupError:
+        raise CaptureError(
+            f"the database's encoding {encoding} has no Python codec",
+            hint="capture supports UTF8 and the common single-byte encodings",
+        ) from None
+    return candidate
+
+
 def _check_slot_name(slot: str) -> str:
     if not _SLOT_NAME.match(slot):
         raise CaptureError(
@@ -341,6 +363,36 @@ def _control(dsn: str | Mapping[str, Any]) -> Any:
     conn = _connect(dsn)
     conn.autocommit = True
     return conn
+
+
+def advance_slot(dsn: str | Mapping[str, Any], slot: str, offset: LsnOffset) -> None:
+    """Move an idle slot's confirmed point to ``offset`` (never backwards), without a
+    stream: what :meth:`PgOutputReader.acknowledge` does after the reader is closed."""
+    ctl = _control(dsn)
+    try:
+        deadline = time.monotonic() + _ACTIVE_WAIT
+        while True:
+            status = slot_status(ctl, slot)
+            if status is None:
+                raise PositionLostError(
+                    f"replication slot {slot!r} does not exist at {_where(dsn)}",
+                    position=offset.text,
+                    hint="run `icetide bootstrap` again for these tables",
+                )
+            if not status.active or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        if (status.confirmed_flush_lsn or 0) >= offset.lsn:
+            return
+        with ctl.cursor() as cur:
+            cur.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)", (slot, offset.text))
+    except psycopg2.Error as exc:
+        raise CaptureError(
+            f"cannot move replication slot {slot!r} at {_where(dsn)} to {offset.text}: "
+            f"{str(exc).strip()}"
+        ) from exc
+    finally:
+        ctl.close()
 
 
 @dataclass(frozen=True)
@@ -646,6 +698,8 @@ class PgOutputReader:
                 )
             except psycopg2.Error as exc:
                 raise self._stream_error(exc) from exc
+        elif self._ctl is None:
+            advance_slot(self._dsn, self.slot, offset)
 
     def status(self) -> SlotStatus | None:
         """The slot's state now (lag, retained WAL), for ``icetide status``."""
@@ -682,7 +736,6 @@ class PgOutputReader:
         cursor = self._cursor
         now = time.monotonic()
         last_message = last_heartbeat = now
-        deadline = now + self._end_timeout
         try:
             while not self._done:
                 message = cursor.read_message()
@@ -694,11 +747,12 @@ class PgOutputReader:
                 if self._done:
                     break
                 now = time.monotonic()
-                if not self._blocking and now > deadline:
+                if not self._blocking and now - last_message > self._end_timeout:
                     raise CaptureError(
-                        f"the end-of-WAL marker did not come back from {self.where} within "
-                        f"{self._end_timeout:.0f}s",
-                        hint="the server may be overloaded; try again",
+                        f"the stream from {self.where} stayed silent for "
+                        f"{self._end_timeout:.0f}s before reaching the end of the WAL",
+                        hint="the server may be overloaded (decoding a large transaction); "
+                        "try again or raise end_timeout",
                     )
                 wait = 1.0
                 if self._heartbeat is not None:
@@ -721,7 +775,7 @@ class PgOutputReader:
         with ctl.cursor() as cur:
             cur.execute("SHOW server_encoding")
             encoding = str(cur.fetchone()[0]).upper()
-        self._codec = _PY_CODECS.get(encoding, "utf-8")
+        self._codec = python_codec(encoding)
         _require_tables(ctl, sorted(self._wanted), self.where)
         ensure_publication(ctl, self.publication, self._wanted)
         status = slot_status(ctl, self.slot)
@@ -749,6 +803,16 @@ class PgOutputReader:
                     f"{status.plugin} in database {status.database}, not pgoutput in "
                     f"{self.info.database}",
                     hint="name another slot in the source's config",
+                )
+            deadline = time.monotonic() + _ACTIVE_WAIT
+            while status is not None and status.active and time.monotonic() < deadline:
+                time.sleep(0.1)  # a stream just closed: its WAL sender is still exiting
+                status = slot_status(ctl, self.slot)
+            if status is None:
+                raise PositionLostError(
+                    f"replication slot {self.slot!r} vanished at {self.where}",
+                    position=self._start.text if self._start else "?",
+                    hint="run `icetide bootstrap` again for these tables",
                 )
             if status.active:
                 raise SourceUnavailableError(

@@ -632,6 +632,10 @@ def test_resume_acknowledge_and_slot_lag(server: PostgresServer) -> None:
         replay = [r for r in reader if isinstance(r, CaptureRecord)]
         assert reader.start_offset == LsnOffset(_confirmed(server, slot)) >= last
     assert [(r.value["op"], r.key) for r in replay] == [("u", {"id": 4})]
+    # Acknowledging after the reader closed still moves the slot (no stream needed).
+    assert reader.committed is not None and reader.committed > last
+    reader.acknowledge(reader.committed)
+    assert _confirmed(server, slot) == reader.committed.lsn
     conn = server.connect(DB)
     status = slot_status(conn, slot)
     conn.close()
