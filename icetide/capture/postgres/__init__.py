@@ -33,6 +33,10 @@ Tested against PostgreSQL 15 (Debian). Known limits:
   of those, composites) arrive as PostgreSQL's text (icetide ``string``). Values outside
   what icetide types hold (BC or ±infinity dates and timestamps, ``24:00:00``) are
   captured exactly and dead-lettered downstream, never bent.
+* A partitioned table is captured under its own name: publications capture creates
+  publish via the partition root; an existing one that does not is refused with the
+  ``ALTER PUBLICATION`` that fixes it. A row moving between partitions arrives as a
+  delete and an insert.
 * Transactions bigger than the server's ``logical_decoding_work_mem`` are spilled to
   disk by the server and sent at commit (no streaming of in-progress transactions:
   protocol 1). Two-phase transactions are sent at ``COMMIT PREPARED``.

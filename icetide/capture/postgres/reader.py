@@ -77,7 +77,12 @@ import psycopg2.extras
 from psycopg2 import sql
 
 from icetide import __version__
-from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
+from icetide.capture.errors import (
+    CaptureError,
+    PositionLostError,
+    ServerSettingsError,
+    SourceUnavailableError,
+)
 from icetide.capture.postgres.settings import ServerInfo, check_server, check_tables, read_settings
 from icetide.capture.postgres.types import (
     ENUM,
@@ -262,25 +267,35 @@ def split_table(name: str) -> tuple[str, str]:
     return ("public", parts[0]) if len(parts) == 1 else (parts[-2], parts[-1])
 
 
-def ensure_publication(conn: Any, publication: str, tables: Iterable[tuple[str, str]]) -> None:
+def ensure_publication(
+    conn: Any, publication: str, tables: Iterable[str | tuple[str, str]]
+) -> None:
     """Create ``publication`` for ``tables``, or add the ones it lacks (idempotent).
 
-    ``conn`` is an autocommit psycopg2 connection by a user owning the tables.
+    A new publication publishes partitions' changes under their partitioned table
+    (``publish_via_partition_root``), so capturing a partitioned table by its own name
+    works. ``conn`` is an autocommit psycopg2 connection by a user owning the tables.
     """
-    wanted = sorted(set(tables))
+    wanted = sorted({split_table(t) if isinstance(t, str) else t for t in tables})
+    names = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in wanted)
     with conn.cursor() as cur:
-        cur.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s", (publication,))
+        cur.execute(
+            "SELECT puballtables, pubviaroot FROM pg_publication WHERE pubname = %s",
+            (publication,),
+        )
         row = cur.fetchone()
-        names = sql.SQL(", ").join(sql.Identifier(s, t) for s, t in wanted)
         if row is None:
             cur.execute(
-                sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(
-                    sql.Identifier(publication), names
-                )
+                sql.SQL(
+                    "CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)"
+                ).format(sql.Identifier(publication), names)
             )
             return
-        if row[0]:
-            return  # FOR ALL TABLES
+        all_tables, via_root = row
+        if not via_root:
+            _refuse_partitioned(cur, publication, wanted)
+        if all_tables:
+            return
         cur.execute(
             "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
             (publication,),
@@ -294,6 +309,29 @@ def ensure_publication(conn: Any, publication: str, tables: Iterable[tuple[str, 
                     sql.SQL(", ").join(sql.Identifier(s, t) for s, t in missing),
                 )
             )
+
+
+def _refuse_partitioned(cur: Any, publication: str, wanted: Sequence[tuple[str, str]]) -> None:
+    """Without ``publish_via_partition_root`` a partitioned table's changes arrive under
+    its partitions' names and would be dropped: say how to fix the publication."""
+    cur.execute(
+        "SELECT n.nspname, c.relname FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE c.relkind = 'p' AND (n.nspname, c.relname) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+        ([s for s, _ in wanted], [t for _, t in wanted]),
+    )
+    partitioned = [f"{s}.{t}" for s, t in cur.fetchall()]
+    if partitioned:
+        quoted = sql.Identifier(publication).as_string(cur)
+        raise ServerSettingsError(
+            f"publication {publication} sends the changes of partitioned "
+            f"table{'s' if len(partitioned) > 1 else ''} {', '.join(partitioned)} under "
+            "the partitions' names, so capture would not see them",
+            problems=[f"publication {publication} has publish_via_partition_root = false"],
+            fix=[f"ALTER PUBLICATION {quoted} SET (publish_via_partition_root = true);"],
+            hint="run the statement above as the publication's owner, then capture again",
+        )
 
 
 def python_codec(encoding: str) -> str:

@@ -767,3 +767,36 @@ def test_users_and_tables_that_cannot_be_captured(server: PostgresServer) -> Non
     with pytest.raises(CaptureError) as missing:
         PgOutputReader(server.dsn(DB), ["public.nope"], slot="nk", publication="nk_pub").open()
     assert "public.nope" in missing.value.render()
+
+
+def test_a_partitioned_table_is_captured_by_its_own_name(server: PostgresServer) -> None:
+    _execute(
+        server,
+        "CREATE TABLE parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)",
+        "CREATE TABLE parted_low PARTITION OF parted FOR VALUES FROM (0) TO (100)",
+        "CREATE TABLE parted_high PARTITION OF parted FOR VALUES FROM (100) TO (200)",
+    )
+    tables = ["public.parted"]
+    assert _records(server, tables, "part") == []
+    _execute(server, "INSERT INTO parted VALUES (1, 'low'), (150, 'high')")
+    _execute(server, "UPDATE parted SET id = 160 WHERE id = 1")  # moves to another partition
+    records = _records(server, tables, "part")
+    assert {r.table for r in records} == {"parted"}
+    assert [(r.value["op"], r.key) for r in records][:2] == [("c", {"id": 1}), ("c", {"id": 150})]
+    schema = schema_from_dict(
+        {
+            "table": "parted",
+            "primary_key": ["id"],
+            "columns": [
+                {"id": 1, "name": "id", "type": "int", "nullable": False},
+                {"id": 2, "name": "v", "type": "string"},
+            ],
+        }
+    )
+    rows = {k: {"id": k, "v": v["v"]} for k, v in _select(server, "parted").items()}
+    _assert_same(_replay(_events(records), schema), rows, schema)
+    # A publication that sends partitions under their own names is refused, with the fix.
+    _execute(server, "CREATE PUBLICATION leafy FOR TABLE parted")
+    with pytest.raises(ServerSettingsError) as err:
+        PgOutputReader(server.dsn(DB), tables, slot="leafy", publication="leafy").open()
+    assert err.value.fix == ('ALTER PUBLICATION "leafy" SET (publish_via_partition_root = true);',)
