@@ -13,7 +13,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from icetide.capture.mariadb_server import MariaDBServer
 from icetide.config import Config, load_config, load_table_schemas
+from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline
 from icetide.demo.workload import Workload, next_index
 from icetide.ledger.stage import LedgerStage
@@ -47,6 +49,23 @@ class Pipeline:
     ) -> Pipeline:
         """Write the demo pipeline into ``root`` with tables in ``namespace``."""
         path = write_pipeline(root, warehouse=warehouse, namespace=namespace, **options)
+        config = load_config(path)
+        return cls(root, path, config, load_table_schemas(config), spark)
+
+    @classmethod
+    def live(
+        cls,
+        root: Path,
+        warehouse: Path,
+        namespace: str,
+        server: MariaDBServer,
+        spark: SparkSession,
+        **extra: Any,
+    ) -> Pipeline:
+        """The live shop pipeline (a MySQL source on ``server``) with tables in ``namespace``."""
+        path = write_live_pipeline(
+            root, server, warehouse=warehouse, namespace=namespace, extra=extra
+        )
         config = load_config(path)
         return cls(root, path, config, load_table_schemas(config), spark)
 
