@@ -9,10 +9,11 @@ from the binlog ``--repeat`` times per variant, alternating:
 * icetide: ``BinlogReader`` producing ``CaptureRecord`` items and ``to_json()`` for each.
 
 A row event here is one changed row (one ``CaptureRecord``); the binlog packs many into one
-binlog event. The reading process is pinned to one core and the server to the others, so
-the rates are per core; CPU seconds (``time.process_time``) are printed too. Prints
-medians and the ratio icetide/raw (1.0 means icetide adds nothing to the library's cost).
-Machines here are small and noisy: read the medians and ratios, not single runs.
+binlog event. The reading process is pinned to one core (``--cpu``) and the server to the
+others, so the rates are per core; CPU seconds (``time.process_time``) are printed too.
+Prints medians and the ratio icetide/raw (above 1 means icetide reads faster than the
+library alone). Machines here are small and shared: read the medians and ratios, not
+single runs, and prefer the CPU figures when other work competes for the cores.
 
     python bench/capture_bench.py --rows 1000000 --repeat 3
     python bench/capture_bench.py --rows 100000 --profile 25   # plus a cProfile of icetide
@@ -162,7 +163,7 @@ def icetide_binlog(server: MariaDBServer, start: BinlogOffset) -> Variant:
 def mysql_source(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Variant]]]:
     """A MariaDB holding the update workload, and the two ways of reading it."""
     with MariaDBServer(options=SERVER_OPTIONS) as server:
-        pin_away(server_pid(server), args.cpu)
+        pin(server_pid(server), args.cpu)
         progress(f"loading {args.rows:,} rows")
         started = time.perf_counter()
         load_rows(server, args.rows)
@@ -192,14 +193,17 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def pin_away(pid: int | None, cpu: int | None) -> None:
-    """Keep the server off the benchmark's core when there is another one."""
-    if pid is None or cpu is None:
-        return
+def pin(server: int | None, cpu: int) -> None:
+    """Run this process on ``cpu`` only and the server (every thread) on the other cores.
+
+    Call it once the server runs: a child started later would inherit the one core.
+    """
     others = os.sched_getaffinity(0) - {cpu}
-    if others:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(pid, others)
+    if server is not None and others:
+        for task in Path(f"/proc/{server}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(task.name), others)
+    os.sched_setaffinity(0, {cpu})
 
 
 def timed(read: Variant) -> Run:
@@ -233,7 +237,6 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", type=int, default=0, metavar="N", help="print a cProfile top N of icetide"
     )
     args = parser.parse_args(argv)
-    os.sched_setaffinity(0, {args.cpu})
     with SOURCES[args.source](args) as (expected, variants):
         runs: dict[str, list[Run]] = {name: [] for name in variants}
         for i in range(args.repeat):

@@ -66,6 +66,7 @@ from pymysqlreplication.row_event import (
 from icetide import __version__
 from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
 from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
+from icetide.capture.mysql.rows import RowDecoder, row_decoder
 from icetide.capture.mysql.settings import ServerInfo, check_server, read_variables, server_info
 from icetide.capture.mysql.types import (
     ColumnInfo,
@@ -85,6 +86,8 @@ _MARIADB_STANDALONE = 0x01  # GTID flag: a statement (DDL) with no BEGIN … COM
 _ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 _LOST_POSITION = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown position
 _CONNECTION_ERRORS = (2002, 2003, 2006, 2013)
+# Rows of one event that binlog_position can number (its row field); it raises beyond.
+_ROWS_PER_EVENT = 10**6
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,8 @@ class _Table:
     columns: tuple[ColumnInfo, ...]
     converters: tuple[tuple[ColumnInfo, Converter], ...]
     key: tuple[str, ...]
+    decoder: RowDecoder | None = None
+    """Reads row images without the library (``None``: a column type only it knows)."""
     _schema: dict[str, Any] | None = None
 
     def envelope_schema(self, server_name: str) -> dict[str, Any]:
@@ -148,6 +153,14 @@ class _Transaction:
     thread: int | None = None
     total: int = 0
     per_table: dict[tuple[str, str], int] = field(default_factory=dict)
+    _resume: BinlogOffset | None = None
+
+    @property
+    def resume(self) -> BinlogOffset:
+        """Where to restart to see this transaction again (one object for all its records)."""
+        if self._resume is None:
+            self._resume = BinlogOffset(self.file, self.pos, self.gtid_before)
+        return self._resume
 
     @property
     def id(self) -> str:
@@ -424,9 +437,6 @@ class BinlogReader:
             self._gtids.add(tx.gtid)
         self.committed = BinlogOffset(self._file, end, self._gtids.text())
 
-    def _resume(self, tx: _Transaction) -> BinlogOffset:
-        return BinlogOffset(tx.file, tx.pos, tx.gtid_before)
-
     def _query(self, event: Any, start: int, end: int) -> Iterator[CaptureRecord]:
         sql = str(event.query).strip()
         word = sql.split(None, 1)[0].upper() if sql else ""
@@ -477,9 +487,7 @@ class BinlogReader:
                 "ddl": sql,
                 "tableChanges": [],
             }
-            yield CaptureRecord(
-                "schema_change", db, table, None, payload, position, self._resume(tx)
-            )
+            yield CaptureRecord("schema_change", db, table, None, payload, position, tx.resume)
 
     def _table_map(self, event: Any, start: int) -> None:
         db, table = str(event.schema), str(event.table)
@@ -492,7 +500,8 @@ class BinlogReader:
             return
         converters = tuple((c, value_converter(c)) for c in columns)
         key = tuple(c.name for c in columns if c.primary)
-        self._tables[event.table_id] = _Table(db, table, columns, converters, key)
+        decoder = row_decoder(event.columns, columns)
+        self._tables[event.table_id] = _Table(db, table, columns, converters, key, decoder)
         if self.history is not None:
             position = binlog_position(self._file, start, 0)
             self.history.record(
@@ -514,28 +523,54 @@ class BinlogReader:
         if table is None:
             return
         tx = self._current_tx(start)
+        images = self._images(event, table)
+        db, name, key, file = table.db, table.table, table.key, self._file
+        # One source block and position per event; each record gets a copy with its row.
         ts_ms = int(event.timestamp) * 1000
-        server_id = event.packet.server_id
-        db, name, columns = table.db, table.table, table.converters
-        for row_index, row in enumerate(event.rows):
-            source = self._source(db, name, ts_ms, start, row_index, tx, server_id)
-            position = binlog_position(self._file, start, row_index)
-            if isinstance(event, WriteRowsEvent):
-                after = convert_row(row["values"], columns, row["none_sources"])
-                yield self._change("c", db, name, table, None, after, source, position, tx)
-            elif isinstance(event, DeleteRowsEvent):
-                before = convert_row(row["values"], columns, row["none_sources"])
-                yield self._change("d", db, name, table, before, None, source, position, tx)
+        source = self._source(db, name, ts_ms, start, 0, tx, event.packet.server_id)
+        first = binlog_position(file, start, 0)
+        prefix = f"{file}:{start}:"
+        update = isinstance(event, UpdateRowsEvent)
+        op = "u" if update else "c" if isinstance(event, WriteRowsEvent) else "d"
+        for row_index in range(len(images) // 2 if update else len(images)):
+            row_source = source.copy()
+            row_source["row"] = row_index
+            position = (
+                Position(first.key + row_index, "binlog", prefix + str(row_index))
+                if row_index < _ROWS_PER_EVENT
+                else binlog_position(file, start, row_index)
+            )
+            if not update:
+                image = images[row_index]
+                before, after = (None, image) if op == "c" else (image, None)
+                yield self._change(op, db, name, table, before, after, row_source, position, tx)
+                continue
+            before, after = images[2 * row_index], images[2 * row_index + 1]
+            if key and any(before[k] != after[k] for k in key):
+                # A new primary key is a new row: Debezium sends a delete of the old
+                # key and a create of the new one, so each lands under its own key.
+                yield self._change("d", db, name, table, before, None, row_source, position, tx)
+                yield self._change("c", db, name, table, None, after, row_source, position, tx)
             else:
-                before = convert_row(row["before_values"], columns, row["before_none_sources"])
-                after = convert_row(row["after_values"], columns, row["after_none_sources"])
-                if table.key and any(before[k] != after[k] for k in table.key):
-                    # A new primary key is a new row: Debezium sends a delete of the old
-                    # key and a create of the new one, so each lands under its own key.
-                    yield self._change("d", db, name, table, before, None, source, position, tx)
-                    yield self._change("c", db, name, table, None, after, source, position, tx)
-                else:
-                    yield self._change("u", db, name, table, before, after, source, position, tx)
+                yield self._change("u", db, name, table, before, after, row_source, position, tx)
+
+    def _images(self, event: Any, table: _Table) -> list[dict[str, Any]]:
+        """The event's row images as Debezium JSON objects (an update: before, after, …)."""
+        if table.decoder is not None:
+            images = table.decoder.images(event)
+            if images is not None:
+                return images
+        columns = table.converters
+        if isinstance(event, UpdateRowsEvent):
+            return [
+                image
+                for row in event.rows
+                for image in (
+                    convert_row(row["before_values"], columns, row["before_none_sources"]),
+                    convert_row(row["after_values"], columns, row["after_none_sources"]),
+                )
+            ]
+        return [convert_row(row["values"], columns, row["none_sources"]) for row in event.rows]
 
     def _source(
         self,
@@ -595,7 +630,7 @@ class BinlogReader:
         value = payload
         if self._include_schema and table is not None:
             value = {"schema": table.envelope_schema(self.name), "payload": payload}
-        return CaptureRecord("change", db, name, key, value, position, self._resume(tx))
+        return CaptureRecord("change", db, name, key, value, position, tx.resume)
 
 
 def _split_table(name: str) -> tuple[str, str]:
