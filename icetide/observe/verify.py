@@ -1,0 +1,528 @@
+"""``icetide verify``: prove each base table holds exactly its source table's rows.
+
+Per table, both sides compute the row count and the checksum of :mod:`checksum` (the sum
+of a 60-bit hash of every row's canonical text) — the source in its own SQL, the base
+with Spark — over the schema's columns only (the base's ``_icetide_*`` columns are not
+compared). Equal counts and sums are a match. Otherwise both sides stream
+``(key, row hash)`` to the driver, the keys are diffed, and the first 10 differing keys
+(by key) are reported with both sides' values: missing in base, extra in base, or
+different values. Streaming is fine up to a few million rows per table.
+
+A common position. ``verify`` compares the source's *current* state with the base's
+*current* snapshot; it does not stop anything. The caller (CLI, demo) first stops writes
+to the source and lets capture and merge catch up, then verifies. Within one table the
+source is read in one consistent snapshot (MySQL ``WITH CONSISTENT SNAPSHOT``,
+PostgreSQL ``REPEATABLE READ``) and the base at one pinned Iceberg snapshot, so the
+checksum and the diff see the same rows even if something still writes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
+
+from icetide.capture.connect import mysql_settings, postgres_dsn
+from icetide.config import Config, SourceConfig, TableConfig, load_table_schemas
+from icetide.errors import ConfigError, IcetideError, Terminal
+from icetide.observe import checksum as ck
+from icetide.schema.model import Column, TableSchema
+from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MAX_SHOWN = 10
+"""Differing keys reported per table."""
+_CHUNK = 10_000
+"""Rows fetched per round trip while streaming the source's row hashes."""
+
+Kind = Literal["missing", "extra", "different"]
+Key = tuple[str, ...]
+
+
+class VerifyError(IcetideError, Terminal):
+    """A table cannot be verified: the source is unreachable, a table is missing …"""
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnValues:
+    """One column of a differing row: its canonical text on each side (None = NULL or
+    no such row). Long values are cut to a readable size."""
+
+    column: str
+    source: str | None
+    base: str | None
+
+
+@dataclass(frozen=True)
+class KeyDifference:
+    """One differing key. ``columns`` holds the differing columns for ``different``, and
+    the whole row of the side that has it for ``missing`` / ``extra``."""
+
+    kind: Kind
+    key: dict[str, str]
+    columns: tuple[ColumnValues, ...] = ()
+
+
+@dataclass
+class TableVerdict:
+    """The outcome of verifying one table. Checksums are the sums of row hashes."""
+
+    table: str
+    source: str
+    """``<source name>:<source table>``."""
+    source_rows: int
+    base_rows: int
+    source_checksum: int
+    base_checksum: int
+    base_snapshot: int | None
+    matches: bool
+    missing: int = 0
+    extra: int = 0
+    different: int = 0
+    differences: list[KeyDifference] = field(default_factory=list)
+    """The first :data:`MAX_SHOWN` differing keys, in key order."""
+
+
+def exit_code(verdicts: Sequence[TableVerdict]) -> int:
+    """0 when every table matches, else 1."""
+    return 0 if all(v.matches for v in verdicts) else 1
+
+
+# -- the source connection ---------------------------------------------------------------
+
+
+class SourceConnection:
+    """One open connection to a source database, in the session checksums need.
+
+    Use :func:`open_source`; :meth:`snapshot` gives the consistent read of one table.
+    """
+
+    def __init__(self, source: SourceConfig, conn: Any) -> None:
+        self.source = source
+        self.dialect: ck.Dialect = "mysql" if source.type == "mysql" else "postgres"
+        self.conn = conn
+
+    def table_sql(self, table: TableConfig) -> str:
+        """The quoted source table of ``table``: ``db.table`` (MySQL), ``schema.table``."""
+        parts = str(table.source).split(".")
+        name, container = parts[-1], parts[-2] if len(parts) > 1 else None
+        if container is None and self.dialect == "mysql":
+            container = str(self.source.database) if self.source.database else None
+            if container is None:
+                raise VerifyError(
+                    f"table {table.name!r}: source {table.source!r} names no database",
+                    hint="write the source as db.table, or set database: on the source",
+                )
+        names = [container, name] if container else [name]
+        return ck.qualified_ident(self.dialect, *names)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One consistent read: every query inside sees the same committed state."""
+        if self.dialect == "mysql":
+            with self.conn.cursor() as cur:
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        else:
+            # The session is REPEATABLE READ: the next statement opens a fresh snapshot.
+            self.conn.rollback()
+        try:
+            yield
+        finally:
+            self.conn.rollback()
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        """All rows of one query."""
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+
+    def stream(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        """The rows of one query, fetched in chunks (server-side cursor) to bound memory."""
+        if self.dialect == "mysql":
+            import pymysql.cursors
+
+            cur = self.conn.cursor(pymysql.cursors.SSCursor)
+        else:
+            cur = self.conn.cursor(name="icetide_verify")
+            cur.itersize = _CHUNK
+        try:
+            cur.execute(sql)
+            while rows := cur.fetchmany(_CHUNK):
+                yield from rows
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+class _DriverError(Exception):
+    """Any error of either database driver (they share no base class)."""
+
+
+def _connect_mysql(source: SourceConfig) -> Any:
+    import pymysql
+
+    try:
+        return pymysql.connect(
+            **mysql_settings(source), charset="utf8mb4", autocommit=True, connect_timeout=10
+        )
+    except pymysql.err.Error as exc:
+        raise _DriverError(str(exc)) from exc
+
+
+def _connect_postgres(source: SourceConfig) -> Any:
+    import psycopg2
+
+    try:
+        conn = psycopg2.connect(postgres_dsn(source), connect_timeout=10)
+    except psycopg2.Error as exc:
+        raise _DriverError(str(exc)) from exc
+    # Server-side cursors need a transaction; each table gets its own snapshot.
+    conn.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
+    return conn
+
+
+def open_source(source: SourceConfig) -> SourceConnection:
+    """Connect to ``source`` and set the session up for checksums (UTC, utf8mb4)."""
+    where = f"source {source.name!r} ({source.type} at {source.host}:{source.resolved_port})"
+    hint = (
+        f"check host, port, user and password of source {source.name!r} in sources: "
+        "and that the database is running"
+    )
+    conn: Any
+    try:
+        if source.type == "mysql":
+            conn = _connect_mysql(source)
+        else:
+            conn = _connect_postgres(source)
+    except _DriverError as exc:
+        raise VerifyError(f"cannot connect to {where}: {str(exc).strip()}", hint=hint) from exc
+    statements = ck.MYSQL_SESSION if source.type == "mysql" else ck.POSTGRES_SESSION
+    opened = SourceConnection(source, conn)
+    with conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+    if source.type == "postgres":
+        conn.commit()
+    return opened
+
+
+# -- one table ---------------------------------------------------------------------------
+
+
+def _base_frame(
+    spark: SparkSession, refs: TableRefs, schema: TableSchema
+) -> tuple[DataFrame, int | None]:
+    """The base table pinned at its current snapshot, and that snapshot's id."""
+    if not table_exists(spark, refs.base):
+        raise VerifyError(
+            f"table {refs.name!r}: base table {refs.base} does not exist",
+            hint="run the merge (or a bootstrap) first",
+        )
+    snapshot = current_snapshot_id(spark, refs.base)
+    pinned = f" VERSION AS OF {snapshot}" if snapshot is not None else ""
+    frame = spark.sql(f"SELECT * FROM {refs.base}{pinned}")
+    present = {name.casefold() for name in frame.columns}
+    absent = [c.name for c in schema.columns if c.name.casefold() not in present]
+    if absent:
+        raise VerifyError(
+            f"table {refs.name!r}: base table {refs.base} has no column(s) {', '.join(absent)}",
+            hint="the schema file is newer than the base table; run the merge first",
+        )
+    return frame, snapshot
+
+
+def _sort_key(key: Key, columns: Sequence[Column]) -> tuple[Any, ...]:
+    """Order keys by value (10 after 9), not by their text."""
+    out: list[Any] = []
+    for text, column in zip(key, columns, strict=True):
+        if column.type.name in ("int", "long"):
+            out.append(int(text))
+        elif column.type.name == "decimal":
+            out.append(Decimal(text))
+        else:
+            out.append(text)
+    return tuple(out)
+
+
+@dataclass
+class HashDiff:
+    """The differing keys of two ``(key, row hash)`` streams."""
+
+    missing: list[Key] = field(default_factory=list)
+    extra: list[Key] = field(default_factory=list)
+    different: list[Key] = field(default_factory=list)
+
+    def first(self, columns: Sequence[Column]) -> list[tuple[Kind, Key]]:
+        """The first :data:`MAX_SHOWN` differing keys by key value, each with its kind."""
+        labelled: Iterable[tuple[Kind, Key]] = [
+            *(("missing", k) for k in self.missing),
+            *(("extra", k) for k in self.extra),
+            *(("different", k) for k in self.different),
+        ]
+        return heapq.nsmallest(MAX_SHOWN, labelled, key=lambda item: _sort_key(item[1], columns))
+
+
+def diff_hashes(
+    source: Iterable[Sequence[Any]], base: Iterable[Sequence[Any]], key_count: int
+) -> HashDiff:
+    """Compare ``(key texts…, row hash)`` rows of both sides by key.
+
+    A key the base holds twice counts as extra, one the source holds twice as missing.
+    """
+    by_key: dict[Key, str] = {}
+    diff = HashDiff()
+    for row in source:
+        key = tuple(row[:key_count])
+        if key in by_key:
+            diff.missing.append(key)
+        by_key[key] = row[key_count]
+    for row in base:
+        key = tuple(row[:key_count])
+        expected = by_key.pop(key, None)
+        if expected is None:
+            diff.extra.append(key)
+        elif expected != row[key_count]:
+            diff.different.append(key)
+    diff.missing.extend(by_key)
+    return diff
+
+
+def _details(
+    conn: SourceConnection,
+    source_table: str,
+    frame: DataFrame,
+    schema: TableSchema,
+    first: list[tuple[Kind, Key]],
+) -> list[KeyDifference]:
+    """Both sides' values for the reported keys, looked up by their canonical key text."""
+    from pyspark.sql import functions as F
+
+    if not first:
+        return []
+    keys, columns = schema.key_columns, schema.columns
+    n = len(keys)
+    wanted = [key for _, key in first]
+    query = ck.rows_sql(conn.dialect, source_table, keys, columns, len(wanted))
+    params = [text for key in wanted for text in key]
+    source_rows = {tuple(r[:n]): r for r in conn.query(ck.bind_placeholders(query), params)}
+    match = F.lit(False)
+    for key in wanted:
+        one = F.lit(True)
+        for column, text in zip(keys, key, strict=True):
+            one = one & (ck.text_column(column) == F.lit(text))
+        match = match | one
+    found = ck.hash_frame(frame.where(match), keys, columns, pieces=True, display=True)
+    # Drop _hash so base rows line up with the source's: key texts, pieces, displays.
+    base_rows = {tuple(r[:n]): tuple(r[:n]) + tuple(r[n + 1 :]) for r in found.collect()}
+    width = len(columns)
+    result = []
+    for kind, key in first:
+        src, got = source_rows.get(key), base_rows.get(key)
+        shown = []
+        for i, column in enumerate(columns):
+            piece_src = src[n + i] if src else None
+            piece_base = got[n + i] if got else None
+            if kind == "different" and piece_src == piece_base:
+                continue
+            shown.append(
+                ColumnValues(
+                    column.name,
+                    src[n + width + i] if src else None,
+                    got[n + width + i] if got else None,
+                )
+            )
+        names = [k.name for k in keys]
+        result.append(KeyDifference(kind, dict(zip(names, key, strict=True)), tuple(shown)))
+    return result
+
+
+def verify_table(
+    spark: SparkSession,
+    config: Config,
+    table: TableConfig | str,
+    source_conn: SourceConnection,
+    schema: TableSchema | None = None,
+) -> TableVerdict:
+    """Compare one base table with its source table; see the module docs.
+
+    ``schema`` defaults to the table's schema file.
+    """
+
+    table = config.table(table) if isinstance(table, str) else table
+    schema = schema or load_table_schemas(config)[table.name]
+    refs = TableRefs.of(config, table.name)
+    keys, columns = schema.key_columns, schema.columns
+    frame, snapshot = _base_frame(spark, refs, schema)
+    source_table = source_conn.table_sql(table)
+    base_rows, base_sum = ck.spark_checksum(frame, columns)
+    with source_conn.snapshot(), _source_errors(table, source_conn, source_table):
+        count, total = source_conn.query(
+            ck.checksum_sql(source_conn.dialect, source_table, columns)
+        )[0]
+        verdict = TableVerdict(
+            table=table.name,
+            source=f"{source_conn.source.name}:{table.source}",
+            source_rows=int(count),
+            base_rows=base_rows,
+            source_checksum=int(total or 0),
+            base_checksum=base_sum,
+            base_snapshot=snapshot,
+            matches=int(count) == base_rows and int(total or 0) == base_sum,
+        )
+        if verdict.matches:
+            return verdict
+        hashes = ck.hashes_sql(source_conn.dialect, source_table, keys, columns)
+        base_hashes = ck.hash_frame(frame, keys, columns).toLocalIterator()
+        diff = diff_hashes(source_conn.stream(hashes), base_hashes, len(keys))
+        verdict.missing, verdict.extra = len(diff.missing), len(diff.extra)
+        verdict.different = len(diff.different)
+        verdict.differences = _details(source_conn, source_table, frame, schema, diff.first(keys))
+    return verdict
+
+
+@contextmanager
+def _source_errors(table: TableConfig, conn: SourceConnection, source_table: str) -> Iterator[None]:
+    """Database errors of the source queries as a :class:`VerifyError` naming the table."""
+    try:
+        yield
+    except IcetideError:
+        raise
+    except Exception as exc:
+        driver_errors: tuple[type[BaseException], ...]
+        if conn.dialect == "mysql":
+            import pymysql
+
+            driver_errors = (pymysql.err.Error,)
+        else:
+            import psycopg2
+
+            driver_errors = (psycopg2.Error,)
+        if not isinstance(exc, driver_errors):
+            raise
+        raise VerifyError(
+            f"table {table.name!r}: cannot checksum source table {source_table} on source "
+            f"{conn.source.name!r}: {str(exc).strip()}",
+            hint="check that the table exists, the user may read it, and the schema file's "
+            "columns exist in it",
+        ) from exc
+
+
+# -- every table -------------------------------------------------------------------------
+
+
+def verify_all(
+    spark: SparkSession,
+    config: Config,
+    schemas: dict[str, TableSchema],
+    tables: Sequence[str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[TableVerdict]:
+    """Verify ``tables`` (default: every table some source captures), one connection per
+    source. Naming a table no source captures is a :class:`ConfigError`."""
+    if not config.sources:
+        raise ConfigError(
+            f"pipeline {config.pipeline!r} has no sources to verify against",
+            hint="add a sources: section with the source database's connection",
+        )
+    wanted = {config.table(name).name for name in tables} if tables is not None else None
+    plan = [
+        (source, [t for t in config.source_tables(source) if wanted is None or t.name in wanted])
+        for source in config.sources
+    ]
+    covered = {t.name for _, chosen in plan for t in chosen}
+    orphans = sorted((wanted or set()) - covered)
+    if orphans:
+        raise ConfigError(
+            f"no source captures table(s) {', '.join(orphans)}, so they cannot be verified",
+            hint="list them under tables: of their source in sources:",
+        )
+    verdicts = []
+    for source, chosen in plan:
+        if not chosen:
+            continue
+        conn = open_source(source)
+        try:
+            for table in chosen:
+                if log:
+                    log(f"verify {table.name}: checksumming source {source.name} and base …")
+                verdicts.append(verify_table(spark, config, table, conn, schemas[table.name]))
+        finally:
+            conn.close()
+    return verdicts
+
+
+def run_verify(
+    config: Config,
+    spark: SparkSession,
+    tables: list[str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[TableVerdict]:
+    """The CLI's entry point: read the schema files and verify ``tables`` (default all)."""
+    return verify_all(spark, config, load_table_schemas(config), tables, log)
+
+
+# -- output ------------------------------------------------------------------------------
+
+
+def _cut(text: str | None, width: int = 60) -> str:
+    if text is None:
+        return "NULL"
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def _render_key(key: dict[str, str]) -> str:
+    return ", ".join(f"{name}={value}" for name, value in key.items())
+
+
+def render_verdicts(verdicts: Sequence[TableVerdict]) -> str:
+    """A plain text report: one line per table, then its first differing keys."""
+    lines = []
+    for v in verdicts:
+        state = "MATCH" if v.matches else "DIFFERENT"
+        line = (
+            f"{v.table:<20} source {v.source_rows:>10,} rows  base {v.base_rows:>10,} rows  {state}"
+        )
+        if not v.matches:
+            line += f" ({v.missing:,} missing, {v.extra:,} extra, {v.different:,} different)"
+        lines.append(line)
+        for d in v.differences:
+            if d.kind == "different":
+                cols = "; ".join(
+                    f"{c.column}: source {_cut(c.source)}, base {_cut(c.base)}" for c in d.columns
+                )
+                lines.append(f"  key {_render_key(d.key)}: different: {cols}")
+            else:
+                side = "missing in base" if d.kind == "missing" else "extra in base"
+                values = ", ".join(
+                    f"{c.column}={_cut(c.source if d.kind == 'missing' else c.base, 30)}"
+                    for c in d.columns
+                )
+                lines.append(f"  key {_render_key(d.key)}: {side} ({values})")
+        shown = len(v.differences)
+        total = v.missing + v.extra + v.different
+        if total > shown:
+            lines.append(f"  … and {total - shown:,} more differing key(s)")
+    return "\n".join(lines)
+
+
+def verdict_dicts(verdicts: Sequence[TableVerdict]) -> list[dict[str, Any]]:
+    """The verdicts as JSON-ready dicts (``--output json``); checksums as strings, since
+    they exceed what JSON readers hold exactly in a number."""
+    out = []
+    for v in verdicts:
+        data = asdict(v)
+        data["source_checksum"] = str(v.source_checksum)
+        data["base_checksum"] = str(v.base_checksum)
+        out.append(data)
+    return out
