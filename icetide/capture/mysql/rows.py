@@ -23,6 +23,7 @@ import codecs
 import struct
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from icetide.capture.mysql import types as t
@@ -38,6 +39,7 @@ ROW_EVENT_TYPES = frozenset(_WRITE + _UPDATE + _DELETE)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _EPOCH = datetime(1970, 1, 1)
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes of a packed DECIMAL group of n digits
+_FSP_SCALE = tuple(10 ** (6 - fsp) for fsp in range(7))  # fraction units → microseconds
 _INTS = {
     (t.TINY, False): "<b",
     (t.TINY, True): "<B",
@@ -57,9 +59,8 @@ class RowDecoder:
         self._count = len(names)
         self._null_bytes = (self._count + 7) // 8
         self._all_present = (1 << self._count) - 1
-        self._fields = tuple(
-            (1 << i, name, read) for i, (name, read) in enumerate(zip(names, readers, strict=True))
-        )
+        self._readers = tuple(zip(names, readers, strict=True))
+        self._fields = tuple((1 << i, name, read) for i, (name, read) in enumerate(self._readers))
 
     def images(self, event: Any) -> list[dict[str, Any]] | None:
         """Every row image of ``event`` in order (an update gives before, after, before …).
@@ -77,15 +78,20 @@ class RowDecoder:
         packet = event.packet
         data = packet.read(event.event_size - packet.read_bytes)
         out: list[dict[str, Any]] = []
-        pos, end, null_bytes, fields = 0, len(data), self._null_bytes, self._fields
+        pos, end, null_bytes = 0, len(data), self._null_bytes
+        fields, readers = self._fields, self._readers
         while pos < end:
             nulls = int.from_bytes(data[pos : pos + null_bytes], "little")
             pos += null_bytes
             image: dict[str, Any] = {}
-            for bit, name, read in fields:
-                if nulls & bit:
-                    image[name] = None
-                else:
+            if nulls:
+                for bit, name, read in fields:
+                    if nulls & bit:
+                        image[name] = None
+                    else:
+                        image[name], pos = read(data, pos)
+            else:  # no nulls, the usual case: no bit tests
+                for name, read in readers:
                     image[name], pos = read(data, pos)
             out.append(image)
         return out
@@ -183,13 +189,13 @@ def _uint(data: bytes, pos: int, size: int) -> int:
 
 def _fraction(data: bytes, pos: int, fsp: int) -> tuple[int, int]:
     """Microseconds of a TIME2/DATETIME2/TIMESTAMP2 (the library's ``__read_fsp``)."""
-    size = (fsp + 1) // 2
-    if size == 0:
+    if fsp == 0:
         return 0, pos
+    size = (fsp + 1) // 2
     value = int.from_bytes(data[pos : pos + size], "big", signed=True)
     if fsp % 2:
         value = int(value / 10)
-    return value * 10 ** (6 - fsp), pos + size
+    return value * _FSP_SCALE[fsp], pos + size
 
 
 def _decimal_reader(precision: int, scale: int) -> Reader:
@@ -201,7 +207,15 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
     size = head + 4 * (int_groups + frac_groups) + tail
     sign_bit = 0x80 << 8 * (size - 1)
     negative = ((1 << 8 * size) - 1) ^ sign_bit
-    tail_bits, tail_mask = 8 * tail, (1 << 8 * tail) - 1
+    # (mask, bits, weight) of every group but the head, least significant first: the
+    # digits are the sum of group * weight, the head's weight being the last ``factor``.
+    groups, factor = [], 1
+    for bits, digits in [(8 * tail, frac_digits)] * bool(tail) + [(32, 9)] * (
+        frac_groups + int_groups
+    ):
+        groups.append(((1 << bits) - 1, bits, factor))
+        factor *= 10**digits
+    width = scale + 1  # at least one digit before the point
 
     def read(data: bytes, pos: int) -> tuple[Any, int]:
         packed = int.from_bytes(data[pos : pos + size], "big")
@@ -209,21 +223,15 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
             packed, sign = packed ^ sign_bit, ""
         else:  # a clear top bit: a negative number, stored with every bit inverted
             packed, sign = packed ^ negative, "-"
-        frac = ""
-        if tail:
-            frac = f"{packed & tail_mask:0{frac_digits}d}"
-            packed >>= tail_bits
-        for _ in range(frac_groups):
-            frac = f"{packed & 0xFFFFFFFF:09d}" + frac
-            packed >>= 32
-        whole, scale9 = 0, 1
-        for _ in range(int_groups):
-            whole += (packed & 0xFFFFFFFF) * scale9
-            scale9 *= 1_000_000_000
-            packed >>= 32
-        whole += packed * scale9
-        text = f"{sign}{whole}.{frac}" if scale else f"{sign}{whole}"
-        return text, pos + size
+        number = 0
+        for mask, bits, weight in groups:
+            number += (packed & mask) * weight
+            packed >>= bits
+        number += packed * factor
+        if not scale:
+            return f"{sign}{number}", pos + size
+        digits = str(number).rjust(width, "0")
+        return f"{sign}{digits[:-scale]}.{digits[-scale:]}", pos + size
 
     return read
 
@@ -240,25 +248,41 @@ def _date_reader(data: bytes, pos: int) -> tuple[Any, int]:
     return date(year, month, day).toordinal() - _EPOCH_ORDINAL, pos + 3
 
 
+@lru_cache(maxsize=1 << 16)
+def _day_number(year_month_day: int) -> int | None:
+    """Days from 1970-01-01 to a DATETIME2's date (17 bits year*13+month, 5 bits day);
+    ``None`` when ``datetime`` would refuse the date. Dates repeat a lot: cached."""
+    year_month, day = year_month_day >> 5, year_month_day & 0x1F
+    try:
+        return date(year_month // 13, year_month % 13, day).toordinal() - _EPOCH_ORDINAL
+    except ValueError:
+        return None
+
+
 def _datetime2_reader(fsp: int, *, millis: bool) -> Reader:
     """DATETIME2: 40 bits (sign, year*13+month, day, hour, minute, second) + fraction, as
-    epoch micro- or milliseconds of the wall-clock time; ``None`` when not a valid time."""
+    epoch micro- or milliseconds of the wall-clock time; ``None`` when not a valid time
+    (the library's ``datetime(...)`` raised)."""
+
+    pos_after = 5 + (fsp + 1) // 2
+    odd, unit = fsp % 2, _FSP_SCALE[fsp]
 
     def read(data: bytes, pos: int) -> tuple[Any, int]:
         packed = int.from_bytes(data[pos : pos + 5], "big")
-        micros, pos = _fraction(data, pos + 5, fsp)
-        year_month = (packed >> 22) & 0x1FFFF
+        end = pos + pos_after
+        micros = 0
+        if fsp:  # _fraction, inlined: this is the hottest reader after the strings
+            micros = int.from_bytes(data[pos + 5 : end], "big", signed=True)
+            micros = (int(micros / 10) if odd else micros) * unit
+        pos = end
+        days = _day_number((packed >> 17) & 0x3FFFFF)
         hour, minute, second = (packed >> 12) & 0x1F, (packed >> 6) & 0x3F, packed & 0x3F
-        try:
-            value = datetime(
-                year_month // 13, year_month % 13, (packed >> 17) & 0x1F, hour, minute, second
-            )
-        except ValueError:
+        if days is None or hour > 23 or minute > 59 or second > 59:
             return None, pos  # a zero or invalid date
         if micros > 999_999:
             raise ValueError(f"microsecond must be in 0..999999, not {micros}")
-        total = (value.toordinal() - _EPOCH_ORDINAL) * 86_400 + hour * 3600 + minute * 60
-        total = (total + second) * 1_000_000 + max(micros, 0)
+        total = days * 86_400 + hour * 3600 + minute * 60 + second
+        total = total * 1_000_000 + (micros if micros > 0 else 0)
         return (total // 1000 if millis else total), pos
 
     return read
@@ -302,15 +326,30 @@ def _string_reader(prefix: int, charset: str | None, convert: Converter) -> Read
         codecs.lookup(encoding)
     except LookupError:
         return _bytes_reader(prefix, convert)
-    plain = convert is t.text_or_base64  # a str passes through it unchanged
+    if convert is not t.text_or_base64:  # a str passes through that one unchanged
+        return _converted(_string_reader(prefix, charset, t.text_or_base64), convert)
+    if prefix == 1:  # CHAR, short VARCHAR, TINYTEXT
+
+        def read_short(data: bytes, pos: int) -> tuple[Any, int]:
+            end = pos + 1 + data[pos]
+            return data[pos + 1 : end].decode(encoding), end
+
+        return read_short
 
     def read(data: bytes, pos: int) -> tuple[Any, int]:
         start = pos + prefix
         end = start + int.from_bytes(data[pos:start], "little")
-        text = data[start:end].decode(encoding)
-        return (text if plain else convert(text)), end
+        return data[start:end].decode(encoding), end
 
     return read
+
+
+def _converted(read: Reader, convert: Converter) -> Reader:
+    def read_converted(data: bytes, pos: int) -> tuple[Any, int]:
+        value, pos = read(data, pos)
+        return convert(value), pos
+
+    return read_converted
 
 
 def _bytes_reader(prefix: int, convert: Converter) -> Reader:
