@@ -298,6 +298,16 @@ def diff_hashes(
     return diff
 
 
+Side = dict[Key, tuple[Sequence[Any], Sequence[Any]]]
+"""One side's looked-up rows: key texts → (each column's piece, each column's display)."""
+
+
+def _by_key(rows: Iterable[Sequence[Any]], key_count: int, width: int) -> Side:
+    """Rows of ``(key texts…, pieces…, displays…)`` keyed by their key texts."""
+    n, w = key_count, width
+    return {tuple(r[:n]): (r[n : n + w], r[n + w : n + 2 * w]) for r in rows}
+
+
 def _details(
     conn: SourceConnection,
     source_table: str,
@@ -311,11 +321,10 @@ def _details(
     if not first:
         return []
     keys, columns = schema.key_columns, schema.columns
-    n = len(keys)
     wanted = [key for _, key in first]
     query = ck.rows_sql(conn.dialect, source_table, keys, columns, len(wanted))
     params = [text for key in wanted for text in key]
-    source_rows = {tuple(r[:n]): r for r in conn.query(ck.bind_placeholders(query), params)}
+    source = _by_key(conn.query(ck.bind_placeholders(query), params), len(keys), len(columns))
     match = F.lit(False)
     for key in wanted:
         one = F.lit(True)
@@ -323,27 +332,21 @@ def _details(
             one = one & (ck.text_column(column) == F.lit(text))
         match = match | one
     found = ck.hash_frame(frame.where(match), keys, columns, pieces=True, display=True)
-    # Drop _hash so base rows line up with the source's: key texts, pieces, displays.
-    base_rows = {tuple(r[:n]): tuple(r[:n]) + tuple(r[n + 1 :]) for r in found.collect()}
-    width = len(columns)
+    base = _by_key(found.drop("_hash").collect(), len(keys), len(columns))
+    nothing = ([None] * len(columns), [None] * len(columns))
     result = []
     for kind, key in first:
-        src, got = source_rows.get(key), base_rows.get(key)
-        shown = []
-        for i, column in enumerate(columns):
-            piece_src = src[n + i] if src else None
-            piece_base = got[n + i] if got else None
-            if kind == "different" and piece_src == piece_base:
-                continue
-            shown.append(
-                ColumnValues(
-                    column.name,
-                    src[n + width + i] if src else None,
-                    got[n + width + i] if got else None,
-                )
-            )
+        (src_pieces, src_shown), (base_pieces, base_shown) = (
+            source.get(key, nothing),
+            base.get(key, nothing),
+        )
+        shown = tuple(
+            ColumnValues(column.name, src_shown[i], base_shown[i])
+            for i, column in enumerate(columns)
+            if kind != "different" or src_pieces[i] != base_pieces[i]
+        )
         names = [k.name for k in keys]
-        result.append(KeyDifference(kind, dict(zip(names, key, strict=True)), tuple(shown)))
+        result.append(KeyDifference(kind, dict(zip(names, key, strict=True)), shown))
     return result
 
 
@@ -358,7 +361,6 @@ def verify_table(
 
     ``schema`` defaults to the table's schema file.
     """
-
     table = config.table(table) if isinstance(table, str) else table
     schema = schema or load_table_schemas(config)[table.name]
     refs = TableRefs.of(config, table.name)
@@ -383,7 +385,7 @@ def verify_table(
         if verdict.matches:
             return verdict
         hashes = ck.hashes_sql(source_conn.dialect, source_table, keys, columns)
-        base_hashes = ck.hash_frame(frame, keys, columns).toLocalIterator()
+        base_hashes = ck.hash_frame(frame, keys, columns).toLocalIterator(prefetchPartitions=True)
         diff = diff_hashes(source_conn.stream(hashes), base_hashes, len(keys))
         verdict.missing, verdict.extra = len(diff.missing), len(diff.extra)
         verdict.different = len(diff.different)

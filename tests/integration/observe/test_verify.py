@@ -370,6 +370,17 @@ def test_identical_tables_match_on_both_sources_whatever_the_session_zone(
     assert [int(d["source_checksum"]) for d in data] == [v.source_checksum for v in verdicts]
 
 
+def _shown(row: dict[str, Any]) -> list[str | None]:
+    """A row's values as a difference report shows them, by the specification."""
+    out = []
+    for column in SCHEMA.columns:
+        value = row[column.name]
+        if column.type.name == "binary" and value is not None:
+            value = bytes(value)[: ck.DISPLAY_BYTES]
+        out.append(ck.python_text(value, column.type))
+    return out
+
+
 NEAR = math.nextafter(0.30000000000000004, 1.0)
 """Key 7's double with its last bit changed."""
 
@@ -423,11 +434,16 @@ def test_reports_exactly_the_changed_keys_with_both_values(
     assert found[4] == ("different", [("c_str", "Hello World", "hello world")])
     assert found[5] == ("different", [("c_str", "", None)])
     assert found[7] == ("different", [("c_double", before, NEAR.hex())])
-    kind, columns = found[6]  # the whole source row, nothing on the base side
+    # A missing or extra row shows every column of the side that has it, as the
+    # specification writes it (binary cut to its first bytes): every type's display
+    # expression is checked on the source engine (key 6) and on Spark (key 100).
+    by_id = {row["id"]: row for row in rows}
+    kind, columns = found[6]
     assert kind == "missing" and [c for c, _, _ in columns] == NAMES
-    assert ("id", "6", None) in columns and all(b is None for _, _, b in columns)
+    assert [src for _, src, _ in columns] == _shown(by_id[6])
+    assert all(b is None for _, _, b in columns)
     kind, columns = found[100]
-    assert kind == "extra" and ("id", None, "100") in columns
+    assert kind == "extra" and [b for _, _, b in columns] == _shown({**by_id[1], "id": 100})
     assert all(src is None for _, src, _ in columns)
 
     text = render_verdicts([verdict])
