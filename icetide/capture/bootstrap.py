@@ -1,6 +1,8 @@
 """Bootstrap: copy each table into its empty base table, then hand off to the log.
 
-The handoff is exact without locking the source and without one long transaction:
+The handoff is exact without locking the source and without one long transaction.
+
+MySQL/MariaDB, by a low watermark:
 
 1. record the log position *before* reading anything (the *low watermark* ``P``) and
    make it capture's start offset;
@@ -12,33 +14,74 @@ The handoff is exact without locking the source and without one long transaction
 
 So the base converges to the source as soon as the merge has applied the log up to
 the source's current position — the argument of Netflix's DBLog, without its in-log
-watermarks (the merge's version guard plays their part). While a bootstrap runs, the
-base table's newest ``icetide.bootstrap.state`` snapshot property is ``running`` and the
-merge leaves the table alone; chunks commit one by one with ``icetide.bootstrap.chunk``,
-so a killed bootstrap resumes at the first chunk not committed.
+watermarks (the merge's version guard plays their part).
+
+PostgreSQL, by the slot's exported snapshot:
+
+1. ensure the publication, then create the replication slot with an exported snapshot;
+   its *consistent point* ``C`` becomes capture's start offset, and the replication
+   connection stays open (the snapshot lives only as long as it) until every table is
+   read;
+2. every JDBC partition imports that snapshot (``sessionInitStatement`` = ``BEGIN
+   ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT …``) and the
+   chunk query refuses to return rows unless ``txid_current_snapshot()`` is the
+   exported one, so a driver that ran the query outside that transaction fails loudly
+   instead of copying later rows. The copy is the database exactly as of ``C``;
+3. the slot streams exactly the transactions that commit after ``C``.
+
+Snapshot rows are stamped with position **0**, not with ``C``: positions come from the
+*change's* LSN, and a transaction that began before ``C`` and commits after it has
+changes at LSNs below ``C`` — stamped ``C``, the copy would wrongly win over them. At 0,
+every streamed change beats the copy, which is right because the stream holds only
+changes the copy has not seen. (An unchanged TOAST value in such a change keeps the
+copied value, which is the value the row had before the change.)
+
+Resuming a PostgreSQL bootstrap: the exported snapshot died with the killed process, so
+the missing chunks are read in a *new* snapshot (``pg_export_snapshot()`` on a plain
+connection), still stamped 0, with the same slot and the same start offset ``C``. That is
+still exact: a key that no transaction committing after ``C`` touched reads the same in
+any snapshot taken after ``C``; a key that one did is overwritten by the stream's last
+change of it (the stream from ``C`` still holds them all, and each carries the row). A
+row moved between chunks by a key update is deleted and re-created by the stream. The
+same reasoning lets a bootstrap start on an existing slot (capture already running, or a
+table added later): its start offset is the saved offset, else the slot's confirmed
+point read before the snapshot. Before taking such a snapshot the bootstrap waits for
+the transactions that were running when the publication was ensured, because changes
+written before a table joined the publication are not published. A resume whose slot is
+gone is refused: the changes since ``C`` are lost and only a new bootstrap can help.
+
+Both sources: while a bootstrap runs, the base table's newest ``icetide.bootstrap.state``
+snapshot property is ``running`` and the merge leaves the table alone; chunks commit one
+by one with ``icetide.bootstrap.chunk``, so a killed bootstrap resumes at the first chunk
+not committed. Each table's chunk plan (key range and row count) is kept in the
+bootstrap's state file, so a resume splits the keys exactly as the first run did.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
+import psycopg2
+import psycopg2.extensions
 import pymysql
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.capture.connect import jdbc_url, mysql_settings
-from icetide.capture.errors import CaptureError, SourceUnavailableError
+from icetide.capture.connect import jdbc_url, mysql_settings, postgres_dsn
+from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
 from icetide.capture.runner import offset_store
 from icetide.config.model import Config, SourceConfig, TableConfig
-from icetide.events.position import Position, binlog_position
+from icetide.events.position import Position, binlog_position, format_lsn, lsn_position
 from icetide.faults import crash_point
 from icetide.merge.stage import read_bootstrap_state
 from icetide.merge.tables import BOOTSTRAP_CHUNK as CHUNK
@@ -261,6 +304,420 @@ def read_chunk_mysql(
     return frame.select(*[spark_cast(c) for c in schema.columns])
 
 
+class TableReader(Protocol):
+    """How the bootstrap reads one source's tables: key ranges and chunk frames."""
+
+    def quote(self, identifier: str) -> str:
+        """A quoted identifier, for chunk predicates."""
+        ...
+
+    def key_range(self, table: TableConfig, key: str) -> tuple[int | None, int | None, int]:
+        """``MIN``, ``MAX`` of the integer key and the row count."""
+        ...
+
+    def chunk(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        schema: TableSchema,
+        chunk: Chunk,
+        fetch_size: int,
+    ) -> DataFrame:
+        """One chunk as the schema's columns."""
+        ...
+
+
+class MySQLReader:
+    """Reads tables of a MySQL/MariaDB source; no snapshot, the low watermark is enough."""
+
+    def __init__(self, source: SourceConfig) -> None:
+        self.source = source
+
+    def quote(self, identifier: str) -> str:
+        """A quoted identifier, for chunk predicates."""
+        return _mysql_quote(identifier)
+
+    def key_range(self, table: TableConfig, key: str) -> tuple[int | None, int | None, int]:
+        """See :func:`mysql_key_range`."""
+        return mysql_key_range(self.source, table, key)
+
+    def chunk(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        schema: TableSchema,
+        chunk: Chunk,
+        fetch_size: int,
+    ) -> DataFrame:
+        """See :func:`read_chunk_mysql`."""
+        return read_chunk_mysql(spark, self.source, table, schema, chunk, fetch_size)
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------
+
+_SNAPSHOT_NAME = re.compile(r"^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$")
+_SNAPSHOT_TEXT = re.compile(r"^\d+:\d+:[\d,]*$")
+_GUARD = "icetide: this chunk was not read in the bootstrap snapshot"
+_WAIT_LOG_SECONDS = 10.0
+
+# time → isoformat(): "HH:MM:SS" without microseconds, else "HH:MM:SS.ffffff".
+_PG_TIME = (
+    "CASE WHEN extract(microseconds FROM {t})::bigint % 1000000 = 0 "
+    "THEN to_char({t}, 'HH24:MI:SS') ELSE to_char({t}, 'HH24:MI:SS.US') END"
+)
+_PG_READ: dict[str, str] = {
+    "boolean": "({c})::int",
+    "int": "({c})::int",
+    "long": "({c})::bigint",
+    # Shortest exact text (PostgreSQL 12+, or 17 digits before): what capture parses too,
+    # so a real column declared double holds the same double on both paths.
+    "float": "({c})::text",
+    "double": "({c})::text",
+    "decimal": "({c})::text",
+    # The type's output function, which is what capture receives: a cast to text is not
+    # always that (char(n) loses its padding, inet shows its mask). format() of NULL is ''.
+    "string": "CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END",
+    "json": "({c})::text",
+    "uuid": "({c})::text",
+    "binary": "{c}",
+    "date": "to_char({c}, 'YYYY-MM-DD')",
+    "time": _PG_TIME.format(t="({c})"),
+    "timestamp": "to_char({c}, 'YYYY-MM-DD HH24:MI:SS.US')",
+    "timestamptz": "to_char(({c}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')",
+}
+"""icetide type → the PostgreSQL expression (``{c}``: the quoted column) that reads it as
+a number, bytes or text Spark casts exactly to the schema's Spark type."""
+
+_PG_READ_BY_SOURCE: dict[tuple[str, str], str] = {
+    # ZonedTime: the time of day in UTC, as capture writes it (without the offset).
+    ("time", "timetz"): _PG_TIME.format(t="((({c}) AT TIME ZONE 'UTC')::time)"),
+    # MicroDuration: months count 30.4375 days, as capture (and Debezium) counts them.
+    ("long", "interval"): (
+        "(extract(year FROM {c}) * 12 + extract(month FROM {c}))::bigint * 2629800000000 "
+        "+ extract(day FROM {c})::bigint * 86400000000 + (extract(hour FROM {c}) * 3600000000 "
+        "+ extract(minute FROM {c}) * 60000000 + extract(microseconds FROM {c}))::bigint"
+    ),
+}
+"""Exceptions to :data:`_PG_READ` by (icetide type, PostgreSQL base type name)."""
+
+
+@dataclass(frozen=True)
+class SourceColumn:
+    """A column's PostgreSQL type, as the catalog names it (domains by their base type)."""
+
+    type_name: str
+    is_array: bool = False
+
+
+def postgres_select_expression(column: Column, source: SourceColumn | None = None) -> str:
+    """The SQL that reads ``column`` as text, bytes or a number Spark casts exactly.
+
+    Times of day become ``datetime.time.isoformat()`` text and instants UTC text, so no
+    session or JVM time zone touches them.
+
+    >>> from icetide.schema.model import parse_type
+    >>> postgres_select_expression(Column(1, "at", parse_type("timestamptz")))
+    'to_char(("at") AT TIME ZONE \\'UTC\\', \\'YYYY-MM-DD HH24:MI:SS.US\\')'
+    """
+    kind = column.type.name
+    quoted = _pg_quote(column.name)
+    if source is not None and source.is_array and kind == "json":
+        raise CaptureError(
+            f"column {column.name!r} is a PostgreSQL array ({source.type_name}): bootstrap "
+            "cannot read arrays yet in the exact JSON text capture writes",
+            hint="leave the table out of the bootstrap (capture it with --from-now on an "
+            "empty table), or declare the column as string to keep PostgreSQL's array text",
+        )
+    template = _PG_READ_BY_SOURCE.get((kind, source.type_name)) if source else None
+    return (template or _PG_READ[kind]).format(c=quoted)
+
+
+def _pg_quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _pg_table(table: TableConfig) -> str:
+    from icetide.capture.postgres.reader import split_table
+
+    schema, name = split_table(str(table.source))
+    return f"{_pg_quote(schema)}.{_pg_quote(name)}"
+
+
+@dataclass(frozen=True)
+class PgSnapshot:
+    """A snapshot every chunk query imports: its name for ``SET TRANSACTION SNAPSHOT`` and
+    its ``txid_current_snapshot()`` text, which the query checks it runs in."""
+
+    name: str
+    text: str
+
+    def __post_init__(self) -> None:
+        # Both are pasted into SQL: accept only the forms PostgreSQL produces.
+        if not _SNAPSHOT_NAME.match(self.name) or not _SNAPSHOT_TEXT.match(self.text):
+            raise CaptureError(f"unexpected snapshot {self.name!r} ({self.text!r})")
+
+    @property
+    def init_statement(self) -> str:
+        """What each JDBC connection runs before its query (Spark's sessionInitStatement).
+
+        ``BEGIN …`` rather than ``SET TRANSACTION …``: with autocommit on (fetch size 0)
+        the latter would be a no-op outside a transaction and the query would run in a
+        fresh snapshot; the chunk query's guard catches that anyway.
+        """
+        return (
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+            f"SET TRANSACTION SNAPSHOT '{self.name}'"
+        )
+
+    def checked(self, expression: str) -> str:
+        """``expression``, or an error when the query does not run in this snapshot.
+
+        The check is a scalar sub-select, an InitPlan that PostgreSQL evaluates once, on
+        the first row — not in Spark's ``WHERE 1=0`` schema probe, which runs without
+        the session init statement. It wraps a column rather than filtering rows, so the
+        chunk predicates on the key still use its index.
+        """
+        guard = (
+            f"(SELECT CASE WHEN txid_current_snapshot()::text = '{self.text}' THEN true "
+            f"ELSE ('{_GUARD}, but in ' || txid_current_snapshot()::text)::boolean END)"
+        )
+        return f"CASE WHEN {guard} THEN {expression} END"
+
+
+def _pg_connect(source: SourceConfig) -> Any:
+    try:
+        return psycopg2.connect(postgres_dsn(source), connect_timeout=10)
+    except psycopg2.OperationalError as exc:
+        raise SourceUnavailableError(
+            f"cannot connect to source {source.name!r} at {source.host}:"
+            f"{source.resolved_port}: {str(exc).strip()}",
+            hint="check sources[].host, port, user, password and database",
+        ) from exc
+
+
+class PostgresSnapshotReader:
+    """Reads tables of a PostgreSQL source inside one imported snapshot.
+
+    ``conn`` is a psycopg2 connection that has imported ``snapshot`` (see
+    :func:`~icetide.capture.postgres.reader.import_snapshot`); the catalog and the key
+    ranges are read through it, so they describe the same state as the chunks.
+    """
+
+    def __init__(self, source: SourceConfig, conn: Any, snapshot: PgSnapshot) -> None:
+        self.source, self.conn, self.snapshot = source, conn, snapshot
+
+    def quote(self, identifier: str) -> str:
+        """A quoted identifier, for chunk predicates."""
+        return _pg_quote(identifier)
+
+    def source_columns(self, table: TableConfig) -> dict[str, SourceColumn]:
+        """Column → its PostgreSQL type (domains resolved to their base type)."""
+        from icetide.capture.postgres.reader import split_table
+
+        schema, name = split_table(str(table.source))
+        with self.conn.cursor() as cur:
+            cur.execute(
+                "SELECT a.attname, coalesce(b.typname, t.typname), "
+                "coalesce(b.typcategory, t.typcategory) = 'A' "
+                "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "JOIN pg_type t ON t.oid = a.atttypid "
+                "LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype "
+                "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 "
+                "AND NOT a.attisdropped",
+                (schema, name),
+            )
+            rows = cur.fetchall()
+        if not rows:
+            raise CaptureError(
+                f"table {table.name!r}: source table {table.source} not found in database "
+                f"{self.source.database!r}",
+                hint="check the table's source (schema.table) and the source's database",
+            )
+        return {str(n): SourceColumn(str(t), bool(a)) for n, t, a in rows}
+
+    def key_range(self, table: TableConfig, key: str) -> tuple[int | None, int | None, int]:
+        """``min``, ``max`` of the integer key and the row count, in the snapshot."""
+        q = _pg_quote(key)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT min({q}), max({q}), count(*) FROM {_pg_table(table)}")
+            low, high, count = cur.fetchone()
+        return (None if low is None else int(low), None if high is None else int(high), int(count))
+
+    def chunk(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        schema: TableSchema,
+        chunk: Chunk,
+        fetch_size: int,
+    ) -> DataFrame:
+        """One chunk through Spark's JDBC source, every partition in the snapshot."""
+        found = self.source_columns(table)
+        missing = [c.name for c in schema.columns if c.name not in found]
+        if missing:
+            raise CaptureError(
+                f"table {table.name!r}: source table {table.source} has no column(s) "
+                f"{', '.join(missing)}",
+                hint="the schema file names columns the source table does not have",
+            )
+        # One column (not the key, whose predicates must reach its index) carries the
+        # snapshot check; Spark selects every schema column, so it always runs.
+        values = [c for c in schema.columns if c.name not in schema.primary_key]
+        guarded = (values or list(schema.columns))[0].name
+        expressions = []
+        for column in schema.columns:
+            expression = postgres_select_expression(column, found[column.name])
+            if column.name == guarded:
+                expression = self.snapshot.checked(expression)
+            expressions.append(f"{expression} AS {_pg_quote(column.name)}")
+        query = f"(SELECT {', '.join(expressions)} FROM {_pg_table(table)}) AS icetide_chunk"
+        properties = {
+            "user": str(self.source.user),
+            "password": str(self.source.password or ""),
+            "driver": "org.postgresql.Driver",
+            "fetchsize": str(fetch_size),
+            "sessionInitStatement": self.snapshot.init_statement,
+        }
+        frame = spark.read.jdbc(
+            jdbc_url(self.source), query, predicates=list(chunk.predicates), properties=properties
+        )
+        return frame.select(*[spark_cast(c) for c in schema.columns])
+
+
+def _snapshot_text(conn: Any, name: str) -> str:
+    """Import snapshot ``name`` on ``conn`` (kept open by the caller) and read its text."""
+    from icetide.capture.postgres.reader import import_snapshot
+
+    import_snapshot(conn, name)
+    with conn.cursor() as cur:
+        cur.execute("SELECT txid_current_snapshot()::text")
+        return str(cur.fetchone()[0])
+
+
+def _wait_for_older_transactions(conn: Any, log: Log, what: str) -> None:
+    """Wait until every transaction running now has ended (``conn`` is autocommit).
+
+    A table's changes are published only from when it joined the publication: a
+    transaction that wrote before that and commits after a new snapshot would be in
+    neither the copy nor the stream. Creating a slot waits the same way.
+    """
+    with conn.cursor() as cur:
+        cur.execute("SELECT txid_snapshot_xmax(txid_current_snapshot())")
+        horizon = int(cur.fetchone()[0])
+        started = last_log = time.monotonic()
+        while True:
+            cur.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())")
+            if int(cur.fetchone()[0]) >= horizon:
+                return
+            if time.monotonic() - last_log > _WAIT_LOG_SECONDS:
+                last_log = time.monotonic()
+                log(
+                    f"{what}: waiting {last_log - started:.0f}s for transactions older than "
+                    "the publication to end"
+                )
+            time.sleep(0.05)
+
+
+@contextmanager
+def postgres_handoff(
+    source: SourceConfig,
+    tables: Sequence[str],
+    state: dict[str, Any] | None,
+    saved_offset: dict[str, Any] | None,
+    log: Log,
+) -> Iterator[tuple[dict[str, Any], PostgresSnapshotReader]]:
+    """The bootstrap state and a reader in a snapshot whose handoff to capture is exact.
+
+    No state and no slot: the slot is created with an exported snapshot, the consistent
+    point is the start offset (a fresh bootstrap). Otherwise (a resume, or a slot that
+    exists already) a new snapshot is exported from a plain connection; see the module
+    docs for why that is exact. ``tables`` are all the source's tables (``schema.table``):
+    the publication must cover every table capture reads. Connections stay open, and
+    the snapshot alive, until the ``with`` block ends.
+    """
+    from icetide.capture.postgres.reader import (
+        LsnOffset,
+        ensure_publication,
+        exported_snapshot,
+        slot_status,
+    )
+
+    dsn, slot, what = postgres_dsn(source), str(source.slot), f"bootstrap {source.name}"
+    with ExitStack() as stack:
+        ctl = stack.enter_context(_closing(_pg_connect(source)))
+        ctl.autocommit = True
+        status = slot_status(ctl, slot)
+        if state is not None and status is None:
+            raise PositionLostError(
+                f"bootstrap {state['id']} of source {source.name!r} cannot resume: replication "
+                f"slot {slot!r} is gone, and with it the changes since {state['offset_text']}",
+                position=str(state["offset_text"]),
+                hint="start over: delete the bootstrap state file and the source's offset "
+                "file under state_dir/capture, then run `icetide bootstrap --replace`",
+            )
+        if state is None and status is None:
+            point = stack.enter_context(
+                exported_snapshot(
+                    dsn, slot=slot, publication=str(source.publication), tables=tables
+                )
+            )
+            state = _new_state(LsnOffset(point.lsn).to_dict(), format_lsn(point.lsn), "slot")
+            log(
+                f"{what}: slot {slot} created at consistent point {format_lsn(point.lsn)}; "
+                "reading the tables in its exported snapshot"
+            )
+            name = point.snapshot
+        else:
+            if status is not None and status.plugin != "pgoutput":
+                raise CaptureError(
+                    f"replication slot {slot!r} of source {source.name!r} uses plugin "
+                    f"{status.plugin}, not pgoutput",
+                    hint="name another slot in the source's config",
+                )
+            ensure_publication(ctl, str(source.publication), tables)
+            _wait_for_older_transactions(ctl, log, what)
+            if state is None:
+                assert status is not None
+                if saved_offset is not None:
+                    offset = dict(saved_offset)
+                else:
+                    offset = LsnOffset(status.confirmed_flush_lsn or 0).to_dict()
+                state = _new_state(offset, str(offset["lsn"]), "existing slot")
+                log(f"{what}: slot {slot} exists; capture starts at {state['offset_text']}")
+            exporter = stack.enter_context(_closing(_pg_connect(source)))
+            exporter.set_session(isolation_level="REPEATABLE READ", readonly=True)
+            with exporter.cursor() as cur:
+                cur.execute("SELECT pg_export_snapshot()")
+                name = str(cur.fetchone()[0])
+            log(f"{what}: reading in a new snapshot {name}, stamped 0 like the first")
+        reader_conn = stack.enter_context(_closing(_pg_connect(source)))
+        snapshot = PgSnapshot(name, _snapshot_text(reader_conn, name))
+        yield state, PostgresSnapshotReader(source, reader_conn, snapshot)
+
+
+@contextmanager
+def _closing(conn: Any) -> Iterator[Any]:
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _new_state(offset: dict[str, Any], offset_text: str, how: str) -> dict[str, Any]:
+    """A PostgreSQL bootstrap's state: rows are stamped 0 (see the module docs)."""
+    position = lsn_position(0)
+    return {
+        "id": uuid.uuid4().hex[:12],
+        "offset": offset,
+        "offset_text": offset_text,
+        "position": position.key,
+        "position_text": position.text,
+        "snapshot": how,
+        "started_at": datetime.now(UTC).isoformat(),
+    }
+
+
 # -- the bootstrap -------------------------------------------------------------------------
 
 
@@ -294,11 +751,6 @@ class Bootstrap:
         fetch_size: int = 10_000,
         log: Log = print,
     ) -> None:
-        if source.type != "mysql":
-            raise CaptureError(
-                f"bootstrap of PostgreSQL source {source.name!r} is not built yet",
-                hint="start capture with `icetide capture --from-now` on empty tables",
-            )
         self.spark, self.config, self.schemas, self.source = spark, config, schemas, source
         self.chunk_rows, self.parallelism, self.fetch_size = chunk_rows, parallelism, fetch_size
         self.log = log
@@ -311,46 +763,59 @@ class Bootstrap:
         """Bootstrap ``tables`` (default: every table of the source)."""
         from icetide.merge.stage import MergeStage
 
-        chosen = [
-            t for t in self.config.source_tables(self.source) if not tables or t.name in tables
-        ]
-        state = self._load_state()
-        if state is None:
-            watermark = mysql_watermark(self.source)
-            state = {
-                "id": uuid.uuid4().hex[:12],
-                "offset": watermark.offset,
-                "position": watermark.position.key,
-                "position_text": watermark.position.text,
-                "started_at": datetime.now(UTC).isoformat(),
-            }
-            self._save_state(state)
-            self.log(f"bootstrap {self.source.name}: low watermark {watermark.position.text}")
-        else:
-            self.log(
-                f"bootstrap {self.source.name}: resuming {state['id']} at {state['position_text']}"
-            )
+        every = self.config.source_tables(self.source)
+        chosen = [t for t in every if not tables or t.name in tables]
         store = offset_store(self.config, self.source)
-        if store.load() is None:
-            store.save(state["offset"], position=state["position_text"])
-        merge = MergeStage(self.spark, self.config, self.schemas, self.log)
-        results = []
-        for table in chosen:
-            refs = TableRefs.of(self.config, table.name)
-            current = (
-                read_bootstrap_state(self.spark, refs.base)
-                if table_exists(self.spark, refs.base)
-                else None
-            )
-            if current == (state["id"], "done"):
-                continue
-            if current is None or current[0] != state["id"]:
-                self._claim(merge, table, refs.base, state["id"], replace)
-            results.append(self._copy(table, refs.base, state))
-            _mark(self.spark, refs.base, {BOOTSTRAP_ID: state["id"], STATE: "done"})
-            self.log(results[-1].render())
+        with ExitStack() as stack:
+            state = self._load_state()
+            resumed = state is not None
+            reader: TableReader
+            if self.source.type == "mysql":
+                state = state or self._mysql_state()
+                reader = MySQLReader(self.source)
+            else:
+                handoff = postgres_handoff(
+                    self.source, [str(t.source) for t in every], state, store.load(), self.log
+                )
+                state, reader = stack.enter_context(handoff)
+            if resumed:
+                self.log(
+                    f"bootstrap {self.source.name}: resuming {state['id']} "
+                    f"(capture starts at {_offset_text(state)})"
+                )
+            else:
+                self._save_state(state)
+            if store.load() is None:
+                store.save(state["offset"], position=_offset_text(state))
+            merge = MergeStage(self.spark, self.config, self.schemas, self.log)
+            results = []
+            for table in chosen:
+                refs = TableRefs.of(self.config, table.name)
+                current = (
+                    read_bootstrap_state(self.spark, refs.base)
+                    if table_exists(self.spark, refs.base)
+                    else None
+                )
+                if current == (state["id"], "done"):
+                    continue
+                if current is None or current[0] != state["id"]:
+                    self._claim(merge, table, refs.base, state["id"], replace)
+                results.append(self._copy(table, refs.base, state, reader))
+                _mark(self.spark, refs.base, {BOOTSTRAP_ID: state["id"], STATE: "done"})
+                self.log(results[-1].render())
         self.state_file.unlink(missing_ok=True)
         return results
+
+    def _mysql_state(self) -> dict[str, Any]:
+        watermark = mysql_watermark(self.source)
+        self.log(f"bootstrap {self.source.name}: low watermark {watermark.position.text}")
+        return {
+            "id": uuid.uuid4().hex[:12],
+            "offset": watermark.offset,
+            "position": watermark.position.key,
+            "position_text": watermark.position.text,
+            "started_at": datetime.now(UTC).isoformat(),
+        }
 
     def _claim(
         self, merge: Any, table: TableConfig, base: str, bootstrap_id: str, replace: bool
@@ -367,13 +832,40 @@ class Bootstrap:
         merge.ensure_base(table.name)
         _mark(self.spark, base, {BOOTSTRAP_ID: bootstrap_id, STATE: "running"})
 
-    def _copy(self, table: TableConfig, base: str, state: dict[str, Any]) -> TableBootstrap:
-        started = time.monotonic()
+    def _plan(self, table: TableConfig, state: dict[str, Any], reader: TableReader) -> list[Chunk]:
+        """The table's chunks, planned once per bootstrap: a resume must split the keys
+        exactly as the first run did, or chunks would overlap or leave gaps."""
         schema = self.schemas[table.name]
         key = schema.primary_key[0]
-        numeric = schema.key_columns[0].type.name in _NUMERIC
-        low, high, count = mysql_key_range(self.source, table, key) if numeric else (None, None, 1)
-        chunks = plan_chunks(_mysql_quote(key), low, high, count, self.chunk_rows, self.parallelism)
+        plans = state.setdefault("plans", {})
+        plan = plans.get(table.name)
+        if plan is None:
+            numeric = schema.key_columns[0].type.name in _NUMERIC
+            low, high, count = reader.key_range(table, key) if numeric else (None, None, 1)
+            plan = {
+                "low": low,
+                "high": high,
+                "rows": count,
+                "chunk_rows": self.chunk_rows,
+                "parts": self.parallelism,
+            }
+            plans[table.name] = plan
+            self._save_state(state)
+        return plan_chunks(
+            reader.quote(key),
+            plan["low"],
+            plan["high"],
+            plan["rows"],
+            plan["chunk_rows"],
+            plan["parts"],
+        )
+
+    def _copy(
+        self, table: TableConfig, base: str, state: dict[str, Any], reader: TableReader
+    ) -> TableBootstrap:
+        started = time.monotonic()
+        schema = self.schemas[table.name]
+        chunks = self._plan(table, state, reader)
         done = _chunks_done(self.spark, base, state["id"])
         stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
         loaded_at = F.lit(datetime.now(UTC).replace(tzinfo=None)).cast("timestamp").alias(SOURCE_TS)
@@ -381,11 +873,20 @@ class Bootstrap:
         for chunk in chunks:
             if chunk.index in done:
                 continue
-            frame = read_chunk_mysql(
-                self.spark, self.source, table, schema, chunk, self.fetch_size
-            ).select("*", stamp, loaded_at)
-            frame = frame.cache()
-            n = frame.count()
+            frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
+            frame = frame.select("*", stamp, loaded_at).cache()
+            try:
+                n = frame.count()
+            except Exception as exc:
+                if _GUARD in str(exc):
+                    raise CaptureError(
+                        f"bootstrap of {table.name!r}: the JDBC driver did not run the chunk "
+                        "query in the imported snapshot, so the copy would not match the "
+                        "handoff position; nothing of this chunk was written",
+                        hint="use the PostgreSQL JDBC driver (org.postgresql) 42.x; it runs "
+                        "Spark's sessionInitStatement and the query in one transaction",
+                    ) from exc
+                raise
             writer = frame.writeTo(base)
             for k, v in {BOOTSTRAP_ID: state["id"], CHUNK: str(chunk.index)}.items():
                 writer = writer.option(f"snapshot-property.{k}", v)
@@ -416,3 +917,8 @@ class Bootstrap:
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(self.state_file)
+
+
+def _offset_text(state: dict[str, Any]) -> str:
+    """Capture's start offset for people (MySQL states only have the watermark's text)."""
+    return str(state.get("offset_text") or state["position_text"])
