@@ -8,6 +8,12 @@ from the binlog ``--repeat`` times per variant, alternating:
   ``rows`` (this parses the row images);
 * icetide: ``BinlogReader`` producing ``CaptureRecord`` items and ``to_json()`` for each.
 
+PostgreSQL (``--source postgres``): the same table and UPDATE in a private PostgreSQL,
+read from a logical replication slot (pgoutput) per variant:
+
+* raw: psycopg2's replication stream alone, every message's bytes, not decoded;
+* icetide: ``PgOutputReader`` producing ``CaptureRecord`` items and ``to_json()`` for each.
+
 A row event here is one changed row (one ``CaptureRecord``); the binlog packs many into one
 binlog event. The reading process is pinned to one core (``--cpu``) and the server to the
 others, so the rates are per core; CPU seconds (``time.process_time``) are printed too.
@@ -17,6 +23,7 @@ single runs, and prefer the CPU figures when other work competes for the cores.
 
     python bench/capture_bench.py --rows 1000000 --repeat 3
     python bench/capture_bench.py --rows 100000 --profile 25   # plus a cProfile of icetide
+    python bench/capture_bench.py --source postgres --rows 100000
 """
 
 from __future__ import annotations
@@ -175,16 +182,139 @@ def mysql_source(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Vari
 
 
 def server_pid(server: MariaDBServer) -> int | None:
-    pid_file = Path(str(server.options["pid-file"]))
+    return pid_in(Path(str(server.options["pid-file"])))
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+
+PG_TABLE_DDL = f"""
+CREATE TABLE public.{TABLE} (
+  id bigint NOT NULL PRIMARY KEY,
+  owner varchar(64) NOT NULL,
+  balance numeric(12,2) NOT NULL,
+  status varchar(16) NOT NULL,
+  updated_at timestamp(6) NOT NULL
+)
+"""
+PG_UPDATE_SQL = (
+    f"UPDATE public.{TABLE} SET balance = balance + 1, status = 'changed', "
+    "updated_at = updated_at + interval '1 second'"
+)
+PG_SETTINGS = {"shared_buffers": "256MB", "max_wal_size": "4GB"}
+PUBLICATION = "bench"
+PG_SLOTS = {"raw": "bench_raw", "icetide": "bench_icetide"}
+PG_SILENCE = 120.0  # seconds without a message before the raw read gives up
+
+
+def pg_prepare(server: Any, rows: int) -> int:
+    """Load the rows, then publish the table and make one slot per variant before the
+    UPDATE, so every read decodes exactly that transaction (no read acknowledges)."""
+    server.create_database(DB)
+    server.execute(PG_TABLE_DDL, DB)
+    server.execute(
+        f"INSERT INTO public.{TABLE} SELECT g, 'owner-' || g, (g %% 100000) / 100.0, 'active', "
+        "timestamp '2024-01-01 00:00:00.123456' + g * interval '1 second' "
+        "FROM generate_series(1, %s) g",
+        DB,
+        [rows],
+    )
+    server.execute(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE public.{TABLE}", DB)
+    for slot in PG_SLOTS.values():
+        server.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", DB, [slot])
+    conn = server.connect(DB)
     try:
-        return int(pid_file.read_text().strip())
-    except (OSError, ValueError):
+        with conn.cursor() as cur:
+            cur.execute(PG_UPDATE_SQL)
+            return int(cur.rowcount)
+    finally:
+        conn.close()
+
+
+def raw_pgoutput(server: Any) -> Variant:
+    """psycopg2's replication stream alone: every pgoutput message's bytes, not decoded."""
+    import select
+
+    import psycopg2.extras
+
+    def read() -> int:
+        conn = psycopg2.connect(
+            server.dsn(DB), connection_factory=psycopg2.extras.LogicalReplicationConnection
+        )
+        seen = 0
+        try:
+            cursor = conn.cursor()
+            cursor.start_replication(
+                slot_name=PG_SLOTS["raw"],
+                decode=False,
+                options={"proto_version": "1", "publication_names": PUBLICATION},
+            )
+            while True:
+                message = cursor.read_message()
+                if message is None:
+                    if not select.select([cursor], [], [], PG_SILENCE)[0]:
+                        raise SystemExit(f"raw: no message for {PG_SILENCE:.0f}s")
+                    continue
+                kind = message.payload[0]
+                if kind == 0x55:  # U
+                    seen += 1
+                elif kind == 0x43 and seen:  # the commit of the UPDATE
+                    return seen
+        finally:
+            conn.close()
+
+    return read
+
+
+def icetide_pgoutput(server: Any) -> Variant:
+    """icetide's PgOutputReader, serialising every record as a transport would."""
+    from icetide.capture.postgres.reader import PgOutputReader
+
+    def read() -> int:
+        seen = 0
+        with PgOutputReader(
+            server.dsn(DB),
+            [f"public.{TABLE}"],
+            slot=PG_SLOTS["icetide"],
+            publication=PUBLICATION,
+        ) as reader:
+            for record in reader:
+                if isinstance(record, CaptureRecord) and record.kind == "change":
+                    record.to_json()
+                    seen += 1
+        return seen
+
+    return read
+
+
+@contextlib.contextmanager
+def postgres_source(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Variant]]]:
+    """A PostgreSQL holding the update workload, and the two ways of reading it."""
+    from icetide.capture.postgres_server import PostgresServer
+
+    with PostgresServer(settings=PG_SETTINGS) as server:
+        progress(f"loading {args.rows:,} rows and updating every one")
+        started = time.perf_counter()
+        changed = pg_prepare(server, args.rows)
+        progress(f"  {changed:,} rows updated in {time.perf_counter() - started:.1f}s")
+        # WAL senders start later, as children of the postmaster: they inherit its cores.
+        pin(pid_in(server.data_dir / "postmaster.pid"), args.cpu)
+        yield changed, {"raw": raw_pgoutput(server), "icetide": icetide_pgoutput(server)}
+
+
+def pid_in(pid_file: Path) -> int | None:
+    """The process id a server wrote to ``pid_file`` (its first line)."""
+    try:
+        return int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 
 # --- measuring -------------------------------------------------------------------------------
 
-SOURCES: dict[str, Callable[[argparse.Namespace], Any]] = {"mysql": mysql_source}
+SOURCES: dict[str, Callable[[argparse.Namespace], Any]] = {
+    "mysql": mysql_source,
+    "postgres": postgres_source,
+}
 """``--source`` name → context manager yielding ``(expected rows, {variant: read})``; the
 first variant is the baseline the others are compared with."""
 
