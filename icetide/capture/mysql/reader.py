@@ -64,6 +64,7 @@ from pymysqlreplication.row_event import (
 )
 
 from icetide import __version__
+from icetide.capture.connect_schema import SourceField, envelope_schema
 from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
 from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
 from icetide.capture.mysql.rows import RowDecoder, row_decoder
@@ -646,7 +647,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-_SOURCE_FIELDS: tuple[tuple[str, str, bool], ...] = (
+_SOURCE_FIELDS: tuple[SourceField, ...] = (
     ("version", "string", False),
     ("connector", "string", False),
     ("name", "string", False),
@@ -669,49 +670,10 @@ def _envelope_schema(
     server: str, db: str, table: str, columns: tuple[ColumnInfo, ...]
 ) -> dict[str, Any]:
     """The Connect schema Debezium's MySQL connector gives a table's change events."""
-    prefix = f"{server}.{db}.{table}"
     fields = [{**connect_schema(c), "field": c.name} for c in columns]
-
-    def image(name: str) -> dict[str, Any]:
-        return {
-            "type": "struct",
-            "fields": fields,
-            "optional": True,
-            "name": f"{prefix}.Value",
-            "field": name,
-        }
-
-    return {
-        "type": "struct",
-        "name": f"{prefix}.Envelope",
-        "optional": False,
-        "version": 1,
-        "fields": [
-            image("before"),
-            image("after"),
-            {
-                "type": "struct",
-                "name": "io.debezium.connector.mysql.Source",
-                "optional": False,
-                "field": "source",
-                "fields": [
-                    {"type": kind, "optional": optional, "field": name}
-                    for name, kind, optional in _SOURCE_FIELDS
-                ],
-            },
-            {"type": "string", "optional": False, "field": "op"},
-            {"type": "int64", "optional": True, "field": "ts_ms"},
-            {
-                "type": "struct",
-                "name": "event.block",
-                "version": 1,
-                "optional": True,
-                "field": "transaction",
-                "fields": [
-                    {"type": "string", "optional": False, "field": "id"},
-                    {"type": "int64", "optional": False, "field": "total_order"},
-                    {"type": "int64", "optional": False, "field": "data_collection_order"},
-                ],
-            },
-        ],
-    }
+    return envelope_schema(
+        f"{server}.{db}.{table}",
+        fields,
+        "io.debezium.connector.mysql.Source",
+        _SOURCE_FIELDS,
+    )

@@ -77,6 +77,7 @@ import psycopg2.extras
 from psycopg2 import sql
 
 from icetide import __version__
+from icetide.capture.connect_schema import SourceField, envelope_schema
 from icetide.capture.errors import (
     CaptureError,
     PositionLostError,
@@ -1262,7 +1263,7 @@ def _table_change(info: ServerInfo | None, relation: _Relation) -> dict[str, Any
     }
 
 
-_SOURCE_FIELDS: tuple[tuple[str, str, bool], ...] = (
+_SOURCE_FIELDS: tuple[SourceField, ...] = (
     ("version", "string", False),
     ("connector", "string", False),
     ("name", "string", False),
@@ -1282,49 +1283,10 @@ def _envelope_schema(
     server: str, schema: str, table: str, columns: tuple[ColumnInfo, ...]
 ) -> dict[str, Any]:
     """The Connect schema Debezium's PostgreSQL connector gives a table's change events."""
-    prefix = f"{server}.{schema}.{table}"
     fields = [{**connect_schema(c), "field": c.name} for c in columns]
-
-    def image(name: str) -> dict[str, Any]:
-        return {
-            "type": "struct",
-            "fields": fields,
-            "optional": True,
-            "name": f"{prefix}.Value",
-            "field": name,
-        }
-
-    return {
-        "type": "struct",
-        "name": f"{prefix}.Envelope",
-        "optional": False,
-        "version": 1,
-        "fields": [
-            image("before"),
-            image("after"),
-            {
-                "type": "struct",
-                "name": "io.debezium.connector.postgresql.Source",
-                "optional": False,
-                "field": "source",
-                "fields": [
-                    {"type": kind, "optional": optional, "field": name}
-                    for name, kind, optional in _SOURCE_FIELDS
-                ],
-            },
-            {"type": "string", "optional": False, "field": "op"},
-            {"type": "int64", "optional": True, "field": "ts_ms"},
-            {
-                "type": "struct",
-                "name": "event.block",
-                "version": 1,
-                "optional": True,
-                "field": "transaction",
-                "fields": [
-                    {"type": "string", "optional": False, "field": "id"},
-                    {"type": "int64", "optional": False, "field": "total_order"},
-                    {"type": "int64", "optional": False, "field": "data_collection_order"},
-                ],
-            },
-        ],
-    }
+    return envelope_schema(
+        f"{server}.{schema}.{table}",
+        fields,
+        "io.debezium.connector.postgresql.Source",
+        _SOURCE_FIELDS,
+    )
