@@ -192,7 +192,7 @@ def make_pipeline(
                 "heartbeat": "1s",
             }
         ],
-        "transport": {"type": "files", "path": "./landing", "roll_interval": "1s"},
+        "transport": {"type": "files", "path": "./landing", "roll_interval": "2s"},
         "tables": [{"name": name, "source": f"public.{name}", "buckets": 2} for name in schemas],
     }
     path = root / "icetide.yaml"
@@ -423,11 +423,11 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
 
     def log(line: str) -> None:
         pipe.logs.append(line)
-        if line.startswith("bootstrap orders: chunk 2/"):
+        if line.startswith("bootstrap orders: chunk 1/"):
             big.append(big_update(server, 1))  # between chunks: later chunks still see before
 
     writer.start()
-    Bootstrap(spark, pipe.config, pipe.schemas, source, chunk_rows=2_500, log=log).run()
+    Bootstrap(spark, pipe.config, pipe.schemas, source, chunk_rows=4_000, log=log).run()
     start = LsnOffset.from_dict(offset_store(pipe.config, source).load() or {}).lsn
     failures: list[BaseException] = []
     stop = threading.Event()
@@ -440,11 +440,10 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
 
     follower = threading.Thread(target=follow, name="capture", daemon=True)
     follower.start()
-    for round_ in range(3):
-        if round_ == 1:
-            big.append(big_update(server, 2))
-        pipe.stream()
-        pipe.merge()
+    big.append(big_update(server, 2))
+    # A round while capture follows and the shop keeps writing, then the last one below.
+    pipe.stream()
+    pipe.merge()
     counts = writer.stop()
     stop.set()
     follower.join(timeout=60)
@@ -452,17 +451,17 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
     catch_up(pipe)
 
     # The workload did everything the test is about, during bootstrap and capture.
-    assert big == [3000, 3000]
+    assert len(big) == 2 and min(big) > 1000  # the writer deletes and moves a few
     assert counts.transactions > 0 and counts.rollbacks > 0 and counts.key_updates > 0
     assert counts.toast_changes > 0 and counts.toast_kept > 0
     chunk_commits = spark.sql(
         f"SELECT count(*) FROM {pipe.refs('orders').base}.snapshots "
         f"WHERE summary['{BOOTSTRAP_CHUNK}'] IS NOT NULL"
     ).first()
-    assert chunk_commits is not None and chunk_commits[0] == 5  # 12,000 rows, 2,500 a chunk
+    assert chunk_commits is not None and chunk_commits[0] >= 3  # 12,000+ rows, 4,000 a chunk
     ledger = spark.table(pipe.refs("orders").cdc)
-    assert ledger.where(F.col("after.status") == "reviewed 2").count() >= 3000
-    assert ledger.where(F.col("after.status") == "reviewed 1").count() >= 3000
+    assert ledger.where(F.col("_after.status") == "reviewed 2").count() >= big[1]
+    assert ledger.where(F.col("_after.status") == "reviewed 1").count() >= big[0]
 
     assert_verified(pipe, spark)
     # Acknowledged: the slot moved past the bootstrap's consistent point, to where capture
@@ -539,6 +538,84 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
     assert_verified(pipe, spark)
     base = {r[0]: r for r in spark.table(pipe.refs("customers").base).collect()}
     assert base[100001]["name"] == "late" and base[1]["name"] == "changed" and 2 not in base
+
+
+def _wait_for(server: PostgresServer, sql: str, params: tuple[Any, ...] = ()) -> None:
+    deadline = time.monotonic() + 60
+    while not server.execute(sql, DB, params):
+        assert time.monotonic() < deadline, sql
+        time.sleep(0.05)
+
+
+_WALSENDER_WAITS = (
+    "SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+    "WHERE a.backend_type = 'walsender' AND NOT l.granted AND l.locktype = 'transactionid' "
+    "AND l.transactionid::text = %s"
+)
+
+
+def test_a_transaction_spanning_the_consistent_point_beats_the_copy(
+    tmp_path: Path, warehouse: Path, server: PostgresServer, spark: SparkSession
+) -> None:
+    """A transaction that writes *before* the consistent point and commits after it is
+    not in the copy, and its change's LSN is below the consistent point: stamped with
+    the consistent point, the copy would win over it and the mirror keep the old row."""
+    seed_shop(server)
+    schemas = {"customers": SHOP_SCHEMAS["customers"]}
+    pipe = make_pipeline(tmp_path, warehouse, server, spark, schemas)
+    first, second, spanning = (server.connect(DB, autocommit=False) for _ in range(3))
+    try:
+
+        def xid(conn: Any, statement: str) -> str:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+                cur.execute("SELECT pg_current_xact_id()::xid::text")
+                return str(cur.fetchone()[0])
+
+        # The slot's snapshot builder waits for `first`, then for `second` (begun while it
+        # waited); `spanning` begins after that, so it is decoded, not waited for.
+        first_xid = xid(first, "UPDATE customers SET email = 'first' WHERE id = 3")
+        failures: list[BaseException] = []
+
+        def log(line: str) -> None:
+            pipe.logs.append(line)
+            if "exported snapshot" in line:
+                spanning.commit()  # after the consistent point
+
+        def bootstrap() -> None:
+            try:
+                Bootstrap(spark, pipe.config, pipe.schemas, pipe.config.sources[0], log=log).run()
+            except BaseException as exc:  # re-raised below
+                failures.append(exc)
+
+        worker = threading.Thread(target=bootstrap, name="bootstrap", daemon=True)
+        worker.start()
+        _wait_for(server, _WALSENDER_WAITS, (first_xid,))
+        second_xid = xid(second, "UPDATE customers SET email = 'second' WHERE id = 4")
+        first.commit()
+        _wait_for(server, _WALSENDER_WAITS, (second_xid,))
+        xid(spanning, "UPDATE customers SET name = 'spanning' WHERE id = 5")
+        second.commit()
+        worker.join(timeout=240)
+        assert not worker.is_alive() and not failures, failures
+    finally:
+        for conn in (first, second, spanning):
+            conn.close()
+
+    base = pipe.refs("customers").base
+    copied = spark.table(base).where("id = 5").first()
+    assert copied is not None and copied["name"] == "customer 5"  # not in the snapshot
+    start = LsnOffset.from_dict(offset_store(pipe.config, pipe.config.sources[0]).load() or {})
+    catch_up(pipe)
+    event = (
+        spark.table(pipe.refs("customers").cdc)
+        .where(F.col("_after.id") == 5)
+        .select("_position")
+        .first()
+    )
+    assert event is not None and event[0] < start.lsn * 10**6  # below the consistent point
+    assert spark.table(base).where("id = 5").first()["name"] == "spanning"  # type: ignore[index]
+    assert_verified(pipe, spark)
 
 
 def test_a_query_outside_the_snapshot_is_refused(
