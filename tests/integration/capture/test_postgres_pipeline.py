@@ -618,6 +618,33 @@ def test_a_transaction_spanning_the_consistent_point_beats_the_copy(
     assert_verified(pipe, spark)
 
 
+def test_a_bootstrap_on_a_slot_capture_already_reads_keeps_its_offset(
+    tmp_path: Path, warehouse: Path, server: PostgresServer, spark: SparkSession
+) -> None:
+    """Capture started --from-now (it made the slot), changes were captured and more
+    come during the bootstrap: the copy, read in a new snapshot, and the stream from the
+    saved offset still make the mirror exact."""
+    seed_shop(server)
+    schemas = {"customers": SHOP_SCHEMAS["customers"]}
+    pipe = make_pipeline(tmp_path, warehouse, server, spark, schemas)
+    source = pipe.config.sources[0]
+    run_capture(pipe.config, source, follow=False, from_now=True)
+    server.execute("UPDATE customers SET name = 'captured before' WHERE id <= 10", DB)
+    run_capture(pipe.config, source, follow=False)
+    saved = offset_store(pipe.config, source).load()
+
+    def log(line: str) -> None:
+        pipe.logs.append(line)
+        if "new snapshot" in line:
+            server.execute("UPDATE customers SET name = 'during' WHERE id BETWEEN 5 AND 15", DB)
+
+    Bootstrap(spark, pipe.config, pipe.schemas, source, log=log).run()
+    assert any("slot icetide exists" in line for line in pipe.logs), pipe.logs
+    assert offset_store(pipe.config, source).load() == saved  # capture's offset is kept
+    catch_up(pipe)
+    assert_verified(pipe, spark)
+
+
 def test_a_query_outside_the_snapshot_is_refused(
     tmp_path: Path, warehouse: Path, server: PostgresServer, spark: SparkSession
 ) -> None:
