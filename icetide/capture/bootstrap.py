@@ -669,10 +669,11 @@ def postgres_handoff(
             )
             name = point.snapshot
         else:
-            if status is not None and status.plugin != "pgoutput":
+            database = str(source.database or "postgres")
+            if status is not None and (status.plugin, status.database) != ("pgoutput", database):
                 raise CaptureError(
-                    f"replication slot {slot!r} of source {source.name!r} uses plugin "
-                    f"{status.plugin}, not pgoutput",
+                    f"replication slot {slot!r} of source {source.name!r} belongs to plugin "
+                    f"{status.plugin} in database {status.database}, not pgoutput in {database}",
                     hint="name another slot in the source's config",
                 )
             ensure_publication(ctl, str(source.publication), tables)
