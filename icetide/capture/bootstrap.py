@@ -89,7 +89,8 @@ from icetide.merge.tables import BOOTSTRAP_ID, POSITION, SOURCE_TS
 from icetide.merge.tables import BOOTSTRAP_STATE as STATE
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.spark_types import sql_type
-from icetide.spark.tables import TableRefs, table_exists
+from icetide.spark.commit import append_with_properties
+from icetide.spark.tables import TableRefs, latest_snapshot_property, table_exists
 
 _NUMERIC = {"int", "long"}
 Log = Callable[[str], None]
@@ -731,10 +732,7 @@ def _chunks_done(spark: SparkSession, base: str, bootstrap_id: str) -> set[int]:
 
 
 def _mark(spark: SparkSession, base: str, properties: dict[str, str]) -> None:
-    writer = spark.table(base).limit(0).writeTo(base)
-    for key, value in properties.items():
-        writer = writer.option(f"snapshot-property.{key}", value)
-    writer.append()
+    append_with_properties(spark.table(base).limit(0), base, properties)
 
 
 class Bootstrap:
@@ -875,26 +873,24 @@ class Bootstrap:
             if chunk.index in done:
                 continue
             frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
-            frame = frame.select("*", stamp, loaded_at).cache()
+            frame = frame.select("*", stamp, loaded_at)
+            tags = {BOOTSTRAP_ID: state["id"], CHUNK: str(chunk.index)}
             try:
-                n = frame.count()
+                append_with_properties(frame, base, tags)
             except Exception as exc:
                 if _GUARD in str(exc):
                     raise CaptureError(
                         f"bootstrap of {table.name!r}: the JDBC driver did not run the chunk "
                         "query in the imported snapshot, so the copy would not match the "
-                        "handoff position; nothing of this chunk was written",
+                        "handoff position; nothing of this chunk was committed",
                         hint="use the PostgreSQL JDBC driver (org.postgresql) 42.x; it runs "
                         "Spark's sessionInitStatement and the query in one transaction",
                     ) from exc
                 raise
-            writer = frame.writeTo(base)
-            for k, v in {BOOTSTRAP_ID: state["id"], CHUNK: str(chunk.index)}.items():
-                writer = writer.option(f"snapshot-property.{k}", v)
-            writer.append()
-            frame.unpersist()
             crash_point("bootstrap.after_chunk")
-            rows += n
+            # The chunk's row count is in its commit's summary: no second JDBC read.
+            summary = latest_snapshot_property(self.spark, base, CHUNK) or {}
+            rows += int(summary.get("added-records", 0))
             self.log(
                 f"bootstrap {table.name}: chunk {chunk.index + 1}/{len(chunks)}, "
                 f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)"

@@ -32,7 +32,7 @@ from icetide.merge.tables import (
     identifier_fields_sql,
 )
 from icetide.schema.model import TableSchema
-from icetide.spark.commit import with_commit_properties
+from icetide.spark.commit import append_with_properties, with_commit_properties
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
@@ -201,8 +201,4 @@ class MergeStage:
 
     def _commit_watermark_only(self, base: str, properties: dict[str, str]) -> None:
         """A MERGE that changed nothing made no snapshot: record the watermark anyway."""
-        empty = self.spark.table(base).limit(0)
-        writer = empty.writeTo(base)
-        for key, value in properties.items():
-            writer = writer.option(f"snapshot-property.{key}", value)
-        writer.append()
+        append_with_properties(self.spark.table(base).limit(0), base, properties)

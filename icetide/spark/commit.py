@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 
 class _Callable:
@@ -56,3 +56,15 @@ def with_commit_properties(
         if callable_.error is not None:
             raise callable_.error from None
         raise
+
+
+def append_with_properties(frame: DataFrame, table: str, properties: dict[str, str]) -> None:
+    """Append ``frame`` to ``table`` in one snapshot carrying ``properties`` in its summary.
+
+    An empty ``frame`` (``spark.table(t).limit(0)``) records progress alone: a stage's
+    marker commit.
+    """
+    writer = frame.writeTo(table)
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    writer.append()
