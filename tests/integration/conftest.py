@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.capture.mariadb_server import MariaDBServer
+from icetide.capture.postgres_server import PostgresServer
 from tests.integration.harness import Pipeline
 
 _namespaces = itertools.count(1)
@@ -41,6 +43,28 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     session = build_session(seed.config)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[MariaDBServer]:
+    """The run's one private MariaDB (ROW binlog, full metadata).
+
+    Shared by every test that does not need a server of its own: such a test creates
+    its own database (and, for capture, reads only its own tables).
+    """
+    with MariaDBServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """The run's one private PostgreSQL (wal_level=logical).
+
+    Shared like :func:`mariadb`: a test creates its own database, and names its own
+    replication slot and publication (slots are server-wide).
+    """
+    with PostgresServer() as started:
+        yield started
 
 
 @pytest.fixture
