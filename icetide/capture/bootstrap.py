@@ -22,8 +22,9 @@ PostgreSQL, by the slot's exported snapshot:
    its *consistent point* ``C`` becomes capture's start offset, and the replication
    connection stays open (the snapshot lives only as long as it) until every table is
    read;
-2. every JDBC partition imports that snapshot (``sessionInitStatement`` = ``BEGIN
-   ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT …``) and the
+2. every JDBC partition imports that snapshot in the driver's transaction
+   (``sessionInitStatement`` = ``SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ
+   ONLY; SET TRANSACTION SNAPSHOT …``, see :attr:`PgSnapshot.init_statement`) and the
    chunk query refuses to return rows unless ``txid_current_snapshot()`` is the
    exported one, so a driver that ran the query outside that transaction fails loudly
    instead of copying later rows. The copy is the database exactly as of ``C``;
@@ -79,6 +80,13 @@ from pyspark.sql import functions as F
 
 from icetide.capture.connect import jdbc_url, mysql_settings, postgres_dsn
 from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
+from icetide.capture.postgres.catalog import (
+    SESSION_SETTINGS,
+    SOURCE_VALUES,
+    SourceColumn,
+    source_columns,
+)
+from icetide.capture.postgres.types import array_json_text
 from icetide.capture.runner import offset_store
 from icetide.config.model import Config, SourceConfig, TableConfig
 from icetide.events.position import Position, binlog_position, format_lsn, lsn_position
@@ -90,6 +98,7 @@ from icetide.merge.tables import BOOTSTRAP_STATE as STATE
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.spark_types import sql_type
 from icetide.spark.commit import append_with_properties
+from icetide.spark.sql import quote as spark_quote
 from icetide.spark.tables import TableRefs, latest_snapshot_property, table_exists
 
 _NUMERIC = {"int", "long"}
@@ -167,10 +176,18 @@ def mysql_watermark(source: SourceConfig) -> Watermark:
 
 
 def mysql_select_expression(column: Column) -> str:
-    """The SQL that reads ``column`` as text or a number Spark casts exactly.
+    """The SQL that reads ``column`` as text, bytes or a number Spark casts exactly.
 
     Date and time values go through text so no JVM time zone touches them; TIMESTAMP
-    columns are read in UTC (the session's ``time_zone`` is set to ``+00:00``).
+    columns are read in UTC (the session's ``time_zone`` is set to ``+00:00``). Binary
+    columns are read as ``CAST(… AS BINARY)``: the bytes of a BINARY/VARBINARY/BLOB
+    unchanged, and a ``BIT(n)`` as its ``ceil(n/8)`` bytes, most significant first — the
+    form capture's ``Bits`` values are stored in (the JDBC driver would hand a BIT(n)
+    over as a 64-bit number, whose 8 bytes are not the column's value).
+
+    >>> from icetide.schema.model import parse_type
+    >>> mysql_select_expression(Column(1, "b`it", parse_type("binary")))
+    'CAST(`b``it` AS BINARY)'
     """
     name = _mysql_quote(column.name)
     kind = column.type.name
@@ -183,16 +200,38 @@ def mysql_select_expression(column: Column) -> str:
             f"IF(MICROSECOND({name}) = 0, TIME_FORMAT({name}, '%H:%i:%s'), "
             f"TIME_FORMAT({name}, '%H:%i:%s.%f'))"
         )
-    if kind == "boolean":
+    if kind in ("boolean", "int", "long"):
+        # A number whatever the column: the driver hands YEAR over as a DATE.
         return f"CAST({name} AS SIGNED)"
     if kind in ("string", "json", "uuid"):
         return f"CAST({name} AS CHAR)"
+    if kind == "binary":
+        return f"CAST({name} AS BINARY)"
     return name
 
 
-def spark_cast(column: Column) -> SparkColumn:
-    """The read value as the schema's Spark type (timestamptz text is UTC)."""
-    value = F.col(column.name)
+def read_name(schema: TableSchema, column: str) -> str:
+    """The name a chunk query gives ``column``: ``c<position>``.
+
+    Source column names can be anything (``dot.ted``, a quote, a backtick); Spark's JDBC
+    source pastes the names of the columns it reads into its own SQL, quoted by its
+    dialect (PostgreSQL's does not escape a ``"`` inside), and a dot in a DataFrame
+    column name means a struct field. So the query renames every column to a plain name,
+    the chunk predicates use those, and :func:`spark_cast` names them back.
+
+    >>> from icetide.schema.model import parse_type
+    >>> columns = (Column(1, "id", parse_type("int")), Column(2, "dot.ted", parse_type("int")))
+    >>> read_name(TableSchema("t", columns, ("id",)), "dot.ted")
+    'c1'
+    """
+    names = [c.name for c in schema.columns]
+    return f"c{names.index(column)}"
+
+
+def spark_cast(column: Column, read_as: str | None = None) -> SparkColumn:
+    """The read value (the frame's column ``read_as``, default ``column``'s own name) as
+    the schema's Spark type, named as the column (timestamptz text is UTC)."""
+    value = F.col(read_as) if read_as is not None else F.col(spark_quote(column.name))
     kind = column.type.name
     if kind == "timestamptz":
         return F.concat(value, F.lit("+00:00")).cast("timestamp").alias(column.name)
@@ -289,7 +328,7 @@ def read_chunk_mysql(
     """One chunk through Spark's JDBC source, one partition per predicate."""
     db, name = _mysql_table(table)
     select = ", ".join(
-        f"{mysql_select_expression(c)} AS {_mysql_quote(c.name)}" for c in schema.columns
+        f"{mysql_select_expression(c)} AS {read_name(schema, c.name)}" for c in schema.columns
     )
     query = f"(SELECT {select} FROM {_mysql_quote(db)}.{_mysql_quote(name)}) AS icetide_chunk"
     properties = {
@@ -302,7 +341,7 @@ def read_chunk_mysql(
     frame = spark.read.jdbc(
         jdbc_url(source, db), query, predicates=list(chunk.predicates), properties=properties
     )
-    return frame.select(*[spark_cast(c) for c in schema.columns])
+    return frame.select(*[spark_cast(c, read_name(schema, c.name)) for c in schema.columns])
 
 
 class TableReader(Protocol):
@@ -389,32 +428,15 @@ _PG_READ: dict[str, str] = {
 """icetide type → the PostgreSQL expression (``{c}``: the quoted column) that reads it as
 a number, bytes or text Spark casts exactly to the schema's Spark type."""
 
-_PG_READ_BY_SOURCE: dict[tuple[str, str], str] = {
-    # ZonedTime: the time of day in UTC, as capture writes it (without the offset).
-    ("time", "timetz"): _PG_TIME.format(t="((({c}) AT TIME ZONE 'UTC')::time)"),
-    # MicroDuration: months count 30.4375 days, as capture (and Debezium) counts them.
-    ("long", "interval"): (
-        "(extract(year FROM {c}) * 12 + extract(month FROM {c}))::bigint * 2629800000000 "
-        "+ extract(day FROM {c})::bigint * 86400000000 + (extract(hour FROM {c}) * 3600000000 "
-        "+ extract(minute FROM {c}) * 60000000 + extract(microseconds FROM {c}))::bigint"
-    ),
-}
-"""Exceptions to :data:`_PG_READ` by (icetide type, PostgreSQL base type name)."""
-
-
-@dataclass(frozen=True)
-class SourceColumn:
-    """A column's PostgreSQL type, as the catalog names it (domains by their base type)."""
-
-    type_name: str
-    is_array: bool = False
-
 
 def postgres_select_expression(column: Column, source: SourceColumn | None = None) -> str:
     """The SQL that reads ``column`` as text, bytes or a number Spark casts exactly.
 
     Times of day become ``datetime.time.isoformat()`` text and instants UTC text, so no
-    session or JVM time zone touches them.
+    session or JVM time zone touches them. An array capture sends as a JSON array is
+    read as its literal (``{a,"b c"}``, in the settings capture's session pins) and
+    turned into the JSON text capture's changes leave in the base by
+    :func:`postgres_array_column`.
 
     >>> from icetide.schema.model import parse_type
     >>> postgres_select_expression(Column(1, "at", parse_type("timestamptz")))
@@ -422,15 +444,23 @@ def postgres_select_expression(column: Column, source: SourceColumn | None = Non
     """
     kind = column.type.name
     quoted = _pg_quote(column.name)
-    if source is not None and source.is_array and kind == "json":
-        raise CaptureError(
-            f"column {column.name!r} is a PostgreSQL array ({source.type_name}): bootstrap "
-            "cannot read arrays yet in the exact JSON text capture writes",
-            hint="leave the table out of the bootstrap (capture it with --from-now on an "
-            "empty table), or declare the column as string to keep PostgreSQL's array text",
-        )
-    template = _PG_READ_BY_SOURCE.get((kind, source.type_name)) if source else None
-    return (template or _PG_READ[kind]).format(c=quoted)
+    if source is not None and source.json_array and kind == "json":
+        return _PG_READ["string"].format(c=quoted)
+    value = SOURCE_VALUES.get((kind, source.type_name)) if source else None
+    return _PG_READ[kind].format(c=value.format(c=quoted) if value else quoted)
+
+
+def postgres_array_column(column: Column, source: SourceColumn, read_as: str) -> SparkColumn:
+    """The array literal read as ``read_as`` turned into the JSON text capture writes
+    (:func:`~icetide.capture.postgres.types.array_json_text`, run by a Python UDF: the
+    very conversion capture and the ledger apply, not a second implementation of it)."""
+    kind = source.pg_type
+    assert kind is not None
+
+    def convert(text: str | None) -> str | None:
+        return None if text is None else array_json_text(text, kind)
+
+    return F.udf(convert, "string")(F.col(read_as)).alias(column.name)
 
 
 def _pg_quote(identifier: str) -> str:
@@ -461,13 +491,20 @@ class PgSnapshot:
     def init_statement(self) -> str:
         """What each JDBC connection runs before its query (Spark's sessionInitStatement).
 
-        ``BEGIN …`` rather than ``SET TRANSACTION …``: with autocommit on (fetch size 0)
-        the latter would be a no-op outside a transaction and the query would run in a
-        fresh snapshot; the chunk query's guard catches that anyway.
+        Spark turns autocommit off before it runs this (PostgreSQL's dialect does, for a
+        fetch size above 0, which the bootstrap always sets), so the driver has already
+        sent its own ``BEGIN``: a ``BEGIN`` here would make the server log "there is
+        already a transaction in progress" once per partition. ``SET TRANSACTION`` sets
+        the isolation level and imports the snapshot in the driver's transaction; were
+        the statement ever run outside one, ``SET TRANSACTION SNAPSHOT`` fails, and the
+        chunk query's guard would catch a query in any other snapshot anyway. The
+        ``SET LOCAL`` statements pin what capture's session pins, so values read as text (arrays,
+        types declared ``string``) read as capture receives them.
         """
+        settings = "; ".join(f"SET LOCAL {name} = '{value}'" for name, value in SESSION_SETTINGS)
         return (
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-            f"SET TRANSACTION SNAPSHOT '{self.name}'"
+            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+            f"SET TRANSACTION SNAPSHOT '{self.name}'; {settings}"
         )
 
     def checked(self, expression: str) -> str:
@@ -516,26 +553,14 @@ class PostgresSnapshotReader:
         from icetide.capture.postgres.reader import split_table
 
         schema, name = split_table(str(table.source))
-        with self.conn.cursor() as cur:
-            cur.execute(
-                "SELECT a.attname, coalesce(b.typname, t.typname), "
-                "coalesce(b.typcategory, t.typcategory) = 'A' "
-                "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "JOIN pg_type t ON t.oid = a.atttypid "
-                "LEFT JOIN pg_type b ON t.typtype = 'd' AND b.oid = t.typbasetype "
-                "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 "
-                "AND NOT a.attisdropped",
-                (schema, name),
-            )
-            rows = cur.fetchall()
-        if not rows:
+        found = source_columns(self.conn, schema, name)
+        if not found:
             raise CaptureError(
                 f"table {table.name!r}: source table {table.source} not found in database "
                 f"{self.source.database!r}",
                 hint="check the table's source (schema.table) and the source's database",
             )
-        return {str(n): SourceColumn(str(t), bool(a)) for n, t, a in rows}
+        return found
 
     def key_range(self, table: TableConfig, key: str) -> tuple[int | None, int | None, int]:
         """``min``, ``max`` of the integer key and the row count, in the snapshot."""
@@ -571,19 +596,27 @@ class PostgresSnapshotReader:
             expression = postgres_select_expression(column, found[column.name])
             if column.name == guarded:
                 expression = self.snapshot.checked(expression)
-            expressions.append(f"{expression} AS {_pg_quote(column.name)}")
+            expressions.append(f"{expression} AS {read_name(schema, column.name)}")
         query = f"(SELECT {', '.join(expressions)} FROM {_pg_table(table)}) AS icetide_chunk"
         properties = {
             "user": str(self.source.user),
             "password": str(self.source.password or ""),
             "driver": "org.postgresql.Driver",
-            "fetchsize": str(fetch_size),
+            # Above 0, or Spark leaves autocommit on and the snapshot is not imported.
+            "fetchsize": str(max(1, fetch_size)),
             "sessionInitStatement": self.snapshot.init_statement,
         }
         frame = spark.read.jdbc(
             jdbc_url(self.source), query, predicates=list(chunk.predicates), properties=properties
         )
-        return frame.select(*[spark_cast(c) for c in schema.columns])
+        out = []
+        for column in schema.columns:
+            source, read_as = found[column.name], read_name(schema, column.name)
+            if source.json_array and column.type.name == "json":
+                out.append(postgres_array_column(column, source, read_as))
+            else:
+                out.append(spark_cast(column, read_as))
+        return frame.select(*out)
 
 
 def _snapshot_text(conn: Any, name: str) -> str:
@@ -831,10 +864,11 @@ class Bootstrap:
         merge.ensure_base(table.name)
         _mark(self.spark, base, {BOOTSTRAP_ID: bootstrap_id, STATE: "running"})
 
-    def _plan(self, table: TableConfig, state: dict[str, Any], reader: TableReader) -> list[Chunk]:
+    def _plan(
+        self, table: TableConfig, state: dict[str, Any], reader: TableReader, schema: TableSchema
+    ) -> list[Chunk]:
         """The table's chunks, planned once per bootstrap: a resume must split the keys
         exactly as the first run did, or chunks would overlap or leave gaps."""
-        schema = self.schemas[table.name]
         key = schema.primary_key[0]
         plans = state.setdefault("plans", {})
         plan = plans.get(table.name)
@@ -851,7 +885,7 @@ class Bootstrap:
             plans[table.name] = plan
             self._save_state(state)
         return plan_chunks(
-            reader.quote(key),
+            reader.quote(read_name(schema, key)),
             plan["low"],
             plan["high"],
             plan["rows"],
@@ -864,7 +898,7 @@ class Bootstrap:
     ) -> TableBootstrap:
         started = time.monotonic()
         schema = self.schemas[table.name]
-        chunks = self._plan(table, state, reader)
+        chunks = self._plan(table, state, reader, schema)
         done = _chunks_done(self.spark, base, state["id"])
         stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
         loaded_at = F.lit(datetime.now(UTC).replace(tzinfo=None)).cast("timestamp").alias(SOURCE_TS)

@@ -16,7 +16,9 @@ Representations (what downstream stages receive):
 * ``Timestamp``/``MicroTimestamp``/``NanoTimestamp`` → *naive* :class:`datetime.datetime`
   (a wall-clock value; the epoch number is read as UTC and the zone dropped);
 * ``ZonedTimestamp`` → *aware* datetime in UTC;
-* ``Json``/``Enum``/``EnumSet``/``Uuid``/``Xml`` → ``str``; ``Bits`` and ``bytes`` → ``bytes``.
+* ``Json``/``Enum``/``EnumSet``/``Uuid``/``Xml`` → ``str``; ``bytes`` → ``bytes``;
+* ``Bits`` → ``bytes`` in the *source's* order, most significant byte first (see
+  :func:`bits_bytes`).
 
 >>> decode_value("AeI=", {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
 ...                       "parameters": {"scale": "2"}}, "price")
@@ -272,6 +274,30 @@ def _bytes(value: Any, schema: Schema, path: str) -> bytes:
     return decode_base64(value, path)
 
 
+BITS = "io.debezium.data.Bits"
+"""Debezium's logical name of a ``BIT(n > 1)`` value."""
+
+
+def bits_bytes(raw: bytes) -> bytes:
+    """A ``Bits`` value as the source database holds it: most significant byte first.
+
+    Debezium's ``io.debezium.data.Bits`` carries ``ceil(n/8)`` bytes *least* significant
+    byte first (Java's ``BitSet.toByteArray``), and envelopes keep that form, so external
+    Debezium feeds and icetide's capture stay interchangeable. A ``BIT(n)`` column's own
+    value — what a ``SELECT`` returns, ``HEX(CAST(b AS BINARY))`` shows and the bootstrap
+    copies — is the same ``ceil(n/8)`` bytes in the opposite order, and that is what a
+    base table stores: the bytes are reversed once, here, when the envelope is read.
+
+    >>> bits_bytes(b"\\x01\\x02").hex()  # BIT(10) value 513, b'1000000001'
+    '0201'
+    """
+    return bytes(reversed(raw))
+
+
+def _bits(value: Any, schema: Schema, path: str) -> bytes:
+    return bits_bytes(decode_base64(value, path))
+
+
 LOGICAL_DECODERS: dict[str, Decoder] = {
     "org.apache.kafka.connect.data.Decimal": _decimal,
     "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
@@ -293,7 +319,7 @@ LOGICAL_DECODERS: dict[str, Decoder] = {
     "io.debezium.data.EnumSet": _text,
     "io.debezium.data.Uuid": _text,
     "io.debezium.data.Xml": _text,
-    "io.debezium.data.Bits": _bytes,
+    BITS: _bits,
 }
 """Logical name → decoder. A name not listed here falls back to :data:`TYPE_DECODERS`."""
 

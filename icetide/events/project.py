@@ -166,12 +166,15 @@ def _to_string(value: Any, column: Column) -> str:
 
 def _to_binary(value: Any, column: Column) -> bytes:
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value)
+        return bytes(value)  # decoded by an inline schema already (Bits reordered there)
     if isinstance(value, str):
         try:
-            return lt.decode_base64(value, column.name)
+            raw = lt.decode_base64(value, column.name)
         except DecodeError:
             raise _Mismatch from None
+        # Schemaless Bits: the column's logical hint says the bytes are Debezium's
+        # little-endian form; the base stores the source's own order.
+        return lt.bits_bytes(raw) if column.logical == lt.BITS else raw
     raise _Mismatch
 
 

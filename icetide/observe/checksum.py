@@ -21,7 +21,8 @@ timestamp      ``YYYY-MM-DD HH:MM:SS.ffffff`` (wall clock, no zone)
 timestamptz    the same, in UTC
 string, json   the text itself (JSON as the source renders it; see below)
 uuid           lower-case text
-binary         lower-case hex
+binary         lower-case hex (MySQL ``BIT(n)``: its ``ceil(n/8)`` bytes, most
+               significant first, the form the base stores; see ``capture.mysql.types``)
 =============  =====================================================================
 
 Floats. Decimal text of a float differs across engines (MySQL ``1e-7``, PostgreSQL
@@ -41,6 +42,11 @@ JSON is compared as text in the source's own rendering (MySQL 8 JSON: its normal
 text; MariaDB: the stored LONGTEXT; PostgreSQL ``json``: as stored, ``jsonb``: its
 normalised text), which is what Debezium and icetide's capture write. Equal documents
 spelled differently (key order, spaces, ``1.0`` vs ``1``) count as different.
+PostgreSQL arrays are the exception: capture sends them as JSON arrays with converted
+elements, which no SQL expression reproduces exactly, so ``icetide verify`` reads their
+literal and computes their text in Python with capture's own conversion (see
+:mod:`icetide.observe.verify`). PostgreSQL strings are the type's output text
+(``format('%s', …)``, so ``char(n)`` keeps its padding, as capture receives it).
 
 Row hash: each column becomes a *piece*, ``N`` for NULL, else ``<length>:<text>``
 (length in characters, so the pieces cannot run into each other; a piece never starts
@@ -51,8 +57,10 @@ hash is the MD5 of the concatenated pieces; its first 15 hex digits, as an integ
 summed as DECIMAL(38,0). Count and sum together are the checksum.
 
 Sessions: MySQL must run with ``time_zone='+00:00'`` and ``utf8mb4``
-(:data:`MYSQL_SESSION`); the PostgreSQL and Spark expressions do not depend on the
-session time zone.
+(:data:`MYSQL_SESSION`); PostgreSQL with the settings capture's session pins
+(:data:`POSTGRES_SESSION`: the text of values compared as strings depends on them, and
+``extra_float_digits`` keeps float text exact); the Spark expressions do not depend on
+the session time zone.
 """
 
 from __future__ import annotations
@@ -61,12 +69,13 @@ import hashlib
 import math
 import re
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Literal
 
+from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.schema.model import Column, ColumnType
 from icetide.spark.sql import quote as spark_quote
 
@@ -78,8 +87,8 @@ Dialect = Literal["mysql", "postgres"]
 
 MYSQL_SESSION = ("SET time_zone = '+00:00'", "SET NAMES utf8mb4")
 """Statements a MySQL/MariaDB session runs before any checksum query."""
-POSTGRES_SESSION = ("SET TIME ZONE 'UTC'",)
-"""Statements a PostgreSQL session runs first (the expressions already use UTC)."""
+POSTGRES_SESSION = tuple(f"SET {name} = '{value}'" for name, value in SESSION_SETTINGS)
+"""Statements a PostgreSQL session runs first: capture's session settings."""
 
 NULL_PIECE = "N"
 """The piece of a NULL value; a non-NULL piece starts with a digit."""
@@ -310,7 +319,10 @@ RULES: dict[str, Rule] = {
     "float": Rule(_mysql_float, _postgres_float, _spark_float),
     "double": Rule(_mysql_float, _postgres_float, _spark_float),
     "string": Rule(
-        _sql("CONVERT({c} USING utf8mb4)"), _sql("({c})::text"), _spark_plain, digest="text"
+        _sql("CONVERT({c} USING utf8mb4)"),
+        _sql("format('%s', {c})"),
+        _spark_plain,
+        digest="text",
     ),
     "json": Rule(
         _sql("CONVERT({c} USING utf8mb4)"), _sql("({c})::text"), _spark_plain, digest="text"
@@ -319,7 +331,11 @@ RULES: dict[str, Rule] = {
         _sql("LOWER(CONVERT({c} USING utf8mb4))"), _sql("lower(({c})::text)"), _spark_lower
     ),
     "binary": Rule(
-        _sql("LOWER(HEX({c}))"), _sql("encode({c}, 'hex')"), _spark_binary, digest="bytes"
+        # HEX of a BIT(n) is its number's hex ('6' for BIT(8) 6); of its bytes, '06'.
+        _sql("LOWER(HEX(CAST({c} AS BINARY)))"),
+        _sql("encode({c}, 'hex')"),
+        _spark_binary,
+        digest="bytes",
     ),
     "date": Rule(
         _sql("DATE_FORMAT({c}, '%Y-%m-%d')"), _sql("to_char({c}, 'YYYY-MM-DD')"), _spark_plain
@@ -455,19 +471,49 @@ KEY_PLACEHOLDER = "\x00key\x00"
 
 
 def rows_sql(
-    dialect: Dialect, table: str, keys: Sequence[Column], columns: Sequence[Column], count: int
+    dialect: Dialect,
+    table: str,
+    keys: Sequence[Column],
+    columns: Sequence[Column],
+    count: int,
+    raw: Collection[str] = (),
 ) -> str:
     """The key texts, pieces and display texts of the rows with ``count`` given keys.
 
     Each key is matched on its canonical text (``KEY_PLACEHOLDER`` per key column), so a
-    key found on the other engine is looked up without converting its type.
+    key found on the other engine is looked up without converting its type. Columns
+    named in ``raw`` give their whole value in both places instead, for the caller to
+    turn into canonical text (see :func:`pieces_sql`).
     """
     one = " AND ".join(f"{text_sql(dialect, k)} = {KEY_PLACEHOLDER}" for k in keys)
     where = " OR ".join(f"({one})" for _ in range(count))
     selected = [text_sql(dialect, k) for k in keys]
-    selected += [piece_sql(dialect, c) for c in columns]
-    selected += [display_sql(dialect, c) for c in columns]
+    selected += [_raw_or(piece_sql, dialect, c, raw) for c in columns]
+    selected += [_raw_or(display_sql, dialect, c, raw) for c in columns]
     return f"SELECT {', '.join(selected)} FROM {table} WHERE {where}"
+
+
+def _raw_or(
+    build: Callable[[Dialect, Column], str], dialect: Dialect, column: Column, raw: Collection[str]
+) -> str:
+    if column.name in raw:
+        return quote_ident(dialect, column.name)
+    return build(dialect, column)
+
+
+def pieces_sql(
+    dialect: Dialect,
+    table: str,
+    keys: Sequence[Column],
+    columns: Sequence[Column],
+    raw: Collection[str],
+) -> str:
+    """``SELECT <key texts>, <each column's piece> FROM table``, the columns in ``raw``
+    as their plain value: for a row hash finished in Python, when a column's canonical
+    text needs a conversion SQL cannot do (:func:`python_piece` gives its piece)."""
+    selected = [text_sql(dialect, k) for k in keys]
+    selected += [_raw_or(piece_sql, dialect, c, raw) for c in columns]
+    return f"SELECT {', '.join(selected)} FROM {table}"
 
 
 def bind_placeholders(query: str) -> str:

@@ -14,18 +14,31 @@ to the source and lets capture and merge catch up, then verifies. Within one tab
 source is read in one consistent snapshot (MySQL ``WITH CONSISTENT SNAPSHOT``,
 PostgreSQL ``REPEATABLE READ``) and the base at one pinned Iceberg snapshot, so the
 checksum and the diff see the same rows even if something still writes.
+
+The source side is compared in the form capture writes, not always the column's plain
+value. For PostgreSQL the table is read through a view (:class:`SourceView`) that
+converts columns whose captured value is not their plain value (``timetz`` to UTC, an
+``interval`` to microseconds, a ``real`` declared ``double`` through its text; see
+:data:`~icetide.capture.postgres.catalog.SOURCE_VALUES`), and arrays capture sends as
+JSON are read as their literal and turned into the stored JSON text in Python, by
+capture's own conversion: their rows are then hashed here, streamed, instead of summed
+in SQL.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.connect import mysql_settings, postgres_dsn
+from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
+from icetide.capture.postgres.types import array_json_text
 from icetide.config import Config, SourceConfig, TableConfig, load_table_schemas
 from icetide.errors import ConfigError, IcetideError, Terminal
 from icetide.observe import checksum as ck
@@ -110,8 +123,7 @@ class SourceConnection:
         self.dialect: ck.Dialect = "mysql" if source.type == "mysql" else "postgres"
         self.conn = conn
 
-    def table_sql(self, table: TableConfig) -> str:
-        """The quoted source table of ``table``: ``db.table`` (MySQL), ``schema.table``."""
+    def _names(self, table: TableConfig) -> list[str]:
         parts = str(table.source).split(".")
         name, container = parts[-1], parts[-2] if len(parts) > 1 else None
         if container is None and self.dialect == "mysql":
@@ -121,8 +133,38 @@ class SourceConnection:
                     f"table {table.name!r}: source {table.source!r} names no database",
                     hint="write the source as db.table, or set database: on the source",
                 )
-        names = [container, name] if container else [name]
-        return ck.qualified_ident(self.dialect, *names)
+        return [container, name] if container else [name]
+
+    def table_sql(self, table: TableConfig) -> str:
+        """The quoted source table of ``table``: ``db.table`` (MySQL), ``schema.table``."""
+        return ck.qualified_ident(self.dialect, *self._names(table))
+
+    def view(self, table: TableConfig, schema: TableSchema) -> SourceView:
+        """How the checksum queries read ``table``'s source: see :class:`SourceView`."""
+        quoted = self.table_sql(table)
+        if self.dialect == "mysql":
+            return SourceView(quoted, quoted)
+        names = self._names(table)
+        found = source_columns(self.conn, names[0] if len(names) > 1 else "public", names[-1])
+        self.conn.rollback()  # the catalog read opened a transaction; the snapshot comes later
+        if not found:
+            return SourceView(quoted, quoted)  # the queries report the missing table
+        python: dict[str, Callable[[str], str]] = {}
+        selected, converted = [], False
+        for column in schema.columns:
+            source = found.get(column.name)
+            name = ck.quote_ident("postgres", column.name)
+            value = SOURCE_VALUES.get((column.type.name, source.type_name)) if source else None
+            if source is not None and source.pg_type is not None and source.json_array:
+                if column.type.name == "json":
+                    python[column.name] = partial(array_json_text, kind=source.pg_type)
+                    value = "format('%s', {c})"
+            converted = converted or value is not None
+            selected.append(f"{value.format(c=name) if value else name} AS {name}")
+        if not converted:
+            return SourceView(quoted, quoted)
+        sql = f"(SELECT {', '.join(selected)} FROM {quoted}) AS icetide_source"
+        return SourceView(sql, quoted, python)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -163,6 +205,21 @@ class SourceConnection:
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+
+@dataclass(frozen=True)
+class SourceView:
+    """A source table as the checksum queries read it.
+
+    ``sql`` is what they select from: the table itself, or a sub-select that converts
+    columns to the value capture sends. ``table`` is the table's quoted name, for
+    messages. ``python`` maps the columns whose canonical text is computed in Python to
+    that computation (their value arrives as text).
+    """
+
+    sql: str
+    table: str
+    python: dict[str, Callable[[str], str]] = field(default_factory=dict)
 
 
 class _DriverError(Exception):
@@ -308,9 +365,29 @@ def _by_key(rows: Iterable[Sequence[Any]], key_count: int, width: int) -> Side:
     return {tuple(r[:n]): (r[n : n + w], r[n + w : n + 2 * w]) for r in rows}
 
 
+def _finish_piece(value: Any, column: Column, convert: Callable[[str], str]) -> str:
+    """The piece of a column whose canonical text is computed in Python."""
+    return ck.python_piece(None if value is None else convert(str(value)), column.type)
+
+
+def python_hashes(
+    conn: SourceConnection, view: SourceView, keys: Sequence[Column], columns: Sequence[Column]
+) -> Iterator[tuple[Any, ...]]:
+    """``(key texts…, row hash)`` of every source row, the hashes finished in Python for
+    the columns of ``view.python`` (the same hash :func:`ck.row_hash_sql` computes)."""
+    query = ck.pieces_sql(conn.dialect, view.sql, keys, columns, view.python)
+    n = len(keys)
+    converts = [(i, c, view.python[c.name]) for i, c in enumerate(columns) if c.name in view.python]
+    for row in conn.stream(query):
+        pieces = list(row[n:])
+        for i, column, convert in converts:
+            pieces[i] = _finish_piece(pieces[i], column, convert)
+        yield (*row[:n], hashlib.md5("".join(pieces).encode()).hexdigest())
+
+
 def _details(
     conn: SourceConnection,
-    source_table: str,
+    view: SourceView,
     frame: DataFrame,
     schema: TableSchema,
     first: list[tuple[Kind, Key]],
@@ -322,9 +399,18 @@ def _details(
         return []
     keys, columns = schema.key_columns, schema.columns
     wanted = [key for _, key in first]
-    query = ck.rows_sql(conn.dialect, source_table, keys, columns, len(wanted))
+    query = ck.rows_sql(conn.dialect, view.sql, keys, columns, len(wanted), view.python)
     params = [text for key in wanted for text in key]
-    source = _by_key(conn.query(ck.bind_placeholders(query), params), len(keys), len(columns))
+    rows = [list(r) for r in conn.query(ck.bind_placeholders(query), params)]
+    n, w = len(keys), len(columns)
+    for row in rows:
+        for i, column in enumerate(columns):
+            convert = view.python.get(column.name)
+            if convert is not None:
+                text = row[n + i]
+                row[n + i] = _finish_piece(text, column, convert)
+                row[n + w + i] = None if text is None else convert(text)[: ck.DISPLAY_CHARS]
+    source = _by_key(rows, n, w)
     match = F.lit(False)
     for key in wanted:
         one = F.lit(True)
@@ -366,12 +452,19 @@ def verify_table(
     refs = TableRefs.of(config, table.name)
     keys, columns = schema.key_columns, schema.columns
     frame, snapshot = _base_frame(spark, refs, schema)
-    source_table = source_conn.table_sql(table)
+    with _source_errors(table, source_conn, source_conn.table_sql(table)):
+        view = source_conn.view(table, schema)
     base_rows, base_sum = ck.spark_checksum(frame, columns)
-    with source_conn.snapshot(), _source_errors(table, source_conn, source_table):
-        count, total = source_conn.query(
-            ck.checksum_sql(source_conn.dialect, source_table, columns)
-        )[0]
+    with source_conn.snapshot(), _source_errors(table, source_conn, view.table):
+        source_hashes: list[tuple[Any, ...]] | None = None
+        if view.python:
+            source_hashes = list(python_hashes(source_conn, view, keys, columns))
+            count = len(source_hashes)
+            total = sum(ck.python_row_value(str(h[-1])) for h in source_hashes)
+        else:
+            count, total = source_conn.query(
+                ck.checksum_sql(source_conn.dialect, view.sql, columns)
+            )[0]
         verdict = TableVerdict(
             table=table.name,
             source=f"{source_conn.source.name}:{table.source}",
@@ -384,12 +477,13 @@ def verify_table(
         )
         if verdict.matches:
             return verdict
-        hashes = ck.hashes_sql(source_conn.dialect, source_table, keys, columns)
+        hashes = ck.hashes_sql(source_conn.dialect, view.sql, keys, columns)
         base_hashes = ck.hash_frame(frame, keys, columns).toLocalIterator(prefetchPartitions=True)
-        diff = diff_hashes(source_conn.stream(hashes), base_hashes, len(keys))
+        source_rows = source_hashes if source_hashes is not None else source_conn.stream(hashes)
+        diff = diff_hashes(source_rows, base_hashes, len(keys))
         verdict.missing, verdict.extra = len(diff.missing), len(diff.extra)
         verdict.different = len(diff.different)
-        verdict.differences = _details(source_conn, source_table, frame, schema, diff.first(keys))
+        verdict.differences = _details(source_conn, view, frame, schema, diff.first(keys))
     return verdict
 
 

@@ -27,6 +27,14 @@ GEOMETRY                    ``{"wkb": base64, "srid": n}`` (``io.debezium.data.g
 ==========================  ===========================================================
 
 Zero dates (``0000-00-00``) become ``null``, as in Debezium.
+
+BIT(n > 1): the envelope carries Debezium's form, ``ceil(n/8)`` bytes least significant
+byte first (``BIT(10)`` 513 is ``01 02``), so an external Debezium feed and this capture
+write the same events. The base table stores the column's own value, most significant
+byte first (``02 01``, what ``SELECT`` returns and ``HEX(CAST(b AS BINARY))`` shows):
+reading the envelope reverses the bytes
+(:func:`icetide.events.logical_types.bits_bytes`), the bootstrap copies
+``CAST(b AS BINARY)``, and ``icetide verify`` compares that same form.
 """
 
 from __future__ import annotations
@@ -242,7 +250,8 @@ def bits_value(bits: str, width: int) -> bool | str:
     """A BIT value (python-mysql-replication gives ``"1000000001"``) in Debezium's form.
 
     BIT(1) is a boolean; BIT(n) is ``ceil(n/8)`` bytes, least significant byte first,
-    base64-encoded.
+    base64-encoded (Debezium's ``Bits``; the base stores them the other way round, see
+    the module docs).
 
     >>> bits_value("1", 1), bits_value("1000000001", 10)
     (True, 'AQI=')

@@ -55,9 +55,11 @@ Python can place), ``time '24:00:00'``, and non-finite numerics.
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from icetide.events.model import UNAVAILABLE
@@ -622,6 +624,33 @@ def value_converter(info: ColumnInfo | PgType) -> Converter:
             return _identity
         return _array_converter(value_converter(kind.element))
     return _SCALARS.get(kind.oid, _identity)
+
+
+def is_json_array(kind: PgType) -> bool:
+    """Whether capture sends this type's values as JSON arrays (icetide type ``json``):
+    an array whose elements have a conversion of their own."""
+    return kind.is_array and value_converter(kind) is not _identity
+
+
+def array_json_text(text: str, kind: PgType) -> str:
+    """The JSON text a base table holds for an array value written ``text`` (the array
+    literal, in the session settings capture pins).
+
+    Capture sends ``value_converter(kind)(text)`` as a JSON array; the ledger parses the
+    envelope with fractional numbers as exact decimals and stores the array as compact
+    JSON (:func:`icetide.events.project.dump_json`). This is that whole path in one call,
+    so the bootstrap copies, and ``icetide verify`` compares, exactly what capture's
+    changes leave in the base.
+
+    >>> array_json_text('{1.5,NULL,-0,5e-324}', builtin_type(1022))
+    '[1.5,null,-0.0,5E-324]'
+    >>> print(array_json_text('{"a,b",é}', builtin_type(1009)))
+    ["a,b","\\u00e9"]
+    """
+    from icetide.events.project import dump_json
+
+    sent = json.dumps(value_converter(kind)(text))
+    return dump_json(json.loads(sent, parse_float=Decimal))
 
 
 def unavailable_value(info: ColumnInfo) -> Any:

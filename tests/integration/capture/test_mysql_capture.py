@@ -202,8 +202,6 @@ def _expected(row: dict[str, Any], schema: TableSchema) -> dict[str, Any]:
             out[name] = None
         elif kind == "boolean":
             out[name] = bool(int.from_bytes(value, "big") if isinstance(value, bytes) else value)
-        elif name == "c_bit":
-            out[name] = int.from_bytes(value, "big").to_bytes(2, "little")
         elif kind == "time":
             out[name] = (datetime.min + value).time()
         elif kind == "timestamptz":
