@@ -158,7 +158,7 @@ class SourceConnection:
             if source is not None and source.pg_type is not None and source.json_array:
                 if column.type.name == "json":
                     python[column.name] = partial(array_json_text, kind=source.pg_type)
-                    value = "format('%s', {c})"
+                    value = "CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END"
             converted = converted or value is not None
             selected.append(f"{value.format(c=name) if value else name} AS {name}")
         if not converted:
