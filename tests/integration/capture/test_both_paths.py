@@ -30,12 +30,6 @@ from icetide.config import load_config, load_table_schemas
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.schema.model import dump_schema_file, schema_from_dict
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW
-from tests.integration.capture.test_postgres_pipeline import (
-    TYPES_PRELUDE,
-    TYPES_ROWS,
-    TYPES_SCHEMA,
-    TYPES_TABLE,
-)
 from tests.integration.harness import Pipeline
 
 pytestmark = [
@@ -214,6 +208,84 @@ def test_mysql_bootstrap_and_capture_store_every_type_identically(
 
 # -- PostgreSQL ----------------------------------------------------------------------------
 
+# The PostgreSQL all-types table (moved here from test_postgres_pipeline.py).
+
+TYPES_PRELUDE = """
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+CREATE DOMAIN posint AS integer CHECK (VALUE > 0);
+"""
+TYPES_TABLE = """
+CREATE TABLE {name} (
+  id integer PRIMARY KEY, c_bool boolean, c_int2 smallint, c_int8 bigint, c_real real,
+  c_real_wide real, c_float8 double precision, c_num numeric(20,6), c_numx numeric,
+  c_text text, c_char char(5), c_bytea bytea, c_date date, c_time time, c_timetz timetz,
+  c_ts timestamp, c_tstz timestamptz, c_interval interval, c_uuid uuid, c_json json,
+  c_jsonb jsonb, c_mood mood, c_posint posint, c_inet inet
+)
+"""
+TYPES_ROWS = """
+INSERT INTO {name} VALUES
+(1, true, -32768, -9223372036854775808, 1.1, 1.1, 0.1, -12345678901234.123456,
+ -0.000000000000000000000000000000000000000001, e'line1\\nline2 ''q'' "dq" \\\\ é ✓ 🎉',
+ 'ab', '\\x00ff10', '0001-01-01', '23:59:59.999999', '12:34:56.789+05:30',
+ '1969-12-31 23:59:59.999999', '2038-01-19 03:14:07.499999+00', '1 day 02:03:04.5',
+ 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '{{"a": [1, 2.50, "x"], "b": null}}',
+ '{{"k": "välue", "n": 1.50}}', 'happy', 7, '192.168.0.1/24'),
+(2, false, 32767, 9223372036854775807, 'NaN', '-Infinity', 'Infinity', 99999999999999.999999,
+ 123456789012345678901234567890.5, '', 'abcde', '', '9999-12-31', '00:00:00', '23:30:00-01',
+ '2024-02-29 10:11:12', '2024-06-30 23:30:00.25+05:30', '-1 days +02:00:00.000001',
+ '00000000-0000-0000-0000-000000000000', '[]', '{{}}', 'sad', 1, '::1'),
+(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+ NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+(4, true, 0, 0, -0.0, 3.4e38, 1e-300, 0, 0, 'x', ' ', '\\x', '2000-02-29', '00:00:00.5',
+ '00:00:00+00', '2000-01-01 00:00:00', '1970-01-01 00:00:00+00', 'P1Y-2M3W',
+ 'ffffffff-ffff-ffff-ffff-ffffffffffff', '1.0', '1.0', 'ok', 2147483647, '10.0.0.0/8')
+"""
+TYPES_SCHEMA: dict[str, Any] = {
+    "primary_key": ["id"],
+    "columns": [
+        {"id": 1, "name": "id", "type": "int", "nullable": False},
+        {"id": 2, "name": "c_bool", "type": "boolean"},
+        {"id": 3, "name": "c_int2", "type": "int"},
+        {"id": 4, "name": "c_int8", "type": "long"},
+        {"id": 5, "name": "c_real", "type": "float"},
+        {"id": 6, "name": "c_real_wide", "type": "double"},
+        {"id": 7, "name": "c_float8", "type": "double"},
+        {"id": 8, "name": "c_num", "type": "decimal(20,6)"},
+        {"id": 9, "name": "c_numx", "type": "string"},
+        {"id": 10, "name": "c_text", "type": "string"},
+        {"id": 11, "name": "c_char", "type": "string"},
+        {"id": 12, "name": "c_bytea", "type": "binary"},
+        {"id": 13, "name": "c_date", "type": "date", "logical": "io.debezium.time.Date"},
+        {"id": 14, "name": "c_time", "type": "time", "logical": "io.debezium.time.MicroTime"},
+        {"id": 15, "name": "c_timetz", "type": "time", "logical": "io.debezium.time.ZonedTime"},
+        {
+            "id": 16,
+            "name": "c_ts",
+            "type": "timestamp",
+            "logical": "io.debezium.time.MicroTimestamp",
+        },
+        {
+            "id": 17,
+            "name": "c_tstz",
+            "type": "timestamptz",
+            "logical": "io.debezium.time.ZonedTimestamp",
+        },
+        {
+            "id": 18,
+            "name": "c_interval",
+            "type": "long",
+            "logical": "io.debezium.time.MicroDuration",
+        },
+        {"id": 19, "name": "c_uuid", "type": "uuid"},
+        {"id": 20, "name": "c_json", "type": "json"},
+        {"id": 21, "name": "c_jsonb", "type": "json"},
+        {"id": 22, "name": "c_mood", "type": "string"},
+        {"id": 23, "name": "c_posint", "type": "int"},
+        {"id": 24, "name": "c_inet", "type": "string"},
+    ],
+}
+
 PG_EXTRA = [
     ("c_bit10", "bit(10)", "string"),
     ("c_varbit", "varbit", "string"),
@@ -313,9 +385,116 @@ def test_postgres_bootstrap_and_capture_store_every_type_identically(
         assert first["c_texts"] == '["solo","a,b","q\\"uote","\\u00e9\\u2713",null,""]'
         assert first["c_grid"] == "[[1,2],[3,4]]" and bases["copied"][2]["c_grid"] == "[7,8]"
         assert first["c_toast"] == "toast ✓ " * 4000 and first["c_int2"] == 5
+        assert first["c_time"] == "23:59:59.999999" and first["c_timetz"] == "07:04:56.789000"
+        assert first["c_char"] == "ab   " and first["c_real_wide"] == 1.1
         assert first["c_bit10"] == "1000000001" and first["c_bits"] == "{101,010}"
         assert (first["sp ace"], first['qu"ote'], first["MiXed"]) == ("s p", 'say "hi"', -1)
         _assert_verified(pipe)
+    finally:
+        postgres.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            db,
+            [slot],
+        )
+
+
+# -- hostile identifiers, bootstrap only ---------------------------------------------------
+
+NAMES = ["I d", "dot.ted", "ba`ck", "sp ace", 'qu"ote', "MiXed"]
+HOSTILE_SCHEMA: dict[str, Any] = {
+    "primary_key": ["I d"],
+    "columns": [
+        {"id": i, "name": n, "type": "int" if n in ("I d", "dot.ted", "MiXed") else "string"}
+        for i, n in enumerate(NAMES, start=1)
+    ],
+}
+HOSTILE_ROWS = [(i, i * 10, f"b{i}`", f"s {i}", f'q"{i}', -i) for i in range(1, 6)]
+
+
+def test_bootstrap_reads_hostile_column_names_on_both_sources(
+    tmp_path: Path,
+    warehouse: Path,
+    spark: SparkSession,
+    mariadb: MariaDBServer,
+    postgres: PostgresServer,
+) -> None:
+    """A dot, a backtick, a space, a quote and mixed case in column names (the key's
+    too), several chunks: the copy holds every value and verify calls it equal."""
+    run = next(_runs)
+    db, slot = f"hostile{run}", f"hostile{run}_{os.getpid()}"
+    marks = ", ".join(["%s"] * len(NAMES))
+    with mariadb.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        columns = ", ".join(
+            "`"
+            + n.replace("`", "``")
+            + "` "
+            + ("INT" if n in ("I d", "dot.ted", "MiXed") else "TEXT")
+            for n in NAMES
+        )
+        cur.execute(f"CREATE TABLE {db}.`Hostile` ({columns}, PRIMARY KEY (`I d`))")
+        cur.executemany(f"INSERT INTO {db}.`Hostile` VALUES ({marks})", HOSTILE_ROWS)
+    postgres.create_database(db)
+    columns = ", ".join(
+        _pg_quote(n) + (" int" if n in ("I d", "dot.ted", "MiXed") else " text") for n in NAMES
+    )
+    postgres.execute(f'CREATE TABLE "Hostile" ({columns}, PRIMARY KEY ("I d"))', db)
+    conn = postgres.connect(db)
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(f'INSERT INTO "Hostile" VALUES ({marks})', HOSTILE_ROWS)
+    finally:
+        conn.close()
+    for name in ("my_hostile", "pg_hostile"):
+        dump_schema_file(
+            schema_from_dict({**HOSTILE_SCHEMA, "table": name}),
+            tmp_path / "schemas" / f"{name}.yaml",
+        )
+    doc = {
+        "pipeline": "hostile",
+        "state_dir": "./state",
+        "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": db},
+        "spark": {"master": "local[2]", "shuffle_partitions": 4},
+        "sources": [
+            {
+                "name": "maria",
+                "type": "mysql",
+                "port": mariadb.port,
+                "user": mariadb.user,
+                "password": mariadb.password or None,
+                "server_id": 4712,
+                "tables": ["my_hostile"],
+            },
+            {
+                "name": "pg",
+                "type": "postgres",
+                "port": postgres.port,
+                "user": "postgres",
+                "database": db,
+                "slot": slot,
+                "publication": slot,
+                "tables": ["pg_hostile"],
+            },
+        ],
+        "tables": [
+            {"name": "my_hostile", "source": f"{db}.Hostile", "buckets": 2},
+            {"name": "pg_hostile", "source": "public.Hostile", "buckets": 2},
+        ],
+    }
+    (tmp_path / "icetide.yaml").write_text(json.dumps(doc))
+    config = load_config(tmp_path / "icetide.yaml")
+    schemas = load_table_schemas(config)
+    try:
+        for source in config.sources:
+            Bootstrap(spark, config, schemas, source, chunk_rows=3, log=lambda _: None).run()
+        for table in ("my_hostile", "pg_hostile"):
+            base = spark.table(f"lake.`{db}`.{table}").select(
+                *[f"`{n.replace('`', '``')}`" for n in NAMES]
+            )
+            assert sorted(tuple(r) for r in base.collect()) == HOSTILE_ROWS, table
+        verdicts = run_verify(config, spark, None)
+        assert all(v.matches for v in verdicts) and len(verdicts) == 2, render_verdicts(verdicts)
     finally:
         postgres.execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
