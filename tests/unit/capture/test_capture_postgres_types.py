@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from datetime import UTC, date, datetime, time
 from typing import Any
 
@@ -296,3 +297,65 @@ def test_tables_postgres_would_refuse_updates_on() -> None:
     assert table_problems([("public", "ok", "d", True), ("public", "f", "f", False)]) == []
     (problem,) = table_problems([("public", "log", "n", True)])
     assert problem.sql == ("ALTER TABLE public.log REPLICA IDENTITY FULL;",)
+
+
+@pytest.mark.parametrize(
+    ("oid", "text", "stored"),
+    [
+        (1022, "{5e-324,4,-0,NaN,0.1}", '[5E-324,4.0,-0.0,"NaN",0.1]'),
+        (1009, '{solo,"a,b","q\\"u",é,NULL,""}', '["solo","a,b","q\\"u","\\u00e9",null,""]'),
+        (1007, "{{1,2},{3,NULL}}", "[[1,2],[3,null]]"),
+        (1007, "[0:1]={7,8}", "[7,8]"),
+        (1182, "{1970-01-02}", "[1]"),
+        (1231, "{1.50,-0.000001}", '["1.50","-0.000001"]'),
+        (1001, '{"\\\\x00ff"}', '["AP8="]'),
+        (1009, "{}", "[]"),
+    ],
+)  # fmt: skip
+def test_array_json_text_is_what_capture_leaves_in_the_base(
+    oid: int, text: str, stored: str
+) -> None:
+    """The bootstrap's and verify's array text equals the value a captured change of the
+    array becomes: its envelope decoded and projected onto a ``json`` column."""
+    from icetide.events.envelope import decode_message
+    from icetide.events.project import project_event
+    from icetide.schema.model import schema_from_dict
+
+    kind = t.builtin_type(oid)
+    assert kind is not None and t.is_json_array(kind)
+    info = t.ColumnInfo("a", kind)
+    envelope = {
+        "schema": {
+            "type": "struct",
+            "fields": [
+                {
+                    "field": "after",
+                    "type": "struct",
+                    "fields": [
+                        {"field": "id", "type": "int32"},
+                        {"field": "a", **t.connect_schema(info)},
+                    ],
+                }
+            ],
+        },
+        "payload": {
+            "op": "c",
+            "after": {"id": 1, "a": t.value_converter(info)(text)},
+            "source": {"lsn": 1},
+        },
+    }
+    schema = schema_from_dict(
+        {
+            "table": "t",
+            "primary_key": ["id"],
+            "columns": [
+                {"id": 1, "name": "id", "type": "int", "nullable": False},
+                {"id": 2, "name": "a", "type": "json"},
+            ],
+        }
+    )
+    for message in (envelope, envelope["payload"]):  # with and without an inline schema
+        event = decode_message(json.dumps(message))
+        projected = project_event(event, schema)  # type: ignore[arg-type]
+        assert projected.after is not None
+        assert projected.after["a"] == t.array_json_text(text, kind) == stored

@@ -96,6 +96,17 @@ def test_mysql_session_pins_utc_and_utf8mb4() -> None:
     assert "SET NAMES utf8mb4" in ck.MYSQL_SESSION
 
 
+def test_postgres_session_pins_what_capture_pins() -> None:
+    # Strings are compared as their output text, and float text must be exact.
+    for setting in ("TimeZone = 'UTC'", "IntervalStyle = 'iso_8601'", "extra_float_digits"):
+        assert any(setting in statement for statement in ck.POSTGRES_SESSION), setting
+
+
+def test_mysql_binary_text_is_the_bytes_also_of_a_bit_column() -> None:
+    # HEX(b) of a BIT(8) holding 6 is '6'; the base holds the byte 06.
+    assert ck.text_sql("mysql", col("b", "binary")).endswith("LOWER(HEX(CAST(`b` AS BINARY))) END")
+
+
 def test_long_values_enter_the_row_hash_as_digests_of_their_bytes() -> None:
     # CONCAT of a row with a multi-megabyte value would pass max_allowed_packet.
     assert ck.piece_sql("mysql", col("b", "binary")).count("MD5(`b`)") == 2

@@ -1,0 +1,49 @@
+"""The SQL the bootstrap sends for each column (no JVM, no server)."""
+
+from __future__ import annotations
+
+from icetide.capture.bootstrap import (
+    PgSnapshot,
+    mysql_select_expression,
+    postgres_select_expression,
+    read_name,
+)
+from icetide.capture.postgres.catalog import SourceColumn
+from icetide.capture.postgres.types import builtin_type
+from icetide.schema.model import Column, TableSchema, parse_type
+
+
+def col(name: str, kind: str) -> Column:
+    return Column(1, name, parse_type(kind))
+
+
+def test_mysql_bits_are_read_as_their_bytes_and_years_as_numbers() -> None:
+    # The driver hands BIT(n) over as a 64-bit number and YEAR as a date.
+    assert mysql_select_expression(col("b", "binary")) == "CAST(`b` AS BINARY)"
+    assert mysql_select_expression(col("y", "int")) == "CAST(`y` AS SIGNED)"
+    assert mysql_select_expression(col("ba`ck", "long")) == "CAST(`ba``ck` AS SIGNED)"
+
+
+def test_postgres_json_arrays_are_read_as_their_literal() -> None:
+    ints = SourceColumn("_int4", True, builtin_type(1007))
+    assert ints.json_array
+    sql = postgres_select_expression(col('qu"ote', "json"), ints)
+    assert sql == 'CASE WHEN "qu""ote" IS NULL THEN NULL ELSE format(\'%s\', "qu""ote") END'
+    assert not SourceColumn("_bit", True, None).json_array  # elements of no known type
+
+
+def test_chunk_queries_name_columns_by_position() -> None:
+    schema = TableSchema(
+        "t", (col("I d", "int"), Column(2, "dot.ted", parse_type("int"))), ("I d",)
+    )
+    assert [read_name(schema, c.name) for c in schema.columns] == ["c0", "c1"]
+
+
+def test_the_snapshot_is_imported_in_the_drivers_transaction_without_a_second_begin() -> None:
+    statement = PgSnapshot("00000003-00000002-1", "10:10:").init_statement
+    assert "BEGIN" not in statement.upper()
+    assert statement.startswith("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY; ")
+    assert "SET TRANSACTION SNAPSHOT '00000003-00000002-1'" in statement
+    # Values read as text read as capture's session writes them.
+    for setting in ("IntervalStyle = 'iso_8601'", "TimeZone = 'UTC'", "extra_float_digits"):
+        assert f"SET LOCAL {setting}" in statement
