@@ -175,7 +175,7 @@ def mysql_watermark(source: SourceConfig) -> Watermark:
 # -- reading the source --------------------------------------------------------------------
 
 
-def mysql_select_expression(column: Column) -> str:
+def mysql_select_expression(column: Column, *, key: bool = False) -> str:
     """The SQL that reads ``column`` as text, bytes or a number Spark casts exactly.
 
     Date and time values go through text so no JVM time zone touches them; TIMESTAMP
@@ -183,7 +183,8 @@ def mysql_select_expression(column: Column) -> str:
     columns are read as ``CAST(… AS BINARY)``: the bytes of a BINARY/VARBINARY/BLOB
     unchanged, and a ``BIT(n)`` as its ``ceil(n/8)`` bytes, most significant first — the
     form capture's ``Bits`` values are stored in (the JDBC driver would hand a BIT(n)
-    over as a 64-bit number, whose 8 bytes are not the column's value).
+    over as a 64-bit number, whose 8 bytes are not the column's value). A ``key`` column
+    of an integer type is read as it is, so the chunk predicates on it use its index.
 
     >>> from icetide.schema.model import parse_type
     >>> mysql_select_expression(Column(1, "b`it", parse_type("binary")))
@@ -200,7 +201,7 @@ def mysql_select_expression(column: Column) -> str:
             f"IF(MICROSECOND({name}) = 0, TIME_FORMAT({name}, '%H:%i:%s'), "
             f"TIME_FORMAT({name}, '%H:%i:%s.%f'))"
         )
-    if kind in ("boolean", "int", "long"):
+    if kind == "boolean" or (kind in ("int", "long") and not key):
         # A number whatever the column: the driver hands YEAR over as a DATE.
         return f"CAST({name} AS SIGNED)"
     if kind in ("string", "json", "uuid"):
@@ -328,7 +329,9 @@ def read_chunk_mysql(
     """One chunk through Spark's JDBC source, one partition per predicate."""
     db, name = _mysql_table(table)
     select = ", ".join(
-        f"{mysql_select_expression(c)} AS {read_name(schema, c.name)}" for c in schema.columns
+        f"{mysql_select_expression(c, key=c.name in schema.primary_key)} "
+        f"AS {read_name(schema, c.name)}"
+        for c in schema.columns
     )
     query = f"(SELECT {select} FROM {_mysql_quote(db)}.{_mysql_quote(name)}) AS icetide_chunk"
     properties = {

@@ -22,6 +22,8 @@ def test_mysql_bits_are_read_as_their_bytes_and_years_as_numbers() -> None:
     assert mysql_select_expression(col("b", "binary")) == "CAST(`b` AS BINARY)"
     assert mysql_select_expression(col("y", "int")) == "CAST(`y` AS SIGNED)"
     assert mysql_select_expression(col("ba`ck", "long")) == "CAST(`ba``ck` AS SIGNED)"
+    # A key as it is: the chunk predicates on it must reach its index.
+    assert mysql_select_expression(col("id", "long"), key=True) == "`id`"
 
 
 def test_postgres_json_arrays_are_read_as_their_literal() -> None:
