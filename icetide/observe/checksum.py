@@ -33,9 +33,10 @@ MySQL and PostgreSQL compute it with operations that are exact in IEEE arithmeti
 ``e = floor(log2 |x|)`` corrected by one step each way (so libm error does not matter),
 ``m = |x| / 2^e`` (division by a power of two is exact) and the 52 fraction bits
 ``(m - 1) * 2^52``. A ``float`` is widened to double first (exact); -0.0 equals 0.0 and
-NaN equals NaN. Limits: a source FLOAT/REAL declared ``double`` in the schema is
-reported as different (the base then holds the double nearest the float's decimal text,
-not the float); MySQL has no NaN/Infinity. Reading MariaDB FLOATs as text yourself loses
+NaN equals NaN. Limits: a MySQL FLOAT declared ``double`` in the schema is reported as
+different (the base then holds the double nearest the float's decimal text, not the
+float; a PostgreSQL ``real`` declared so is compared through its text, as capture reads
+it); MySQL has no NaN/Infinity. Reading MariaDB FLOATs as text yourself loses
 bits (it prints 6 digits); the binlog, and these expressions, do not.
 
 JSON is compared as text in the source's own rendering (MySQL 8 JSON: its normalised
