@@ -82,9 +82,7 @@ def test_a_new_key_inherits_unchanged_toast_values_in_a_batch_across_batches_and
         postgres("u", 0x610, after={"id": 11, "title": "ten", "body": "changed"}),
         *key_change(0x620, 11, 12, "ten"),
         # The other form: one update whose before image has the old key.
-        postgres(
-            "u", 0x800, before={"id": 2}, after={"id": 8, "title": "one", "body": TOAST}
-        ),
+        postgres("u", 0x800, before={"id": 2}, after={"id": 8, "title": "one", "body": TOAST}),
         # The old row exists nowhere: dead-lettered, not inserted with a NULL body.
         *key_change(0x900, 30, 31, "lost"),
     )
