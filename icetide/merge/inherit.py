@@ -101,7 +101,9 @@ def find_moves(events: DataFrame, history: DataFrame | None, schema: TableSchema
 
 
 @dataclass(frozen=True)
-class _Move:
+class KeyMove:
+    """One key change with placeholders: its ledger message, position and keys."""
+
     message_id: str
     position: Decimal
     new: tuple[Hashable, ...]
@@ -111,18 +113,18 @@ class _Move:
 Segment = tuple[str, tuple[Hashable, ...], Decimal | None, Decimal, bool]
 
 
-def lineage_segments(moves: Sequence[_Move]) -> list[Segment]:
+def lineage_segments(moves: Sequence[KeyMove]) -> list[Segment]:
     """Per move, the keys its row lived under before the move, with their position ranges.
 
     ``(move id, key, from, to, is first key)``: the row was key ``key`` from position
     ``from`` (inclusive; None = always) to ``to`` (exclusive). The first key's value falls
     back to the base table.
 
-    >>> m = [_Move("m1", Decimal(10), ("b",), ("a",)), _Move("m2", Decimal(20), ("c",), ("b",))]
+    >>> m = [KeyMove("m1", Decimal(10), ("b",), ("a",)), KeyMove("m2", Decimal(20), ("c",), ("b",))]
     >>> lineage_segments(m)[1:]
     [('m2', ('b',), Decimal('10'), Decimal('20'), False), ('m2', ('a',), None, Decimal('10'), True)]
     """
-    into: dict[tuple[Hashable, ...], list[_Move]] = {}
+    into: dict[tuple[Hashable, ...], list[KeyMove]] = {}
     for move in sorted(moves, key=lambda m: m.position):
         into.setdefault(move.new, []).append(move)
     segments: list[Segment] = []
@@ -149,6 +151,13 @@ class Inheritance:
     plus :data:`OLD` and :data:`LOST` (empty when nothing is missing)."""
     columns: tuple[str, ...]
     """The columns that had placeholders in some move of the batch."""
+    moves: DataFrame
+    """The moves with their old keys, cached: read once for the driver, once for the join."""
+
+    def release(self) -> None:
+        """Drop the cached frames once the merge that used them is done."""
+        self.resolved.unpersist()
+        self.moves.unpersist()
 
 
 def inherit(
@@ -160,10 +169,10 @@ def inherit(
 ) -> Inheritance:
     """Fill the unavailable columns of the batch's key moves from their old keys."""
     keys = schema.primary_key
-    moves = find_moves(events, history, schema)
+    moves = find_moves(events, history, schema).persist()
     collected = moves.select(c.MESSAGE_ID, c.POSITION, c.UNAVAILABLE, *keys, F.col(OLD)).collect()
     listed = [
-        _Move(
+        KeyMove(
             r[c.MESSAGE_ID],
             r[c.POSITION],
             tuple(r[k] for k in keys),
@@ -214,7 +223,8 @@ def inherit(
     roots = {key[0] for _, key, _, _, root in lineage if root}
     stored = spark.table(base).select(
         *[F.col(k).alias(_seg(i)) for i, k in enumerate(keys)],
-        F.struct(*[F.col(name) for name in columns]).alias(_BASE),
+        # A present row gives a non-null struct even when no value column is needed.
+        F.struct(F.lit(True).alias("_present"), *[F.col(name) for name in columns]).alias(_BASE),
     )
     if len(keys) == 1 and 0 < len(roots) <= _LOOKUP_LIMIT:
         stored = stored.where(F.col(_seg(0)).isin(list(roots)))
@@ -249,4 +259,30 @@ def inherit(
         lost_array.alias(LOST),
         F.col(OLD),
     ).withColumn(c.UNAVAILABLE, F.col(LOST))
-    return Inheritance(resolved.select(*events.columns, OLD, LOST), columns)
+    return Inheritance(resolved.select(*events.columns, OLD, LOST).persist(), columns, moves)
+
+
+def applicable(resolved: DataFrame, schema: TableSchema) -> DataFrame:
+    """The ledger events to merge in place of the batch's key moves.
+
+    A filled move applies as it is. A move with values found nowhere does not, but its
+    old key still goes: the ``d`` half of that form is its own event already, and an
+    update whose before image holds the old key becomes a delete of that key.
+    """
+    keys = schema.primary_key
+    filled = resolved.where(F.size(LOST) == 0)
+    lost_updates = resolved.where((F.size(LOST) > 0) & (F.col(c.OP) == "u")).select(
+        *[F.col(OLD).getField(k).alias(k) for k in keys],
+        *[
+            F.lit("d").alias(c.OP)
+            if name == c.OP
+            else F.lit(None).cast(resolved.schema[c.AFTER].dataType).alias(c.AFTER)
+            if name == c.AFTER
+            else F.array().cast("array<string>").alias(c.UNAVAILABLE)
+            if name == c.UNAVAILABLE
+            else F.col(name)
+            for name in resolved.columns
+            if name not in keys
+        ],
+    )
+    return filled.unionByName(lost_updates)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from icetide.config import Config
 from icetide.faults import crash_point
 from icetide.ledger import contract as c
-from icetide.merge.inherit import LOST, OLD, inherit
+from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.statement import merge_sql
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.merge.tables import (
@@ -160,31 +160,35 @@ class MergeStage:
             crash_point("merge.after_truncate")
         has_unavailable = (stats["unavailable"] or 0) > 0
         moves: DataFrame | None = None
-        resolved: DataFrame | None = None
-        if stats["moves"]:
-            # After the truncate's DELETE: an old row it removed has no values to give.
-            inheritance = inherit(self.spark, events, history, refs.base, self.schemas[name])
-            resolved = inheritance.resolved.persist()
-            self._dead_letter_lost(name, resolved.where(F.size(LOST) > 0))
-            moves = resolved.where(F.size(LOST) == 0)
-        ctx = MergeContext(self.schemas[name], history, truncated_before, has_unavailable, moves)
-        source = prepare(events, ctx)
-        view = f"icetide_batch_{name}"
-        source.createOrReplaceTempView(view)
-        before = current_snapshot_id(self.spark, refs.base)
-        properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
+        inheritance: Inheritance | None = None
+        try:
+            if stats["moves"]:
+                # After the truncate's DELETE: an old row it removed has no values to give.
+                inheritance = inherit(self.spark, events, history, refs.base, self.schemas[name])
+                resolved = inheritance.resolved
+                self._dead_letter_lost(name, resolved.where(F.size(LOST) > 0))
+                moves = applicable(resolved, self.schemas[name])
+            ctx = MergeContext(
+                self.schemas[name], history, truncated_before, has_unavailable, moves
+            )
+            source = prepare(events, ctx)
+            view = f"icetide_batch_{name}"
+            source.createOrReplaceTempView(view)
+            before = current_snapshot_id(self.spark, refs.base)
+            properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
 
-        def apply() -> None:
-            crash_point("merge.before_commit")
-            self.spark.sql(merge_sql(refs.base, view, self.schemas[name]))
+            def apply() -> None:
+                crash_point("merge.before_commit")
+                self.spark.sql(merge_sql(refs.base, view, self.schemas[name]))
 
-        with_commit_properties(self.spark, properties, apply)
-        if current_snapshot_id(self.spark, refs.base) == before:
-            self._commit_watermark_only(refs.base, properties)
-        crash_point("merge.after_commit")
-        self.spark.catalog.dropTempView(view)
-        if resolved is not None:
-            resolved.unpersist()
+            with_commit_properties(self.spark, properties, apply)
+            if current_snapshot_id(self.spark, refs.base) == before:
+                self._commit_watermark_only(refs.base, properties)
+            crash_point("merge.after_commit")
+            self.spark.catalog.dropTempView(view)
+        finally:
+            if inheritance is not None:
+                inheritance.release()
         result = MergeResult(name, count, start, end, time.monotonic() - started)
         self.log(result.render())
         return result

@@ -85,6 +85,7 @@ def test_a_new_key_inherits_unchanged_toast_values_in_a_batch_across_batches_and
         postgres("u", 0x800, before={"id": 2}, after={"id": 8, "title": "one", "body": TOAST}),
         # The old row exists nowhere: dead-lettered, not inserted with a NULL body.
         *key_change(0x900, 30, 31, "lost"),
+        postgres("u", 0x910, before={"id": 32}, after={"id": 33, "title": "lost", "body": TOAST}),
     )
     assert docs(shop) == {
         4: ("three", body(3)),
@@ -92,7 +93,8 @@ def test_a_new_key_inherits_unchanged_toast_values_in_a_batch_across_batches_and
         8: ("one", body(1)),
         12: ("ten", "changed"),
     }
-    [dead] = shop.dead_letters(shop.refs("docs").dlt)
+    dead, dead_update = shop.dead_letters(shop.refs("docs").dlt)
+    assert '{"id":32}' in dead_update["error"] and '{"id":33}' in dead_update["error"]
     assert dead["reason"] == UNAVAILABLE_VALUE_LOST
     assert dead["source_table"] == "docs"
     assert '{"id":30}' in dead["error"] and '{"id":31}' in dead["error"]
