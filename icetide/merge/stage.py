@@ -262,6 +262,8 @@ class MergeStage:
             F.base64(F.encode(payload, "UTF-8")).alias("payload_b64"),
             F.lit(datetime.now(UTC)).alias("ingested_at"),
         )
+        if lost.isEmpty():  # the usual case: a look at the cached moves, no table read
+            return
         dlt = self.refs(name).dlt
         self.spark.sql(c.dlt_ddl(dlt))
         written = (
