@@ -2,7 +2,8 @@
 
 Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly like a
 ``kill -9`` (no cleanup, no flush). Points: ``ledger.after_first_append``,
-``merge.before_commit``, ``merge.after_truncate``, ``merge.after_commit``,
+``merge.before_commit``, ``merge.after_truncate``, ``merge.after_dead_letters``,
+``merge.after_commit``,
 ``capture.after_flush`` (records durable, offset not yet saved),
 ``capture.files.before_rename``, ``capture.offsets.before_rename`` and
 ``bootstrap.after_chunk``.

@@ -67,6 +67,11 @@ def ledger_ddl(table: str, schema: TableSchema) -> str:
     )
 
 
+UNAVAILABLE_VALUE_LOST = "unavailable_value_lost"
+"""Dead-letter reason written by the merge: a primary-key change left unchanged-TOAST
+columns out and the old row, which held their values, is in neither the batch nor the
+mirror (see :mod:`icetide.merge.inherit`). The change is not applied."""
+
 DLT_COLUMNS_SQL = [
     "message_id STRING",
     "source_table STRING",

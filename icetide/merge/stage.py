@@ -20,8 +20,9 @@ from pyspark.sql import functions as F
 from icetide.config import Config
 from icetide.faults import crash_point
 from icetide.ledger import contract as c
+from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.statement import merge_sql
-from icetide.merge.steps import MergeContext, key_changed, prepare
+from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.merge.tables import (
     BOOTSTRAP_ID,
     BOOTSTRAP_STATE,
@@ -143,6 +144,7 @@ class MergeStage:
             F.count(F.lit(1)).alias("n"),
             F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
             F.max(F.size(c.UNAVAILABLE)).alias("unavailable"),
+            F.max(F.when(key_move(self.schemas[name]), 1)).alias("moves"),
         ).first()
         assert stats is not None
         count, batch_truncate = int(stats["n"]), stats["truncate"]
@@ -157,22 +159,36 @@ class MergeStage:
             )
             crash_point("merge.after_truncate")
         has_unavailable = (stats["unavailable"] or 0) > 0
-        ctx = MergeContext(self.schemas[name], history, truncated_before, has_unavailable)
-        source = prepare(events, ctx)
-        view = f"icetide_batch_{name}"
-        source.createOrReplaceTempView(view)
-        before = current_snapshot_id(self.spark, refs.base)
-        properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
+        moves: DataFrame | None = None
+        inheritance: Inheritance | None = None
+        try:
+            if stats["moves"]:
+                # After the truncate's DELETE: an old row it removed has no values to give.
+                inheritance = inherit(self.spark, events, history, refs.base, self.schemas[name])
+                resolved = inheritance.resolved
+                self._dead_letter_lost(name, resolved.where(F.size(LOST) > 0))
+                moves = applicable(resolved, self.schemas[name])
+            ctx = MergeContext(
+                self.schemas[name], history, truncated_before, has_unavailable, moves
+            )
+            source = prepare(events, ctx)
+            view = f"icetide_batch_{name}"
+            source.createOrReplaceTempView(view)
+            before = current_snapshot_id(self.spark, refs.base)
+            properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
 
-        def apply() -> None:
-            crash_point("merge.before_commit")
-            self.spark.sql(merge_sql(refs.base, view, self.schemas[name]))
+            def apply() -> None:
+                crash_point("merge.before_commit")
+                self.spark.sql(merge_sql(refs.base, view, self.schemas[name]))
 
-        with_commit_properties(self.spark, properties, apply)
-        if current_snapshot_id(self.spark, refs.base) == before:
-            self._commit_watermark_only(refs.base, properties)
-        crash_point("merge.after_commit")
-        self.spark.catalog.dropTempView(view)
+            with_commit_properties(self.spark, properties, apply)
+            if current_snapshot_id(self.spark, refs.base) == before:
+                self._commit_watermark_only(refs.base, properties)
+            crash_point("merge.after_commit")
+            self.spark.catalog.dropTempView(view)
+        finally:
+            if inheritance is not None:
+                inheritance.release()
         result = MergeResult(name, count, start, end, time.monotonic() - started)
         self.log(result.render())
         return result
@@ -198,6 +214,75 @@ class MergeStage:
             if row is not None and row[0] is not None:
                 marks.append(row[0])
         return max(marks) if marks else None
+
+    def _dead_letter_lost(self, name: str, lost: DataFrame) -> None:
+        """Dead-letter the key changes whose unavailable values were found nowhere.
+
+        Before the MERGE commits, so a crash in between reruns the batch: a message id the
+        dead-letter table already holds for this reason is not written again.
+        """
+        keys = self.schemas[name].primary_key
+        new_key = F.to_json(F.struct(*[F.col(k) for k in keys]))
+        old_key = F.coalesce(
+            F.to_json(F.col(OLD)), F.lit("an unknown key (no delete of the same source event)")
+        )
+        error = F.concat(
+            F.lit(f"table {name}: primary-key change from "),
+            old_key,
+            F.lit(" to "),
+            new_key,
+            F.lit(" at "),
+            F.col(c.POSITION_TEXT),
+            F.lit(": columns "),
+            F.array_join(F.col(LOST), ", "),
+            F.lit(
+                " were unchanged TOAST values (PostgreSQL does not send them) and the old "
+                "row is neither in the batch nor in the mirror, so their values are unknown; "
+                "the change was not applied rather than writing NULLs. Re-copy the row "
+                "(icetide bootstrap), or set REPLICA IDENTITY FULL on the source table so "
+                "key changes carry every value"
+            ),
+        )
+        payload = F.to_json(
+            F.struct(
+                F.col(c.OP).alias("op"),
+                F.col(OLD).alias("old_key"),
+                F.col(c.AFTER).alias("after"),
+                F.col(LOST).alias("unavailable"),
+                F.col(c.POSITION_TEXT).alias("position"),
+                F.col(c.TX_ID).alias("tx_id"),
+            ),
+            {"ignoreNullFields": "false"},
+        )
+        dead = lost.select(
+            F.col(c.MESSAGE_ID).alias("message_id"),
+            F.lit(name).alias("source_table"),
+            F.lit(c.UNAVAILABLE_VALUE_LOST).alias("reason"),
+            error.alias("error"),
+            F.base64(F.encode(payload, "UTF-8")).alias("payload_b64"),
+            F.lit(datetime.now(UTC)).alias("ingested_at"),
+        )
+        if lost.isEmpty():  # the usual case: a look at the cached moves, no table read
+            return
+        dlt = self.refs(name).dlt
+        self.spark.sql(c.dlt_ddl(dlt))
+        written = (
+            self.spark.table(dlt)
+            .where(F.col("reason") == c.UNAVAILABLE_VALUE_LOST)
+            .select("message_id")
+        )
+        fresh = dead.join(written, "message_id", "left_anti").persist()
+        try:
+            count = fresh.count()
+            if count:
+                fresh.writeTo(dlt).append()
+                crash_point("merge.after_dead_letters")
+                self.log(
+                    f"merge {name}: {count:,} key changes with unknown unchanged-TOAST values "
+                    f"not applied, dead-lettered to {dlt} ({c.UNAVAILABLE_VALUE_LOST})"
+                )
+        finally:
+            fresh.unpersist()
 
     def _commit_watermark_only(self, base: str, properties: dict[str, str]) -> None:
         """A MERGE that changed nothing made no snapshot: record the watermark anyway."""

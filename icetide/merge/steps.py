@@ -28,6 +28,9 @@ class MergeContext:
     has_unavailable: bool = True
     """False when no event of the batch has an unchanged-TOAST placeholder: one
     ``max_by`` over the whole row image then replaces one per column."""
+    moves: DataFrame | None = None
+    """The batch's key changes with placeholders, filled in by
+    :func:`icetide.merge.inherit.inherit`; None when the batch has none."""
 
 
 def value_slot(column_id: int) -> str:
@@ -44,6 +47,25 @@ def key_changed(schema: TableSchema) -> Column:
         [~F.col(f"{c.BEFORE}.{k}").eqNullSafe(F.col(k)) for k in schema.primary_key],
     )
     return (F.col(c.OP) == "u") & F.col(c.BEFORE).isNotNull() & present & differs
+
+
+def key_move(schema: TableSchema) -> Column:
+    """True for a key change whose after image has unchanged-TOAST placeholders
+    (see :mod:`icetide.merge.inherit`).
+
+    A ``c`` never has them unless it is the create half of a key change: an insert sends
+    every value.
+    """
+    has_placeholders = F.coalesce(F.size(c.UNAVAILABLE) > 0, F.lit(False))
+    return has_placeholders & ((F.col(c.OP) == "c") | key_changed(schema))
+
+
+def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:
+    """Key changes with placeholders become their filled-in form from ``ctx.moves``;
+    the ones whose values were found nowhere are not there (they were dead-lettered)."""
+    if ctx.moves is None:
+        return events
+    return events.where(~key_move(ctx.schema)).unionByName(ctx.moves.select(*events.columns))
 
 
 def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
@@ -121,6 +143,7 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
 
 Step = Callable[[DataFrame, MergeContext], DataFrame]
 PREPARE_STEPS: tuple[Step, ...] = (
+    inherit_unavailable,
     split_key_changes,
     add_remembered_deletes,
     drop_truncated,

@@ -165,8 +165,13 @@ def make_pipeline(
     server: PostgresServer,
     spark: SparkSession,
     schemas: dict[str, dict[str, Any]],
+    *,
+    database: str = DB,
+    slot: str = SLOT,
+    publication: str = "icetide",
 ) -> Pipeline:
-    """A pipeline over ``schemas`` (table → schema dict), each read from public.<table>."""
+    """A pipeline over ``schemas`` (table → schema dict), each read from public.<table>
+    of ``database`` through ``slot`` and ``publication``."""
     for name, schema in schemas.items():
         dump_schema_file(schema_from_dict(schema), root / "schemas" / f"{name}.yaml")
     doc = {
@@ -185,9 +190,9 @@ def make_pipeline(
                 "host": "127.0.0.1",
                 "port": server.port,
                 "user": "postgres",
-                "database": DB,
-                "slot": SLOT,
-                "publication": "icetide",
+                "database": database,
+                "slot": slot,
+                "publication": publication,
                 "heartbeat": "1s",
             }
         ],

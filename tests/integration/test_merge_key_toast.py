@@ -1,0 +1,120 @@
+"""Primary-key changes that leave unchanged TOAST values out (PostgreSQL, REPLICA IDENTITY
+DEFAULT): the new key inherits them from the old key, within a batch, across batches and
+along chains; when no value exists anywhere the change is dead-lettered, never NULLed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icetide.faults import KILLED_EXIT_CODE
+from icetide.ledger.contract import UNAVAILABLE_VALUE_LOST
+from tests.integration.events import SCHEMAS, SOURCES, TOAST, postgres
+from tests.integration.harness import Pipeline
+
+
+@pytest.fixture
+def shop(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, request: pytest.FixtureRequest
+) -> Pipeline:
+    namespace = "keytoast_" + request.node.name.removeprefix("test_")[:40]
+    return Pipeline.custom(tmp_path, warehouse, namespace, SCHEMAS, SOURCES, spark)
+
+
+def body(n: int) -> str:
+    return f"body {n} " + "x" * 3000
+
+
+def insert(lsn: int, key: int, title: str) -> str:
+    return postgres("c", lsn, after={"id": key, "title": title, "body": body(key)})
+
+
+def key_change(lsn: int, old: int, new: int, title: str) -> list[str]:
+    """What capture and Debezium send for ``UPDATE docs SET id = new WHERE id = old`` under
+    REPLICA IDENTITY DEFAULT: a delete of the old key (key only) and a create of the new
+    one without the unchanged TOASTed body, both at one LSN."""
+    return [
+        postgres("d", lsn, before={"id": old}),
+        postgres("c", lsn, after={"id": new, "title": title, "body": TOAST}),
+    ]
+
+
+def docs(pipeline: Pipeline) -> dict[int, tuple[str, str]]:
+    return {r["id"]: (r["title"], r["body"]) for r in pipeline.base("docs")}
+
+
+def step(pipeline: Pipeline, *lines: str) -> None:
+    pipeline.land(list(lines))
+    pipeline.stream()
+    pipeline.merge()
+
+
+def test_a_new_key_inherits_unchanged_toast_values_in_a_batch_across_batches_and_chains(
+    shop: Pipeline,
+) -> None:
+    step(
+        shop,
+        insert(0x100, 1, "one"),
+        *key_change(0x200, 1, 2, "one"),  # the old row only in this batch
+        insert(0x300, 3, "three"),
+        insert(0x310, 5, "five"),
+        insert(0x320, 10, "ten"),
+    )
+    assert docs(shop) == {
+        2: ("one", body(1)),
+        3: ("three", body(3)),
+        5: ("five", body(5)),
+        10: ("ten", body(10)),
+    }
+    step(
+        shop,
+        *key_change(0x400, 3, 4, "three"),  # the old row only in the mirror
+        # A chain, the middle key's other columns changed in between.
+        *key_change(0x500, 5, 6, "five"),
+        postgres("u", 0x510, after={"id": 6, "title": "six", "body": TOAST}),
+        *key_change(0x520, 6, 7, "six"),
+        # A chain whose middle key changed the body itself.
+        *key_change(0x600, 10, 11, "ten"),
+        postgres("u", 0x610, after={"id": 11, "title": "ten", "body": "changed"}),
+        *key_change(0x620, 11, 12, "ten"),
+        # The other form: one update whose before image has the old key.
+        postgres("u", 0x800, before={"id": 2}, after={"id": 8, "title": "one", "body": TOAST}),
+        # The old row exists nowhere: dead-lettered, not inserted with a NULL body.
+        *key_change(0x900, 30, 31, "lost"),
+        postgres("u", 0x910, before={"id": 32}, after={"id": 33, "title": "lost", "body": TOAST}),
+    )
+    assert docs(shop) == {
+        4: ("three", body(3)),
+        7: ("six", body(5)),
+        8: ("one", body(1)),
+        12: ("ten", "changed"),
+    }
+    dead, dead_update = shop.dead_letters(shop.refs("docs").dlt)
+    assert '{"id":32}' in dead_update["error"] and '{"id":33}' in dead_update["error"]
+    assert dead["reason"] == UNAVAILABLE_VALUE_LOST
+    assert dead["source_table"] == "docs"
+    assert '{"id":30}' in dead["error"] and '{"id":31}' in dead["error"]
+    assert "columns body were unchanged TOAST values" in dead["error"]
+    payload = json.loads(dead["payload"])
+    assert payload["old_key"] == {"id": 30} and payload["unavailable"] == ["body"]
+    assert payload["after"] == {"id": 31, "title": "lost", "body": None}
+    assert any("dead-lettered" in line for line in shop.logs), shop.logs
+
+
+def test_a_merge_killed_after_its_dead_letters_does_not_write_them_twice(shop: Pipeline) -> None:
+    step(shop, insert(0x100, 1, "one"))
+    shop.land([*key_change(0x200, 1, 2, "one"), *key_change(0x300, 40, 41, "lost")])
+    shop.stream()
+    killed = shop.cli("merge", "--once", fault="merge.after_dead_letters")
+    assert killed.returncode == KILLED_EXIT_CODE, killed.stdout + killed.stderr
+    assert docs(shop) == {1: ("one", body(1))}  # the MERGE never committed
+    shop.merge()
+    assert docs(shop) == {2: ("one", body(1))}
+    rows: list[dict[str, Any]] = shop.dead_letters(shop.refs("docs").dlt)
+    assert [(r["reason"], '{"id":41}' in r["error"]) for r in rows] == [
+        (UNAVAILABLE_VALUE_LOST, True)
+    ]
