@@ -162,9 +162,9 @@ class LedgerStage:
             classify_batches(routes_of(self.config)), CLASSIFIED_SCHEMA
         ).persist()
         try:
+            # Receipts (status file) come out of the same job: one group per file.
             counts = (
-                classified.where(F.col("status") != FILE)
-                .groupBy("table", "status", "reason")
+                classified.groupBy("table", "status", "reason")
                 .agg(
                     F.count(F.lit(1)).alias("n"),
                     F.slice(
@@ -175,15 +175,15 @@ class LedgerStage:
                 )
                 .collect()
             )
-            receipts = [
-                r
-                for row in classified.where(F.col("status") == FILE).select("reason").collect()
-                if (r := parse_receipt(row.reason)) is not None
-            ]
+            receipts: list[Receipt] = []
             routed_dead: set[str] = set()
             unrouted = False
             for row in counts:
-                if row.status == SKIP:
+                if row.status == FILE:
+                    receipt = parse_receipt(row.reason)
+                    if receipt is not None:
+                        receipts.append(receipt)
+                elif row.status == SKIP:
                     summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
                 elif row.status == DEAD:
                     summary.add_dead(row.reason, row.n, list(row.samples))
