@@ -69,14 +69,15 @@ class Routes:
     def describe(self, server: str | None, qualified: str) -> str:
         """Why no table takes the event: the dead letter's error text."""
         candidates = self.tables.get(qualified.lower(), [])
-        origin = f"server {server!r}" if server else "an event without source.name"
+        origin = f"is from server {server!r}" if server else "has no source.name"
         if candidates:
             servers = ", ".join(sorted(repr(own) for own, _ in candidates if own))
+            fix = f"; a table with source '{server}.{qualified}' would take it" if server else ""
             return (
-                f"source {qualified!r} is configured for server {servers}, "
-                f"but this event comes from {origin}"
+                f"source {qualified!r} is configured for server {servers} only; "
+                f"this event {origin}{fix}"
             )
-        return f"no table in the config has source {qualified!r} ({origin})"
+        return f"no table in the config has source {qualified!r} (the event {origin})"
 
 
 def _error_text(exc: BaseException) -> str:
