@@ -422,7 +422,8 @@ class SourceConfig(_Model):
     """A source database that ``icetide capture`` reads and ``icetide bootstrap`` /
     ``icetide verify`` query.
 
-    ``name`` is the Debezium server name (``source.name`` in events). ``tables`` lists the
+    ``name`` is the Debezium server name (``source.name`` in events); the ledger gives the
+    tables this source captures only the events carrying that name. ``tables`` lists the
     pipeline tables (by ``name``) captured from here; it may be left out when there is only
     one source, which then captures every table. ``database`` is the database to connect
     to (required for PostgreSQL; for MySQL the tables' ``db.table`` sources name theirs).
