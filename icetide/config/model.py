@@ -422,7 +422,8 @@ class SourceConfig(_Model):
     """A source database that ``icetide capture`` reads and ``icetide bootstrap`` /
     ``icetide verify`` query.
 
-    ``name`` is the Debezium server name (``source.name`` in events). ``tables`` lists the
+    ``name`` is the Debezium server name (``source.name`` in events); the ledger gives the
+    tables this source captures only the events carrying that name. ``tables`` lists the
     pipeline tables (by ``name``) captured from here; it may be left out when there is only
     one source, which then captures every table. ``database`` is the database to connect
     to (required for PostgreSQL; for MySQL the tables' ``db.table`` sources name theirs).
@@ -455,11 +456,34 @@ class SourceConfig(_Model):
         return state_dir / "capture" / f"{self.name}.offset.json"
 
 
+def _split_server(data: dict[str, Any]) -> dict[str, Any]:
+    """``source: server.db.table`` → ``server: server``, ``source: db.table``."""
+    source = data.get("source")
+    if not isinstance(source, str) or source.count(".") != 2 or any(c.isspace() for c in source):
+        return data
+    server, rest = source.split(".", 1)
+    given = data.get("server")
+    if given is not None and given != server:
+        raise ValueError(
+            f"source {source!r} names server {server!r} but server is {given!r}; "
+            "give the server once"
+        )
+    return {**data, "server": server, "source": rest}
+
+
 class TableConfig(_Model):
-    """One replicated table: its Debezium source, schema file and layout."""
+    """One replicated table: its Debezium source, schema file and layout.
+
+    ``source`` is ``table``, ``db.table`` (MySQL) or ``schema.table`` (PostgreSQL); a
+    3-part ``server.db.table`` is split into ``server`` and ``source`` when loaded, so
+    every reader of ``source`` sees the table in its database. ``server`` is the Debezium
+    server name (``source.name`` in events, the topic prefix): when it is known, only
+    events of that server reach this table (see :meth:`Config.table_server`).
+    """
 
     name: Identifier
     source: SourceName
+    server: Identifier | None = None
     schema_file: LocalPath = Field(alias="schema")
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
@@ -475,6 +499,7 @@ class TableConfig(_Model):
             data = dict(data)
             if data.get("source") is None:
                 data["source"] = name
+            data = _split_server(data)
             if data.get("schema") is None:
                 data["schema"] = f"schemas/{name}.yaml"
         return data
@@ -529,20 +554,14 @@ class Config(_Model):
         suffix = self.dead_letter.suffix.casefold()
         unrouted = self.dead_letter.unrouted_table.casefold()
         names: dict[str, int] = {}
-        sources: dict[str, int] = {}
         # Spark identifiers are case-insensitive, so "Orders" and "orders" collide.
         for i, table in enumerate(self.tables):
-            name, source = table.name.casefold(), table.source.casefold()
+            name = table.name.casefold()
             if name in names:
                 problems.append(
                     (("tables", i, "name"), f"duplicate table name (as tables[{names[name]}])")
                 )
             names.setdefault(name, i)
-            if source in sources:
-                problems.append(
-                    (("tables", i, "source"), f"source already used by tables[{sources[source]}]")
-                )
-            sources.setdefault(source, i)
             if name.endswith(suffix):
                 problems.append(
                     (
@@ -559,6 +578,7 @@ class Config(_Model):
                     (("tables", i, "name"), "is the name of dead_letter.unrouted_table")
                 )
         problems.extend(self._source_problems())
+        problems.extend(self._route_problems())
         if problems:
             raise ConfigProblems(problems)
         self._config_dir = _config_dir(info)
@@ -605,6 +625,68 @@ class Config(_Model):
                 owner.setdefault(name, i)
         return problems
 
+    def _capturing_source(self, table: TableConfig) -> SourceConfig | None:
+        wanted = table.name.casefold()
+        for source in self.sources:
+            if any(t.casefold() == wanted for t in source.tables):
+                return source
+        if len(self.sources) == 1 and not self.sources[0].tables:
+            return self.sources[0]
+        return None
+
+    def table_server(self, table: TableConfig) -> str | None:
+        """The Debezium server name (``source.name``) whose events ``table`` takes.
+
+        The table's own ``server`` (or the first part of a 3-part ``source``), else the
+        name of the configured source that captures it (icetide's capture writes its
+        source's name there), else ``None``: events of any server, as Debezium's
+        ``db.table`` alone cannot tell servers apart.
+        """
+        if table.server is not None:
+            return str(table.server)
+        source = self._capturing_source(table)
+        return str(source.name) if source is not None else None
+
+    def _route_problems(self) -> list[tuple[Loc, str]]:
+        """Two tables that could both take one event make routing a guess: refuse them."""
+        problems: list[tuple[Loc, str]] = []
+        claimed: list[tuple[str, str | None, int]] = []
+        for i, table in enumerate(self.tables):
+            server = self.table_server(table)
+            source = self._capturing_source(table)
+            if table.server is not None and source is not None:
+                if str(table.server).casefold() != str(source.name).casefold():
+                    problems.append(
+                        (
+                            ("tables", i, "source"),
+                            f"names server {table.server!r} but the table is captured by "
+                            f"source {source.name!r}, whose events carry {source.name!r}",
+                        )
+                    )
+            qualified = table.source.casefold()
+            for other_qualified, other_server, j in claimed:
+                if other_qualified != qualified:
+                    continue
+                if (
+                    server is None
+                    or other_server is None
+                    or (server.casefold() == other_server.casefold())
+                ):
+                    either = server or other_server
+                    where = f"of server {either!r} " if either else ""
+                    problems.append(
+                        (
+                            ("tables", i, "source"),
+                            f"source already used by tables[{j}]: tables[{j}] "
+                            f"({self.tables[j].name}) and tables[{i}] ({table.name}) would "
+                            f"both take the events {where}for {table.source!r}; give each "
+                            f"its server as a 3-part source (server.{table.source}) or "
+                            "list them under different sources",
+                        )
+                    )
+            claimed.append((qualified, server, i))
+        return problems
+
     def source(self, name: str) -> SourceConfig:
         """The source called ``name``; ConfigError if there is none."""
         for source in self.sources:
@@ -648,10 +730,20 @@ class Config(_Model):
             hint=f"did you mean {close[0]!r}?" if close else f"tables are {', '.join(known)}",
         )
 
-    def table_for_source(self, source: str) -> TableConfig | None:
-        """The table replicating Debezium source ``source`` (``db.table``), if any."""
+    def table_for_source(self, source: str, server: str | None = None) -> TableConfig | None:
+        """The table replicating Debezium source ``source`` (``db.table``) of ``server``.
+
+        A table bound to a server takes only that server's events; one that is not takes
+        the events of any server (the config allows no overlap between the two).
+        """
         wanted = source.casefold()
-        return next((t for t in self.tables if t.source.casefold() == wanted), None)
+        for table in self.tables:
+            if table.source.casefold() != wanted:
+                continue
+            own = self.table_server(table)
+            if own is None or (server is not None and own.casefold() == server.casefold()):
+                return table
+        return None
 
     def redacted(self) -> dict[str, Any]:
         """The config as plain data with secrets as ``***``: what ``config show`` prints.

@@ -2,90 +2,201 @@
 
 ``classify`` decodes every message once to learn its table and whether it is a row
 change, something to skip (tombstone, transaction marker) or a dead letter. ``project``
-decodes the messages of one table into that table's typed ledger rows; messages that
-cannot be mapped come out flagged with a reason instead of raising, so one bad event
-never stops the stream.
+decodes the messages of one table into that table's typed ledger rows.
+
+Messages arrive as the exact bytes the transport delivered. The rule is structural: any
+failure while decoding or projecting one message — invalid UTF-8, JSON nested too deep
+for Python, a bug in a decoder — makes that message a dead letter with a reason; nothing
+about one message can raise out of these functions and stop the stage. Only failures of
+the infrastructure (catalog, storage, permissions) happen outside them.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 
 from icetide.errors import DecodeError
-from icetide.events.envelope import decode_message
+from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.ledger import contract as c
 from icetide.schema.model import TableSchema
 from icetide.schema.spark_types import arrow_struct, arrow_type, arrow_value
 
-ROW, SKIP, DEAD = "row", "skip", "dead"
+ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
+"""Classified statuses; ``file`` marks a landing-file receipt, not a message."""
+INVALID_UTF8 = "invalid_utf8"
+DECODE_FAILED = "decode_failed"
+"""Reason of a message whose decoding failed in an unforeseen way (see module doc)."""
 CLASSIFIED_SCHEMA = (
-    "message_id STRING, table STRING, status STRING, reason STRING, error STRING, raw STRING"
+    "message_id STRING, table STRING, status STRING, reason STRING, error STRING, raw BINARY"
 )
-STATUS, REASON, ERROR, RAW = "_status", "_reason", "_error", "_raw"
+STATUS, REASON, ERROR, RAW, EXTRA = "_status", "_reason", "_error", "_raw", "_extra"
+BOM = "\ufeff"
+_MAX_ERROR = 500
 
 
-def _guess_source(raw: str) -> str | None:
-    """Best-effort source name of an undecodable message, to pick its dead-letter table."""
+@dataclass(frozen=True)
+class Routes:
+    """Which table takes an event, by its ``db.table`` and Debezium server name.
+
+    ``tables`` maps a lower-cased ``db.table`` (or ``schema.table``) to its candidates:
+    (lower-cased server name or ``None`` for any server, table name). The config refuses
+    overlapping candidates, so at most one matches.
+
+    >>> routes = Routes({"inventory.customers": [("pg", "pg_customers"), (None, "other")]})
+    >>> routes.table("PG", "Inventory.Customers"), routes.table("mysql", "inventory.customers")
+    ('pg_customers', 'other')
+    """
+
+    tables: dict[str, list[tuple[str | None, str]]] = field(default_factory=dict)
+
+    def table(self, server: str | None, qualified: str) -> str | None:
+        """The table for an event of ``server`` about ``qualified``, or ``None``."""
+        candidates = self.tables.get(qualified.lower(), [])
+        wanted = server.lower() if server else None
+        for own, table in candidates:
+            if own is not None and own == wanted:
+                return table
+        return next((table for own, table in candidates if own is None), None)
+
+    def describe(self, server: str | None, qualified: str) -> str:
+        """Why no table takes the event: the dead letter's error text."""
+        candidates = self.tables.get(qualified.lower(), [])
+        origin = f"is from server {server!r}" if server else "has no source.name"
+        if candidates:
+            servers = ", ".join(sorted(repr(own) for own, _ in candidates if own))
+            fix = f"; a table with source '{server}.{qualified}' would take it" if server else ""
+            return (
+                f"source {qualified!r} is configured for server {servers} only; "
+                f"this event {origin}{fix}"
+            )
+        return f"no table in the config has source {qualified!r} (the event {origin})"
+
+
+def _error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 3] + "..."
+
+
+def message_text(raw: bytes) -> str:
+    """A message's bytes as text; a leading UTF-8 BOM is not part of the JSON.
+
+    >>> message_text(b'\\xef\\xbb\\xbf{"a": 1}')
+    '{"a": 1}'
+    """
     try:
-        doc = json.loads(raw)
-    except ValueError:
-        return None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            INVALID_UTF8,
+            f"message is not valid UTF-8: {exc.reason} at byte {exc.start} "
+            f"(0x{raw[exc.start : exc.start + 4].hex()})",
+        ) from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def _source_block(doc: Any) -> dict[str, Any] | None:
     if isinstance(doc, dict) and isinstance(doc.get("payload"), dict):
         doc = doc["payload"]
     source = doc.get("source") if isinstance(doc, dict) else None
-    if not isinstance(source, dict) or not isinstance(source.get("table"), str):
+    return source if isinstance(source, dict) else None
+
+
+def _identity(doc: Any) -> tuple[str | None, str] | None:
+    """(server, ``db.table``) named by a parsed message's source block, if it has one."""
+    source = _source_block(doc)
+    if source is None or not isinstance(source.get("table"), str) or not source["table"]:
         return None
     prefix = source.get("schema") or source.get("db")
-    return f"{prefix}.{source['table']}" if isinstance(prefix, str) and prefix else source["table"]
+    table = source["table"]
+    qualified = f"{prefix}.{table}" if isinstance(prefix, str) and prefix else table
+    server = source.get("name")
+    return (server if isinstance(server, str) and server else None), qualified
 
 
-def classify_one(raw: str, route: Callable[[str], str | None]) -> tuple[str | None, str, str, str]:
-    """(table, status, reason, error) of one message; ``route`` maps source → table."""
+def _guess_table(doc: Any, routes: Routes) -> str | None:
+    """Best-effort table of an undecodable message, to pick its dead-letter table."""
     try:
-        decoded = decode_message(raw)
+        identity = _identity(doc)
+        return routes.table(*identity) if identity else None
+    except Exception:  # a guess must never turn a dead letter into a crash
+        return None
+
+
+def _guess_from_bytes(raw: bytes, routes: Routes) -> str | None:
+    try:
+        doc = json.loads(raw.decode("utf-8", "replace").lstrip(BOM))
+    except Exception:  # unparseable after all: the unrouted dead-letter table takes it
+        return None
+    return _guess_table(doc, routes)
+
+
+Classified = tuple[str | None, str, str, str]
+"""(table, status, reason, error) of one message."""
+
+
+def _classify(raw: bytes, routes: Routes) -> Classified:
+    try:
+        text = message_text(raw)
     except DecodeError as exc:
-        guess = _guess_source(raw)
-        return (route(guess) if guess else None), DEAD, exc.reason, exc.message
+        return _guess_from_bytes(raw, routes), DEAD, exc.reason, exc.message
+    try:
+        doc = parse_json(text)
+    except DecodeError as exc:
+        return None, DEAD, exc.reason, exc.message
+    try:
+        decoded = decode_document(doc)
+    except DecodeError as exc:
+        return _guess_table(doc, routes), DEAD, exc.reason, exc.message
     if not isinstance(decoded, ChangeEvent):
         return None, SKIP, decoded.kind, ""
-    if decoded.source is None:
+    identity = _identity(doc)
+    if decoded.source is None or identity is None:
         return None, DEAD, "missing_source", "the event has no source.table to route it by"
-    table = route(decoded.source.qualified)
+    table = routes.table(*identity)
     if table is None:
-        return (
-            None,
-            DEAD,
-            "unknown_table",
-            f"no table in the config has source {decoded.source.qualified!r}",
-        )
+        return None, DEAD, "unknown_table", routes.describe(*identity)
     return table, ROW, "", ""
 
 
+def classify_one(raw: bytes | None, routes: Routes) -> Classified:
+    """(table, status, reason, error) of one message; never raises (see module doc)."""
+    try:
+        return _classify(raw or b"", routes)
+    except Exception as exc:  # one message must never stop the stage: dead-letter it
+        return _guess_from_bytes(raw or b"", routes), DEAD, DECODE_FAILED, _error_text(exc)
+
+
 def classify_batches(
-    sources: dict[str, str],
+    routes: Routes,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that classifies raw messages.
 
-    ``sources`` maps lower-cased source names (``inventory.customers``) to table names.
+    Input: ``message_id``, ``raw`` (bytes) and ``receipt`` (set only on the one row per
+    landing file that says what was read; it comes out with status ``file``).
     """
-
-    def route(source: str) -> str | None:
-        return sources.get(source.lower())
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ids = batch.column("message_id").to_pylist()
             raws = batch.column("raw").to_pylist()
+            names = batch.schema.names
+            receipts = (
+                batch.column("receipt").to_pylist() if "receipt" in names else [None] * len(ids)
+            )
             out: dict[str, list[Any]] = {k: [] for k in ("table", "status", "reason", "error")}
-            for raw in raws:
-                table, status, reason, error = classify_one(raw or "", route)
+            for raw, receipt in zip(raws, receipts, strict=True):
+                if receipt is not None:
+                    table, status, reason, error = None, FILE, receipt, ""
+                else:
+                    table, status, reason, error = classify_one(raw, routes)
                 out["table"].append(table)
                 out["status"].append(status)
                 out["reason"].append(reason)
@@ -97,7 +208,7 @@ def classify_batches(
                     pa.array(out["status"], pa.string()),
                     pa.array(out["reason"], pa.string()),
                     pa.array(out["error"], pa.string()),
-                    pa.array(raws, pa.string()),
+                    pa.array(raws, pa.binary()),
                 ],
                 names=["message_id", "table", "status", "reason", "error", "raw"],
             )
@@ -122,7 +233,8 @@ def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
         pa.field(STATUS, pa.string()),
         pa.field(REASON, pa.string()),
         pa.field(ERROR, pa.string()),
-        pa.field(RAW, pa.string()),
+        pa.field(RAW, pa.binary()),
+        pa.field(EXTRA, pa.list_(pa.string())),
     ]
     return pa.schema(fields)
 
@@ -130,7 +242,8 @@ def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
 def projected_spark_schema(schema: TableSchema) -> str:
     """The same schema as Spark DDL, for ``mapInArrow``."""
     ledger = [col for col in c.ledger_columns_sql(schema) if not col.startswith(c.INGESTED_AT)]
-    return ", ".join(ledger + [f"{n} STRING" for n in (STATUS, REASON, ERROR, RAW)])
+    status = [f"{n} STRING" for n in (STATUS, REASON, ERROR)]
+    return ", ".join([*ledger, *status, f"{RAW} BINARY", f"{EXTRA} ARRAY<STRING>"])
 
 
 def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, Any] | None:
@@ -139,20 +252,16 @@ def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, 
     return {col.name: arrow_value(values.get(col.name), col.type) for col in schema.columns}
 
 
-def project_one(raw: str, schema: TableSchema) -> dict[str, Any]:
-    """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead)."""
-    try:
-        event = decode_message(raw)
-        if not isinstance(event, ChangeEvent):
-            raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
-        if event.position is None:
-            raise DecodeError(
-                "missing_position",
-                "the event's source block has no binlog file/pos, GTID or LSN to order it by",
-            )
-        projected = project_event(event, schema)
-    except DecodeError as exc:
-        return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
+def _project(raw: bytes, schema: TableSchema) -> dict[str, Any]:
+    event = decode_document(parse_json(message_text(raw)))
+    if not isinstance(event, ChangeEvent):
+        raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
+    if event.position is None:
+        raise DecodeError(
+            "missing_position",
+            "the event's source block has no binlog file/pos, GTID or LSN to order it by",
+        )
+    projected = project_event(event, schema)
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
     }
@@ -167,9 +276,23 @@ def project_one(raw: str, schema: TableSchema) -> dict[str, Any]:
             c.SOURCE_TS: event.source_ts,
             c.TX_ID: event.tx_id,
             STATUS: ROW,
+            EXTRA: list(projected.extra_columns),
         }
     )
     return row
+
+
+def project_one(raw: bytes, schema: TableSchema) -> dict[str, Any]:
+    """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead).
+
+    Never raises: a failure of any kind on this message makes it a dead letter.
+    """
+    try:
+        return _project(raw, schema)
+    except DecodeError as exc:
+        return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
+    except Exception as exc:  # one message must never stop the stage: dead-letter it
+        return {STATUS: DEAD, REASON: DECODE_FAILED, ERROR: _error_text(exc), RAW: raw}
 
 
 def project_batches(
@@ -184,9 +307,39 @@ def project_batches(
             raws = batch.column("raw").to_pylist()
             rows = []
             for message_id, raw in zip(ids, raws, strict=True):
-                row = project_one(raw or "", schema)
+                row = project_one(raw or b"", schema)
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
-            yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+            yield to_arrow(rows, raws, arrow_schema)
 
     return run
+
+
+def to_arrow(
+    rows: list[dict[str, Any]], raws: list[bytes | None], arrow_schema: pa.Schema
+) -> pa.RecordBatch:
+    """Rows → one Arrow batch; a row Arrow refuses becomes a dead letter, not a failure.
+
+    The whole batch is converted at once; only when that fails is each row tried alone
+    (the slow path is for the rare batch that holds such a row).
+    """
+    try:
+        return pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+    except Exception:  # find the row(s) at fault below
+        pass
+    kept = []
+    for row, raw in zip(rows, raws, strict=True):
+        try:
+            pa.RecordBatch.from_pylist([row], schema=arrow_schema)
+            kept.append(row)
+        except Exception as exc:  # this message's values do not fit its columns
+            kept.append(
+                {
+                    STATUS: DEAD,
+                    REASON: DECODE_FAILED,
+                    ERROR: _error_text(exc),
+                    RAW: raw,
+                    c.MESSAGE_ID: row.get(c.MESSAGE_ID),
+                }
+            )
+    return pa.RecordBatch.from_pylist(kept, schema=arrow_schema)

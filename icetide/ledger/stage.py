@@ -8,6 +8,7 @@ Bad events go to the dead-letter tables; they never stop the stream.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -22,14 +23,19 @@ from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
     ERROR,
+    EXTRA,
+    FILE,
+    RAW,
     REASON,
     ROW,
     SKIP,
     STATUS,
+    Routes,
     classify_batches,
     project_batches,
     projected_spark_schema,
 )
+from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.source import raw_messages
 from icetide.observe.deadletters import BatchSummary
 from icetide.schema.model import TableSchema
@@ -37,9 +43,25 @@ from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_pr
 
 Log = Callable[[str], None]
 
+EXTRA_COLUMNS_PROPERTY = "icetide.ledger.extra-columns"
+"""Snapshot property of a ledger append: JSON ``{column: events}`` of the event columns
+the table's schema does not have (dropped from the ledger until the schema has them)."""
+
 
 def _b64_col(col: str) -> Column:
-    return F.base64(F.encode(F.col(col), "UTF-8"))
+    # The exact bytes the transport delivered, not a re-encoding of decoded text.
+    return F.base64(F.col(col))
+
+
+def routes_of(config: Config) -> Routes:
+    """The routing table of ``config``: ``db.table`` → (server or any, table)."""
+    tables: dict[str, list[tuple[str | None, str]]] = {}
+    for table in config.tables:
+        server = config.table_server(table)
+        tables.setdefault(str(table.source).lower(), []).append(
+            (server.lower() if server else None, str(table.name))
+        )
+    return Routes(tables)
 
 
 class LedgerStage:
@@ -59,6 +81,13 @@ class LedgerStage:
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[str, int] = {}
         self._query_id: str | None = None
+        self.watch: LandingWatch | None = None
+        if config.transport.type == "files":
+            self.watch = LandingWatch(
+                config.resolved_path(config.transport.path),
+                config.resolved_path(config.state_dir),
+                log,
+            )
 
     # -- tables ------------------------------------------------------------------------
     def refs(self, table: str) -> TableRefs:
@@ -100,16 +129,24 @@ class LedgerStage:
             )
         return self._committed[table]
 
-    def _append(self, frame: DataFrame, table: str, batch_id: int) -> None:
+    def _append(
+        self,
+        frame: DataFrame,
+        table: str,
+        batch_id: int,
+        properties: dict[str, str] | None = None,
+    ) -> None:
         if self._last_committed(table) >= batch_id:
             self.log(f"ledger batch {batch_id}: {table} already has it, skipped")
             return
-        (
+        writer = (
             frame.writeTo(table)
             .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
             .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
-            .append()
         )
+        for key, value in (properties or {}).items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        writer.append()
         self._committed[table] = batch_id
         crash_point("ledger.after_first_append")
 
@@ -118,23 +155,35 @@ class LedgerStage:
         """Classify, project and append one micro-batch of raw messages."""
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
-        sources = {(t.source or t.name).lower(): t.name for t in self.config.tables}
-        classified = batch.mapInArrow(classify_batches(sources), CLASSIFIED_SCHEMA).persist()
+        if self.watch is not None:
+            self.watch.check()
+            self.watch.skipped()
+        classified = batch.mapInArrow(
+            classify_batches(routes_of(self.config)), CLASSIFIED_SCHEMA
+        ).persist()
         try:
+            # Receipts (status file) come out of the same job: one group per file.
             counts = (
                 classified.groupBy("table", "status", "reason")
                 .agg(
                     F.count(F.lit(1)).alias("n"),
                     F.slice(
-                        F.collect_list(F.when(F.col("status") == DEAD, "message_id")), 1, 10
+                        F.collect_list(F.when(F.col("status") == DEAD, F.col("message_id"))),
+                        1,
+                        10,
                     ).alias("samples"),
                 )
                 .collect()
             )
+            receipts: list[Receipt] = []
             routed_dead: set[str] = set()
             unrouted = False
             for row in counts:
-                if row.status == SKIP:
+                if row.status == FILE:
+                    receipt = parse_receipt(row.reason)
+                    if receipt is not None:
+                        receipts.append(receipt)
+                elif row.status == SKIP:
                     summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
                 elif row.status == DEAD:
                     summary.add_dead(row.reason, row.n, list(row.samples))
@@ -153,6 +202,12 @@ class LedgerStage:
         finally:
             classified.unpersist()
         self.log(summary.render())
+        self._remember_files(receipts)
+
+    def _remember_files(self, receipts: list[Receipt]) -> None:
+        """After the batch is stored: what was read of each file, to spot later changes."""
+        if self.watch is not None and receipts:
+            self.watch.record(receipts)
 
     def _dead_frame(self, frame: DataFrame, now: datetime) -> DataFrame:
         return frame.select(
@@ -188,6 +243,7 @@ class LedgerStage:
                 .agg(
                     F.count(F.lit(1)).alias("n"),
                     F.slice(F.collect_list(c.MESSAGE_ID), 1, 10).alias("samples"),
+                    F.sum(F.when(F.size(EXTRA) > 0, 1).otherwise(0)).alias("with_extra"),
                 )
                 .collect()
             )
@@ -197,19 +253,24 @@ class LedgerStage:
                 if r[STATUS] == DEAD:
                     summary.add_dead(r[REASON], r.n, list(r.samples))
             if ok:
+                extra = {}
+                if any(r[STATUS] == ROW and r.with_extra for r in stats):
+                    extra = self._extra_columns(projected)
+                    summary.extra_columns[name] = extra
                 ledger_cols = [col.name for col in schema.key_columns] + [
                     m for m in c.META_COLUMNS if m != c.INGESTED_AT
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(
                     *ledger_cols, F.lit(now).alias(c.INGESTED_AT)
                 )
-                self._append(rows, refs.cdc, batch_id)
+                properties = {EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                self._append(rows, refs.cdc, batch_id, properties if extra else None)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),
                 F.lit(name).alias("table"),
                 F.col(REASON).alias("reason"),
                 F.col(ERROR).alias("error"),
-                F.col("_raw").alias("raw"),
+                F.col(RAW).alias("raw"),
             )
             dead_routed = mine.where(F.col("status") == DEAD).select(
                 "message_id", "table", "reason", "error", "raw"
@@ -223,10 +284,26 @@ class LedgerStage:
         finally:
             projected.unpersist()
 
+    @staticmethod
+    def _extra_columns(projected: DataFrame) -> dict[str, int]:
+        """Event columns the schema lacks → how many stored events carried each."""
+        counts = (
+            projected.where((F.col(STATUS) == ROW) & (F.size(EXTRA) > 0))
+            .select(F.explode(EXTRA).alias("column"))
+            .groupBy("column")
+            .count()
+            .collect()
+        )
+        return {str(r.column): int(r["count"]) for r in counts}
+
     # -- the query ---------------------------------------------------------------------
     def start(self, once: bool) -> StreamingQuery:
         """Start the streaming query; ``once`` processes what is there and stops."""
         self.ensure_tables()
+        if self.watch is not None:
+            # A run with no new file has no batch: look for changed files now as well.
+            self.watch.check()
+            self.watch.skipped()
         checkpoint = self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
         writer = (
             raw_messages(self.spark, self.config)

@@ -1,4 +1,5 @@
-"""The batch-end dead-letter summary line: counts by reason with sample message ids."""
+"""The batch-end summary line: events per table, dead letters by reason with sample
+message ids, and event columns the schema does not have (dropped, counted)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ class BatchSummary:
     skipped: dict[str, int] = field(default_factory=dict)
     dead: dict[str, int] = field(default_factory=dict)
     samples: dict[str, list[str]] = field(default_factory=dict)
+    extra_columns: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Table → event column not in its schema → stored events that carried it."""
 
     def add_dead(self, reason: str, count: int, samples: list[str]) -> None:
         """Count ``count`` dead letters for ``reason``, keeping up to 10 sample ids."""
@@ -38,4 +41,11 @@ class BatchSummary:
                 for reason, count in sorted(self.dead.items())
             ]
             parts.append("dead letters: " + "; ".join(reasons))
+        for table, columns in sorted(self.extra_columns.items()):
+            if columns:
+                listed = ", ".join(f"{k} {n}" for k, n in sorted(columns.items()))
+                parts.append(
+                    f"{table}: columns not in the schema, dropped: {listed} "
+                    "(add them to the table's schema file to keep them)"
+                )
         return "; ".join(parts)

@@ -1,8 +1,15 @@
-"""``icetide status``: per table, what the ledger holds, what the base mirrors, the lag."""
+"""``icetide status``: per table, what the ledger holds, what the base mirrors, the lag.
+
+Also what would otherwise go unseen: event columns the schema lacks (counted per table
+from the ledger's snapshot summaries), events no table takes (the unrouted dead-letter
+table) and landing files changed after they were read (the ledger's state folder).
+The JSON rows keep their keys; these come as added keys.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from pyspark.sql import SparkSession
@@ -10,7 +17,10 @@ from pyspark.sql import functions as F
 
 from icetide.config import Config
 from icetide.ledger import contract as c
+from icetide.ledger.landing import Change, changed_files
+from icetide.ledger.stage import EXTRA_COLUMNS_PROPERTY
 from icetide.merge.stage import read_new_events, read_watermark
+from icetide.spark.sql import literal
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 
@@ -25,6 +35,23 @@ class TableStatus:
     lag_events: int
     last_ledger_commit: str | None
     dead_letters: int
+    extra_columns: dict[str, int] = field(default_factory=dict)
+    """Event columns not in the schema → events that carried them (dropped)."""
+
+
+@dataclass(frozen=True)
+class PipelineNotes:
+    """What ``status`` shows for the whole pipeline, below the per-table rows."""
+
+    unrouted_table: str
+    unrouted_dead_letters: int
+    changed_files: list[Change]
+
+
+class PipelineStatus(list[TableStatus]):
+    """The per-table rows (a list, as before) plus :class:`PipelineNotes`."""
+
+    notes: PipelineNotes | None = None
 
 
 def _count(spark: SparkSession, table: str) -> int:
@@ -53,12 +80,49 @@ def table_status(spark: SparkSession, config: Config, name: str) -> TableStatus:
         lag_events=lag,
         last_ledger_commit=last_commit,
         dead_letters=_count(spark, refs.dlt),
+        extra_columns=extra_columns(spark, refs.cdc),
     )
 
 
-def pipeline_status(spark: SparkSession, config: Config) -> list[TableStatus]:
-    """Status of every configured table."""
-    return [table_status(spark, config, t.name) for t in config.tables]
+def extra_columns(spark: SparkSession, ledger: str) -> dict[str, int]:
+    """Sum of the extra-column counts in the ledger's snapshot summaries (one per batch)."""
+    if not table_exists(spark, ledger):
+        return {}
+    rows = spark.sql(
+        f"SELECT summary[{literal(EXTRA_COLUMNS_PROPERTY)}] AS extra FROM {ledger}.snapshots "
+        f"WHERE summary[{literal(EXTRA_COLUMNS_PROPERTY)}] IS NOT NULL"
+    ).collect()
+    total: dict[str, int] = {}
+    for row in rows:
+        try:
+            counts = json.loads(row.extra)
+        except ValueError:
+            continue
+        for column, n in counts.items() if isinstance(counts, dict) else ():
+            total[str(column)] = total.get(str(column), 0) + int(n)
+    return dict(sorted(total.items()))
+
+
+def pipeline_notes(spark: SparkSession, config: Config) -> PipelineNotes:
+    """Unrouted dead letters and changed landing files, for the whole pipeline."""
+    unrouted = TableRefs.of(config, config.dead_letter.unrouted_table).dlt
+    changes = (
+        changed_files(config.resolved_path(config.state_dir))
+        if config.transport.type == "files"
+        else []
+    )
+    return PipelineNotes(
+        unrouted_table=str(config.dead_letter.unrouted),
+        unrouted_dead_letters=_count(spark, unrouted),
+        changed_files=changes,
+    )
+
+
+def pipeline_status(spark: SparkSession, config: Config) -> PipelineStatus:
+    """Status of every configured table, with the pipeline's notes attached."""
+    rows = PipelineStatus(table_status(spark, config, t.name) for t in config.tables)
+    rows.notes = pipeline_notes(spark, config)
+    return rows
 
 
 def render_status(rows: list[TableStatus]) -> str:
@@ -70,9 +134,52 @@ def render_status(rows: list[TableStatus]) -> str:
             f"{r.table:<20}{r.ledger_events:>10,}{r.base_rows:>11,}{r.lag_events:>8,}"
             f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
         )
+    lines.extend(render_extra_columns(rows))
+    notes = getattr(rows, "notes", None)
+    if isinstance(notes, PipelineNotes):
+        lines.extend(render_notes(notes))
     return "\n".join(lines)
 
 
+def render_extra_columns(rows: list[TableStatus]) -> list[str]:
+    """One line per table whose events carry columns its schema lacks."""
+    return [
+        f"{r.table}: event columns not in the schema, dropped: "
+        + ", ".join(f"{k} ({n:,} events)" for k, n in r.extra_columns.items())
+        for r in rows
+        if r.extra_columns
+    ]
+
+
+def render_notes(notes: PipelineNotes) -> list[str]:
+    """The pipeline-wide lines: unrouted dead letters, changed landing files."""
+    lines = []
+    if notes.unrouted_dead_letters:
+        lines.append(
+            f"unrouted dead letters: {notes.unrouted_dead_letters:,} in {notes.unrouted_table} "
+            "(events no configured table takes, or too broken to tell)"
+        )
+    if notes.changed_files:
+        names = ", ".join(c.file for c in notes.changed_files[:5])
+        more = len(notes.changed_files) - 5
+        lines.append(
+            f"WARNING {len(notes.changed_files):,} landing file(s) changed after they were "
+            f"read, changes never read: {names}" + (f" and {more:,} more" if more > 0 else "")
+        )
+    return lines
+
+
 def status_dicts(rows: list[TableStatus]) -> list[dict[str, object]]:
-    """The same rows as JSON-ready dicts."""
-    return [asdict(r) for r in rows]
+    """The same rows as JSON-ready dicts.
+
+    Pipeline-wide notes come as added keys on every row (``unrouted_dead_letters``,
+    ``landing_changed_files``), so the output stays a list of table rows.
+    """
+    notes = getattr(rows, "notes", None)
+    extra: dict[str, object] = {}
+    if isinstance(notes, PipelineNotes):
+        extra = {
+            "unrouted_dead_letters": notes.unrouted_dead_letters,
+            "landing_changed_files": [c.file for c in notes.changed_files],
+        }
+    return [{**asdict(r), **extra} for r in rows]

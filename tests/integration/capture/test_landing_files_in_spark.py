@@ -28,7 +28,10 @@ def _read_all(spark: SparkSession, landing: Path, tmp_path: Path) -> list[tuple[
     )
     query.awaitTermination()
     rows = spark.table(query.name).collect()
-    return sorted((row["message_id"], row["raw"]) for row in rows)
+    # Messages only (not the one receipt per file), their bytes as the text they encode.
+    return sorted(
+        (row["message_id"], bytes(row["raw"]).decode()) for row in rows if row["receipt"] is None
+    )
 
 
 def test_spark_sees_published_files_only(spark: SparkSession, tmp_path: Path) -> None:
