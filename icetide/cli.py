@@ -180,15 +180,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     try:
         while True:
+            # Merge first: what the ledger holds already need not wait for the interval.
+            _merge_all(merge, config)
             deadline = time.monotonic() + interval
-            while time.monotonic() < deadline:
+            while (left := deadline - time.monotonic()) > 0:
                 with jvm_boundary("ledger stream"):
                     active = query.isActive
                 if not active:
                     _await(query, "ledger stream")
                     raise StageError("the ledger stream stopped", hint="rerun `icetide run`")
-                _stop.wait(0.5)
-            _merge_all(merge, config)
+                _stop.wait(min(left, 0.5))
     except Stopped:
         with jvm_boundary("ledger stream"):
             query.stop()
