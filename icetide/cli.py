@@ -58,13 +58,14 @@ def _session(config: Config, *, abandon_at_once: bool = False) -> SparkSession:
     cancels the running Spark jobs, abandoning the current step. ``abandon_at_once`` does
     that on the first signal, for commands that write nothing (verify).
     """
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
     from icetide.spark.session import build_session
 
     _log(f"starting Spark ({config.spark.master}) …")
     _stop.defer(on_repeat=_abandon_start_up)
-    reused = SparkSession.getActiveSession() is not None
+    # In-process callers (tests) may own a running session: never stop theirs.
+    reused = SparkContext._active_spark_context is not None
     spark = build_session(config)
     if not reused:
         _started.append(spark)
