@@ -116,8 +116,16 @@ def _await(query: StreamingQuery, action: str) -> None:
     with jvm_boundary(action):
         while not query.awaitTermination(1):
             if _stop.requested:
-                query.stop()
+                _stop_query(query)
                 _stop.check()
+
+
+def _stop_query(query: StreamingQuery) -> None:
+    """Stop the stream between micro-batches: let the one in flight commit first, since
+    interrupting it makes Spark log errors (a second signal stops it at once)."""
+    while query.isActive and query.status["isTriggerActive"] and _stop.signals < 2:
+        time.sleep(0.2)
+    query.stop()
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -193,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 _stop.wait(min(left, 0.5))
     except Stopped:
         with jvm_boundary("ledger stream"):
-            query.stop()
+            _stop_query(query)
         raise
 
 

@@ -35,6 +35,8 @@ class Stop:
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
+        self.signals = 0
+        """How many signals arrived: a second one means "now, not after this step"."""
         self.deferring = False
         self.on_repeat: Callable[[], None] | None = None
         self.on_first: Callable[[], None] | None = None
@@ -94,6 +96,7 @@ class Stop:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         repeated = self.requested
+        self.signals += 1
         self.signal_name = self.signal_name or signal.Signals(signum).name
         if not self.deferring:
             raise KeyboardInterrupt

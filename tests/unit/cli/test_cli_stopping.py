@@ -35,7 +35,7 @@ def test_once_deferred_a_signal_only_requests_the_stop(stop: Stop) -> None:
     with pytest.raises(Stopped):
         stop.check()
     os.kill(os.getpid(), signal.SIGTERM)
-    assert repeats == ["abandon"] and stop.signal_name == "SIGINT"
+    assert repeats == ["abandon"] and stop.signal_name == "SIGINT" and stop.signals == 2
 
 
 def test_waiting_between_steps_ends_on_a_signal(stop: Stop) -> None:
