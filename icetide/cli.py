@@ -109,8 +109,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def _await(query: StreamingQuery, action: str) -> None:
-    """Wait for the query to end; on a stop request stop it (its current micro-batch is
-    abandoned, and its checkpoint replays it on the next start)."""
+    """Wait for the query to end; on a stop request stop it between micro-batches."""
     from icetide.spark.errors import jvm_boundary
 
     with jvm_boundary(action):
