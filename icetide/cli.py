@@ -4,23 +4,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icetide import __version__
 from icetide.errors import ConfigError, IcetideError, StageError
+from icetide.stopping import Stop, Stopped
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
     from icetide.config import Config, SourceConfig
+    from icetide.config.secrets import Scrubber
+    from icetide.merge.stage import MergeResult, MergeStage
     from icetide.schema.model import TableSchema
 
 DEFAULT_CONFIG = "icetide.yaml"
+
+# One command runs per process; these hold its stop request, the secrets to keep out of
+# its output, and the SparkSession it started (to stop, with its JVM, before exiting).
+_stop = Stop()
+_scrub: Scrubber | None = None
+_started: list[SparkSession] = []
+_command: str | None = None
 
 
 def _log(message: str) -> None:
@@ -30,16 +43,59 @@ def _log(message: str) -> None:
 
 def _load(args: argparse.Namespace) -> tuple[Config, dict[str, TableSchema]]:
     from icetide.config import load_config, load_table_schemas
+    from icetide.config.secrets import secret_values
 
     config = load_config(args.config)
+    if _scrub is not None:
+        _scrub.add(secret_values(config))
     return config, load_table_schemas(config)
 
 
-def _session(config: Config) -> SparkSession:
+def _session(config: Config, *, abandon_at_once: bool = False) -> SparkSession:
+    """Start Spark; from here on a signal asks the command to stop between steps.
+
+    A second signal during start-up exits at once (the JVM dies with us); after it, it
+    cancels the running Spark jobs, abandoning the current step. ``abandon_at_once`` does
+    that on the first signal, for commands that write nothing (verify).
+    """
+    from pyspark import SparkContext
+
     from icetide.spark.session import build_session
 
     _log(f"starting Spark ({config.spark.master}) …")
-    return build_session(config)
+    _stop.defer(on_repeat=_abandon_start_up)
+    # In-process callers (tests) may own a running session: never stop theirs.
+    reused = SparkContext._active_spark_context is not None
+    spark = build_session(config)
+    if not reused:
+        _started.append(spark)
+    cancel = lambda: _cancel_jobs(spark)  # noqa: E731
+    _stop.defer(on_repeat=cancel, on_first=cancel if abandon_at_once else None)
+    _stop.check()
+    return spark
+
+
+def _abandon_start_up() -> None:
+    """Second signal while Spark starts: leave now; the JVM gets SIGTERM when we exit."""
+    _log(_stopped_line(abandoned=True))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _cancel_jobs(spark: SparkSession) -> None:
+    """Cancel every running Spark job from another thread: the main thread is inside a
+    py4j call, and a second call on its connection would corrupt both."""
+    import threading
+
+    threading.Thread(target=spark.sparkContext.cancelAllJobs, daemon=True).start()
+
+
+def _stopped_line(*, abandoned: bool = False) -> str:
+    command = _command or "icetide"
+    how = f" by {_stop.signal_name}" if _stop.signal_name else ""
+    step = "; the step in progress was abandoned" if abandoned else ""
+    return f"{command} stopped{how}{step}: nothing lost, a rerun resumes where it left off"
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -52,11 +108,23 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _await(query: object, action: str) -> None:
+def _await(query: StreamingQuery, action: str) -> None:
+    """Wait for the query to end; on a stop request stop it between micro-batches."""
     from icetide.spark.errors import jvm_boundary
 
     with jvm_boundary(action):
-        query.awaitTermination()  # type: ignore[attr-defined]
+        while not query.awaitTermination(1):
+            if _stop.requested:
+                _stop_query(query)
+                _stop.check()
+
+
+def _stop_query(query: StreamingQuery) -> None:
+    """Stop the stream between micro-batches: let the one in flight commit first, since
+    interrupting it makes Spark log errors (a second signal stops it at once)."""
+    while query.isActive and query.status["isTriggerActive"] and _stop.signals < 2:
+        time.sleep(0.2)
+    query.stop()
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
@@ -68,37 +136,42 @@ def cmd_stream(args: argparse.Namespace) -> int:
     spark = _session(config)
     with jvm_boundary("ledger stream"):
         query = LedgerStage(spark, config, schemas, _log).start(once=args.once)
-    try:
-        _await(query, "ledger stream")
-    except KeyboardInterrupt:
-        query.stop()
-        _log("ledger stream stopped")
+    _await(query, "ledger stream")
     return 0
+
+
+def _merge_all(stage: MergeStage, config: Config) -> list[MergeResult]:
+    """Merge each table in turn, stopping between tables when asked to."""
+    from icetide.spark.errors import jvm_boundary
+
+    results = []
+    for table in config.tables:
+        _stop.check()
+        with jvm_boundary(f"merge of {table.name}"):
+            results.append(stage.merge_table(table.name))
+    return results
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """Run the merge stage once, or every ``schedule.merge_interval``."""
     from icetide.merge.stage import MergeStage
-    from icetide.spark.errors import jvm_boundary
 
     config, schemas = _load(args)
     spark = _session(config)
     stage = MergeStage(spark, config, schemas, _log)
     interval = config.schedule.merge_interval.total_seconds()
-    try:
-        while True:
-            with jvm_boundary("merge"):
-                stage.run_once()
-            if args.once:
-                return 0
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        _log("merge stopped")
-        return 0
+    while True:
+        results = _merge_all(stage, config)
+        if args.once:
+            if not any(r.events for r in results):
+                _log(f"merge: nothing new to merge in {len(results)} table(s)")
+            return 0
+        _stop.wait(interval)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Stream and merge on one machine until Ctrl-C."""
+    from icetide.config.model import format_duration
     from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeStage
     from icetide.spark.errors import jvm_boundary
@@ -110,24 +183,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     merge = MergeStage(spark, config, schemas, _log)
     interval = config.schedule.merge_interval.total_seconds()
     _log(
-        f"running: ledger every {config.schedule.stream_interval}, merge every "
-        f"{config.schedule.merge_interval}; Ctrl-C stops"
+        f"running: ledger every {format_duration(config.schedule.stream_interval)}, merge "
+        f"every {format_duration(config.schedule.merge_interval)}; Ctrl-C stops"
     )
     try:
         while True:
+            # Merge first: what the ledger holds already need not wait for the interval.
+            _merge_all(merge, config)
             deadline = time.monotonic() + interval
-            while time.monotonic() < deadline:
-                if not query.isActive:
+            while (left := deadline - time.monotonic()) > 0:
+                with jvm_boundary("ledger stream"):
+                    active = query.isActive
+                if not active:
                     _await(query, "ledger stream")
                     raise StageError("the ledger stream stopped", hint="rerun `icetide run`")
-                time.sleep(0.5)
-            with jvm_boundary("merge"):
-                merge.run_once()
-    except KeyboardInterrupt:
-        _log("stopping …")
-        query.stop()
-        _log("stopped cleanly; rerun resumes where it left off")
-        return 0
+                _stop.wait(min(left, 0.5))
+    except Stopped:
+        with jvm_boundary("ledger stream"):
+            _stop_query(query)
+        raise
 
 
 def _sources(config: Config, name: str | None) -> list[SourceConfig]:
@@ -155,16 +229,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
             hint="run `icetide capture --source NAME` once per source "
             f"({', '.join(s.name for s in sources)})",
         )
-    try:
-        for source in sources:
-            _log(f"capture {source.name}: reading the {source.type} log …")
-            progress = run_capture(
-                config, source, follow=not args.once, from_now=args.from_now, log=_log
-            )
-            offset = progress.offset or "unchanged"
-            _log(f"capture {source.name}: {progress.records:,} events, offset {offset}")
-    except KeyboardInterrupt:
-        _log("capture stopped; rerun resumes from the last saved offset")
+    # No Spark here: a signal raises KeyboardInterrupt, and main() reports the stop.
+    for source in sources:
+        _log(f"capture {source.name}: reading the {source.type} log …")
+        progress = run_capture(
+            config, source, follow=not args.once, from_now=args.from_now, log=_log
+        )
+        offset = progress.offset or "unchanged"
+        _log(f"capture {source.name}: {progress.records:,} events, offset {offset}")
     return 0
 
 
@@ -177,6 +249,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     sources = _sources(config, args.source)
     spark = _session(config)
     for source in sources:
+        _stop.check()
         with jvm_boundary(f"bootstrap of {source.name}"):
             Bootstrap(spark, config, schemas, source, chunk_rows=args.chunk_rows, log=_log).run(
                 args.table or None, replace=args.replace
@@ -191,9 +264,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from icetide.spark.errors import jvm_boundary
 
     config, _ = _load(args)
-    spark = _session(config)
+    if not config.sources:
+        raise ConfigError(
+            f"pipeline {config.pipeline!r} has no sources to verify against",
+            hint="add a sources: section with the source database's connection",
+        )
+    spark = _session(config, abandon_at_once=True)
     with jvm_boundary("verify"):
         verdicts = run_verify(config, spark, args.table or None, log=_log)
+    _stop.check()
     if args.output == "json":
         print(json.dumps(verdict_dicts(verdicts), indent=2))
     else:
@@ -237,6 +316,36 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         ok = run_live_demo(Path(args.workdir), seconds=args.seconds, seed=args.seed, log=_log)
     return 0 if ok else 1
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1.
+
+    >>> positive_int("200")
+    200
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0.
+
+    >>> positive_seconds("2.5")
+    2.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,7 +401,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--table", action="append", help="only this table (repeatable)")
     p.add_argument("--replace", action="store_true", help="drop and reload base tables with rows")
     p.add_argument(
-        "--chunk-rows", type=int, default=200_000, help="rows per resumable chunk (default 200000)"
+        "--chunk-rows",
+        type=positive_int,
+        default=200_000,
+        help="rows per resumable chunk (default 200000)",
     )
     p.set_defaults(func=cmd_bootstrap)
 
@@ -329,25 +441,75 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--workdir", default="icetide-demo", help="folder for the demo's files")
     p.add_argument(
-        "--seconds", type=float, default=45, help="how long the live workload writes (default 45)"
+        "--seconds",
+        type=positive_seconds,
+        default=45,
+        help="how long the live workload writes (default 45)",
     )
     p.add_argument("--seed", type=int, default=7, help="random seed of the workload")
     p.add_argument(
         "--synthetic", action="store_true", help="generated Debezium events, no database"
     )
-    p.add_argument("--events", type=int, default=3000, help="--synthetic: events to generate")
+    p.add_argument(
+        "--events", type=positive_int, default=3000, help="--synthetic: events to generate"
+    )
     p.set_defaults(func=cmd_demo)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: render icetide errors for people and exit non-zero."""
+    """Entry point: run one command; render icetide errors for people and exit non-zero.
+
+    Everything printed meanwhile passes through the scrubber, so no secret of the config
+    reaches the terminal; SIGINT and SIGTERM stop the command cleanly (exit 0).
+    """
+    global _command, _stop, _scrub
     args = build_parser().parse_args(argv)
+    from icetide.config.secrets import ScrubbedStream, Scrubber
+
+    _command, _stop, _scrub = f"icetide {args.command}", Stop(), Scrubber()
+    streams = sys.stdout, sys.stderr
+    sys.stdout = ScrubbedStream(sys.stdout, _scrub)
+    sys.stderr = ScrubbedStream(sys.stderr, _scrub)
+    _stop.install()
+    try:
+        return _run(args)
+    finally:
+        _stop.restore()
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
+    except (KeyboardInterrupt, Stopped):
+        _log(_stopped_line())
+        return 0
     except IcetideError as exc:
+        if _stop.requested:
+            # The step failed because we abandoned it (cancelled jobs, stopped query).
+            _log(_stopped_line(abandoned=True))
+            return 0
         print(f"icetide: error: {exc.render()}", file=sys.stderr)
         return 2
+    except Exception:
+        # A bug: show it (scrubbed) like Python would, exit 1.
+        traceback.print_exc()
+        return 1
+    finally:
+        _stop_sessions()
+
+
+def _stop_sessions() -> None:
+    """Stop the SparkSession this command started and wait for its JVM to exit."""
+    from icetide.spark.session import stop_session
+
+    while _started:
+        session = _started.pop()
+        try:
+            stop_session(session)
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; say why the JVM may linger
+            _log(f"icetide: warning: could not stop Spark cleanly: {exc}")
 
 
 if __name__ == "__main__":

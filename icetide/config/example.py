@@ -148,6 +148,11 @@ def write_example(directory: Path, force: bool = False) -> list[Path]:
         directory / "icetide.yaml": EXAMPLE_CONFIG,
         directory / "schemas" / "customers.yaml": EXAMPLE_SCHEMA,
     }
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(
+            f"{directory} is a file, not a folder",
+            hint="name a folder to write icetide.yaml into (default: the current one)",
+        )
     existing = [path for path in files if path.exists()]
     if existing and not force:
         raise ConfigError(
@@ -155,6 +160,12 @@ def write_example(directory: Path, force: bool = False) -> list[Path]:
             hint="pass --force to overwrite",
         )
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write {path}: {exc.strerror or exc}",
+                hint="choose a folder you can write to, or fix its permissions",
+            ) from None
     return list(files)

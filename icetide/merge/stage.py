@@ -60,10 +60,11 @@ class MergeResult:
         """One progress line."""
         if self.events == 0:
             return f"merge {self.table}: up to date"
-        return (
-            f"merge {self.table}: {self.events:,} events from ledger snapshots "
-            f"({self.start_snapshot}, {self.end_snapshot}] in {self.seconds:.1f}s"
-        )
+        if self.start_snapshot is None:
+            span = f"the ledger up to snapshot {self.end_snapshot} (first merge)"
+        else:
+            span = f"ledger snapshots after {self.start_snapshot} up to {self.end_snapshot}"
+        return f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
 
 
 def read_watermark(spark: SparkSession, base: str) -> int | None:

@@ -1,22 +1,76 @@
-"""The one boundary where JVM errors from py4j become icetide errors."""
+"""The one boundary where JVM errors from py4j become icetide errors.
+
+A py4j error's first line is only ``An error occurred while calling o59.sql.``; what
+went wrong is further down, in the Java exception and its ``Caused by:`` chain. The
+message shows the root cause, and the hint says whether a plain rerun can help: an
+unreachable catalog comes back, a read-only warehouse does not until someone fixes it.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from icetide.errors import CatalogError, IcetideError, StageError
 
-_CATALOG_SIGNS = (
+_UNREACHABLE = (
     "ConnectException",
     "UnknownHostException",
+    "NoRouteToHostException",
+    "SocketTimeoutException",
+    "Connection refused",
+    "RESTException",
+)
+_REFUSED = (
     "AccessDeniedException",
     "Permission denied",
-    "NoSuchNamespaceException",
-    "RESTException",
-    "Connection refused",
     "Read-only file system",
+    "Mkdirs failed",
+    "NotAuthorizedException",
+    "ForbiddenException",
+    "ParentNotDirectoryException",
 )
+_NAMESPACE = ("NoSuchNamespaceException",)
+
+_PY4J_HEADER = re.compile(r"^An error occurred while calling \S+\.?$")
+_CAUSED_BY = "Caused by: "
+_JAVA_CLASS = re.compile(r"^((?:[a-z_$][\w$]*\.)+)([A-Z][\w$]*(?:Exception|Error|Throwable)\b.*)$")
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost cause of a JVM failure, on one line, without Java package names.
+
+    >>> text = (
+    ...     "An error occurred while calling o59.sql.\\n"
+    ...     ": org.apache.iceberg.exceptions.RuntimeIOException: Failed to write\\n"
+    ...     "\\tat org.apache.iceberg.Foo.bar(Foo.java:1)\\n"
+    ...     "Caused by: java.io.IOException: Mkdirs failed to create file:/wh/t\\n"
+    ...     "\\t... 12 more"
+    ... )
+    >>> root_cause(RuntimeError(text))
+    'IOException: Mkdirs failed to create file:/wh/t'
+    """
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException) and cause is not exc:
+        # PySpark's captured exceptions carry their Java cause chain as Python objects.
+        return root_cause(cause)
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    causes = [line[len(_CAUSED_BY) :] for line in lines if line.startswith(_CAUSED_BY)]
+    if causes:
+        return _short(causes[-1])
+    first = lines[0]
+    if _PY4J_HEADER.match(first) and len(lines) > 1:
+        first = lines[1].lstrip(": ").strip()
+    return _short(first)
+
+
+def _short(line: str) -> str:
+    """``java.io.IOException: msg`` → ``IOException: msg`` (the package says nothing)."""
+    match = _JAVA_CLASS.match(line)
+    return match.group(2) if match else line
 
 
 def translate(exc: BaseException, action: str) -> IcetideError:
@@ -24,15 +78,30 @@ def translate(exc: BaseException, action: str) -> IcetideError:
     if isinstance(exc, IcetideError):
         return exc
     text = str(exc)
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    if any(sign in text for sign in _CATALOG_SIGNS):
+    cause = root_cause(exc)
+    if any(sign in text for sign in _REFUSED):
         return CatalogError(
-            f"{action}: the Iceberg catalog or its storage is not reachable or refuses "
-            f"access: {first}",
-            hint="check catalog.uri / catalog.warehouse and the credentials in the config; "
-            "nothing was lost, rerun the command once the catalog is back",
+            f"{action}: the Iceberg catalog or its storage refuses to be written: {cause}",
+            hint="make catalog.warehouse writable for this user (or fix the credentials in "
+            "catalog.properties); nothing was committed by the failed step, and a rerun "
+            "after the fix resumes where it stopped — rerunning before would fail again",
         )
-    return StageError(f"{action} failed: {first}", hint="rerun resumes where it stopped")
+    if any(sign in text for sign in _UNREACHABLE):
+        return CatalogError(
+            f"{action}: the Iceberg catalog or its storage is not reachable: {cause}",
+            hint="check catalog.uri / catalog.warehouse and the network; nothing was lost, "
+            "rerun the command once the catalog is back",
+        )
+    if any(sign in text for sign in _NAMESPACE):
+        return CatalogError(
+            f"{action}: {cause}",
+            hint="check catalog.name and catalog.namespace; nothing was lost",
+        )
+    return StageError(
+        f"{action} failed: {cause}",
+        hint="nothing was committed by the failed step; if the cause above is temporary a "
+        "rerun resumes where it stopped, otherwise fix it first (it would fail again)",
+    )
 
 
 @contextmanager

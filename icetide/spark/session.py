@@ -8,13 +8,19 @@ cluster already carries the Iceberg runtime).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
 
@@ -121,8 +127,10 @@ def spark_conf(config: Config) -> dict[str, str]:
 def build_session(config: Config) -> SparkSession:
     """Start (or reuse) the SparkSession for ``config``.
 
-    On a non-local master the icetide package is shipped to the executors, because the
-    ledger decodes events in Python workers there.
+    The JVM it launches dies with this process (see :func:`_jvm_dies_with_parent`), and
+    PySpark's own Ctrl-C handler is not installed (see :func:`_without_pyspark_sigint`):
+    the CLI decides what a signal does. On a non-local master the icetide package is
+    shipped to the executors, because the ledger decodes events in Python workers there.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -130,11 +138,136 @@ def build_session(config: Config) -> SparkSession:
     builder = SparkSession.builder
     for key, value in spark_conf(config).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with _jvm_dies_with_parent(), _without_pyspark_sigint():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if not config.spark.master.startswith("local"):
         session.sparkContext.addPyFile(str(_package_zip()))
     return session
+
+
+def stop_session(session: SparkSession, timeout: float = 60) -> None:
+    """Stop ``session`` and wait until its JVM has exited, so nothing outlives the command.
+
+    Closing the gateway's stdin is how PySpark tells its JVM to exit; a JVM that does not
+    within ``timeout`` seconds is terminated.
+    """
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return
+    try:
+        gateway.shutdown()
+    except Exception:  # noqa: BLE001 - the JVM may be gone already; we only wait for it
+        pass
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        proc.wait(timeout)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A function for a forked child that asks Linux to SIGTERM it when we die, or None.
+
+    Resolved before the fork: a child of a threaded process must not load libraries.
+    Only on the main thread, because the kernel ties the signal to the forking thread.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+@contextmanager
+def _jvm_dies_with_parent() -> Iterator[None]:
+    """Make the JVM PySpark launches get SIGTERM when this process dies, however it dies.
+
+    PySpark's JVM exits when its stdin closes, but one still starting up when Python
+    exits (Ctrl-C during start-up, ``kill -9``) never looks and lives on, orphaned.
+    ``pyspark.java_gateway.launch_gateway`` sets its own ``preexec_fn`` on ``Popen``, so
+    we hand it a ``Popen`` that adds ours. SIGTERM, not SIGKILL, so the JVM's shutdown
+    hooks still remove its temporary folders.
+    """
+    from pyspark import java_gateway
+
+    arm = _parent_death_signal()
+    original = java_gateway.Popen
+    if arm is None or original is not subprocess.Popen:
+        yield
+        return
+    armed: Callable[[], None] = arm
+
+    def popen(*args: Any, **kw: Any) -> subprocess.Popen[Any]:
+        given: Callable[[], None] | None = kw.pop("preexec_fn", None)
+
+        def preexec() -> None:
+            if given is not None:
+                given()
+            armed()
+
+        return subprocess.Popen(*args, preexec_fn=preexec, **kw)  # type: ignore[call-overload]
+
+    setattr(java_gateway, "Popen", popen)  # noqa: B010 - mypy: a function for a class
+    try:
+        yield
+    finally:
+        setattr(java_gateway, "Popen", original)  # noqa: B010
+
+
+@contextmanager
+def _without_pyspark_sigint() -> Iterator[None]:
+    """Keep PySpark from installing its SIGINT handler while the context starts.
+
+    That handler calls ``cancelAllJobs`` on the JVM and raises ``KeyboardInterrupt``
+    from inside whatever py4j call the main thread is in, which breaks that call's
+    connection and ends the command in py4j tracebacks. The CLI's own handler only asks
+    the command to stop between steps (:mod:`icetide.stopping`).
+    """
+    from pyspark import context
+
+    real = context.signal
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    class SignalWithoutSigint:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def signal(signum: int, handler: Any) -> Any:
+            if signum == real.SIGINT:
+                return real.getsignal(signum)
+            return real.signal(signum, handler)
+
+    context.signal = SignalWithoutSigint()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        context.signal = real
 
 
 def _package_zip() -> Path:

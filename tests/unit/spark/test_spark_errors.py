@@ -14,7 +14,7 @@ def test_unreachable_catalog_becomes_a_catalog_error_with_the_fix() -> None:
     err = translate(exc, "ledger stream")
     assert isinstance(err, CatalogError)
     assert err.message.startswith("ledger stream: the Iceberg catalog")
-    assert "RESTException" in err.message
+    assert err.message.endswith("not reachable: ConnectException: Connection refused")
     assert err.hint is not None and "catalog.uri" in err.hint and "nothing was lost" in err.hint
 
 
@@ -27,3 +27,34 @@ def test_other_failures_become_stage_errors_naming_the_first_line() -> None:
 def test_icetide_errors_pass_through_unchanged() -> None:
     original = ConfigError("bad", path="tables[0]")
     assert translate(original, "merge") is original
+
+
+# What py4j's str() gives for a failed ``spark.sql`` on a read-only warehouse: a header
+# naming the proxy call, then the Java stack trace with its causes.
+READ_ONLY_WAREHOUSE = """An error occurred while calling o59.sql.
+: org.apache.iceberg.exceptions.RuntimeIOException: Failed to create file: file:/ro/wh/v1.json
+\tat org.apache.iceberg.hadoop.HadoopOutputFile.createOrOverwrite(HadoopOutputFile.java:87)
+\tat org.apache.iceberg.TableMetadataParser.internalWrite(TableMetadataParser.java:129)
+Caused by: java.io.IOException: Mkdirs failed to create file:/ro/wh/m (exists=false, cwd=file:/w)
+\tat org.apache.hadoop.fs.ChecksumFileSystem.create(ChecksumFileSystem.java:515)
+\t... 42 more
+"""
+
+
+def test_a_read_only_warehouse_shows_the_root_cause_and_no_false_promise() -> None:
+    err = translate(RuntimeError(READ_ONLY_WAREHOUSE), "merge of customers")
+    assert isinstance(err, CatalogError)
+    assert "An error occurred while calling" not in err.message
+    assert err.message.endswith(
+        "IOException: Mkdirs failed to create file:/ro/wh/m (exists=false, cwd=file:/w)"
+    )
+    assert err.hint is not None and "catalog.warehouse" in err.hint
+    assert "rerunning before would fail again" in err.hint
+
+
+def test_without_causes_the_java_exception_under_the_py4j_header_is_shown() -> None:
+    text = "An error occurred while calling o12.sql.\n: java.lang.IllegalStateException: boom\n"
+    err = translate(RuntimeError(text), "merge")
+    assert isinstance(err, StageError)
+    assert err.message == "merge failed: IllegalStateException: boom"
+    assert err.hint is not None and "otherwise fix it first" in err.hint

@@ -1,0 +1,98 @@
+"""Keep secret config values out of everything the CLI prints.
+
+:class:`~icetide.config.model.Secret` hides a value from ``repr()`` and ``config show``,
+but a secret still reaches output through f-strings (``starting Spark (…)``), driver
+errors that quote a host or user, or a JVM message. Rather than guard every message,
+the CLI passes all it prints through one :class:`Scrubber` that knows every secret value
+of the loaded config and replaces each with ``***``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel
+
+from icetide.config.model import Secret
+
+MASK = "***"
+
+
+def secret_values(value: Any) -> set[str]:
+    """Every :class:`Secret` string inside a config (or any part of one).
+
+    >>> sorted(secret_values({"a": Secret("pw"), "b": ["plain", Secret("tok")]}))
+    ['pw', 'tok']
+    """
+    return {str(v) for v in _walk(value) if v}
+
+
+def _walk(value: Any) -> Iterator[Secret]:
+    if isinstance(value, Secret):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            field = getattr(value, name)
+            if name == "password" and isinstance(field, str):
+                yield Secret(field)  # a password is one even when written in the file
+            else:
+                yield from _walk(field)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list | tuple | set | frozenset) and not isinstance(value, str | Path):
+        for item in value:
+            yield from _walk(item)
+
+
+class Scrubber:
+    """Replaces known secret values in text with ``***``, longest first.
+
+    >>> scrub = Scrubber()
+    >>> scrub.add(["hunter2", "db.internal"])
+    >>> scrub("cannot connect to db.internal as admin/hunter2")
+    'cannot connect to *** as admin/***'
+    """
+
+    def __init__(self) -> None:
+        self._values: list[str] = []
+
+    def add(self, values: Iterable[str]) -> None:
+        """Scrub these values too (empty ones are ignored)."""
+        merged = set(self._values) | {v for v in values if v}
+        # Longest first, so a secret containing another is masked whole.
+        self._values = sorted(merged, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, MASK)
+        return text
+
+
+class ScrubbedStream:
+    """A text stream that scrubs everything written to it before passing it on.
+
+    Wraps ``sys.stdout`` and ``sys.stderr`` so output the CLI does not format itself
+    (warnings, library logging, a traceback) is scrubbed as well.
+    """
+
+    def __init__(self, stream: TextIO, scrub: Scrubber) -> None:
+        self._stream = stream
+        self._scrub = scrub
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._scrub(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

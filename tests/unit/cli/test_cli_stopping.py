@@ -1,0 +1,54 @@
+"""Signals ask a command to stop; once Spark runs they must never raise inside a JVM call."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from icetide.stopping import Stop, Stopped
+
+
+@pytest.fixture
+def stop() -> Iterator[Stop]:
+    installed = Stop()
+    installed.install()
+    yield installed
+    installed.restore()
+
+
+def test_before_spark_a_sigterm_interrupts_like_ctrl_c(stop: Stop) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stop.signal_name == "SIGTERM"
+
+
+def test_once_deferred_a_signal_only_requests_the_stop(stop: Stop) -> None:
+    first: list[str] = []
+    repeats: list[str] = []
+    stop.defer(on_repeat=lambda: repeats.append("abandon"), on_first=lambda: first.append("x"))
+    os.kill(os.getpid(), signal.SIGINT)  # no exception: the step in progress carries on
+    assert stop.requested and stop.signal_name == "SIGINT"
+    assert first == ["x"] and repeats == []
+    with pytest.raises(Stopped):
+        stop.check()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert repeats == ["abandon"] and stop.signal_name == "SIGINT" and stop.signals == 2
+
+
+def test_waiting_between_steps_ends_on_a_signal(stop: Stop) -> None:
+    stop.defer()
+    os.kill(os.getpid(), signal.SIGTERM)
+    with pytest.raises(Stopped):
+        stop.wait(3600)
+
+
+def test_restore_puts_the_previous_handlers_back() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    stop = Stop()
+    stop.install()
+    assert signal.getsignal(signal.SIGTERM) != before
+    stop.restore()
+    assert signal.getsignal(signal.SIGTERM) == before
