@@ -251,9 +251,15 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     for source in sources:
         _stop.check()
         with jvm_boundary(f"bootstrap of {source.name}"):
-            Bootstrap(spark, config, schemas, source, chunk_rows=args.chunk_rows, log=_log).run(
-                args.table or None, replace=args.replace
-            )
+            Bootstrap(
+                spark,
+                config,
+                schemas,
+                source,
+                chunk_rows=args.chunk_rows,
+                log=_log,
+                between_chunks=_stop.check,
+            ).run(args.table or None, replace=args.replace)
     _log("bootstrap done: start `icetide capture` (it resumes from the recorded position)")
     return 0
 

@@ -785,10 +785,14 @@ class Bootstrap:
         parallelism: int = 2,
         fetch_size: int = 10_000,
         log: Log = print,
+        between_chunks: Callable[[], None] = lambda: None,
     ) -> None:
         self.spark, self.config, self.schemas, self.source = spark, config, schemas, source
         self.chunk_rows, self.parallelism, self.fetch_size = chunk_rows, parallelism, fetch_size
         self.log = log
+        self.between_chunks = between_chunks
+        """Called before each chunk; the CLI's stop check raises there on Ctrl-C, which
+        is safe because every chunk is its own commit and a rerun resumes at the next."""
         state_dir = config.resolved_path(config.state_dir) / "capture"
         self.state_file = state_dir / f"{source.name}.bootstrap.json"
 
@@ -909,6 +913,7 @@ class Bootstrap:
         for chunk in chunks:
             if chunk.index in done:
                 continue
+            self.between_chunks()
             frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
             frame = frame.select("*", stamp, loaded_at)
             tags = {BOOTSTRAP_ID: state["id"], CHUNK: str(chunk.index)}
