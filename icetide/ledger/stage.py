@@ -33,6 +33,7 @@ from icetide.ledger.decode import (
 from icetide.ledger.source import raw_messages
 from icetide.observe.deadletters import BatchSummary
 from icetide.schema.model import TableSchema
+from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 Log = Callable[[str], None]
@@ -197,7 +198,7 @@ class LedgerStage:
                 if r[STATUS] == DEAD:
                     summary.add_dead(r[REASON], r.n, list(r.samples))
             if ok:
-                ledger_cols = [col.name for col in schema.key_columns] + [
+                ledger_cols = [quote(col.name) for col in schema.key_columns] + [
                     m for m in c.META_COLUMNS if m != c.INGESTED_AT
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(
