@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 
 from pyspark.sql import SparkSession
@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from icetide.config import Config
 from icetide.ledger import contract as c
 from icetide.merge.stage import read_new_events, read_watermark
+from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 
@@ -25,6 +26,8 @@ class TableStatus:
     lag_events: int
     last_ledger_commit: str | None
     dead_letters: int
+    capture: CaptureLag | None = None
+    """The capture lag of the source capturing this table (see capture_lag.py)."""
 
 
 def _count(spark: SparkSession, table: str) -> int:
@@ -58,7 +61,9 @@ def table_status(spark: SparkSession, config: Config, name: str) -> TableStatus:
 
 def pipeline_status(spark: SparkSession, config: Config) -> list[TableStatus]:
     """Status of every configured table."""
-    return [table_status(spark, config, t.name) for t in config.tables]
+    lags = capture_lag_by_table(config)
+    rows = [table_status(spark, config, t.name) for t in config.tables]
+    return [replace(r, capture=lags.get(r.table)) for r in rows]
 
 
 def render_status(rows: list[TableStatus]) -> str:
@@ -70,7 +75,8 @@ def render_status(rows: list[TableStatus]) -> str:
             f"{r.table:<20}{r.ledger_events:>10,}{r.base_rows:>11,}{r.lag_events:>8,}"
             f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
         )
-    return "\n".join(lines)
+    capture = render_capture_lags(r.capture for r in rows)
+    return "\n".join(lines) + (f"\n\n{capture}" if capture else "")
 
 
 def status_dicts(rows: list[TableStatus]) -> list[dict[str, object]]:
