@@ -294,11 +294,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     config, _ = _load(args)
     spark = _session(config)
     with jvm_boundary("status"):
-        rows = pipeline_status(spark, config)
+        status = pipeline_status(spark, config)
     if args.output == "json":
-        print(json.dumps(status_dicts(rows), indent=2))
+        print(json.dumps(status_dicts(status), indent=2))
     else:
-        print(render_status(rows))
+        print(render_status(status))
     return 0
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from icetide.config.model import (
@@ -27,12 +27,16 @@ from icetide.config.model import (
     allowed_keys,
     format_loc,
 )
-from icetide.errors import ConfigError, SchemaError
-from icetide.schema.model import TableSchema, load_schema_file
+from icetide.errors import ConfigError
+from icetide.schema.model import SchemaFile, SchemaFileProblems, TableSchema
 
 _REFERENCE = re.compile(r"\$(\$?)\{([^}]*)\}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXAMPLE_HINT = "`icetide init` writes a commented example of every option"
+_SCHEMA_HINT = (
+    "see the commented example schemas/customers.yaml that `icetide init DIR` writes; "
+    "ids are whole numbers from 1, never reused"
+)
 
 
 @dataclass(frozen=True)
@@ -75,16 +79,28 @@ def load_config(path: str | Path) -> Config:
 def load_table_schemas(config: Config) -> dict[str, TableSchema]:
     """Read each table's schema file, keyed by table name, and check it fits the config.
 
-    A schema file without ``table:`` takes the config's table name.
+    A schema file without ``table:`` takes the config's table name. Every problem of
+    every file is reported at once: each invalid file as its own block of
+    ``<yaml.path>: <what is wrong> (line N)`` rows, like the config's.
     """
     schemas: dict[str, TableSchema] = {}
     problems: list[Problem] = []
+    invalid: list[ConfigError] = []
     for i, table in enumerate(config.tables):
         where: Loc = ("tables", i, "schema")
+        if not table.schema_file.is_file():
+            problems.append(
+                Problem(
+                    where,
+                    f"schema file {table.schema_file} not found",
+                    f"write it by hand; {_SCHEMA_HINT}",
+                )
+            )
+            continue
         try:
-            schema = load_schema_file(table.schema_file)
-        except SchemaError as exc:
-            problems.append(Problem(where, exc.message, exc.hint))
+            schema = load_schema_file(table.schema_file, f"{format_loc(where)} of the config")
+        except ConfigError as exc:
+            invalid.append(exc)
             continue
         if schema.table and schema.table.casefold() != table.name.casefold():
             problems.append(
@@ -106,8 +122,42 @@ def load_table_schemas(config: Config) -> dict[str, TableSchema]:
         else:
             schemas[table.name] = schema if schema.table else replace(schema, table=table.name)
     if problems:
-        raise _error("the tables' schema files do not match the config", problems)
+        invalid.append(_error("the tables' schema files do not match the config", problems))
+    if len(invalid) > 1:
+        hints = dict.fromkeys(e.hint for e in invalid if e.hint)
+        combined = ConfigError("\n".join(e.message for e in invalid), hint="; ".join(hints) or None)
+        combined.path = invalid[0].path
+        raise combined
+    if invalid:
+        raise invalid[0]
     return schemas
+
+
+def load_schema_file(path: str | Path, used_as: str = "") -> TableSchema:
+    """Read one schema file; every problem is reported at once with its YAML path and
+    line, like the config's (``columns[1].id: must be a whole number (got 'one') (line
+    5)``), in a :class:`ConfigError` whose ``path`` is the first problem's.
+
+    ``used_as`` says where the config points at the file, for the message's title.
+    """
+    file = Path(os.path.abspath(Path(path).expanduser()))
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"schema file {file} not found", hint=f"write it by hand; {_SCHEMA_HINT}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read schema file {file}: {exc}") from None
+    data, lines, problems = _parse(text, file, "schema file", "table, primary_key, columns")
+    title = f"invalid schema file {file}" + (f" ({used_as})" if used_as else "")
+    if problems:
+        raise _error(title, problems, lines, _SCHEMA_HINT)
+    try:
+        return SchemaFile.model_validate(data).to_schema()
+    except ValidationError as exc:
+        found = _validation_problems(exc, data, SchemaFile)
+        raise _error(title, found, lines, _SCHEMA_HINT) from None
 
 
 def interpolate(
@@ -175,8 +225,16 @@ def _substitute(text: str, env: Mapping[str, str], loc: Loc, problems: list[Prob
     return Secret(result) if used else result
 
 
-def _parse(text: str, file: Path) -> tuple[Any, dict[Loc, int], list[Problem]]:
-    """The YAML data, the line of every key and list item, and duplicate-key problems."""
+def _parse(
+    text: str,
+    file: Path,
+    kind: str = "config file",
+    keys: str = "pipeline, catalog, tables, …",
+) -> tuple[Any, dict[Loc, int], list[Problem]]:
+    """The YAML data, the line of every key and list item, and duplicate-key problems.
+
+    ``kind`` and ``keys`` name the file's kind and its top-level keys in messages.
+    """
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -189,10 +247,10 @@ def _parse(text: str, file: Path) -> tuple[Any, dict[Loc, int], list[Problem]]:
             hint="check the indentation, quotes and ':' at that line",
         ) from None
     if node is None or data is None:
-        raise ConfigError(f"config file {file} is empty", hint=_EXAMPLE_HINT)
+        raise ConfigError(f"{kind} {file} is empty", hint=_EXAMPLE_HINT)
     if not isinstance(data, dict):
         raise ConfigError(
-            f"config file {file} must be a mapping of keys (pipeline, catalog, tables, …)",
+            f"{kind} {file} must be a mapping of keys ({keys})",
             hint=_EXAMPLE_HINT,
         )
     lines: dict[Loc, int] = {}
@@ -229,15 +287,19 @@ def _walk(
             _walk(item, (*loc, i), lines, problems, seen)
 
 
-def _validation_problems(exc: ValidationError, data: Any) -> list[Problem]:
+def _validation_problems(
+    exc: ValidationError, data: Any, root: type[BaseModel] | None = None
+) -> list[Problem]:
+    """One problem per pydantic error; ``root`` is the file's model (the config's by
+    default), whose keys feed the did-you-mean."""
     problems: list[Problem] = []
     for error in exc.errors():
         loc = tuple(error["loc"])
         cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, ConfigProblems):
+        if isinstance(cause, ConfigProblems | SchemaFileProblems):
             problems.extend(Problem((*loc, *sub), message) for sub, message in cause.problems)
         else:
-            problems.append(Problem(loc, _describe(error, data)))
+            problems.append(Problem(loc, _describe(error, data, root)))
     return problems
 
 
@@ -254,15 +316,17 @@ _PLAIN = {
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
     "int_from_float": "must be a whole number",
+    "bool_type": "must be true or false (without quotes)",
+    "bool_parsing": "must be true or false (without quotes)",
 }
 
 
-def _describe(error: ErrorDetails, data: Any) -> str:
+def _describe(error: ErrorDetails, data: Any, root: type[BaseModel] | None = None) -> str:
     """One pydantic error in the config's words, with the offending value when it is
     short and not a secret."""
     kind, loc, ctx = error["type"], tuple(error["loc"]), error.get("ctx", {})
     if kind == "extra_forbidden":
-        allowed = allowed_keys(loc[:-1]) or []
+        allowed = allowed_keys(loc[:-1], root) or []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         if close:
             return f"unknown key; did you mean {close[0]!r}?"
@@ -280,6 +344,7 @@ def _describe(error: ErrorDetails, data: Any) -> str:
         kind != "missing"
         and isinstance(value, str | int | float | bool)
         and not isinstance(_lookup(data, loc), Secret)
+        and repr(value) not in message  # already quoted, e.g. "unknown column type 'x'"
     ):
         message += f" (got {value!r})"
     return message

@@ -774,10 +774,13 @@ def _redact(value: Any) -> Any:
     return value
 
 
-def allowed_keys(loc: Loc) -> list[str] | None:
+def allowed_keys(loc: Loc, root: type[BaseModel] | None = None) -> list[str] | None:
     """The YAML keys allowed in the mapping at ``loc`` (``("tables", 0)`` → TableConfig's),
-    or None when that mapping is free-form; feeds the did-you-mean of unknown keys."""
-    model: type[BaseModel] | None = Config
+    or None when that mapping is free-form; feeds the did-you-mean of unknown keys.
+
+    ``root`` is the model of the whole file: :class:`Config` unless told (a schema file's
+    is :class:`~icetide.schema.model.SchemaFile`)."""
+    model: type[BaseModel] | None = root or Config
     for part in loc:
         if model is None:
             return None

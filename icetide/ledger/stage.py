@@ -39,6 +39,7 @@ from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.source import raw_messages
 from icetide.observe.deadletters import BatchSummary
 from icetide.schema.model import TableSchema
+from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 Log = Callable[[str], None]
@@ -257,7 +258,7 @@ class LedgerStage:
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
                     extra = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
-                ledger_cols = [col.name for col in schema.key_columns] + [
+                ledger_cols = [quote(col.name) for col in schema.key_columns] + [
                     m for m in c.META_COLUMNS if m != c.INGESTED_AT
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from icetide.ledger import contract as c
 from icetide.schema.model import TableSchema
+from icetide.spark.sql import qualified, quote
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,11 @@ def value_slot(column_id: int) -> str:
 
 def key_changed(schema: TableSchema) -> Column:
     """True for an update whose before image has a different primary key."""
-    before = [F.col(f"{c.BEFORE}.{k}") for k in schema.primary_key]
+    before = [F.col(qualified(c.BEFORE, k)) for k in schema.primary_key]
     present = reduce(lambda a, b: a & b, [b.isNotNull() for b in before])
     differs = reduce(
         lambda a, b: a | b,
-        [~F.col(f"{c.BEFORE}.{k}").eqNullSafe(F.col(k)) for k in schema.primary_key],
+        [~F.col(qualified(c.BEFORE, k)).eqNullSafe(F.col(quote(k))) for k in schema.primary_key],
     )
     return (F.col(c.OP) == "u") & F.col(c.BEFORE).isNotNull() & present & differs
 
@@ -72,21 +73,21 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """An update that changes the primary key is a delete of the old key plus the update."""
     schema = ctx.schema
     old_keys = events.where(key_changed(schema)).select(
-        *[F.col(f"{c.BEFORE}.{k}").alias(k) for k in schema.primary_key],
+        *[F.col(qualified(c.BEFORE, k)).alias(k) for k in schema.primary_key],
         F.lit("d").alias(c.OP),
         F.lit(None).cast(events.schema[c.AFTER].dataType).alias(c.AFTER),
         F.array().cast("array<string>").alias(c.UNAVAILABLE),
         F.col(c.POSITION),
         F.col(c.SOURCE_TS),
     )
-    return events.select(old_keys.columns).unionByName(old_keys)
+    return events.select([quote(n) for n in old_keys.columns]).unionByName(old_keys)
 
 
 def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """Add earlier deletes of the batch's keys, so a late older event cannot resurrect a row."""
     if ctx.history is None:
         return events
-    keys = events.select(*ctx.schema.primary_key).distinct()
+    keys = events.select(*[quote(k) for k in ctx.schema.primary_key]).distinct()
     remembered = split_key_changes(ctx.history, ctx).where(F.col(c.OP) == "d")
     return events.unionByName(remembered.join(keys, list(ctx.schema.primary_key), "left_semi"))
 
@@ -119,16 +120,16 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
             (F.col(c.OP) != "d") & ~F.array_contains(F.col(c.UNAVAILABLE), col.name),
             F.col(c.POSITION),
         )
-        value = F.struct(F.col(f"{c.AFTER}.{col.name}").alias("v"))
+        value = F.struct(F.col(qualified(c.AFTER, col.name)).alias("v"))
         slots.append(F.max_by(value, available).alias(value_slot(col.id)))
-    return events.groupBy(*ctx.schema.primary_key).agg(*_latest_event(), *slots)
+    return events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(*_latest_event(), *slots)
 
 
 def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """:func:`dedupe_latest` when every value is available: the latest row image wins."""
     living = F.col(c.OP) != "d"
     latest = "_latest"
-    grouped = events.groupBy(*ctx.schema.primary_key).agg(
+    grouped = events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(
         *_latest_event(),
         F.max_by(F.when(living, F.col(c.AFTER)), F.when(living, F.col(c.POSITION))).alias(latest),
     )
@@ -138,7 +139,8 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
         ).alias(value_slot(col.id))
         for col in ctx.schema.value_columns
     ]
-    return grouped.select(*ctx.schema.primary_key, c.POSITION, c.OP, c.SOURCE_TS, *slots)
+    keys = [quote(k) for k in ctx.schema.primary_key]
+    return grouped.select(*keys, c.POSITION, c.OP, c.SOURCE_TS, *slots)
 
 
 Step = Callable[[DataFrame, MergeContext], DataFrame]

@@ -20,6 +20,7 @@ from icetide.ledger import contract as c
 from icetide.ledger.landing import Change, changed_files
 from icetide.ledger.stage import EXTRA_COLUMNS_PROPERTY
 from icetide.merge.stage import read_new_events, read_watermark
+from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
 from icetide.spark.sql import literal
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
@@ -37,6 +38,8 @@ class TableStatus:
     dead_letters: int
     extra_columns: dict[str, int] = field(default_factory=dict)
     """Event columns not in the schema → events that carried them (dropped)."""
+    capture: CaptureLag | None = None
+    """The capture lag of the source capturing this table (see capture_lag.py)."""
 
 
 @dataclass(frozen=True)
@@ -48,17 +51,21 @@ class PipelineNotes:
     changed_files: list[Change]
 
 
-class PipelineStatus(list[TableStatus]):
-    """The per-table rows (a list, as before) plus :class:`PipelineNotes`."""
+@dataclass(frozen=True)
+class PipelineStatus:
+    """Every table's row, plus what belongs to the pipeline as a whole."""
 
-    notes: PipelineNotes | None = None
+    tables: list[TableStatus]
+    notes: PipelineNotes
 
 
 def _count(spark: SparkSession, table: str) -> int:
     return int(spark.table(table).count()) if table_exists(spark, table) else 0
 
 
-def table_status(spark: SparkSession, config: Config, name: str) -> TableStatus:
+def table_status(
+    spark: SparkSession, config: Config, name: str, capture: CaptureLag | None = None
+) -> TableStatus:
     """Read the status of one table from its three Iceberg tables."""
     refs = TableRefs.of(config, name)
     ledger_events = _count(spark, refs.cdc)
@@ -81,6 +88,7 @@ def table_status(spark: SparkSession, config: Config, name: str) -> TableStatus:
         last_ledger_commit=last_commit,
         dead_letters=_count(spark, refs.dlt),
         extra_columns=extra_columns(spark, refs.cdc),
+        capture=capture,
     )
 
 
@@ -119,14 +127,15 @@ def pipeline_notes(spark: SparkSession, config: Config) -> PipelineNotes:
 
 
 def pipeline_status(spark: SparkSession, config: Config) -> PipelineStatus:
-    """Status of every configured table, with the pipeline's notes attached."""
-    rows = PipelineStatus(table_status(spark, config, t.name) for t in config.tables)
-    rows.notes = pipeline_notes(spark, config)
-    return rows
+    """Status of every configured table and of the pipeline as a whole."""
+    lags = capture_lag_by_table(config)
+    tables = [table_status(spark, config, t.name, lags.get(t.name)) for t in config.tables]
+    return PipelineStatus(tables, pipeline_notes(spark, config))
 
 
-def render_status(rows: list[TableStatus]) -> str:
-    """A plain text table for people."""
+def render_status(status: PipelineStatus) -> str:
+    """A plain text table for people, then the capture lags and the pipeline's notes."""
+    rows = status.tables
     header = f"{'table':<20}{'ledger':>10}{'base rows':>11}{'lag':>8}{'dead':>7}  watermark"
     lines = [header]
     for r in rows:
@@ -135,10 +144,9 @@ def render_status(rows: list[TableStatus]) -> str:
             f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
         )
     lines.extend(render_extra_columns(rows))
-    notes = getattr(rows, "notes", None)
-    if isinstance(notes, PipelineNotes):
-        lines.extend(render_notes(notes))
-    return "\n".join(lines)
+    lines.extend(render_notes(status.notes))
+    capture = render_capture_lags(r.capture for r in rows)
+    return "\n".join(lines) + (f"\n\n{capture}" if capture else "")
 
 
 def render_extra_columns(rows: list[TableStatus]) -> list[str]:
@@ -169,17 +177,14 @@ def render_notes(notes: PipelineNotes) -> list[str]:
     return lines
 
 
-def status_dicts(rows: list[TableStatus]) -> list[dict[str, object]]:
+def status_dicts(status: PipelineStatus) -> list[dict[str, object]]:
     """The same rows as JSON-ready dicts.
 
     Pipeline-wide notes come as added keys on every row (``unrouted_dead_letters``,
-    ``landing_changed_files``), so the output stays a list of table rows.
+    ``landing_changed_files``), so the output stays the list of table rows it always was.
     """
-    notes = getattr(rows, "notes", None)
-    extra: dict[str, object] = {}
-    if isinstance(notes, PipelineNotes):
-        extra = {
-            "unrouted_dead_letters": notes.unrouted_dead_letters,
-            "landing_changed_files": [c.file for c in notes.changed_files],
-        }
-    return [{**asdict(r), **extra} for r in rows]
+    notes = {
+        "unrouted_dead_letters": status.notes.unrouted_dead_letters,
+        "landing_changed_files": [c.file for c in status.notes.changed_files],
+    }
+    return [{**asdict(r), **notes} for r in status.tables]

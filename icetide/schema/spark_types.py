@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from icetide.schema.model import Column, ColumnType
+from icetide.spark.sql import quote
 
 _SQL = {
     "boolean": "BOOLEAN",
@@ -68,8 +69,13 @@ def arrow_value(value: Any, ctype: ColumnType) -> Any:
 
 
 def struct_sql(columns: tuple[Column, ...]) -> str:
-    """A Spark SQL ``STRUCT<...>`` of the given columns."""
-    fields = ", ".join(f"`{c.name}`: {sql_type(c.type)}" for c in columns)
+    """A Spark SQL ``STRUCT<...>`` of the given columns; every name quoted, so a name
+    with a backtick stays one field.
+
+    >>> print(struct_sql((Column(1, "a` INT, b", ColumnType("long")),)))
+    STRUCT<`a`` INT, b`: BIGINT>
+    """
+    fields = ", ".join(f"{quote(c.name)}: {sql_type(c.type)}" for c in columns)
     return f"STRUCT<{fields}>"
 
 

@@ -23,6 +23,7 @@ from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
 from icetide.schema.model import TableSchema, dump_schema_file
 from icetide.spark.tables import TableRefs
+from icetide.spark.sql import quote
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -164,7 +165,7 @@ class Pipeline:
     def base(self, table: str) -> list[dict[str, Any]]:
         """A base table's rows, sorted by primary key, icetide columns included."""
         keys = self.schemas[table].primary_key
-        frame = self.session.table(self.refs(table).base).orderBy(*keys)
+        frame = self.session.table(self.refs(table).base).orderBy(*[quote(k) for k in keys])
         return [r.asDict(recursive=True) for r in frame.collect()]
 
     def compare(self, workload: Workload) -> list[Comparison]:

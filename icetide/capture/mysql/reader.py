@@ -32,7 +32,11 @@ start when the server writes no GTIDs.
 Offsets: every record carries ``resume``, the start of its transaction (file + position,
 and the GTID state before it): restarting there replays the transaction, and duplicates
 are harmless because the merge is version-guarded by position. :attr:`BinlogReader.committed`
-is the offset just after the last complete transaction read.
+is the offset just after the last complete transaction read — or, once the server rotated
+to a new binlog file, the position in the new file after its header (format description,
+GTID list, checkpoint). A transaction never spans two files, so nothing before that
+position is left unread; a caught-up capture's saved offset then equals the server's
+``SHOW MASTER STATUS`` instead of pointing at the end of the previous file.
 """
 
 from __future__ import annotations
@@ -48,9 +52,13 @@ from typing import Any
 import pymysql
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
+    FormatDescriptionEvent,
     GtidEvent,
     HeartbeatLogEvent,
+    MariadbBinLogCheckPointEvent,
     MariadbGtidEvent,
+    MariadbGtidListEvent,
+    PreviousGtidsEvent,
     QueryEvent,
     RotateEvent,
     XidEvent,
@@ -85,6 +93,13 @@ CONNECTOR = "mysql"
 
 _MARIADB_STANDALONE = 0x01  # GTID flag: a statement (DDL) with no BEGIN … COMMIT around it
 _ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
+# What a server writes at the start of every binlog file, before any transaction.
+_FILE_HEADER_EVENTS = (
+    FormatDescriptionEvent,
+    MariadbGtidListEvent,
+    MariadbBinLogCheckPointEvent,
+    PreviousGtidsEvent,
+)
 _LOST_POSITION = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown position
 _CONNECTION_ERRORS = (2002, 2003, 2006, 2013)
 # Rows of one event that binlog_position can number (its row field); it raises beyond.
@@ -295,6 +310,7 @@ class BinlogReader:
             is_mariadb=by_gtid and self.info.flavor == "mariadb",
             only_events=[
                 RotateEvent,
+                *_FILE_HEADER_EVENTS,
                 MariadbGtidEvent,
                 GtidEvent,
                 QueryEvent,
@@ -408,6 +424,13 @@ class BinlogReader:
         if isinstance(event, RotateEvent):
             self._file = str(event.next_binlog)
             self._tables.clear()  # table ids are only valid within one binlog file
+            # A real rotate (log_pos set) closes the old file; the one the server fakes
+            # when a stream starts (log_pos 0) says where the stream is, not what was read.
+            if end:
+                self._advance(int(event.position), at=None)
+        elif isinstance(event, _FILE_HEADER_EVENTS):
+            if end:
+                self._advance(end, at=start)
         elif isinstance(event, MariadbGtidEvent):
             standalone = bool(event.flags & _MARIADB_STANDALONE)
             self._begin(start, str(event.gtid), is_open=not standalone)
@@ -423,6 +446,18 @@ class BinlogReader:
             yield from self._query(event, start, end)
         elif isinstance(event, HeartbeatLogEvent):
             yield Heartbeat()
+
+    def _advance(self, pos: int, *, at: int | None) -> None:
+        """Move :attr:`committed` to ``pos`` in the current file across events that
+        carry no rows, when that skips nothing: no transaction is open, and (unless
+        ``at`` is None, after a rotation) the event starts where the offset already is."""
+        if self._tx is not None and self._tx.open:
+            return
+        if at is not None:
+            known = self.committed or self.start_offset
+            if known is None or known.file != self._file or known.pos is None or known.pos > at:
+                return
+        self.committed = BinlogOffset(self._file, pos, self._gtids.text())
 
     def _begin(self, pos: int, gtid: str | None, *, is_open: bool) -> _Transaction:
         self._tx = _Transaction(self._file, pos, gtid, self._gtids.text(), open=is_open)
