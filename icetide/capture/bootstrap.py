@@ -221,7 +221,8 @@ def read_name(schema: TableSchema, column: str) -> str:
     the chunk predicates use those, and :func:`spark_cast` names them back.
 
     >>> from icetide.schema.model import parse_type
-    >>> columns = (Column(1, "id", parse_type("int")), Column(2, "dot.ted", parse_type("int")))
+    >>> key = Column(1, "id", parse_type("int"), nullable=False)
+    >>> columns = (key, Column(2, "dot.ted", parse_type("int")))
     >>> read_name(TableSchema("t", columns, ("id",)), "dot.ted")
     'c1'
     """

@@ -22,8 +22,8 @@ from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
 from icetide.schema.model import TableSchema, dump_schema_file
-from icetide.spark.tables import TableRefs
 from icetide.spark.sql import quote
+from icetide.spark.tables import TableRefs
 
 REPO = Path(__file__).resolve().parents[2]
 

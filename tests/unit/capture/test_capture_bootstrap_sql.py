@@ -36,7 +36,12 @@ def test_postgres_json_arrays_are_read_as_their_literal() -> None:
 
 def test_chunk_queries_name_columns_by_position() -> None:
     schema = TableSchema(
-        "t", (col("I d", "int"), Column(2, "dot.ted", parse_type("int"))), ("I d",)
+        "t",
+        (
+            Column(1, "I d", parse_type("int"), nullable=False),
+            Column(2, "dot.ted", parse_type("int")),
+        ),
+        ("I d",),
     )
     assert [read_name(schema, c.name) for c in schema.columns] == ["c0", "c1"]
 
