@@ -84,13 +84,12 @@ from icetide.capture.errors import (
     ServerSettingsError,
     SourceUnavailableError,
 )
+from icetide.capture.postgres.catalog import SESSION_SETTINGS, resolve_type
 from icetide.capture.postgres.settings import ServerInfo, check_server, check_tables, read_settings
 from icetide.capture.postgres.types import (
-    ENUM,
     ColumnInfo,
     Converter,
     PgType,
-    builtin_type,
     connect_schema,
     sql_type,
     unavailable_value,
@@ -102,10 +101,7 @@ from icetide.events.position import Position, format_lsn, lsn_position, parse_ls
 CONNECTOR = "postgresql"
 
 # Settings that shape the text pgoutput writes; types.py parses exactly these forms.
-SESSION_OPTIONS = (
-    "-c DateStyle=ISO -c TimeZone=UTC -c IntervalStyle=iso_8601 -c bytea_output=hex "
-    "-c extra_float_digits=1"
-)
+SESSION_OPTIONS = " ".join(f"-c {name}={value}" for name, value in SESSION_SETTINGS)
 _MARKER_PREFIX = "icetide.capture.end"
 _PG_EPOCH_MS = 946_684_800_000  # 2000-01-01 in Unix milliseconds
 _SLOT_NAME = re.compile(r"^[a-z0-9_]{1,63}$")
@@ -619,12 +615,6 @@ FROM pg_attribute a
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
 """
-_TYPE_QUERY = """
-SELECT t.typname, t.typtype, t.typbasetype, t.typelem, t.typcategory,
-       ARRAY(SELECT e.enumlabel::text FROM pg_enum e WHERE e.enumtypid = t.oid
-             ORDER BY e.enumsortorder)
-FROM pg_type t WHERE t.oid = %s
-"""
 
 
 class PgOutputReader:
@@ -1044,26 +1034,9 @@ class PgOutputReader:
         known = self._types.get(oid)
         if known is not None:
             return known
-        found = builtin_type(oid) or self._catalog_type(oid, 0)
+        found = resolve_type(self._ctl, oid)
         self._types[oid] = found
         return found
-
-    def _catalog_type(self, oid: int, depth: int) -> PgType:
-        with self._ctl.cursor() as cur:
-            cur.execute(_TYPE_QUERY, (oid,))
-            row = cur.fetchone()
-        if row is None or depth > 5:
-            return PgType(oid)
-        name, typtype, base, element, category, labels = row
-        if typtype == "e":
-            return PgType(ENUM, str(name), enum_values=tuple(labels or ()))
-        if typtype == "d" and base:
-            inner = builtin_type(int(base)) or self._catalog_type(int(base), depth + 1)
-            return PgType(inner.oid, str(name), inner.element, inner.enum_values)
-        if category == "A" and element:
-            inner = builtin_type(int(element)) or self._catalog_type(int(element), depth + 1)
-            return PgType(oid, str(name), inner)
-        return PgType(oid, str(name))
 
     # --- row events ---------------------------------------------------------------------
 
