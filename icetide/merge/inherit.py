@@ -173,7 +173,8 @@ def inherit(
     """Fill the unavailable columns of the batch's key moves from their old keys.
 
     With the ``ledger`` and the batch's ``start`` snapshot, a move whose old key was
-    deleted by an earlier merge is looked up in the base table as it was before.
+    deleted by an earlier merge is looked up in the base table as it was before; that
+    costs one look at the cached moves when nothing is lost (the usual case).
     """
     keys = schema.primary_key
     moves = find_moves(events, history, schema).persist()
@@ -240,21 +241,26 @@ def inherit(
 
     resolved = _resolve(events, moves, found, first, columns, schema)
     if history is not None and ledger is not None and start is not None:
-        resolved = _recover_earlier(
-            spark,
-            events,
-            moves,
-            found,
-            first,
-            resolved,
-            lineage,
-            columns,
-            schema,
-            history,
-            base,
-            ledger,
-            start,
+        lost = {r[0] for r in resolved.where(F.size(LOST) > 0).select(c.MESSAGE_ID).collect()}
+        roots_lost = [Lost(m, key, hi) for m, key, _, hi, root in lineage if root and m in lost]
+        recovered = (
+            recover(
+                spark,
+                base,
+                ledger,
+                start,
+                history,
+                roots_lost,
+                [events.schema[k] for k in keys],
+                columns,
+                first.schema[_BASE].dataType,
+            )
+            if roots_lost
+            else None
         )
+        if recovered is not None:
+            resolved.unpersist()
+            resolved = _resolve(events, moves, found, first.unionByName(recovered), columns, schema)
     return Inheritance(resolved, columns, moves)
 
 
@@ -297,42 +303,6 @@ def _resolve(
         F.col(OLD),
     ).withColumn(c.UNAVAILABLE, F.col(LOST))
     return resolved.select(*events.columns, OLD, LOST).persist()
-
-
-def _recover_earlier(
-    spark: SparkSession,
-    events: DataFrame,
-    moves: DataFrame,
-    found: DataFrame,
-    first: DataFrame,
-    resolved: DataFrame,
-    lineage: list[Segment],
-    columns: tuple[str, ...],
-    schema: TableSchema,
-    history: DataFrame,
-    base: str,
-    ledger: str,
-    start: int,
-) -> DataFrame:
-    """Moves still lost whose old key's delete was merged before: the first key's row
-    from an earlier base snapshot (:mod:`icetide.merge.earlier`), else still lost.
-
-    Costs one look at the cached moves when nothing is lost (the usual case).
-    """
-    lost_ids = {r[0] for r in resolved.where(F.size(LOST) > 0).select(c.MESSAGE_ID).collect()}
-    if not lost_ids:
-        return resolved
-    roots = [
-        Lost(move, key, until) for move, key, _, until, root in lineage if root and move in lost_ids
-    ]
-    keys = [events.schema[k] for k in schema.primary_key]
-    recovered = recover(
-        spark, base, ledger, start, history, roots, keys, columns, first.schema[_BASE].dataType
-    )
-    if recovered is None:
-        return resolved
-    resolved.unpersist()
-    return _resolve(events, moves, found, first.unionByName(recovered), columns, schema)
 
 
 def applicable(resolved: DataFrame, schema: TableSchema) -> DataFrame:
