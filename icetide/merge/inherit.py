@@ -15,9 +15,12 @@ segment of positions per key. Only batches with such events pay for this (one sm
 collect of the moved keys, a join of the batch with their segments, a look-up of the
 first keys in the base table).
 
+When the old key's delete was merged in an earlier batch than the create, the old row
+is read from an earlier snapshot of the base table (:mod:`icetide.merge.earlier`).
+
 A key change whose values are found nowhere (the old row is neither in the batch nor in
-the mirror, e.g. capture began after it was written and no bootstrap copied it, or the
-old key's delete was merged in an earlier batch than the create) is *not applied*: the new
+the mirror nor in its retained snapshots, e.g. capture began after it was written and no
+bootstrap copied it) is *not applied*: the new
 key's row is not written from it, and the event goes to the dead-letter table with reason
 :data:`~icetide.ledger.contract.UNAVAILABLE_VALUE_LOST`. The old key's delete still
 applies (the old row is gone at the source), and later events of the new key apply as
@@ -37,12 +40,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from icetide.ledger import contract as c
-from icetide.merge.steps import key_move
+from icetide.merge.earlier import Lost, recover
+from icetide.merge.steps import EVENT_ROWS, key_move
 from icetide.schema.model import TableSchema
 
-EVENT_ROWS = 10**6
-"""Positions pack the rows of one source event as ``event * 10**6 + index``
-(:mod:`icetide.events.position`): a key change's ``d`` and ``c`` share the event part."""
 LOST = "_lost"
 """Unavailable columns of a key change whose value was found nowhere."""
 OLD = "_old"
@@ -166,8 +167,15 @@ def inherit(
     history: DataFrame | None,
     base: str,
     schema: TableSchema,
+    ledger: str | None = None,
+    start: int | None = None,
 ) -> Inheritance:
-    """Fill the unavailable columns of the batch's key moves from their old keys."""
+    """Fill the unavailable columns of the batch's key moves from their old keys.
+
+    With the ``ledger`` and the batch's ``start`` snapshot, a move whose old key was
+    deleted by an earlier merge is looked up in the base table as it was before; that
+    costs one look at the cached moves when nothing is lost (the usual case).
+    """
     keys = schema.primary_key
     moves = find_moves(events, history, schema).persist()
     collected = moves.select(c.MESSAGE_ID, c.POSITION, c.UNAVAILABLE, *keys, F.col(OLD)).collect()
@@ -231,6 +239,41 @@ def inherit(
     root_segments = segments.where(F.col(_ROOT)).select(_MOVE, *[_seg(i) for i in range(len(keys))])
     first = root_segments.join(stored, [_seg(i) for i in range(len(keys))]).select(_MOVE, _BASE)
 
+    resolved = _resolve(events, moves, found, first, columns, schema)
+    if history is not None and ledger is not None and start is not None:
+        lost = {r[0] for r in resolved.where(F.size(LOST) > 0).select(c.MESSAGE_ID).collect()}
+        roots_lost = [Lost(m, key, hi) for m, key, _, hi, root in lineage if root and m in lost]
+        recovered = (
+            recover(
+                spark,
+                base,
+                ledger,
+                start,
+                history,
+                roots_lost,
+                [events.schema[k] for k in keys],
+                columns,
+                first.schema[_BASE].dataType,
+            )
+            if roots_lost
+            else None
+        )
+        if recovered is not None:
+            resolved.unpersist()
+            resolved = _resolve(events, moves, found, first.unionByName(recovered), columns, schema)
+    return Inheritance(resolved, columns, moves)
+
+
+def _resolve(
+    events: DataFrame,
+    moves: DataFrame,
+    found: DataFrame,
+    first: DataFrame,
+    columns: tuple[str, ...],
+    schema: TableSchema,
+) -> DataFrame:
+    """The moves with each placeholder filled from the batch (``found``) or the first
+    key's stored row (``first``), cached; :data:`LOST` names the ones found nowhere."""
     joined = moves.join(found.withColumnRenamed(_MOVE, c.MESSAGE_ID), c.MESSAGE_ID, "left").join(
         first.withColumnRenamed(_MOVE, c.MESSAGE_ID), c.MESSAGE_ID, "left"
     )
@@ -259,7 +302,7 @@ def inherit(
         lost_array.alias(LOST),
         F.col(OLD),
     ).withColumn(c.UNAVAILABLE, F.col(LOST))
-    return Inheritance(resolved.select(*events.columns, OLD, LOST).persist(), columns, moves)
+    return resolved.select(*events.columns, OLD, LOST).persist()
 
 
 def applicable(resolved: DataFrame, schema: TableSchema) -> DataFrame:

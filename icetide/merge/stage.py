@@ -165,7 +165,9 @@ class MergeStage:
         try:
             if stats["moves"]:
                 # After the truncate's DELETE: an old row it removed has no values to give.
-                inheritance = inherit(self.spark, events, history, refs.base, self.schemas[name])
+                inheritance = inherit(
+                    self.spark, events, history, refs.base, self.schemas[name], refs.cdc, start
+                )
                 resolved = inheritance.resolved
                 self._dead_letter_lost(name, resolved.where(F.size(LOST) > 0))
                 moves = applicable(resolved, self.schemas[name])
@@ -238,7 +240,8 @@ class MergeStage:
             F.array_join(F.col(LOST), ", "),
             F.lit(
                 " were unchanged TOAST values (PostgreSQL does not send them) and the old "
-                "row is neither in the batch nor in the mirror, so their values are unknown; "
+                "row is neither in the batch nor in the mirror (nor its retained snapshots), "
+                "so their values are unknown; "
                 "the change was not applied rather than writing NULLs. Re-copy the row "
                 "(icetide bootstrap), or set REPLICA IDENTITY FULL on the source table so "
                 "key changes carry every value"

@@ -18,6 +18,10 @@ from icetide.ledger import contract as c
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import qualified, quote
 
+EVENT_ROWS = 10**6
+"""Positions pack the rows of one source event as ``event * 10**6 + index``
+(:mod:`icetide.events.position`): a key change's ``d`` and ``c`` share the event part."""
+
 
 @dataclass(frozen=True)
 class MergeContext:
