@@ -160,14 +160,16 @@ def render_capture_lags(lags: Iterable[CaptureLag | None]) -> str:
             seen.setdefault(lag.source, lag)
     if not seen:
         return ""
-    lines = [f"{'source':<16}{'saved offset':<28}{'server position':<28}capture lag"]
+    rows = [("source", "saved offset", "server position", "capture lag")]
     for lag in seen.values():
         if lag.lag_bytes is None:
             amount = f"unknown ({lag.reason or 'no reason given'})"
         else:
             amount = f"{lag.lag_bytes:,} bytes ({lag.state})"
-        lines.append(
-            f"{lag.source:<16}{lag.saved_offset or '-':<28}"
-            f"{lag.server_position or 'unknown':<28}{amount}"
-        )
+        rows.append((lag.source, lag.saved_offset or "-", lag.server_position or "unknown", amount))
+    # Columns as wide as their widest cell: offsets with a GTID are long.
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(3)]
+    lines = [
+        "".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + row[3] for row in rows
+    ]
     return "\n".join(lines)

@@ -101,6 +101,20 @@ def test_the_text_report_has_one_line_per_source() -> None:
         "down - unknown unknown (cannot ask the server)",
     ]
     # Columns line up: every row's server position starts under its header.
+    column = lines[0].index("server position")
     starts = ["server", "b.000008:339", "0/16B5000", "unknown"]
-    assert all(line[44:].startswith(w) for line, w in zip(lines, starts, strict=True))
+    assert all(line[column:].startswith(w) for line, w in zip(lines, starts, strict=True))
     assert render_capture_lags([None]) == ""
+
+
+def test_a_long_offset_widens_its_column_instead_of_running_into_the_next() -> None:
+    gtid = CaptureLag(
+        "shop", "mysql", "mysql-bin.000001:10518054, gtid 0-1-13816", None, None, None, "down"
+    )
+    header, row = render_capture_lags([gtid]).splitlines()
+    column = header.index("server position")
+    assert (
+        row[:column].rstrip()
+        == "shop" + " " * (header.index("saved offset") - 4) + gtid.saved_offset
+    )
+    assert row[column:].startswith("unknown")
