@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from icetide.schema.model import Column, ColumnType
-from icetide.spark.sql import quote
+from icetide.schema.quoting import quote
 
 _SQL = {
     "boolean": "BOOLEAN",

@@ -1,32 +1,7 @@
-"""One small quoting helper: no identifier from config reaches SQL unquoted."""
+"""Quoting for the SQL the stages build: the one helper, from :mod:`icetide.schema.quoting`."""
 
 from __future__ import annotations
 
+from icetide.schema.quoting import literal, qualified, quote
 
-def quote(identifier: str) -> str:
-    """Quote one identifier for Spark SQL.
-
-    >>> quote("order")
-    '`order`'
-    >>> quote("we`ird")
-    '`we``ird`'
-    """
-    return "`" + identifier.replace("`", "``") + "`"
-
-
-def qualified(*parts: str) -> str:
-    """Quote and join a multi-part name.
-
-    >>> qualified("lake", "cdc", "customers")
-    '`lake`.`cdc`.`customers`'
-    """
-    return ".".join(quote(p) for p in parts)
-
-
-def literal(text: str) -> str:
-    """A Spark SQL string literal.
-
-    >>> literal("it's")
-    "'it\\\\'s'"
-    """
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+__all__ = ["literal", "qualified", "quote"]

@@ -1,0 +1,37 @@
+"""One small quoting helper: no identifier from config reaches SQL unquoted.
+
+It lives in ``schema/`` (the bottom of the import graph) because the schema's own Spark
+DDL (:mod:`icetide.schema.spark_types`) quotes column names; ``icetide.spark.sql``
+re-exports it for the stages that build SQL.
+"""
+
+from __future__ import annotations
+
+
+def quote(identifier: str) -> str:
+    """Quote one identifier for Spark SQL.
+
+    >>> quote("order")
+    '`order`'
+    >>> quote("we`ird")
+    '`we``ird`'
+    """
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def qualified(*parts: str) -> str:
+    """Quote and join a multi-part name.
+
+    >>> qualified("lake", "cdc", "customers")
+    '`lake`.`cdc`.`customers`'
+    """
+    return ".".join(quote(p) for p in parts)
+
+
+def literal(text: str) -> str:
+    """A Spark SQL string literal.
+
+    >>> literal("it's")
+    "'it\\\\'s'"
+    """
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
