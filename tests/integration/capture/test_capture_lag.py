@@ -197,7 +197,7 @@ def test_status_shows_capture_lag_per_source_and_unknown_for_an_unreachable_one(
 
         text = render_status(status)
         assert "saved offset" in text and "server position" in text
-        assert "down            mysql-bin.000001:4" in text
+        assert any(line.split()[:2] == ["down", "mysql-bin.000001:4"] for line in text.splitlines())
         assert "unknown (cannot ask the server at 127.0.0.1:" in text
         assert "0 bytes (caught up)" in text
         dicts = json.loads(json.dumps(status_dicts(status)))
