@@ -37,7 +37,7 @@ from icetide.ledger.decode import (
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.source import raw_messages
-from icetide.observe.deadletters import BatchSummary
+from icetide.ledger.summary import BatchSummary
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
