@@ -190,6 +190,7 @@ def interpolate(
 
 def _substitute(text: str, env: Mapping[str, str], loc: Loc, problems: list[Problem]) -> str:
     used = False
+    values: list[str] = []
 
     def one(match: re.Match[str]) -> str:
         nonlocal used
@@ -209,6 +210,7 @@ def _substitute(text: str, env: Mapping[str, str], loc: Loc, problems: list[Prob
         value = env.get(name)
         # Like the shell, ${VAR:-default} also replaces a variable that is set but empty.
         if value or (value is not None and not has_default):
+            values.append(value)
             return value
         if has_default:
             return default
@@ -222,7 +224,11 @@ def _substitute(text: str, env: Mapping[str, str], loc: Loc, problems: list[Prob
         return ""
 
     result = _REFERENCE.sub(one, text)
-    return Secret(result) if used else result
+    if not used:
+        return result
+    secret = Secret(result)
+    secret.parts = tuple(values)
+    return secret
 
 
 def _parse(

@@ -54,7 +54,9 @@ class Secret(str):
     ("'***'", True, "{'token': '***'}")
     """
 
-    __slots__ = ()
+    parts: tuple[str, ...] = ()
+    """The environment values substituted into this string (``${HOST}`` in
+    ``http://${HOST}:8181``): a message may quote one alone, so they are secrets too."""
 
     def __repr__(self) -> str:
         return "'***'"
@@ -137,7 +139,11 @@ def _keep_secret(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Validate ``value`` and keep it a :class:`Secret` if it was one (pydantic copies str
     subclasses into plain str)."""
     out = handler(value)
-    return Secret(out) if isinstance(value, Secret) and isinstance(out, str) else out
+    if not (isinstance(value, Secret) and isinstance(out, str)):
+        return out
+    kept = Secret(out)
+    kept.parts = value.parts
+    return kept
 
 
 def _matching(regex: str, rule: str) -> AfterValidator:

@@ -20,13 +20,27 @@ from icetide.config.model import Secret
 MASK = "***"
 
 
-def secret_values(value: Any) -> set[str]:
-    """Every :class:`Secret` string inside a config (or any part of one).
+PART_MIN = 4
+"""An environment value substituted into a longer string is masked on its own only from
+this length on: masking every ``1`` or ``db`` would garble the output (the whole string
+is always masked)."""
 
-    >>> sorted(secret_values({"a": Secret("pw"), "b": ["plain", Secret("tok")]}))
-    ['pw', 'tok']
+
+def secret_values(value: Any) -> set[str]:
+    """Every :class:`Secret` string inside a config (or any part of one), and the
+    environment values substituted into them.
+
+    >>> host = Secret("http://rest-host:8181")
+    >>> host.parts = ("rest-host",)
+    >>> sorted(secret_values({"a": Secret("pw"), "b": ["plain", Secret("tok"), host]}))
+    ['http://rest-host:8181', 'pw', 'rest-host', 'tok']
     """
-    return {str(v) for v in _walk(value) if v}
+    found: set[str] = set()
+    for secret in _walk(value):
+        if secret:
+            found.add(str(secret))
+            found.update(part for part in secret.parts if len(part) >= PART_MIN)
+    return found
 
 
 def _walk(value: Any) -> Iterator[Secret]:

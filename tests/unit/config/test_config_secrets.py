@@ -41,6 +41,26 @@ def test_secret_values_finds_env_values_credential_options_and_passwords(
     }
 
 
+def test_an_env_value_inside_a_longer_value_is_a_secret_on_its_own(
+    load: Callable[[str], Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A driver error may quote the host alone: it must be masked even then.
+    monkeypatch.setenv("SPARK_HOST", "m-9k2w.internal")
+    monkeypatch.setenv("PORT", "7077")
+    monkeypatch.setenv("ID", "7")
+    config = load(
+        """
+        pipeline: shop
+        spark: {master: "spark://${SPARK_HOST}:${PORT}/${ID}"}
+        tables:
+          - {name: customers, source: shop.customers, schema: c.yaml}
+        """
+    )
+    found = secret_values(config)
+    assert {"spark://m-9k2w.internal:7077/7", "m-9k2w.internal", "7077"} <= found
+    assert "7" not in found  # too short to mask alone without garbling every line
+
+
 def test_scrubber_masks_every_secret_longest_first() -> None:
     scrub = Scrubber()
     scrub.add(["db-7f3q", "db-7f3q.internal", ""])
