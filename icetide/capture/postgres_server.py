@@ -191,6 +191,16 @@ class PostgresServer:
         finally:
             conn.close()
 
+    def drop_slot(self, slot: str, db: str = "postgres") -> None:
+        """Drop replication slot ``slot`` if it exists: a test sharing the server cleans up
+        after itself, because an abandoned slot holds WAL for ever."""
+        self.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE slot_name = %s",
+            db,
+            [slot],
+        )
+
     def create_database(self, name: str) -> None:
         """Create database ``name`` unless it exists."""
         if self.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[name]):

@@ -391,12 +391,7 @@ def test_postgres_bootstrap_and_capture_store_every_type_identically(
         assert (first["sp ace"], first['qu"ote'], first["MiXed"]) == ("s p", 'say "hi"', -1)
         _assert_verified(pipe)
     finally:
-        postgres.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s",
-            db,
-            [slot],
-        )
+        postgres.drop_slot(slot, db)
 
 
 # -- hostile identifiers, bootstrap only ---------------------------------------------------
@@ -496,9 +491,4 @@ def test_bootstrap_reads_hostile_column_names_on_both_sources(
         verdicts = run_verify(config, spark, None)
         assert all(v.matches for v in verdicts) and len(verdicts) == 2, render_verdicts(verdicts)
     finally:
-        postgres.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s",
-            db,
-            [slot],
-        )
+        postgres.drop_slot(slot, db)

@@ -216,9 +216,4 @@ def test_status_shows_capture_lag_per_source_and_unknown_for_an_unreachable_one(
             "state",
         }
     finally:
-        postgres.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s",
-            db,
-            [slot],
-        )
+        postgres.drop_slot(slot, db)

@@ -136,9 +136,4 @@ def test_primary_key_updates_keep_unchanged_toast_values_in_one_batch_and_across
             assert not spark.table(pipe.refs(table).dlt).count()
         assert_verified(pipe, spark)  # both tables, the text[] array included
     finally:
-        postgres.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s",
-            DB,
-            [DB],
-        )
+        postgres.drop_slot(DB, DB)
