@@ -31,7 +31,8 @@ from icetide.ledger import contract as c
 from icetide.merge.statement import merge_sql, naive_merge_sql
 from icetide.merge.steps import MergeContext, prepare
 from icetide.merge.tables import base_ddl
-from icetide.schema.model import TableSchema, schema_from_dict
+from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 from icetide.spark.session import build_session
 
 SCHEMA = schema_from_dict(

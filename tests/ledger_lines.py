@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from icetide.schema.model import schema_from_dict
+from icetide.schema.file import schema_from_dict
 
 ITEMS = schema_from_dict(
     {

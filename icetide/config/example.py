@@ -123,8 +123,11 @@ EXAMPLE_SCHEMA = """\
 # Schema of table customers: the source of truth for its columns.
 # Column ids are stable: never change or reuse one; a rename keeps its id.
 # Types: boolean, int, long, float, double, string, binary, date, time, timestamp
-# (no zone), timestamptz (an instant), uuid, json, decimal(p,s).
-# `logical` names the Debezium logical type, needed only for events without a schema.
+# (no zone), timestamptz (an instant), uuid, json, decimal(p,s), and the nested
+# {enum: [a, b]}, {struct: [fields]}, {list: {element_id, element}},
+# {map: {key_id, key, value_id, value}} (every nested field has its own id too).
+# `sink.logical` names the Debezium logical type of a column, needed only for events
+# without a schema.
 table: customers
 version: 1
 primary_key: [id]
@@ -134,7 +137,9 @@ columns:
   - {id: 3, name: first_name, type: string}
   - {id: 4, name: last_name, type: string}
   - {id: 5, name: balance, type: "decimal(12,2)"}
-  - {id: 6, name: updated_at, type: timestamp, logical: io.debezium.time.MicroTimestamp}
+  - {id: 6, name: updated_at, type: timestamp}
+sink:
+  logical: {updated_at: io.debezium.time.MicroTimestamp}
 """
 
 

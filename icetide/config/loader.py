@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,8 @@ from icetide.config.model import (
     format_loc,
 )
 from icetide.errors import ConfigError
-from icetide.schema.model import SchemaFile, SchemaFileProblems, TableSchema
+from icetide.schema.file import SchemaFile, SchemaFileProblems, read_schema_data
+from icetide.schema.model import TableSchema
 
 _REFERENCE = re.compile(r"\$(\$?)\{([^}]*)\}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -120,7 +121,7 @@ def load_table_schemas(config: Config) -> dict[str, TableSchema]:
                 )
             )
         else:
-            schemas[table.name] = schema if schema.table else replace(schema, table=table.name)
+            schemas[table.name] = schema if schema.table else schema.renamed(table.name)
     if problems:
         invalid.append(_error("the tables' schema files do not match the config", problems))
     if len(invalid) > 1:
@@ -154,7 +155,7 @@ def load_schema_file(path: str | Path, used_as: str = "") -> TableSchema:
     if problems:
         raise _error(title, problems, lines, _SCHEMA_HINT)
     try:
-        return SchemaFile.model_validate(data).to_schema()
+        return read_schema_data(data, str(file))
     except ValidationError as exc:
         found = _validation_problems(exc, data, SchemaFile)
         raise _error(title, found, lines, _SCHEMA_HINT) from None

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from icetide.demo.shop import ShopWorkload, shop_connector, shop_schemas
-from icetide.schema.model import dump_schema_file
+from icetide.schema.file import dump_schema_file
 
 if TYPE_CHECKING:
     from icetide.capture.mariadb_server import MariaDBServer

@@ -21,7 +21,8 @@ import yaml
 
 from icetide.demo.workload import Workload, deliver, demo_schemas, demo_sources, generate
 from icetide.observe.compare import Comparison, compare_rows
-from icetide.schema.model import TableSchema, dump_schema_file
+from icetide.schema.file import dump_schema_file
+from icetide.schema.model import TableSchema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -18,7 +18,8 @@ from typing import Any
 
 import pymysql
 
-from icetide.schema.model import Column, TableSchema, parse_type
+from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.types import parse_type
 
 DDL = (
     """CREATE TABLE customers (
@@ -43,10 +44,11 @@ BIG_TRANSACTION_ROWS = 10_000
 
 def _schema(table: str, columns: list[tuple[str, str, str | None]]) -> TableSchema:
     built = tuple(
-        Column(id=i, name=name, type=parse_type(kind), nullable=i > 1, logical=logical)
-        for i, (name, kind, logical) in enumerate(columns, start=1)
+        Column(id=i, name=name, type=parse_type(kind), nullable=i > 1)
+        for i, (name, kind, _) in enumerate(columns, start=1)
     )
-    return TableSchema(table=table, columns=built, primary_key=(columns[0][0],))
+    hints = {i: logical for i, (_, _, logical) in enumerate(columns, start=1) if logical}
+    return TableSchema(table, built, (columns[0][0],), sink=SinkSettings(hints))
 
 
 def shop_schemas() -> list[TableSchema]:

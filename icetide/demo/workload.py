@@ -41,7 +41,8 @@ from typing import Any
 
 from icetide.events.model import UNAVAILABLE
 from icetide.events.position import binlog_position, lsn_position
-from icetide.schema.model import Column, TableSchema, parse_type
+from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.types import parse_type, precision_scale
 
 Key = tuple[Any, ...]
 Row = dict[str, Any]
@@ -62,10 +63,8 @@ _START_MS = 1_709_251_200_000  # 2024-03-01T00:00:00Z
 _ENUM_ALLOWED = "true,last,false,incremental"
 
 
-def _col(
-    cid: int, name: str, type_: str, nullable: bool = True, logical: str | None = None
-) -> Column:
-    return Column(cid, name, parse_type(type_), nullable=nullable, logical=logical)
+def _col(cid: int, name: str, type_: str, nullable: bool = True) -> Column:
+    return Column(cid, name, parse_type(type_), nullable=nullable)
 
 
 def demo_schemas() -> list[TableSchema]:
@@ -83,10 +82,11 @@ def demo_schemas() -> list[TableSchema]:
                 _col(3, "email", "string"),
                 _col(4, "balance", "decimal(12,2)"),
                 _col(5, "active", "boolean", False),
-                _col(6, "created", "date", logical="io.debezium.time.Date"),
-                _col(7, "updated_at", "timestamp", False, "io.debezium.time.MicroTimestamp"),
+                _col(6, "created", "date"),
+                _col(7, "updated_at", "timestamp", False),
             ),
             ("id",),
+            sink=SinkSettings({6: "io.debezium.time.Date", 7: "io.debezium.time.MicroTimestamp"}),
         ),
         TableSchema(
             "order_lines",
@@ -107,10 +107,11 @@ def demo_schemas() -> list[TableSchema]:
                 _col(2, "name", "string"),
                 _col(3, "description", "string"),
                 _col(4, "price", "decimal(10,2)"),
-                _col(5, "tags", "json", logical="io.debezium.data.Json"),
-                _col(6, "modified", "timestamptz", logical="io.debezium.time.ZonedTimestamp"),
+                _col(5, "tags", "json"),
+                _col(6, "modified", "timestamptz"),
             ),
             ("sku",),
+            sink=SinkSettings({5: "io.debezium.data.Json", 6: "io.debezium.time.ZonedTimestamp"}),
         ),
     ]
 
@@ -389,7 +390,10 @@ def _field_schema(col: Column) -> dict[str, Any]:
             "type": "bytes",
             "name": "org.apache.kafka.connect.data.Decimal",
             "version": 1,
-            "parameters": {"scale": str(t.scale), "connect.decimal.precision": str(t.precision)},
+            "parameters": {
+                "scale": str(precision_scale(t)[1]),
+                "connect.decimal.precision": str(precision_scale(t)[0]),
+            },
         }
     elif t.name == "date":
         out = {"type": "int32", "name": "io.debezium.time.Date", "version": 1}
@@ -503,7 +507,10 @@ class _TableInfo:
 def _table_info(schema: TableSchema) -> _TableInfo:
     connector, namespace, name = _SOURCES[schema.table]
     kinds = {"decimal": "decimal", "date": "date", "timestamp": "micros", "timestamptz": "zoned"}
-    spec = tuple((c.name, kinds.get(c.type.name, "plain"), c.type.scale) for c in schema.columns)
+    spec = tuple(
+        (c.name, kinds.get(c.type.name, "plain"), precision_scale(c.type)[1])
+        for c in schema.columns
+    )
     server = MYSQL_SERVER if connector == "mysql" else POSTGRES_SERVER
     return _TableInfo(
         schema=schema,

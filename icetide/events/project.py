@@ -2,10 +2,10 @@
 
 The envelope decoder keeps values as the source sent them (already typed when the message
 carried a schema, raw JSON otherwise). Here each value is coerced to its column's
-:class:`~icetide.schema.model.ColumnType` through one table, :data:`COERCERS`, so the
+:class:`~icetide.schema.model.IcetideType` through one table, :data:`COERCERS`, so the
 merge stage gets the same Python type for a column whatever the source sent.
 
->>> from icetide.schema.model import schema_from_dict
+>>> from icetide.schema.file import schema_from_dict
 >>> schema = schema_from_dict({"table": "t", "primary_key": ["id"], "columns": [
 ...     {"id": 1, "name": "id", "type": "long"},
 ...     {"id": 2, "name": "price", "type": "decimal(6,2)"}]})
@@ -30,6 +30,14 @@ from icetide.errors import DecodeError
 from icetide.events import logical_types as lt
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Op
 from icetide.schema.model import Column, TableSchema
+from icetide.schema.types import (
+    DecimalType,
+    EnumType,
+    IcetideType,
+    ListType,
+    MapType,
+    StructType,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,24 @@ class _Mismatch(Exception):
     """Internal: a value does not fit the column type; turned into a ``type_mismatch``."""
 
 
-Coercer = Callable[[Any, Column], Any]
-"""``(value, column) -> typed value``; raises :class:`_Mismatch` when the value does not fit."""
+@dataclass(frozen=True)
+class Slot:
+    """Where a value goes: the column or nested field's name and type, and the logical
+    type hint of the table's sink settings (how the source encodes it)."""
+
+    name: str
+    type: IcetideType
+    logical: str | None = None
+
+
+Coercer = Callable[[Any, Slot], Any]
+"""``(value, slot) -> typed value``; raises :class:`_Mismatch` when the value does not fit."""
+
+
+def _decimal(ctype: IcetideType) -> tuple[int, int]:
+    assert isinstance(ctype, DecimalType)
+    return ctype.precision, ctype.scale
+
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -95,7 +119,7 @@ def _in_range(value: Any, bounds: tuple[int, int]) -> int:
     return number
 
 
-def _to_boolean(value: Any, column: Column) -> bool:
+def _to_boolean(value: Any, slot: Slot) -> bool:
     if isinstance(value, bool):
         return value
     if _is_int(value) and value in (0, 1):
@@ -103,15 +127,15 @@ def _to_boolean(value: Any, column: Column) -> bool:
     raise _Mismatch
 
 
-def _to_int(value: Any, column: Column) -> int:
+def _to_int(value: Any, slot: Slot) -> int:
     return _in_range(value, _INT32)
 
 
-def _to_long(value: Any, column: Column) -> int:
+def _to_long(value: Any, slot: Slot) -> int:
     return _in_range(value, _INT64)
 
 
-def _to_float(value: Any, column: Column) -> float:
+def _to_float(value: Any, slot: Slot) -> float:
     if isinstance(value, float | int | Decimal) and not isinstance(value, bool):
         return float(value)
     if isinstance(value, str):
@@ -125,8 +149,8 @@ def _to_float(value: Any, column: Column) -> float:
     raise _Mismatch
 
 
-def _to_decimal(value: Any, column: Column) -> Decimal:
-    precision, scale = column.type.precision, column.type.scale
+def _to_decimal(value: Any, slot: Slot) -> Decimal:
+    precision, scale = _decimal(slot.type)
     if isinstance(value, Decimal):
         number = value
     elif _is_int(value):
@@ -139,7 +163,7 @@ def _to_decimal(value: Any, column: Column) -> Decimal:
         except InvalidOperation:
             # Not a number: the base64 unscaled bytes of a Connect Decimal with this scale.
             try:
-                number = lt.connect_decimal(value, scale, column.name)
+                number = lt.connect_decimal(value, scale, slot.name)
             except DecodeError:
                 raise _Mismatch from None
     else:
@@ -158,27 +182,27 @@ def _to_decimal(value: Any, column: Column) -> Decimal:
     return quantized
 
 
-def _to_string(value: Any, column: Column) -> str:
+def _to_string(value: Any, slot: Slot) -> str:
     if isinstance(value, str):
         return value
     raise _Mismatch
 
 
-def _to_binary(value: Any, column: Column) -> bytes:
+def _to_binary(value: Any, slot: Slot) -> bytes:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)  # decoded by an inline schema already (Bits reordered there)
     if isinstance(value, str):
         try:
-            raw = lt.decode_base64(value, column.name)
+            raw = lt.decode_base64(value, slot.name)
         except DecodeError:
             raise _Mismatch from None
         # Schemaless Bits: the column's logical hint says the bytes are Debezium's
         # little-endian form; the base stores the source's own order.
-        return lt.bits_bytes(raw) if column.logical == lt.BITS else raw
+        return lt.bits_bytes(raw) if slot.logical == lt.BITS else raw
     raise _Mismatch
 
 
-def _to_date(value: Any, column: Column) -> date:
+def _to_date(value: Any, slot: Slot) -> date:
     if isinstance(value, datetime):
         raise _Mismatch  # a datetime is a date subclass; silently dropping its time is wrong
     if isinstance(value, date):
@@ -193,11 +217,11 @@ def _to_date(value: Any, column: Column) -> date:
     raise _Mismatch
 
 
-def _to_time(value: Any, column: Column) -> time:
+def _to_time(value: Any, slot: Slot) -> time:
     if isinstance(value, time):
         parsed = value
     elif _is_int(value):
-        parsed = _wrap(lt.time_of_day, value, _TIME_UNITS.get(column.logical or "", "us"))
+        parsed = _wrap(lt.time_of_day, value, _TIME_UNITS.get(slot.logical or "", "us"))
     elif isinstance(value, str):
         parsed = _wrap(lt.parse_time, value)
     else:
@@ -206,29 +230,29 @@ def _to_time(value: Any, column: Column) -> time:
     return lt.time_to_utc(parsed).replace(tzinfo=None)
 
 
-def _instant(value: Any, column: Column) -> datetime:
+def _instant(value: Any, slot: Slot) -> datetime:
     """Any accepted timestamp form as a datetime (naive or aware, as given)."""
     if isinstance(value, datetime):
         return value
     if _is_int(value):
-        unit = _TIMESTAMP_UNITS.get(column.logical or "", "ms")
+        unit = _TIMESTAMP_UNITS.get(slot.logical or "", "ms")
         return _wrap(lt.epoch_to_datetime, value, unit)
     if isinstance(value, str):
         return _wrap(lt.parse_datetime, value)
     raise _Mismatch
 
 
-def _to_timestamp(value: Any, column: Column) -> datetime:
-    moment = _instant(value, column)
+def _to_timestamp(value: Any, slot: Slot) -> datetime:
+    moment = _instant(value, slot)
     return moment if moment.tzinfo is None else moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _to_timestamptz(value: Any, column: Column) -> datetime:
-    moment = _instant(value, column)
+def _to_timestamptz(value: Any, slot: Slot) -> datetime:
+    moment = _instant(value, slot)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _to_uuid(value: Any, column: Column) -> str:
+def _to_uuid(value: Any, slot: Slot) -> str:
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, str):
@@ -239,7 +263,7 @@ def _to_uuid(value: Any, column: Column) -> str:
     raise _Mismatch
 
 
-def _to_json(value: Any, column: Column) -> str:
+def _to_json(value: Any, slot: Slot) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list | int | float | Decimal | bool):
@@ -270,6 +294,42 @@ def dump_json(value: Any) -> str:
     return json.dumps(value)
 
 
+def _to_enum(value: Any, slot: Slot) -> str:
+    assert isinstance(slot.type, EnumType)
+    if isinstance(value, str) and value in slot.type.symbols:
+        return value
+    raise _Mismatch
+
+
+def _to_struct(value: Any, slot: Slot) -> dict[str, Any]:
+    assert isinstance(slot.type, StructType)
+    if not isinstance(value, dict):
+        raise _Mismatch
+    return {f.name: _coerce(value.get(f.name), Slot(f.name, f.type)) for f in slot.type.fields}
+
+
+def _to_list(value: Any, slot: Slot) -> list[Any]:
+    assert isinstance(slot.type, ListType)
+    if not isinstance(value, list):
+        raise _Mismatch
+    element = Slot(f"{slot.name}.element", slot.type.element)
+    return [_coerce(v, element) for v in value]
+
+
+def _to_map(value: Any, slot: Slot) -> list[tuple[Any, Any]]:
+    """A JSON object (text keys) as Arrow's map form: a list of (key, value) pairs."""
+    assert isinstance(slot.type, MapType)
+    if not isinstance(value, dict):
+        raise _Mismatch
+    key = Slot(f"{slot.name}.key", slot.type.key)
+    item = Slot(f"{slot.name}.value", slot.type.value)
+    return [(_coerce(k, key), _coerce(v, item)) for k, v in value.items()]
+
+
+def _coerce(value: Any, slot: Slot) -> Any:
+    return None if value is None else COERCERS[slot.type.name](value, slot)
+
+
 COERCERS: dict[str, Coercer] = {
     "boolean": _to_boolean,
     "int": _to_int,
@@ -285,8 +345,12 @@ COERCERS: dict[str, Coercer] = {
     "timestamptz": _to_timestamptz,
     "uuid": _to_uuid,
     "json": _to_json,
+    "enum": _to_enum,
+    "struct": _to_struct,
+    "list": _to_list,
+    "map": _to_map,
 }
-"""Column type name → coercer. Every type in ``schema.model.PRIMITIVES`` plus decimal."""
+"""Type name → coercer, for every name in :data:`icetide.schema.types.TYPE_NAMES`."""
 
 
 def _show(value: Any) -> str:
@@ -294,17 +358,20 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def coerce_value(value: Any, column: Column, table: str = "?") -> Any:
-    """Coerce one value to ``column``'s type; ``None`` stays ``None``.
+def coerce_value(value: Any, column: Column, table: str = "?", logical: str | None = None) -> Any:
+    """Coerce one value to ``column``'s type (``logical``: the sink's hint for it);
+    ``None`` stays ``None``.
 
-    >>> from icetide.schema.model import Column, parse_type
+    >>> from icetide.schema.model import Column
+
+    >>> from icetide.schema.types import parse_type
     >>> coerce_value("2024-02-29T10:00:00+01:00", Column(1, "at", parse_type("timestamp")))
     datetime.datetime(2024, 2, 29, 9, 0)
     """
     if value is None:
         return None
     try:
-        return COERCERS[column.type.name](value, column)
+        return _coerce(value, Slot(column.name, column.type, logical))
     except _Mismatch:
         raise DecodeError(
             "type_mismatch",
@@ -318,7 +385,11 @@ def project_row(row: Mapping[str, Any], schema: TableSchema) -> dict[str, Any]:
 
     No nullability check: a before image may hold only the key (REPLICA IDENTITY DEFAULT).
     """
-    return {c.name: coerce_value(row.get(c.name), c, schema.table) for c in schema.columns}
+    hints = schema.sink.logical
+    return {
+        c.name: coerce_value(row.get(c.name), c, schema.table, hints.get(c.id))
+        for c in schema.columns
+    }
 
 
 def _check_key(image: dict[str, Any], schema: TableSchema, which: str) -> dict[str, Any]:

@@ -77,7 +77,8 @@ from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.postgres.catalog import SESSION_SETTINGS
-from icetide.schema.model import Column, ColumnType
+from icetide.schema.model import Column
+from icetide.schema.types import IcetideType, precision_scale
 from icetide.spark.sql import quote as spark_quote
 
 if TYPE_CHECKING:
@@ -130,9 +131,9 @@ def qualified_ident(dialect: Dialect, *parts: str) -> str:
 
 # -- the rules ---------------------------------------------------------------------------
 
-SqlRule = Callable[[str, ColumnType], str]
+SqlRule = Callable[[str, IcetideType], str]
 """``(quoted column expression, column type) -> SQL text expression`` (never given NULL)."""
-SparkRule = Callable[["SparkColumn", ColumnType], "SparkColumn"]
+SparkRule = Callable[["SparkColumn", IcetideType], "SparkColumn"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ class Rule:
     digest: Literal["text", "bytes"] | None = None
 
 
-def _mysql_float(c: str, _: ColumnType) -> str:
+def _mysql_float(c: str, _: IcetideType) -> str:
     # MySQL has no NaN/Infinity. `+ 0e0` makes a FLOAT a DOUBLE (exactly).
     a = f"(ABS({c}) + 0e0)"
     e0 = f"LEAST(GREATEST(FLOOR(LOG2({a})), -1022), 1023)"
@@ -165,7 +166,7 @@ def _mysql_float(c: str, _: ColumnType) -> str:
     )
 
 
-def _postgres_float(c: str, _: ColumnType) -> str:
+def _postgres_float(c: str, _: IcetideType) -> str:
     x = f"({c})::float8"
     a = f"abs({x})"
     e0 = f"least(greatest(floor(ln({a}) / ln(2::float8)), -1022), 1023)"
@@ -183,7 +184,7 @@ def _postgres_float(c: str, _: ColumnType) -> str:
     )
 
 
-def _spark_float(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_float(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     # Java's %a is Double.toHexString: Python's float.hex() digits with trailing zeros
@@ -205,14 +206,15 @@ def _spark_float(c: SparkColumn, _: ColumnType) -> SparkColumn:
     )
 
 
-def _spark_decimal(c: SparkColumn, t: ColumnType) -> SparkColumn:
+def _spark_decimal(c: SparkColumn, t: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType
 
     # CAST(decimal AS STRING) uses BigDecimal.toString (0 at scale 10 is "0E-10");
     # format_number formats the exact BigDecimal, with US grouping commas to drop.
-    value = c.cast(DecimalType(t.precision, t.scale))
-    return F.regexp_replace(F.format_number(value, t.scale), ",", "")
+    precision, scale = precision_scale(t)
+    value = c.cast(DecimalType(precision, scale))
+    return F.regexp_replace(F.format_number(value, scale), ",", "")
 
 
 def _spark_clock(date_text: SparkColumn, micros_of_day: SparkColumn) -> SparkColumn:
@@ -237,7 +239,7 @@ def _spark_clock(date_text: SparkColumn, micros_of_day: SparkColumn) -> SparkCol
     )
 
 
-def _spark_timestamp(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_timestamp(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     # TIMESTAMP_NTZ: date, hour, minute and EXTRACT(SECOND) read the wall clock without a
@@ -251,7 +253,7 @@ def _spark_timestamp(c: SparkColumn, _: ColumnType) -> SparkColumn:
     return _spark_clock(F.to_date(c).cast("string"), micros)
 
 
-def _spark_timestamptz(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_timestamptz(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     # An instant: epoch microseconds are zone-free; the UTC date and time of day follow
@@ -263,7 +265,7 @@ def _spark_timestamptz(c: SparkColumn, _: ColumnType) -> SparkColumn:
     return _spark_clock(F.date_from_unix_date(days).cast("string"), rem)
 
 
-def _spark_time(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_time(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     # Spark has no time type: the base holds ISO text, "10:11:12" or "10:11:12.5",
@@ -274,23 +276,23 @@ def _spark_time(c: SparkColumn, _: ColumnType) -> SparkColumn:
     return F.when(clock == "", c).otherwise(F.concat(clock, F.lit("."), fraction))
 
 
-def _spark_plain(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_plain(c: SparkColumn, _: IcetideType) -> SparkColumn:
     return c.cast("string")
 
 
-def _spark_boolean(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_boolean(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     return F.when(c, "1").otherwise("0")
 
 
-def _spark_binary(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_binary(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     return F.lower(F.hex(c))
 
 
-def _spark_lower(c: SparkColumn, _: ColumnType) -> SparkColumn:
+def _spark_lower(c: SparkColumn, _: IcetideType) -> SparkColumn:
     from pyspark.sql import functions as F
 
     return F.lower(c)
@@ -298,7 +300,7 @@ def _spark_lower(c: SparkColumn, _: ColumnType) -> SparkColumn:
 
 def _sql(template: str) -> SqlRule:
     """A rule from a template with ``{c}``, ``{p}`` and ``{s}`` (column, precision, scale)."""
-    return lambda c, t: template.format(c=c, p=t.precision, s=t.scale)
+    return lambda c, t: template.format(c=c, p=precision_scale(t)[0], s=precision_scale(t)[1])
 
 
 _MYSQL_TS = "DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')"
@@ -357,7 +359,7 @@ RULES: dict[str, Rule] = {
 """Column type name → its canonical text on each engine: the one table to extend."""
 
 
-def rule_for(ctype: ColumnType) -> Rule:
+def rule_for(ctype: IcetideType) -> Rule:
     """The :class:`Rule` of a column type."""
     return RULES[ctype.name]
 
@@ -377,7 +379,7 @@ def _sql_rule(dialect: Dialect, column: Column) -> SqlRule:
 def text_sql(dialect: Dialect, column: Column) -> str:
     """The canonical text of ``column`` as a SQL expression; NULL stays NULL.
 
-    >>> from icetide.schema.model import parse_type
+    >>> from icetide.schema.types import parse_type
     >>> text_sql("mysql", Column(1, "ord`er", parse_type("int")))
     'CASE WHEN `ord``er` IS NULL THEN NULL ELSE CAST(CAST(`ord``er` AS SIGNED) AS CHAR) END'
     """
@@ -652,12 +654,12 @@ def _time_text(value: Any) -> str:
     return f"{match.group(1)}.{(match.group(2) or '').ljust(6, '0')}" if match else str(value)
 
 
-def python_text(value: Any, ctype: ColumnType) -> str | None:
+def python_text(value: Any, ctype: IcetideType) -> str | None:
     """The canonical text of a Python value: what every engine's expression must give.
 
     A naive ``timestamptz`` is read as UTC.
 
-    >>> from icetide.schema.model import parse_type
+    >>> from icetide.schema.types import parse_type
     >>> python_text(Decimal("-0.5"), parse_type("decimal(10,3)"))
     '-0.500'
     >>> python_text(0.1, parse_type("double")), python_text(0.1, parse_type("float"))
@@ -672,7 +674,7 @@ def python_text(value: Any, ctype: ColumnType) -> str | None:
         return str(int(value))
     if kind == "decimal":
         with localcontext(prec=80):  # 38 digits exceed the default context's 28
-            exact = Decimal(value).quantize(Decimal(1).scaleb(-ctype.scale))
+            exact = Decimal(value).quantize(Decimal(1).scaleb(-precision_scale(ctype)[1]))
         return format(exact.copy_abs() if exact == 0 else exact, "f")
     if kind in ("float", "double"):
         return _float_text(float(value), kind == "float")
@@ -691,7 +693,7 @@ def python_text(value: Any, ctype: ColumnType) -> str | None:
     return str(value)
 
 
-def python_piece(value: Any, ctype: ColumnType) -> str:
+def python_piece(value: Any, ctype: IcetideType) -> str:
     """The piece of a Python value (see :func:`piece_sql`)."""
     text = python_text(value, ctype)
     if text is None:
@@ -707,7 +709,7 @@ def python_piece(value: Any, ctype: ColumnType) -> str:
 def python_row_hash(row: Mapping[str, Any], columns: Sequence[Column]) -> str:
     """The row hash of a row of Python values keyed by column name.
 
-    >>> from icetide.schema.model import parse_type
+    >>> from icetide.schema.types import parse_type
     >>> cols = (Column(1, "id", parse_type("int")), Column(2, "name", parse_type("string")))
     >>> python_row_hash({"id": 1, "name": None}, cols) == hashlib.md5(b"1:1N").hexdigest()
     True

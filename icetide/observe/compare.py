@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from typing import Any
 
-from icetide.schema.model import ColumnType, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.types import IcetideType
 
 Key = tuple[Any, ...]
 
 
-def normalize(value: Any, ctype: ColumnType) -> Any:
+def normalize(value: Any, ctype: IcetideType) -> Any:
     """One comparable form per type: instants as naive UTC, times as ISO text.
 
     PySpark hands back ``TIMESTAMP`` values as naive local times; ``astimezone`` reads a

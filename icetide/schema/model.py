@@ -1,119 +1,59 @@
-"""The one typed schema model: columns with stable ids, read from a schema file.
+"""The one typed schema model: columns and nested fields with stable ids, the key by id.
 
-A schema file is the source of truth for a table's columns. Column ids never change and
-are never reused, so a rename keeps its id and evolution can be computed by id.
+Modelled on PyIceberg's ``Schema``/``NestedField``: a column id never changes and is
+never reused, so a rename keeps its id and evolution is computed by id. The primary key
+is a tuple of column *ids* (``key_ids``), so renaming a key column keeps the key, and
+``last_column_id`` is the highest id the table ever used: a new column, nested field,
+list element or map key/value gets an id above it.
 
-Example schema file (``schemas/customers.yaml``)::
-
-    table: customers
-    version: 1
-    primary_key: [id]
-    columns:
-      - {id: 1, name: id, type: long, nullable: false}
-      - {id: 2, name: email, type: string}
-      - {id: 3, name: balance, type: "decimal(12,2)"}
-      - {id: 4, name: updated_at, type: timestamp, logical: io.debezium.time.MicroTimestamp}
-
-``logical`` optionally names the Debezium/Kafka Connect logical type the source uses for
-the column; it is only needed to decode events that arrive without an inline schema.
+Source-format hints (the Debezium logical type a column's values arrive in, needed only
+for events without an inline schema) are not part of a column: they are per-table sink
+settings, :class:`SinkSettings`. The schema-file format lives in
+:mod:`icetide.schema.file`.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Annotated, Any
-
-import yaml
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    ValidationError,
-    model_validator,
-)
+from types import MappingProxyType
+from typing import Any
 
 from icetide.errors import SchemaError
-
-PRIMITIVES = (
-    "boolean",
-    "int",
-    "long",
-    "float",
-    "double",
-    "string",
-    "binary",
-    "date",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "uuid",
-    "json",
-)
-_DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-
-
-@dataclass(frozen=True)
-class ColumnType:
-    """A column type: one of :data:`PRIMITIVES` or ``decimal(precision, scale)``.
-
-    ``timestamp`` is a wall-clock time without zone (MySQL DATETIME, Debezium
-    ``Timestamp``); ``timestamptz`` is an instant (``ZonedTimestamp``, PostgreSQL
-    ``timestamptz``). ``time`` is a time of day, ``uuid`` and ``json`` are text.
-    """
-
-    name: str
-    precision: int = 0
-    scale: int = 0
-
-    def __str__(self) -> str:
-        return f"decimal({self.precision},{self.scale})" if self.name == "decimal" else self.name
-
-
-def parse_type(text: str) -> ColumnType:
-    """Parse a type name from a schema file.
-
-    >>> parse_type("decimal(10, 2)")
-    ColumnType(name='decimal', precision=10, scale=2)
-    >>> parse_type("long").name
-    'long'
-    """
-    cleaned = text.strip().lower()
-    match = _DECIMAL.match(cleaned)
-    if match:
-        precision, scale = int(match.group(1)), int(match.group(2))
-        if not 1 <= precision <= 38 or scale > precision:
-            raise SchemaError(
-                f"type {text!r}: precision must be 1..38 and scale <= precision",
-                hint="use e.g. decimal(12,2)",
-            )
-        return ColumnType("decimal", precision, scale)
-    if cleaned in PRIMITIVES:
-        return ColumnType(cleaned)
-    close = difflib.get_close_matches(cleaned, [*PRIMITIVES, "decimal(p,s)"], n=1)
-    raise SchemaError(
-        f"unknown column type {text!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
-        hint=f"use one of {', '.join(PRIMITIVES)} or decimal(p,s)",
-    )
+from icetide.schema.types import IcetideType, ListType, MapType, StructType
 
 
 @dataclass(frozen=True)
 class Column:
-    """One column; ``id`` is stable for the life of the table."""
+    """A column, or a field nested in a struct; ``id`` is stable for the life of the table."""
 
     id: int
     name: str
-    type: ColumnType
+    type: IcetideType
     nullable: bool = True
-    logical: str | None = None
     doc: str | None = None
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    """How one table's values arrive, beside (not inside) its columns.
+
+    ``logical`` maps a column id to the Debezium/Kafka Connect logical type name the
+    source uses for it (``io.debezium.time.MicroTimestamp``); it is only needed to decode
+    events that arrive without an inline schema.
+    """
+
+    logical: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "logical", MappingProxyType(dict(self.logical)))
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.logical.items())))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SinkSettings) and dict(self.logical) == dict(other.logical)
 
 
 RESERVED_PREFIX = "_icetide"
@@ -122,59 +62,217 @@ RESERVED_PREFIX = "_icetide"
 Loc = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
 class TableSchema:
-    """The columns of one table, in order, and its primary key.
+    """The columns of one table, in order, its primary key by id, and its version.
 
-    Construction checks what every stage relies on (unique ids and names, a key made of
-    existing, non-null columns), so a schema built in code is as sound as one read from
-    a file; :class:`SchemaFile` reports the same problems with their YAML locations.
+    ``TableSchema("t", columns, ("id",))`` names the key by column names, the way a schema
+    file writes it; ``key_ids=`` gives it by id. Construction checks what every stage
+    relies on (unique ids and names, nested too; a key of existing, non-null, top-level
+    columns; no id above ``last_column_id``), so a schema built in code is as sound as
+    one read from a file.
+
+    >>> from icetide.schema.types import LongType, StringType
+    >>> key, value = Column(1, "id", LongType(), False), Column(2, "v", StringType())
+    >>> s = TableSchema("t", (key, value), ("id",))
+    >>> renamed = s.with_columns((Column(1, "key", LongType(), False), s.columns[1]))
+    >>> renamed.primary_key, renamed.key_ids, renamed.last_column_id
+    (('key',), (1,), 2)
     """
 
+    __slots__ = (
+        "table",
+        "columns",
+        "key_ids",
+        "version",
+        "last_column_id",
+        "sink",
+        "by_name",
+        "_by_id",
+    )
     table: str
     columns: tuple[Column, ...]
-    primary_key: tuple[str, ...]
-    version: int = 1
-    by_name: dict[str, Column] = field(init=False, repr=False, compare=False)
+    key_ids: tuple[int, ...]
+    version: int
+    last_column_id: int
+    sink: SinkSettings
+    by_name: Mapping[str, Column]
+    _by_id: Mapping[int, Column]
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "by_name", {c.name: c for c in self.columns})
-        problems = schema_problems(self.columns, self.primary_key)
+    def __init__(
+        self,
+        table: str,
+        columns: Sequence[Column],
+        primary_key: Sequence[str] = (),
+        version: int = 1,
+        *,
+        key_ids: Sequence[int] | None = None,
+        last_column_id: int | None = None,
+        sink: SinkSettings | None = None,
+    ) -> None:
+        columns = tuple(columns)
+        by_name = {c.name: c for c in columns}
+        if key_ids is None:
+            names = tuple(primary_key)
+            problems = schema_problems(columns, names)
+            key_ids = tuple(by_name[n].id for n in names if n in by_name)
+        else:
+            key_ids = tuple(key_ids)
+            by_id = {c.id: c for c in columns}
+            missing = [i for i in key_ids if i not in by_id]
+            names = tuple(by_id[i].name for i in key_ids if i in by_id)
+            problems = [(("primary_key",), f"no column has id {i}") for i in missing]
+            problems += schema_problems(columns, names)
+        ids = [f.id for f in all_fields(columns)]
+        highest = max(ids, default=0)
+        last = highest if last_column_id is None else last_column_id
+        if last < highest:
+            problems.append(
+                (
+                    ("last_column_id",),
+                    f"is {last} but id {highest} is in use; ids above last_column_id are "
+                    "for new columns only",
+                )
+            )
         if problems:
             loc, message = problems[0]
             raise SchemaError(
-                f"table {self.table}: {_loc_text(loc)}: {message}",
-                hint=f"columns are {', '.join(self.by_name)}" if "primary_key" in loc else None,
+                f"table {table}: {loc_text(loc)}: {message}",
+                hint=f"columns are {', '.join(by_name)}" if "primary_key" in loc else None,
             )
+        for name, value in (
+            ("table", table),
+            ("columns", columns),
+            ("key_ids", key_ids),
+            ("version", version),
+            ("last_column_id", last),
+            ("sink", sink or SinkSettings()),
+            ("by_name", MappingProxyType(by_name)),
+            ("_by_id", MappingProxyType({f.id: f for f in all_fields(columns)})),
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TableSchema is frozen; cannot set {name}")
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self.table,
+            self.columns,
+            self.key_ids,
+            self.version,
+            self.last_column_id,
+            self.sink,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TableSchema) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"TableSchema(table={self.table!r}, columns={self.columns!r}, "
+            f"key_ids={self.key_ids!r}, version={self.version}, "
+            f"last_column_id={self.last_column_id})"
+        )
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:
+        """The primary-key column names, in key order (derived from :attr:`key_ids`)."""
+        return tuple(self._by_id[i].name for i in self.key_ids)
 
     @property
     def key_columns(self) -> tuple[Column, ...]:
         """The primary-key columns, in key order."""
-        return tuple(self.by_name[k] for k in self.primary_key)
+        return tuple(self._by_id[i] for i in self.key_ids)
 
     @property
     def value_columns(self) -> tuple[Column, ...]:
         """The columns that are not part of the primary key."""
-        return tuple(c for c in self.columns if c.name not in self.primary_key)
+        return tuple(c for c in self.columns if c.id not in self.key_ids)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The schema-file form of this schema (what :func:`schema_from_dict` reads)."""
-        columns = []
-        for c in self.columns:
-            entry: dict[str, Any] = {"id": c.id, "name": c.name, "type": str(c.type)}
-            if not c.nullable:
-                entry["nullable"] = False
-            if c.logical:
-                entry["logical"] = c.logical
-            if c.doc:
-                entry["doc"] = c.doc
-            columns.append(entry)
-        return {
-            "table": self.table,
-            "version": self.version,
-            "primary_key": list(self.primary_key),
-            "columns": columns,
-        }
+    def find(self, field_id: int) -> Column:
+        """The column or nested field with ``field_id`` (list elements and map keys and
+        values are reached through their parent's type)."""
+        try:
+            return self._by_id[field_id]
+        except KeyError:
+            raise SchemaError(f"table {self.table}: no field has id {field_id}") from None
+
+    def field_ids(self) -> frozenset[int]:
+        """Every id in use: columns, nested fields, list elements, map keys and values."""
+        return frozenset(column_ids(self.columns))
+
+    def renamed(self, table: str) -> TableSchema:
+        """The same schema for a table called ``table``."""
+        return TableSchema(
+            table,
+            self.columns,
+            key_ids=self.key_ids,
+            version=self.version,
+            last_column_id=self.last_column_id,
+            sink=self.sink,
+        )
+
+    def with_columns(
+        self,
+        columns: Sequence[Column],
+        *,
+        key_ids: Sequence[int] | None = None,
+        version: int | None = None,
+        sink: SinkSettings | None = None,
+    ) -> TableSchema:
+        """A copy with other columns; the key stays the same ids unless given, and
+        ``last_column_id`` never goes down."""
+        new = tuple(columns)
+        highest = max(column_ids(new), default=0)
+        return TableSchema(
+            self.table,
+            new,
+            key_ids=self.key_ids if key_ids is None else key_ids,
+            version=self.version if version is None else version,
+            last_column_id=max(self.last_column_id, highest),
+            sink=self.sink if sink is None else sink,
+        )
+
+
+def all_fields(columns: Iterable[Column]) -> Iterable[Column]:
+    """The columns and every field nested in a struct, depth first."""
+    for column in columns:
+        yield column
+        yield from _nested_fields(column.type)
+
+
+def _nested_fields(ctype: IcetideType) -> Iterable[Column]:
+    if isinstance(ctype, StructType):
+        yield from all_fields(ctype.fields)
+    elif isinstance(ctype, ListType):
+        yield from _nested_fields(ctype.element)
+    elif isinstance(ctype, MapType):
+        yield from _nested_fields(ctype.key)
+        yield from _nested_fields(ctype.value)
+
+
+def column_ids(columns: Iterable[Column]) -> Iterable[int]:
+    """Every id the columns use: theirs, nested fields', list elements', map keys' and
+    values'."""
+    for column in columns:
+        yield column.id
+        yield from _type_ids(column.type)
+
+
+def _type_ids(ctype: IcetideType) -> Iterable[int]:
+    if isinstance(ctype, StructType):
+        yield from column_ids(ctype.fields)
+    elif isinstance(ctype, ListType):
+        yield ctype.element_id
+        yield from _type_ids(ctype.element)
+    elif isinstance(ctype, MapType):
+        yield ctype.key_id
+        yield from _type_ids(ctype.key)
+        yield ctype.value_id
+        yield from _type_ids(ctype.value)
 
 
 def schema_problems(
@@ -185,45 +283,17 @@ def schema_problems(
     Names are compared case-insensitively because Spark resolves them that way: ``Email``
     and ``email`` would be one column there.
 
-    >>> long, text = ColumnType("long"), ColumnType("string")
-    >>> cols = (Column(1, "id", long, nullable=False), Column(1, "ID", text))
+    >>> from icetide.schema.types import LongType, StringType
+    >>> cols = (Column(1, "id", LongType(), nullable=False), Column(1, "ID", StringType()))
     >>> for loc, message in schema_problems(cols, ("idd",)):
-    ...     print(f"{_loc_text(loc)}: {message}")
+    ...     print(f"{loc_text(loc)}: {message}")
     columns[1].id: duplicate id 1 (as columns[0]); ids are unique and never reused
     columns[1].name: duplicate column name (as columns[0]; Spark ignores case)
     primary_key[0]: no column named 'idd'; did you mean 'id'?
     """
     problems: list[tuple[Loc, str]] = []
-    ids: dict[int, int] = {}
-    names: dict[str, int] = {}
-    for i, column in enumerate(columns):
-        if column.id in ids:
-            problems.append(
-                (
-                    ("columns", i, "id"),
-                    f"duplicate id {column.id} (as columns[{ids[column.id]}]); ids are unique "
-                    "and never reused",
-                )
-            )
-        ids.setdefault(column.id, i)
-        if column.id < 1:
-            problems.append((("columns", i, "id"), f"must be at least 1 (got {column.id})"))
-        if not column.name:
-            problems.append((("columns", i, "name"), "must not be empty"))
-            continue
-        folded = column.name.casefold()
-        if folded in names:
-            problems.append(
-                (
-                    ("columns", i, "name"),
-                    f"duplicate column name (as columns[{names[folded]}]; Spark ignores case)",
-                )
-            )
-        names.setdefault(folded, i)
-        if folded.startswith(RESERVED_PREFIX):
-            problems.append(
-                (("columns", i, "name"), f"names starting with {RESERVED_PREFIX} are reserved")
-            )
+    ids: dict[int, Loc] = {}
+    _field_problems(columns, ("columns",), ids, problems, top=True)
     if not primary_key:
         problems.append((("primary_key",), "needs at least one column"))
     exact = {c.name: i for i, c in enumerate(columns)}
@@ -234,14 +304,91 @@ def schema_problems(
         seen.add(key)
         if key not in exact:
             problems.append((("primary_key", k), _no_such_column(key, columns)))
-        elif columns[exact[key]].nullable:
+            continue
+        column = columns[exact[key]]
+        if column.nullable:
             problems.append(
                 (
                     ("columns", exact[key], "nullable"),
                     f"primary-key column {key!r} cannot be nullable",
                 )
             )
+        if column.type.is_nested:
+            problems.append(
+                (("primary_key", k), f"{key!r} is a {column.type.name}; a key column is a value")
+            )
     return problems
+
+
+def _field_problems(
+    columns: Sequence[Column],
+    where: Loc,
+    ids: dict[int, Loc],
+    problems: list[tuple[Loc, str]],
+    top: bool,
+) -> None:
+    """Ids unique across the whole table, names unique within each struct."""
+    names: dict[str, int] = {}
+    label = "columns" if top else "fields"
+    for i, column in enumerate(columns):
+        here = (*where, i)
+        _id_problem(column.id, (*here, "id"), ids, problems)
+        if not column.name:
+            problems.append(((*here, "name"), "must not be empty"))
+        else:
+            folded = column.name.casefold()
+            if folded in names:
+                problems.append(
+                    (
+                        (*here, "name"),
+                        f"duplicate {'column' if top else 'field'} name (as "
+                        f"{loc_text((*where, names[folded]))}; Spark ignores case)"
+                        if not top
+                        else f"duplicate column name (as {label}[{names[folded]}]; "
+                        "Spark ignores case)",
+                    )
+                )
+            names.setdefault(folded, i)
+            if top and folded.startswith(RESERVED_PREFIX):
+                problems.append(
+                    ((*here, "name"), f"names starting with {RESERVED_PREFIX} are reserved")
+                )
+        _type_problems(column.type, (*here, "type"), ids, problems)
+
+
+def _type_problems(
+    ctype: IcetideType, where: Loc, ids: dict[int, Loc], problems: list[tuple[Loc, str]]
+) -> None:
+    if isinstance(ctype, StructType):
+        if not ctype.fields:
+            problems.append((where, "a struct needs at least one field"))
+        _field_problems(ctype.fields, (*where, "struct"), ids, problems, top=False)
+    elif isinstance(ctype, ListType):
+        _id_problem(ctype.element_id, (*where, "list", "element_id"), ids, problems)
+        _type_problems(ctype.element, (*where, "list", "element"), ids, problems)
+    elif isinstance(ctype, MapType):
+        _id_problem(ctype.key_id, (*where, "map", "key_id"), ids, problems)
+        _type_problems(ctype.key, (*where, "map", "key"), ids, problems)
+        _id_problem(ctype.value_id, (*where, "map", "value_id"), ids, problems)
+        _type_problems(ctype.value, (*where, "map", "value"), ids, problems)
+        if ctype.key.is_nested:
+            problems.append(((*where, "map", "key"), "a map key must be a value type"))
+
+
+def _id_problem(
+    field_id: int, loc: Loc, ids: dict[int, Loc], problems: list[tuple[Loc, str]]
+) -> None:
+    if field_id in ids:
+        problems.append(
+            (
+                loc,
+                f"duplicate id {field_id} (as {loc_text(ids[field_id][:-1])}); ids are "
+                "unique and never reused",
+            )
+        )
+    ids.setdefault(field_id, loc)
+    if field_id < 1:
+        problems.append((loc, f"must be at least 1 (got {field_id})"))
 
 
 def _no_such_column(key: str, columns: tuple[Column, ...]) -> str:
@@ -251,145 +398,9 @@ def _no_such_column(key: str, columns: tuple[Column, ...]) -> str:
     return f"no column named {key!r}" + (f"; did you mean {close[0]!r}?" if close else "")
 
 
-def _loc_text(loc: Loc) -> str:
+def loc_text(loc: Loc) -> str:
     """``("columns", 1, "id")`` → ``columns[1].id``."""
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-# -- the schema-file format --------------------------------------------------------------
-
-
-class SchemaFileProblems(ValueError):
-    """Cross-field problems of a schema file, each with its YAML location.
-
-    A ``ValueError`` so pydantic reports it as a validation error; the config loader
-    unpacks ``problems`` into one line each, with the line number.
-    """
-
-    def __init__(self, problems: list[tuple[Loc, str]]) -> None:
-        super().__init__("; ".join(f"{_loc_text(loc)}: {msg}" for loc, msg in problems))
-        self.problems = problems
-
-
-def _type(value: Any) -> ColumnType:
-    if isinstance(value, ColumnType):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("must be a type name such as long, string or decimal(12,2)")
-    try:
-        return parse_type(value)
-    except SchemaError as exc:
-        raise ValueError(exc.message) from None
-
-
-def _names_list(value: Any) -> Any:
-    # pydantic's own message ("must be a list") does not show how to write one.
-    if isinstance(value, str):
-        raise ValueError(f"must be a list of column names, e.g. [{value}]")
-    return value
-
-
-def _at_least_one(values: tuple[Any, ...]) -> tuple[Any, ...]:
-    if not values:
-        raise ValueError("needs at least one column")
-    return values
-
-
-Name = Annotated[StrictStr, Field(min_length=1)]
-
-
-class _Entry(BaseModel):
-    """Unknown keys are errors (with a did-you-mean); ``key:`` without value means the
-    default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_means_default(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        optional = {n for n, f in cls.model_fields.items() if not f.is_required()}
-        return {k: v for k, v in data.items() if v is not None or k not in optional}
-
-
-class ColumnEntry(_Entry):
-    """One entry of ``columns:``.
-
-    ``nullable`` left out means nullable, except for a primary-key column, which is never
-    null; booleans must be written as YAML booleans, so ``"false"`` is an error instead of
-    a quietly nullable column.
-    """
-
-    id: Annotated[StrictInt, Field(ge=1)]
-    name: Name
-    type: Annotated[ColumnType, BeforeValidator(_type)]
-    nullable: StrictBool | None = None
-    logical: Name | None = None
-    doc: StrictStr | None = None
-
-
-class SchemaFile(_Entry):
-    """A schema file as written: what :func:`schema_from_dict` and the config loader
-    validate before building a :class:`TableSchema`."""
-
-    table: StrictStr = ""
-    version: StrictInt = Field(1, ge=1)
-    primary_key: Annotated[tuple[Name, ...], BeforeValidator(_names_list)]
-    columns: Annotated[tuple[ColumnEntry, ...], AfterValidator(_at_least_one)]
-
-    @model_validator(mode="after")
-    def _check(self) -> SchemaFile:
-        # A key column left without nullable: is not null, so only an explicit
-        # nullable: true on one is reported.
-        problems = schema_problems(self._built(), self.primary_key)
-        if problems:
-            raise SchemaFileProblems(problems)
-        return self
-
-    def _built(self) -> tuple[Column, ...]:
-        key = set(self.primary_key)
-        return tuple(
-            Column(
-                id=e.id,
-                name=e.name,
-                type=e.type,
-                nullable=(e.name not in key) if e.nullable is None else e.nullable,
-                logical=e.logical,
-                doc=e.doc,
-            )
-            for e in self.columns
-        )
-
-    def to_schema(self) -> TableSchema:
-        """The validated file as a :class:`TableSchema`."""
-        return TableSchema(self.table, self._built(), self.primary_key, self.version)
-
-
-def schema_from_dict(data: Any, origin: str = "schema") -> TableSchema:
-    """Build a :class:`TableSchema` from parsed YAML, naming ``origin`` in errors.
-
-    For schemas written in code and tests; files go through
-    :func:`icetide.config.loader.load_schema_file`, whose errors also carry line numbers.
-    """
-    try:
-        return SchemaFile.model_validate(data).to_schema()
-    except ValidationError as exc:
-        rows = []
-        for error in exc.errors():
-            cause = error.get("ctx", {}).get("error")
-            if isinstance(cause, SchemaFileProblems):
-                rows += [f"{_loc_text(loc)}: {msg}" for loc, msg in cause.problems]
-            else:
-                message = str(error["msg"]).removeprefix("Value error, ")
-                rows.append(f"{_loc_text(tuple(error['loc'])) or '(top level)'}: {message}")
-        raise SchemaError(f"{origin}: " + "; ".join(rows)) from None
-
-
-def dump_schema_file(schema: TableSchema, path: Path) -> None:
-    """Write ``schema`` as a schema file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(schema.to_dict(), sort_keys=False))

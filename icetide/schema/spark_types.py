@@ -7,8 +7,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from icetide.schema.model import Column, ColumnType
+from icetide.schema.model import Column
 from icetide.schema.quoting import quote
+from icetide.schema.types import (
+    DecimalType,
+    EnumType,
+    IcetideType,
+    ListType,
+    MapType,
+    StructType,
+)
 
 _SQL = {
     "boolean": "BOOLEAN",
@@ -43,25 +51,43 @@ _ARROW: dict[str, pa.DataType] = {
 }
 
 
-def sql_type(ctype: ColumnType) -> str:
+def sql_type(ctype: IcetideType) -> str:
     """The Spark SQL type name of a column type.
 
-    >>> sql_type(ColumnType("decimal", 12, 2))
+    >>> sql_type(DecimalType(12, 2))
     'DECIMAL(12,2)'
     """
-    if ctype.name == "decimal":
+    if isinstance(ctype, DecimalType):
         return f"DECIMAL({ctype.precision},{ctype.scale})"
+    if isinstance(ctype, StructType):
+        return struct_sql(ctype.fields)
+    if isinstance(ctype, ListType):
+        return f"ARRAY<{sql_type(ctype.element)}>"
+    if isinstance(ctype, MapType):
+        return f"MAP<{sql_type(ctype.key)}, {sql_type(ctype.value)}>"
+    if isinstance(ctype, EnumType):
+        return "STRING"
     return _SQL[ctype.name]
 
 
-def arrow_type(ctype: ColumnType) -> pa.DataType:
+def arrow_type(ctype: IcetideType) -> pa.DataType:
     """The Arrow type Spark expects for a column type in ``mapInArrow`` output."""
-    if ctype.name == "decimal":
+    if isinstance(ctype, DecimalType):
         return pa.decimal128(ctype.precision, ctype.scale)
+    if isinstance(ctype, StructType):
+        return arrow_struct(ctype.fields)
+    if isinstance(ctype, ListType):
+        return pa.list_(pa.field("element", arrow_type(ctype.element), ctype.element_nullable))
+    if isinstance(ctype, MapType):
+        return pa.map_(
+            arrow_type(ctype.key), pa.field("value", arrow_type(ctype.value), ctype.value_nullable)
+        )
+    if isinstance(ctype, EnumType):
+        return pa.string()
     return _ARROW[ctype.name]
 
 
-def arrow_value(value: Any, ctype: ColumnType) -> Any:
+def arrow_value(value: Any, ctype: IcetideType) -> Any:
     """A decoded Python value in the form Arrow takes for :func:`arrow_type`."""
     if value is not None and ctype.name == "time" and isinstance(value, time):
         return value.isoformat()
@@ -72,7 +98,8 @@ def struct_sql(columns: tuple[Column, ...]) -> str:
     """A Spark SQL ``STRUCT<...>`` of the given columns; every name quoted, so a name
     with a backtick stays one field.
 
-    >>> print(struct_sql((Column(1, "a` INT, b", ColumnType("long")),)))
+    >>> from icetide.schema.types import LongType
+    >>> print(struct_sql((Column(1, "a` INT, b", LongType()),)))
     STRUCT<`a`` INT, b`: BIGINT>
     """
     fields = ", ".join(f"{quote(c.name)}: {sql_type(c.type)}" for c in columns)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icetide.schema.model import TableSchema, schema_from_dict
+from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 
 ITEMS = schema_from_dict(
     {

@@ -21,7 +21,8 @@ from icetide.demo.workload import Workload, next_index
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
-from icetide.schema.model import TableSchema, dump_schema_file
+from icetide.schema.file import dump_schema_file
+from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs
 

@@ -22,7 +22,7 @@ from icetide.observe.checksum import (
     spark_checksum,
 )
 from icetide.observe.status import pipeline_status
-from icetide.schema.model import schema_from_dict
+from icetide.schema.file import schema_from_dict
 from icetide.spark.sql import quote
 from tests.integration.events import TOAST, mysql
 from tests.integration.harness import Pipeline

@@ -23,7 +23,7 @@ from icetide.ledger.decode import DEAD, ROW, SKIP, classify_one, project_one
 from icetide.ledger.source import split_lines
 from icetide.ledger.stage import routes_of
 from icetide.observe.status import PipelineStatus, pipeline_status, render_status, status_dicts
-from icetide.schema.model import dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.integration.events import ITEMS, mysql
 from tests.integration.harness import Pipeline
 from tests.ledger_lines import ITEMS as JSON_ITEMS

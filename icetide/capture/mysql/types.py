@@ -48,7 +48,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from icetide.schema.model import Column, TableSchema, parse_type
+from icetide.schema import infer
+from icetide.schema.model import TableSchema
 
 # MySQL's column type codes (include/mysql_com.h enum_field_types), as in the binlog.
 DECIMAL_OLD = 0
@@ -620,25 +621,9 @@ def icetide_type(info: ColumnInfo) -> tuple[str, str | None]:
 def infer_table_schema(
     table: str, columns: Sequence[ColumnInfo], primary_key: Sequence[str] = ()
 ) -> TableSchema:
-    """A first icetide schema for a table from its binlog columns (ids 1..n in order).
-
-    The primary key is ``primary_key`` or, when empty, the columns the binlog marks as
-    primary.
-    """
-    key = tuple(primary_key) or tuple(c.name for c in columns if c.primary)
-    built = []
-    for number, info in enumerate(columns, start=1):
-        type_name, logical = icetide_type(info)
-        built.append(
-            Column(
-                id=number,
-                name=info.name,
-                type=parse_type(type_name),
-                nullable=info.nullable and info.name not in key,
-                logical=logical,
-            )
-        )
-    return TableSchema(table=table, columns=tuple(built), primary_key=key)
+    """A first icetide schema for a table from its binlog columns (see
+    :func:`icetide.schema.infer.infer_table_schema`)."""
+    return infer.infer_table_schema(table, columns, icetide_type, primary_key)
 
 
 def convert_row(

@@ -28,7 +28,7 @@ from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.runner import run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.observe.verify import render_verdicts, run_verify
-from icetide.schema.model import dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW
 from tests.integration.harness import Pipeline
 

@@ -24,7 +24,8 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent, Skipped
 from icetide.events.position import Position, binlog_position
 from icetide.events.project import ProjectedEvent, project_event
-from icetide.schema.model import TableSchema, schema_from_dict
+from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -41,7 +41,8 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Skipped
 from icetide.events.position import lsn_position
 from icetide.events.project import ProjectedEvent, dump_json, project_event
-from icetide.schema.model import TableSchema, schema_from_dict
+from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -45,7 +45,7 @@ from icetide.config import load_config, load_table_schemas
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.merge.tables import BOOTSTRAP_CHUNK, POSITION
 from icetide.observe.verify import run_verify
-from icetide.schema.model import dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.integration.harness import Pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -36,7 +36,8 @@ from icetide.observe.verify import (
     run_verify,
     verdict_dicts,
 )
-from icetide.schema.model import TableSchema, dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.schema.model import TableSchema
 from icetide.schema.spark_types import sql_type
 from icetide.spark.tables import TableRefs, ensure_namespace
 

@@ -10,7 +10,8 @@ from icetide.capture.bootstrap import (
 )
 from icetide.capture.postgres.catalog import SourceColumn
 from icetide.capture.postgres.types import builtin_type
-from icetide.schema.model import Column, TableSchema, parse_type
+from icetide.schema.model import Column, TableSchema
+from icetide.schema.types import parse_type
 
 
 def col(name: str, kind: str) -> Column:

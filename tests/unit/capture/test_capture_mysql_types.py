@@ -16,7 +16,8 @@ from icetide.capture.mysql.types import ColumnInfo
 from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
-from icetide.schema.model import Column, TableSchema, parse_type
+from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.types import parse_type
 
 
 def f32(value: float) -> float:
@@ -173,10 +174,13 @@ ROUND_TRIP: list[tuple[ColumnInfo, Any, Any]] = [
 
 def _round_trip_schema() -> TableSchema:
     columns = [Column(1, "id", parse_type("int"), nullable=False)]
+    hints = {}
     for number, (info, _, _) in enumerate(ROUND_TRIP, start=2):
         type_name, logical = t.icetide_type(info)
-        columns.append(Column(number, info.name, parse_type(type_name), logical=logical))
-    return TableSchema("all_types", tuple(columns), ("id",))
+        columns.append(Column(number, info.name, parse_type(type_name)))
+        if logical:
+            hints[number] = logical
+    return TableSchema("all_types", tuple(columns), ("id",), sink=SinkSettings(hints))
 
 
 def _message(with_schema: bool) -> str:
@@ -225,7 +229,8 @@ def test_inferred_schema_uses_binlog_nullability_and_key() -> None:
         ],
     )
     assert schema.primary_key == ("id",)
-    assert [(c.name, str(c.type), c.nullable, c.logical) for c in schema.columns] == [
+    logical = schema.sink.logical.get
+    assert [(c.name, str(c.type), c.nullable, logical(c.id)) for c in schema.columns] == [
         ("id", "int", False, None),
         ("v", "timestamp", True, "io.debezium.time.Timestamp"),
     ]

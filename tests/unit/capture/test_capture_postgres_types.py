@@ -16,7 +16,7 @@ from icetide.capture.postgres.settings import find_problems, settings_error, tab
 from icetide.events import logical_types as lt
 from icetide.events.envelope import is_unavailable
 from icetide.events.position import lsn_position, parse_lsn
-from icetide.schema.model import parse_type
+from icetide.schema.types import parse_type
 
 
 def column(oid: int, typmod: int = -1, name: str = "c") -> t.ColumnInfo:
@@ -225,7 +225,8 @@ def test_infer_table_schema() -> None:
     ]
     schema = t.infer_table_schema("events", columns)
     assert schema.primary_key == ("id",)
-    assert [(c.name, str(c.type), c.nullable, c.logical) for c in schema.columns] == [
+    logical = schema.sink.logical.get
+    assert [(c.name, str(c.type), c.nullable, logical(c.id)) for c in schema.columns] == [
         ("id", "long", False, None),
         ("at", "timestamp", True, "io.debezium.time.MicroTimestamp"),
     ]
@@ -319,7 +320,7 @@ def test_array_json_text_is_what_capture_leaves_in_the_base(
     array becomes: its envelope decoded and projected onto a ``json`` column."""
     from icetide.events.envelope import decode_message
     from icetide.events.project import project_event
-    from icetide.schema.model import schema_from_dict
+    from icetide.schema.file import schema_from_dict
 
     kind = t.builtin_type(oid)
     assert kind is not None and t.is_json_array(kind)

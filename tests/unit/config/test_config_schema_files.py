@@ -12,7 +12,9 @@ from icetide.cli import main
 from icetide.config import load_config, load_table_schemas
 from icetide.config.loader import load_schema_file
 from icetide.errors import ConfigError, SchemaError
-from icetide.schema.model import Column, TableSchema, parse_type, schema_from_dict
+from icetide.schema.file import schema_from_dict
+from icetide.schema.model import Column, TableSchema
+from icetide.schema.types import parse_type
 
 CONFIG = """\
 pipeline: shop

@@ -15,7 +15,7 @@ from icetide.ledger.contract import ledger_columns_sql, ledger_ddl
 from icetide.ledger.decode import projected_spark_schema
 from icetide.merge.statement import merge_sql, naive_merge_sql
 from icetide.merge.tables import base_ddl, identifier_fields_sql
-from icetide.schema.model import schema_from_dict
+from icetide.schema.file import schema_from_dict
 from icetide.schema.spark_types import struct_sql
 
 HOSTILE_NAMES = [

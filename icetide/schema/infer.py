@@ -1,0 +1,55 @@
+"""A first schema for a source table, inferred from its columns: written once for every
+source system, which only says how one of its column types maps to an icetide type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.types import parse_type
+
+
+class SourceColumn(Protocol):
+    """What inference reads of a source column (both readers' ``ColumnInfo`` have it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def nullable(self) -> bool: ...
+    @property
+    def primary(self) -> bool: ...
+
+
+C = TypeVar("C", bound=SourceColumn)
+TypeMapping = Callable[[C], tuple[str, str | None]]
+"""A source column → (icetide type text, Debezium logical type name or ``None``)."""
+
+
+def infer_table_schema(
+    table: str,
+    columns: Sequence[C],
+    type_of: Callable[[C], tuple[str, str | None]],
+    primary_key: Sequence[str] = (),
+) -> TableSchema:
+    """A first icetide schema for a table (ids 1..n in column order).
+
+    The primary key is ``primary_key`` or, when empty, the columns marked ``primary``; key
+    columns are not null. The logical names go to the sink settings, not the columns.
+    """
+    key = tuple(primary_key) or tuple(c.name for c in columns if c.primary)
+    built = []
+    logical: dict[int, str] = {}
+    for number, info in enumerate(columns, start=1):
+        type_name, hint = type_of(info)
+        built.append(
+            Column(
+                id=number,
+                name=info.name,
+                type=parse_type(type_name),
+                nullable=info.nullable and info.name not in key,
+            )
+        )
+        if hint:
+            logical[number] = hint
+    return TableSchema(table, tuple(built), key, sink=SinkSettings(logical))
