@@ -27,10 +27,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config.model import Config
-from icetide.ledger import contract as c
-from icetide.merge.statement import merge_sql, naive_merge_sql
 from icetide.merge.steps import MergeContext, prepare
-from icetide.merge.tables import base_ddl
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import TableSchema
 from icetide.spark.session import build_session
@@ -96,9 +96,14 @@ def ledger_batch(spark: SparkSession, rows: int, change: float) -> DataFrame:
     )
 
 
-def fresh_base(spark: SparkSession, name: str, source: str) -> None:
+BASE = TableName("lake", "b", "base")
+EVENTS = TableName("lake", "b", "events")
+CONTRACT = TableContract(SCHEMA, TableSettings(16, "merge-on-read"))
+
+
+def fresh_base(spark: SparkSession, name: TableName, source: str) -> None:
     spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.sql(base_ddl(name, SCHEMA, 16, "merge-on-read"))
+    spark.sql(CONTRACT.base_ddl(name))
     spark.sql(f"INSERT INTO {name} SELECT * FROM {source}")
 
 
@@ -133,14 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     events = spark.table("lake.b.events").count()
     variants = {
         "icetide": lambda: run_icetide(spark, SCHEMA),
-        "naive": lambda: spark.sql(naive_merge_sql("lake.b.base", "lake.b.events", SCHEMA)),
+        "naive": lambda: spark.sql(CONTRACT.naive_merge_sql(BASE, EVENTS)),
     }
     times: dict[str, list[float]] = {k: [] for k in variants}
     for i in range(args.repeat):
         order = list(variants) if i % 2 == 0 else list(reversed(variants))
         for name in order:  # alternate, so warm-up does not favour one side
             run = variants[name]
-            fresh_base(spark, "lake.b.base", "lake.b.seed")
+            fresh_base(spark, BASE, "lake.b.seed")
             seconds = timed(run)
             times[name].append(seconds)
             print(f"  run {i + 1} {name:<8} {seconds:6.2f}s", file=sys.stderr)
@@ -159,7 +164,7 @@ def run_icetide(spark: SparkSession, schema: TableSchema) -> None:
     prepare(events, MergeContext(schema, has_unavailable=False)).createOrReplaceTempView(
         "bench_batch"
     )
-    spark.sql(merge_sql("lake.b.base", "bench_batch", schema))
+    spark.sql(TableContract(schema).merge_sql(BASE, "bench_batch"))
 
 
 if __name__ == "__main__":

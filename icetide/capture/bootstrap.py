@@ -91,13 +91,14 @@ from icetide.capture.runner import offset_store
 from icetide.config.model import Config, SourceConfig, TableConfig
 from icetide.events.position import Position, binlog_position, format_lsn, lsn_position
 from icetide.faults import crash_point
-from icetide.merge.stage import read_bootstrap_state
-from icetide.merge.tables import BOOTSTRAP_CHUNK as CHUNK
-from icetide.merge.tables import BOOTSTRAP_ID, POSITION, SOURCE_TS
-from icetide.merge.tables import BOOTSTRAP_STATE as STATE
+from icetide.schema.contract.base import BOOTSTRAP_CHUNK as CHUNK
+from icetide.schema.contract.base import BOOTSTRAP_ID, POSITION, SOURCE_TS
+from icetide.schema.contract.base import BOOTSTRAP_STATE as STATE
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.spark_types import sql_type
 from icetide.spark.commit import append_with_properties
+from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.sql import quote as spark_quote
 from icetide.spark.tables import TableRefs, latest_snapshot_property, table_exists
 
@@ -760,7 +761,7 @@ def _new_state(offset: dict[str, Any], offset_text: str, how: str) -> dict[str, 
 # -- the bootstrap -------------------------------------------------------------------------
 
 
-def _chunks_done(spark: SparkSession, base: str, bootstrap_id: str) -> set[int]:
+def _chunks_done(spark: SparkSession, base: TableName, bootstrap_id: str) -> set[int]:
     rows = spark.sql(
         f"SELECT summary['{CHUNK}'] FROM {base}.snapshots "
         f"WHERE summary['{BOOTSTRAP_ID}'] = '{bootstrap_id}' AND summary['{CHUNK}'] IS NOT NULL"
@@ -768,8 +769,8 @@ def _chunks_done(spark: SparkSession, base: str, bootstrap_id: str) -> set[int]:
     return {int(r[0]) for r in rows}
 
 
-def _mark(spark: SparkSession, base: str, properties: dict[str, str]) -> None:
-    append_with_properties(spark.table(base).limit(0), base, properties)
+def _mark(spark: SparkSession, base: TableName, properties: dict[str, str]) -> None:
+    append_with_properties(spark.table(base.sql).limit(0), base, properties)
 
 
 class Bootstrap:
@@ -858,13 +859,13 @@ class Bootstrap:
         }
 
     def _claim(
-        self, merge: Any, table: TableConfig, base: str, bootstrap_id: str, replace: bool
+        self, merge: Any, table: TableConfig, base: TableName, bootstrap_id: str, replace: bool
     ) -> None:
         """Make sure the base is empty (or dropped, with ``replace``) and mark it running."""
         if table_exists(self.spark, base):
             if replace:
                 self.spark.sql(f"DROP TABLE {base} PURGE")
-            elif self.spark.table(base).limit(1).count() > 0:
+            elif self.spark.table(base.sql).limit(1).count() > 0:
                 raise CaptureError(
                     f"base table {base} of {table.name!r} already has rows",
                     hint="bootstrap fills an empty mirror; pass --replace to drop and reload it",
@@ -902,7 +903,7 @@ class Bootstrap:
         )
 
     def _copy(
-        self, table: TableConfig, base: str, state: dict[str, Any], reader: TableReader
+        self, table: TableConfig, base: TableName, state: dict[str, Any], reader: TableReader
     ) -> TableBootstrap:
         started = time.monotonic()
         schema = self.schemas[table.name]

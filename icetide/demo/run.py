@@ -101,7 +101,7 @@ def read_base(spark: SparkSession, config: Config, schema: TableSchema) -> list[
 
     refs = TableRefs.of(config, schema.table)
     names = [f"`{c.name}`" for c in schema.columns]
-    return [row.asDict() for row in spark.table(refs.base).selectExpr(*names).collect()]
+    return [row.asDict() for row in spark.table(refs.base.sql).selectExpr(*names).collect()]
 
 
 def compare_all(spark: SparkSession, config: Config, workload: Workload) -> list[Comparison]:

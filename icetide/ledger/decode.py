@@ -25,9 +25,10 @@ from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
-from icetide.ledger import contract as c
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import TableContract
 from icetide.schema.model import TableSchema
-from icetide.schema.spark_types import arrow_struct, arrow_type, arrow_value
+from icetide.schema.spark_types import arrow_value
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""
@@ -218,18 +219,8 @@ def classify_batches(
 
 def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
     """Arrow schema of :func:`project_batches` output: ledger columns + status columns."""
-    row = arrow_struct(schema.columns)
-    fields = [pa.field(col.name, arrow_type(col.type)) for col in schema.key_columns]
+    fields = TableContract(schema).ledger_arrow()
     fields += [
-        pa.field(c.OP, pa.string()),
-        pa.field(c.AFTER, row),
-        pa.field(c.BEFORE, row),
-        pa.field(c.UNAVAILABLE, pa.list_(pa.string())),
-        pa.field(c.POSITION, pa.decimal128(38, 0)),
-        pa.field(c.POSITION_TEXT, pa.string()),
-        pa.field(c.SOURCE_TS, pa.timestamp("us", tz="UTC")),
-        pa.field(c.TX_ID, pa.string()),
-        pa.field(c.MESSAGE_ID, pa.string()),
         pa.field(STATUS, pa.string()),
         pa.field(REASON, pa.string()),
         pa.field(ERROR, pa.string()),
@@ -241,7 +232,7 @@ def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
 
 def projected_spark_schema(schema: TableSchema) -> str:
     """The same schema as Spark DDL, for ``mapInArrow``."""
-    ledger = [col for col in c.ledger_columns_sql(schema) if not col.startswith(c.INGESTED_AT)]
+    ledger = TableContract(schema).ledger_written_columns()
     status = [f"{n} STRING" for n in (STATUS, REASON, ERROR)]
     return ", ".join([*ledger, *status, f"{RAW} BINARY", f"{EXTRA} ARRAY<STRING>"])
 

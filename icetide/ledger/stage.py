@@ -18,7 +18,6 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.faults import crash_point
-from icetide.ledger import contract as c
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
@@ -38,15 +37,14 @@ from icetide.ledger.decode import (
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import TableContract
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 Log = Callable[[str], None]
-
-EXTRA_COLUMNS_PROPERTY = "icetide.ledger.extra-columns"
-"""Snapshot property of a ledger append: JSON ``{column: events}`` of the event columns
-the table's schema does not have (dropped from the ledger until the schema has them)."""
 
 
 def _b64_col(col: str) -> Column:
@@ -80,7 +78,7 @@ class LedgerStage:
         self.schemas = schemas
         self.log = log
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
-        self._committed: dict[str, int] = {}
+        self._committed: dict[TableName, int] = {}
         self._query_id: str | None = None
         self.watch: LandingWatch | None = None
         if config.transport.type == "files":
@@ -96,7 +94,7 @@ class LedgerStage:
         return TableRefs.of(self.config, table)
 
     @property
-    def unrouted_dlt(self) -> str:
+    def unrouted_dlt(self) -> TableName:
         """Dead letters whose table cannot be told (malformed JSON, unknown source)."""
         return self.refs(self.config.dead_letter.unrouted_table).dlt
 
@@ -105,9 +103,14 @@ class LedgerStage:
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
         for name, schema in self.schemas.items():
             refs = self.refs(name)
-            self.spark.sql(c.ledger_ddl(refs.cdc, schema))
-            self.spark.sql(c.dlt_ddl(refs.dlt))
-        self.spark.sql(c.dlt_ddl(self.unrouted_dlt))
+            contract = TableContract(schema)
+            self.spark.sql(contract.ledger_ddl(refs.cdc))
+            # A ledger made before rows recorded their schema version gains the column.
+            present = set(self.spark.table(refs.cdc.sql).columns)
+            for statement in contract.ledger_upgrades(refs.cdc, present):
+                self.spark.sql(statement)
+            self.spark.sql(TableContract.dlt_ddl(refs.dlt))
+        self.spark.sql(TableContract.dlt_ddl(self.unrouted_dlt))
 
     # -- idempotent appends ------------------------------------------------------------
     def _query_identity(self) -> str:
@@ -119,7 +122,7 @@ class LedgerStage:
                 self._query_id = "batch"
         return self._query_id
 
-    def _last_committed(self, table: str) -> int:
+    def _last_committed(self, table: TableName) -> int:
         if table not in self._committed:
             summary = latest_snapshot_property(self.spark, table, c.BATCH_PROPERTY)
             same_query = summary is not None and summary.get(c.QUERY_PROPERTY) == (
@@ -133,7 +136,7 @@ class LedgerStage:
     def _append(
         self,
         frame: DataFrame,
-        table: str,
+        table: TableName,
         batch_id: int,
         properties: dict[str, str] | None = None,
     ) -> None:
@@ -141,7 +144,7 @@ class LedgerStage:
             self.log(f"ledger batch {batch_id}: {table} already has it, skipped")
             return
         writer = (
-            frame.writeTo(table)
+            frame.writeTo(table.sql)
             .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
             .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
         )
@@ -258,13 +261,16 @@ class LedgerStage:
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
                     extra = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
+                stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
                 ledger_cols = [quote(col.name) for col in schema.key_columns] + [
-                    m for m in c.META_COLUMNS if m != c.INGESTED_AT
+                    m for m in c.META_COLUMNS if m not in stamped
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(
-                    *ledger_cols, F.lit(now).alias(c.INGESTED_AT)
+                    *ledger_cols,
+                    F.lit(now).alias(c.INGESTED_AT),
+                    F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
-                properties = {EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                properties = {c.EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
                 self._append(rows, refs.cdc, batch_id, properties if extra else None)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),

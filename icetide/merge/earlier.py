@@ -25,9 +25,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from icetide.ledger import contract as c
 from icetide.merge.steps import EVENT_ROWS
-from icetide.merge.tables import POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal
 
 
@@ -86,8 +87,8 @@ def _naive(ts: datetime) -> datetime:
 
 def recover(
     spark: SparkSession,
-    base: str,
-    ledger: str,
+    base: TableName,
+    ledger: TableName,
     start: int,
     history: DataFrame,
     lost: Sequence[Lost],
@@ -180,8 +181,8 @@ def _removal_times(
 
 def _recover_from(
     spark: SparkSession,
-    base: str,
-    ledger: str,
+    base: TableName,
+    ledger: TableName,
     start: int,
     snapshot: BaseSnapshot,
     items: Sequence[Lost],
@@ -204,7 +205,7 @@ def _recover_from(
     match = [F.col(k) == F.col(f"_t_{k}") for k in names]
 
     then = spark.read.format("iceberg").option("snapshot-id", snapshot.snapshot_id)
-    stored = then.load(base.replace("`", ""))
+    stored = then.load(base.dotted)
     present = set(stored.columns)
     stored_rows = stored.select(
         *names,
@@ -214,7 +215,7 @@ def _recover_from(
     )
     merged = spark.read.format("iceberg")
     merged = merged.option("start-snapshot-id", snapshot.watermark).option("end-snapshot-id", start)
-    events = merged.load(ledger.replace("`", ""))
+    events = merged.load(ledger.dotted)
     event_rows = events.where(F.col(c.OP) != "d").select(
         *names,
         c.POSITION,

@@ -39,9 +39,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from icetide.ledger import contract as c
 from icetide.merge.earlier import Lost, recover
 from icetide.merge.steps import EVENT_ROWS, key_move
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 
 LOST = "_lost"
@@ -165,9 +166,9 @@ def inherit(
     spark: SparkSession,
     events: DataFrame,
     history: DataFrame | None,
-    base: str,
+    base: TableName,
     schema: TableSchema,
-    ledger: str | None = None,
+    ledger: TableName | None = None,
     start: int | None = None,
 ) -> Inheritance:
     """Fill the unavailable columns of the batch's key moves from their old keys.
@@ -229,7 +230,7 @@ def inherit(
     )
 
     roots = {key[0] for _, key, _, _, root in lineage if root}
-    stored = spark.table(base).select(
+    stored = spark.table(base.sql).select(
         *[F.col(k).alias(_seg(i)) for i, k in enumerate(keys)],
         # A present row gives a non-null struct even when no value column is needed.
         F.struct(F.lit(True).alias("_present"), *[F.col(name) for name in columns]).alias(_BASE),

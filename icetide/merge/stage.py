@@ -19,27 +19,20 @@ from pyspark.sql import functions as F
 
 from icetide.config import Config
 from icetide.faults import crash_point
-from icetide.ledger import contract as c
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.statement import merge_sql
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
-from icetide.merge.tables import (
-    BOOTSTRAP_ID,
-    BOOTSTRAP_STATE,
-    EVENTS_PROPERTY,
-    POSITION,
-    WATERMARK_PROPERTY,
-    base_ddl,
-    identifier_fields_sql,
-)
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.commit import append_with_properties, with_commit_properties
+from icetide.spark.progress import read_bootstrap_state, read_new_events, read_watermark
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
     current_snapshot_id,
     ensure_namespace,
-    latest_snapshot_property,
     table_exists,
 )
 
@@ -67,30 +60,6 @@ class MergeResult:
         return f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
 
 
-def read_watermark(spark: SparkSession, base: str) -> int | None:
-    """The last ledger snapshot merged into ``base``; None before the first merge."""
-    summary = latest_snapshot_property(spark, base, WATERMARK_PROPERTY)
-    return int(summary[WATERMARK_PROPERTY]) if summary else None
-
-
-def read_bootstrap_state(spark: SparkSession, base: str) -> tuple[str, str] | None:
-    """``(bootstrap id, running|done)`` of the newest bootstrap of ``base``, or None."""
-    summary = latest_snapshot_property(spark, base, BOOTSTRAP_STATE)
-    if summary is None:
-        return None
-    return summary.get(BOOTSTRAP_ID, ""), summary[BOOTSTRAP_STATE]
-
-
-def read_new_events(spark: SparkSession, ledger: str, start: int | None, end: int) -> DataFrame:
-    """Ledger rows appended after snapshot ``start`` up to and including ``end``."""
-    reader = spark.read.format("iceberg")
-    if start is None:
-        reader = reader.option("snapshot-id", end)
-    else:
-        reader = reader.option("start-snapshot-id", start).option("end-snapshot-id", end)
-    return reader.load(ledger.replace("`", ""))
-
-
 class MergeStage:
     """Merges each table's new ledger events into its base table."""
 
@@ -110,16 +79,20 @@ class MergeStage:
         """The Iceberg names of ``table``."""
         return TableRefs.of(self.config, table)
 
+    def contract(self, name: str) -> TableContract:
+        """The table contract of ``name``: its schema and base layout settings."""
+        table = self.config.table(name)
+        return TableContract(self.schemas[name], TableSettings(table.buckets, table.mode))
+
     def ensure_base(self, name: str) -> None:
         """Create the base table (and namespace) when missing."""
-        table = self.config.table(name)
         base = self.refs(name).base
         if table_exists(self.spark, base):
             return
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        schema = self.schemas[name]
-        self.spark.sql(base_ddl(base, schema, table.buckets, table.mode))
-        self.spark.sql(identifier_fields_sql(base, schema))
+        contract = self.contract(name)
+        self.spark.sql(contract.base_ddl(base))
+        self.spark.sql(contract.identifier_fields_sql(base))
 
     def run_once(self) -> list[MergeResult]:
         """Merge every configured table once."""
@@ -182,7 +155,7 @@ class MergeStage:
 
             def apply() -> None:
                 crash_point("merge.before_commit")
-                self.spark.sql(merge_sql(refs.base, view, self.schemas[name]))
+                self.spark.sql(self.contract(name).merge_sql(refs.base, view))
 
             with_commit_properties(self.spark, properties, apply)
             if current_snapshot_id(self.spark, refs.base) == before:
@@ -196,14 +169,16 @@ class MergeStage:
         self.log(result.render())
         return result
 
-    def _history(self, ledger: str, start: int | None, schema: TableSchema) -> DataFrame | None:
+    def _history(
+        self, ledger: TableName, start: int | None, schema: TableSchema
+    ) -> DataFrame | None:
         """Deletes and truncates merged before this batch, within the retention window."""
         if start is None:
             return None
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         earlier = self.spark.read.format("iceberg").option("snapshot-id", start)
         return (
-            earlier.load(ledger.replace("`", ""))
+            earlier.load(ledger.dotted)
             .where(F.col(c.INGESTED_AT) >= F.lit(cutoff))
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
@@ -269,9 +244,9 @@ class MergeStage:
         if lost.isEmpty():  # the usual case: a look at the cached moves, no table read
             return
         dlt = self.refs(name).dlt
-        self.spark.sql(c.dlt_ddl(dlt))
+        self.spark.sql(TableContract.dlt_ddl(dlt))
         written = (
-            self.spark.table(dlt)
+            self.spark.table(dlt.sql)
             .where(F.col("reason") == c.UNAVAILABLE_VALUE_LOST)
             .select("message_id")
         )
@@ -279,7 +254,7 @@ class MergeStage:
         try:
             count = fresh.count()
             if count:
-                fresh.writeTo(dlt).append()
+                fresh.writeTo(dlt.sql).append()
                 crash_point("merge.after_dead_letters")
                 self.log(
                     f"merge {name}: {count:,} key changes with unknown unchanged-TOAST values "
@@ -288,6 +263,6 @@ class MergeStage:
         finally:
             fresh.unpersist()
 
-    def _commit_watermark_only(self, base: str, properties: dict[str, str]) -> None:
+    def _commit_watermark_only(self, base: TableName, properties: dict[str, str]) -> None:
         """A MERGE that changed nothing made no snapshot: record the watermark anyway."""
-        append_with_properties(self.spark.table(base).limit(0), base, properties)
+        append_with_properties(self.spark.table(base.sql).limit(0), base, properties)

@@ -14,7 +14,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from icetide.ledger import contract as c
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import value_slot
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import qualified, quote
 
@@ -36,11 +37,6 @@ class MergeContext:
     moves: DataFrame | None = None
     """The batch's key changes with placeholders, filled in by
     :func:`icetide.merge.inherit.inherit`; None when the batch has none."""
-
-
-def value_slot(column_id: int) -> str:
-    """Name of the deduplicated value of a column: a struct ``{v}``, null = keep stored."""
-    return f"_v{column_id}"
 
 
 def key_changed(schema: TableSchema) -> Column:

@@ -16,11 +16,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config import Config
-from icetide.ledger import contract as c
 from icetide.ledger.landing import Change, changed_files
-from icetide.ledger.stage import EXTRA_COLUMNS_PROPERTY
-from icetide.merge.stage import read_new_events, read_watermark
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.names import TableName
+from icetide.spark.progress import read_new_events, read_watermark
 from icetide.spark.sql import literal
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
@@ -59,8 +59,8 @@ class PipelineStatus:
     notes: PipelineNotes
 
 
-def _count(spark: SparkSession, table: str) -> int:
-    return int(spark.table(table).count()) if table_exists(spark, table) else 0
+def _count(spark: SparkSession, table: TableName) -> int:
+    return int(spark.table(table.sql).count()) if table_exists(spark, table) else 0
 
 
 def table_status(
@@ -76,7 +76,7 @@ def table_status(
     if end is not None:
         if end != watermark:
             lag = int(read_new_events(spark, refs.cdc, watermark, end).count())
-        row = spark.table(refs.cdc).agg(F.max(c.INGESTED_AT)).first()
+        row = spark.table(refs.cdc.sql).agg(F.max(c.INGESTED_AT)).first()
         if row is not None and isinstance(row[0], datetime):
             last_commit = row[0].isoformat()
     return TableStatus(
@@ -92,13 +92,13 @@ def table_status(
     )
 
 
-def extra_columns(spark: SparkSession, ledger: str) -> dict[str, int]:
+def extra_columns(spark: SparkSession, ledger: TableName) -> dict[str, int]:
     """Sum of the extra-column counts in the ledger's snapshot summaries (one per batch)."""
     if not table_exists(spark, ledger):
         return {}
     rows = spark.sql(
-        f"SELECT summary[{literal(EXTRA_COLUMNS_PROPERTY)}] AS extra FROM {ledger}.snapshots "
-        f"WHERE summary[{literal(EXTRA_COLUMNS_PROPERTY)}] IS NOT NULL"
+        f"SELECT summary[{literal(c.EXTRA_COLUMNS_PROPERTY)}] AS extra FROM {ledger}.snapshots "
+        f"WHERE summary[{literal(c.EXTRA_COLUMNS_PROPERTY)}] IS NOT NULL"
     ).collect()
     total: dict[str, int] = {}
     for row in rows:

@@ -14,6 +14,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from icetide.schema.contract.names import TableName
+
 
 class _Callable:
     """A Python object the JVM sees as ``java.util.concurrent.Callable``."""
@@ -58,13 +60,13 @@ def with_commit_properties(
         raise
 
 
-def append_with_properties(frame: DataFrame, table: str, properties: dict[str, str]) -> None:
+def append_with_properties(frame: DataFrame, table: TableName, properties: dict[str, str]) -> None:
     """Append ``frame`` to ``table`` in one snapshot carrying ``properties`` in its summary.
 
     An empty ``frame`` (``spark.table(t).limit(0)``) records progress alone: a stage's
     marker commit.
     """
-    writer = frame.writeTo(table)
+    writer = frame.writeTo(table.sql)
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     writer.append()

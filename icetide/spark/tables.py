@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal, qualified
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TableRefs:
-    """The quoted names of the three tables of one source table."""
+    """The names of the three tables of one source table."""
 
     catalog: str
     namespace: str
@@ -29,27 +30,27 @@ class TableRefs:
         return cls(catalog.name, catalog.namespace, name, config.dead_letter.suffix)
 
     @property
-    def base(self) -> str:
+    def base(self) -> TableName:
         """The mirror: ``<ns>.<table>``."""
-        return qualified(self.catalog, self.namespace, self.name)
+        return TableName(self.catalog, self.namespace, self.name)
 
     @property
-    def cdc(self) -> str:
+    def cdc(self) -> TableName:
         """The append-only ledger: ``<ns>.<table>_cdc``."""
-        return qualified(self.catalog, self.namespace, self.name + "_cdc")
+        return self.base.suffixed("_cdc")
 
     @property
-    def dlt(self) -> str:
+    def dlt(self) -> TableName:
         """The dead letters: ``<ns>.<table><suffix>``."""
-        return qualified(self.catalog, self.namespace, self.name + self.dlt_suffix)
+        return self.base.suffixed(self.dlt_suffix)
 
 
-def table_exists(spark: SparkSession, table: str) -> bool:
-    """True when ``table`` (a quoted, qualified name) exists in its catalog."""
-    return bool(spark.catalog.tableExists(table))
+def table_exists(spark: SparkSession, table: TableName) -> bool:
+    """True when ``table`` exists in its catalog."""
+    return bool(spark.catalog.tableExists(table.sql))
 
 
-def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
+def current_snapshot_id(spark: SparkSession, table: TableName) -> int | None:
     """The table's current snapshot id, None for a table with no snapshot yet."""
     rows = spark.sql(
         f"SELECT snapshot_id FROM {table}.history WHERE is_current_ancestor "
@@ -58,7 +59,9 @@ def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def latest_snapshot_property(spark: SparkSession, table: str, key: str) -> dict[str, str] | None:
+def latest_snapshot_property(
+    spark: SparkSession, table: TableName, key: str
+) -> dict[str, str] | None:
     """The summary of the newest snapshot (on the current lineage) that carries ``key``.
 
     Stages keep their progress in snapshot summaries, so this is how they find it again.

@@ -21,6 +21,7 @@ from icetide.demo.workload import Workload, next_index
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
+from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
@@ -156,9 +157,9 @@ class Pipeline:
     def refs(self, table: str) -> TableRefs:
         return TableRefs.of(self.config, table)
 
-    def rows(self, table: str, order: str | None = None) -> list[dict[str, Any]]:
+    def rows(self, table: TableName | str, order: str | None = None) -> list[dict[str, Any]]:
         """All rows of a (qualified) table as dicts."""
-        frame = self.session.table(table)
+        frame = self.session.table(str(table))
         if order:
             frame = frame.orderBy(order)
         return [r.asDict(recursive=True) for r in frame.collect()]
@@ -166,13 +167,13 @@ class Pipeline:
     def base(self, table: str) -> list[dict[str, Any]]:
         """A base table's rows, sorted by primary key, icetide columns included."""
         keys = self.schemas[table].primary_key
-        frame = self.session.table(self.refs(table).base).orderBy(*[quote(k) for k in keys])
+        frame = self.session.table(self.refs(table).base.sql).orderBy(*[quote(k) for k in keys])
         return [r.asDict(recursive=True) for r in frame.collect()]
 
     def compare(self, workload: Workload) -> list[Comparison]:
         return compare_all(self.session, self.config, workload)
 
-    def dead_letters(self, table: str) -> list[dict[str, Any]]:
+    def dead_letters(self, table: TableName | str) -> list[dict[str, Any]]:
         """Dead letters of ``table`` (or of the unrouted table), with payloads decoded."""
         rows = self.rows(table, order="message_id")
         for row in rows:

@@ -78,7 +78,7 @@ def test_ledger_killed_between_table_appends_writes_every_event_once(pipeline: P
     assert done.returncode == 0, done.stderr
     spark = pipeline.session
     for table in pipeline.schemas:
-        ledger = spark.table(pipeline.refs(table).cdc)
+        ledger = spark.table(pipeline.refs(table).cdc.sql)
         sent = sum(1 for e in workload.events if e.table == table)
         assert ledger.count() == sent
         assert ledger.select("_message_id").distinct().count() == sent

@@ -61,4 +61,4 @@ def test_each_kind_of_bad_event_gets_its_own_reason_and_good_events_flow(shop: P
     # A rerun over the same files adds nothing anywhere: the checkpoint holds.
     shop.stream()
     assert len(shop.dead_letters(shop.refs("items").dlt)) == 3
-    assert shop.session.table(shop.refs("items").cdc).count() == 1
+    assert shop.session.table(shop.refs("items").cdc.sql).count() == 1

@@ -103,7 +103,7 @@ def test_hostile_column_names_survive_stream_merge_verify_and_status(
     pipeline.merge()
 
     expected = [row(1, "uno", 11), {**row(20, "veinte", 21), TICK: "two`"}]
-    base = pipeline.refs("hostile").base
+    base = pipeline.refs("hostile").base.sql
     # The harness's base() orders by unquoted key names; a hostile key needs a quoted one.
     ordered = spark.table(base).orderBy(quote(KEY)).collect()
     rows = [{c.name: r[c.name] for c in HOSTILE.columns} for r in ordered]
@@ -111,7 +111,7 @@ def test_hostile_column_names_survive_stream_merge_verify_and_status(
     assert [f.name for f in spark.table(base).schema.fields][:8] == [
         c.name for c in HOSTILE.columns
     ]
-    ledger = spark.table(pipeline.refs("hostile").cdc)
+    ledger = spark.table(pipeline.refs("hostile").cdc.sql)
     assert [f.name for f in ledger.schema["_after"].dataType.fields] == [  # type: ignore[attr-defined]
         c.name for c in HOSTILE.columns
     ]

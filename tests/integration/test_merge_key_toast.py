@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.ledger.contract import UNAVAILABLE_VALUE_LOST
+from icetide.schema.contract.ledger import UNAVAILABLE_VALUE_LOST
 from tests.integration.events import SCHEMAS, SOURCES, TOAST, postgres
 from tests.integration.harness import Pipeline
 

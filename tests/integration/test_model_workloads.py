@@ -57,7 +57,7 @@ def test_rounds_of_bad_delivery_equal_the_model(
     pipeline.stream()
     pipeline.merge()
     assert_matches(pipeline.compare(workload))
-    ledger_events = spark.table(pipeline.refs("customers").cdc).count()
+    ledger_events = spark.table(pipeline.refs("customers").cdc.sql).count()
     assert ledger_events > sum(1 for e in workload.events if e.table == "customers")
 
 

@@ -84,7 +84,7 @@ def _both_paths(pipe: Pipeline, fill: Any) -> dict[str, dict[Any, dict[str, Any]
     out = {}
     for table in ("copied", "captured"):
         names = [c.name for c in pipe.schemas[table].columns]
-        frame = pipe.session.table(pipe.refs(table).base).select(*[f"`{n}`" for n in names])
+        frame = pipe.session.table(pipe.refs(table).base.sql).select(*[f"`{n}`" for n in names])
         out[table] = {r[0]: dict(zip(names, r, strict=True)) for r in frame.collect()}
     return out
 

@@ -22,8 +22,8 @@ from icetide.capture.mariadb_server import MariaDBServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.demo.live import start_shop
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.merge.tables import BOOTSTRAP_CHUNK, BOOTSTRAP_STATE
 from icetide.observe.verify import run_verify
+from icetide.schema.contract.base import BOOTSTRAP_CHUNK, BOOTSTRAP_STATE
 from tests.integration.harness import Pipeline
 
 _namespaces = itertools.count()
@@ -73,7 +73,7 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
     # The workload did what the acceptance asks for, while the bootstrap and capture ran.
     assert counts.big_transactions == 1 and counts.key_updates >= 1
     assert counts.transactions > 0 and counts.rollbacks >= 0
-    ledger_events = spark.table(pipe.refs("orders").cdc).count()
+    ledger_events = spark.table(pipe.refs("orders").cdc.sql).count()
     assert ledger_events >= 10_000, "the 10,000-row transaction reached the ledger"
     chunk_commits = spark.sql(
         f"SELECT count(*) FROM {pipe.refs('orders').base}.snapshots "
@@ -94,7 +94,7 @@ def test_a_killed_bootstrap_resumes_at_its_first_missing_chunk(
     pipe = live(tmp_path, warehouse, server, spark)
     killed = pipe.cli("bootstrap", "--chunk-rows", "4000", fault="bootstrap.after_chunk")
     assert killed.returncode == KILLED_EXIT_CODE, killed.stderr
-    base = pipe.refs("customers").base
+    base = pipe.refs("customers").base.sql
     state = spark.sql(f"SELECT summary['{BOOTSTRAP_STATE}'] FROM {base}.snapshots").collect()
     assert [r[0] for r in state if r[0]] == ["running"]
     # The merge leaves a table alone while its bootstrap runs.

@@ -74,7 +74,7 @@ def source_values(server: PostgresServer, table: str, key: int) -> tuple[Any, ..
 
 
 def mirror_values(pipe: Pipeline, spark: SparkSession, table: str, key: int) -> tuple[Any, ...]:
-    row = spark.table(pipe.refs(table).base).where(f"id = {key}").first()
+    row = spark.table(pipe.refs(table).base.sql).where(f"id = {key}").first()
     assert row is not None, f"{table} {key} is missing from the mirror"
     values = []
     for name in TOASTED[table]:
@@ -122,7 +122,7 @@ def test_primary_key_updates_keep_unchanged_toast_values_in_one_batch_and_across
         )
         catch_up(pipe)
 
-        placeholders = spark.table(pipe.refs("accounts").cdc).where(
+        placeholders = spark.table(pipe.refs("accounts").cdc.sql).where(
             "_op = 'c' AND size(_unavailable) = 2"
         )
         assert placeholders.count() == 4  # the case under test really happened
@@ -130,10 +130,10 @@ def test_primary_key_updates_keep_unchanged_toast_values_in_one_batch_and_across
         moves.update({("labels", 1): 101, ("labels", 2): 102})
         for (table, old), new in moves.items():
             assert mirror_values(pipe, spark, table, new) == expected[(table, old)], (table, new)
-        renamed = spark.table(pipe.refs("accounts").base).where("id = 900056").first()
+        renamed = spark.table(pipe.refs("accounts").base.sql).where("id = 900056").first()
         assert renamed is not None and renamed["title"] == "renamed"
         for table in SCHEMAS:
-            assert not spark.table(pipe.refs(table).dlt).count()
+            assert not spark.table(pipe.refs(table).dlt.sql).count()
         assert_verified(pipe, spark)  # both tables, the text[] array included
     finally:
         postgres.drop_slot(DB, DB)

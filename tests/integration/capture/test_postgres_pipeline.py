@@ -43,8 +43,8 @@ from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.merge.tables import BOOTSTRAP_CHUNK, POSITION
 from icetide.observe.verify import run_verify
+from icetide.schema.contract.base import BOOTSTRAP_CHUNK, POSITION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.integration.harness import Pipeline
 
@@ -463,7 +463,7 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
         f"WHERE summary['{BOOTSTRAP_CHUNK}'] IS NOT NULL"
     ).first()
     assert chunk_commits is not None and chunk_commits[0] >= 3  # 12,000+ rows, 4,000 a chunk
-    ledger = spark.table(pipe.refs("orders").cdc)
+    ledger = spark.table(pipe.refs("orders").cdc.sql)
     assert ledger.where(F.col("_after.status") == "reviewed 2").count() >= big[1]
     assert ledger.where(F.col("_after.status") == "reviewed 1").count() >= big[0]
 
@@ -514,17 +514,19 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
     copy = {
         "orders": {
             (r[0], r[1], r[2])
-            for r in spark.table(pipe.refs("orders").base).select("id", "status", "total").collect()
+            for r in spark.table(pipe.refs("orders").base.sql)
+            .select("id", "status", "total")
+            .collect()
         },
         "customers": {
             (r[0], r[1], r[2])
-            for r in spark.table(pipe.refs("customers").base)
+            for r in spark.table(pipe.refs("customers").base.sql)
             .select("id", "name", "balance")
             .collect()
         },
         "products": {
             (r[0], r[1], r[2])
-            for r in spark.table(pipe.refs("products").base)
+            for r in spark.table(pipe.refs("products").base.sql)
             .select("id", "price", "description")
             .collect()
         },
@@ -532,7 +534,7 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
     for table in copy:
         assert copy[table] == at_snapshot[table], table
     assert (100001, "late", Decimal("1.00")) not in copy["customers"]
-    positions = spark.table(pipe.refs("orders").base).agg(F.min(POSITION), F.max(POSITION))
+    positions = spark.table(pipe.refs("orders").base.sql).agg(F.min(POSITION), F.max(POSITION))
     assert positions.first() == (0, 0)  # below every streamed change, see the module docs
     # Capture starts at the slot's consistent point, which nothing has consumed yet.
     start = LsnOffset.from_dict(offset_store(pipe.config, source).load() or {}).lsn
@@ -540,7 +542,7 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
 
     catch_up(pipe)
     assert_verified(pipe, spark)
-    base = {r[0]: r for r in spark.table(pipe.refs("customers").base).collect()}
+    base = {r[0]: r for r in spark.table(pipe.refs("customers").base.sql).collect()}
     assert base[100001]["name"] == "late" and base[1]["name"] == "changed" and 2 not in base
 
 
@@ -606,13 +608,13 @@ def test_a_transaction_spanning_the_consistent_point_beats_the_copy(
         for conn in (first, second, spanning):
             conn.close()
 
-    base = pipe.refs("customers").base
+    base = pipe.refs("customers").base.sql
     copied = spark.table(base).where("id = 5").first()
     assert copied is not None and copied["name"] == "customer 5"  # not in the snapshot
     start = LsnOffset.from_dict(offset_store(pipe.config, pipe.config.sources[0]).load() or {})
     catch_up(pipe)
     event = (
-        spark.table(pipe.refs("customers").cdc)
+        spark.table(pipe.refs("customers").cdc.sql)
         .where(F.col("_after.id") == 5)
         .select("_position")
         .first()
@@ -706,7 +708,7 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
     assert any("1 already done" in line for line in pipe.logs), pipe.logs
     catch_up(pipe)
     assert_verified(pipe, spark)
-    base = spark.table(pipe.refs("orders").base)
+    base = spark.table(pipe.refs("orders").base.sql)
     assert base.count() == base.select("id").distinct().count()  # no chunk loaded twice
 
     # The same resume once the slot is gone: the changes since the start are lost.

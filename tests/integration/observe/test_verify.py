@@ -27,7 +27,6 @@ from icetide.capture.mariadb_server import MariaDBServer, free_port
 from icetide.capture.postgres_server import PostgresServer
 from icetide.config import Config, load_config
 from icetide.errors import ConfigError
-from icetide.merge.tables import base_ddl
 from icetide.observe import checksum as ck
 from icetide.observe.verify import (
     VerifyError,
@@ -36,6 +35,8 @@ from icetide.observe.verify import (
     run_verify,
     verdict_dicts,
 )
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
 from icetide.schema.spark_types import sql_type
@@ -296,11 +297,13 @@ def _config(
     return load_config(path)
 
 
-def _load_base(spark: SparkSession, config: Config, table: str, rows: list[dict[str, Any]]) -> str:
+def _load_base(
+    spark: SparkSession, config: Config, table: str, rows: list[dict[str, Any]]
+) -> TableName:
     """Create ``table``'s base (with the _icetide_* columns) and append ``rows``."""
     refs = TableRefs.of(config, table)
     ensure_namespace(spark, config.catalog.name, config.catalog.namespace)
-    spark.sql(base_ddl(refs.base, SCHEMA, 2, "merge-on-read"))
+    spark.sql(TableContract(SCHEMA, TableSettings(2, "merge-on-read")).base_ddl(refs.base))
     ddl = ", ".join(
         f"`{c.name}` {sql_type(c.type)}" + (" NOT NULL" if c.name == "id" else "")
         for c in SCHEMA.columns
@@ -310,7 +313,7 @@ def _load_base(spark: SparkSession, config: Config, table: str, rows: list[dict[
         spark.createDataFrame(data, ddl)
         .withColumn("_icetide_position", F.lit(7).cast("decimal(38,0)"))
         .withColumn("_icetide_source_ts", F.current_timestamp())
-        .writeTo(refs.base)
+        .writeTo(refs.base.sql)
         .append()
     )
     return refs.base

@@ -11,10 +11,9 @@ import re
 
 import pytest
 
-from icetide.ledger.contract import ledger_columns_sql, ledger_ddl
 from icetide.ledger.decode import projected_spark_schema
-from icetide.merge.statement import merge_sql, naive_merge_sql
-from icetide.merge.tables import base_ddl, identifier_fields_sql
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.file import schema_from_dict
 from icetide.schema.spark_types import struct_sql
 
@@ -39,6 +38,7 @@ SCHEMA = schema_from_dict(
         ],
     }
 )
+CONTRACT = TableContract(SCHEMA, TableSettings(4, "merge-on-read"))
 _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
 
 
@@ -76,13 +76,15 @@ def test_a_struct_keeps_one_field_per_column_whatever_its_name() -> None:
 @pytest.mark.parametrize(
     "build",
     [
-        lambda: ", ".join(ledger_columns_sql(SCHEMA)),
-        lambda: ledger_ddl("`lake`.`ns`.`hostile_cdc`", SCHEMA),
+        lambda: ", ".join(CONTRACT.ledger_columns()),
+        lambda: CONTRACT.ledger_ddl(TableName("lake", "ns", "hostile_cdc")),
         lambda: projected_spark_schema(SCHEMA),
-        lambda: base_ddl("`lake`.`ns`.`hostile`", SCHEMA, 4, "merge-on-read"),
-        lambda: identifier_fields_sql("`lake`.`ns`.`hostile`", SCHEMA),
-        lambda: merge_sql("`lake`.`ns`.`hostile`", "batch", SCHEMA),
-        lambda: naive_merge_sql("`lake`.`ns`.`hostile`", "ledger", SCHEMA),
+        lambda: CONTRACT.base_ddl(TableName("lake", "ns", "hostile")),
+        lambda: CONTRACT.identifier_fields_sql(TableName("lake", "ns", "hostile")),
+        lambda: CONTRACT.merge_sql(TableName("lake", "ns", "hostile"), "batch"),
+        lambda: CONTRACT.naive_merge_sql(
+            TableName("lake", "ns", "hostile"), TableName("lake", "ns", "ledger")
+        ),
     ],
     ids=[
         "ledger columns",

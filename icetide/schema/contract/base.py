@@ -1,0 +1,22 @@
+"""The base table (mirror) contract: its own columns and the properties stages share.
+
+Progress lives in the tables: the merge's watermark in its snapshot summaries, the
+bootstrap's state in a table property, so every stage (and ``status``) reads it here
+rather than from another stage's module.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+POSITION = "_icetide_position"
+SOURCE_TS = "_icetide_source_ts"
+WATERMARK_PROPERTY = "icetide.merge.ledger-snapshot-id"
+EVENTS_PROPERTY = "icetide.merge.events"
+BOOTSTRAP_STATE = "icetide.bootstrap.state"
+"""``running`` while a bootstrap fills the base (the merge waits), then ``done``."""
+BOOTSTRAP_ID = "icetide.bootstrap.id"
+BOOTSTRAP_CHUNK = "icetide.bootstrap.chunk"
+DROPPED_COMMENT = "icetide: dropped from the schema in version {version}"
+"""The comment a soft-dropped column keeps: it stays in the table, no longer written."""
+Mode = Literal["merge-on-read", "copy-on-write"]

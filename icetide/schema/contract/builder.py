@@ -1,0 +1,230 @@
+"""The one table-contract builder: a table's schema and settings in, its tables' SQL and
+Arrow shape out.
+
+Everything that turns a schema into a table definition or a statement over it lives
+here, so the ledger's columns as SQL and as Arrow, the base DDL, the merge's value slots
+and its MERGE cannot drift apart. Identifiers are quoted by the one quoting helper; table
+names arrive as :class:`~icetide.schema.contract.names.TableName`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from icetide.schema.contract import base as b
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.names import TableName
+from icetide.schema.model import TableSchema
+from icetide.schema.quoting import quote
+from icetide.schema.spark_types import arrow_struct, arrow_type, sql_type, struct_sql
+
+
+@dataclass(frozen=True)
+class TableSettings:
+    """How a table's base is laid out: ``bucket(buckets, first key column)`` and the
+    Iceberg write mode for deletes, updates and merges."""
+
+    buckets: int = 16
+    mode: b.Mode = "merge-on-read"
+
+
+def value_slot(column_id: int) -> str:
+    """Name of the deduplicated value of a column: a struct ``{v}``, null = keep stored.
+
+    Named by id, so a rename between batches cannot mix two columns' values.
+
+    >>> value_slot(7)
+    '_v7'
+    """
+    return f"_v{column_id}"
+
+
+@dataclass(frozen=True)
+class TableContract:
+    """Everything built from one version of a table's schema."""
+
+    schema: TableSchema
+    settings: TableSettings = TableSettings()
+
+    # -- the ledger -------------------------------------------------------------------
+    def ledger_columns(self) -> list[str]:
+        """Column definitions of ``<table>_cdc``, in table order."""
+        keys = [f"{quote(k.name)} {sql_type(k.type)}" for k in self.schema.key_columns]
+        row = struct_sql(self.schema.columns)
+        return keys + [
+            f"{c.OP} STRING",
+            f"{c.AFTER} {row}",
+            f"{c.BEFORE} {row}",
+            f"{c.UNAVAILABLE} ARRAY<STRING>",
+            f"{c.POSITION} {c.POSITION_SQL}",
+            f"{c.POSITION_TEXT} STRING",
+            f"{c.SOURCE_TS} TIMESTAMP",
+            f"{c.TX_ID} STRING",
+            f"{c.MESSAGE_ID} STRING",
+            f"{c.INGESTED_AT} TIMESTAMP",
+            f"{c.SCHEMA_VERSION} INT",
+        ]
+
+    def ledger_written_columns(self) -> list[str]:
+        """The ledger columns the decoder fills (all but the two the stage stamps:
+        ingestion time and schema version), as SQL definitions."""
+        stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
+        return [d for d in self.ledger_columns() if d.split(" ", 1)[0] not in stamped]
+
+    def ledger_arrow(self) -> list[pa.Field]:
+        """The Arrow fields of :meth:`ledger_written_columns`, for ``mapInArrow`` output."""
+        row = arrow_struct(self.schema.columns)
+        keys = [pa.field(k.name, arrow_type(k.type)) for k in self.schema.key_columns]
+        return keys + [
+            pa.field(c.OP, pa.string()),
+            pa.field(c.AFTER, row),
+            pa.field(c.BEFORE, row),
+            pa.field(c.UNAVAILABLE, pa.list_(pa.string())),
+            pa.field(c.POSITION, pa.decimal128(38, 0)),
+            pa.field(c.POSITION_TEXT, pa.string()),
+            pa.field(c.SOURCE_TS, pa.timestamp("us", tz="UTC")),
+            pa.field(c.TX_ID, pa.string()),
+            pa.field(c.MESSAGE_ID, pa.string()),
+        ]
+
+    def ledger_ddl(self, table: TableName) -> str:
+        """``CREATE TABLE`` for the ledger: append-only, partitioned by ingestion day."""
+        columns = ",\n  ".join(self.ledger_columns())
+        return (
+            f"CREATE TABLE IF NOT EXISTS {table} (\n  {columns}\n) USING iceberg "
+            f"PARTITIONED BY (days({c.INGESTED_AT})) "
+            "TBLPROPERTIES ('format-version'='2', 'write.distribution-mode'='none', "
+            f"'{c.KIND_PROPERTY}'='ledger', "
+            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.schema.version}')"
+        )
+
+    def ledger_upgrades(self, table: TableName, present: set[str]) -> list[str]:
+        """ALTERs adding the metadata columns an older ledger table lacks (the columns
+        ``present`` in it now); the version-to-version changes are in
+        :mod:`~icetide.schema.contract.alter`."""
+        added = {c.SCHEMA_VERSION: "INT"}
+        return [
+            f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
+            for name, kind in added.items()
+            if name not in present
+        ]
+
+    # -- the base ---------------------------------------------------------------------
+    def base_columns(self) -> list[str]:
+        """Column definitions of the mirror: the schema's, then the pipeline's own.
+
+        Non-key columns are nullable whatever the source says: a mirror must accept every
+        row the source had, and required→optional is a safe evolution anyway.
+        """
+        keys = set(self.schema.key_ids)
+        columns = [
+            f"{quote(col.name)} {sql_type(col.type)}" + (" NOT NULL" if col.id in keys else "")
+            for col in self.schema.columns
+        ]
+        return columns + [f"{b.POSITION} DECIMAL(38,0)", f"{b.SOURCE_TS} TIMESTAMP"]
+
+    def base_ddl(self, table: TableName) -> str:
+        """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2, hash distribution."""
+        mode = self.settings.mode
+        bucket_column = quote(self.schema.primary_key[0])
+        body = ",\n  ".join(self.base_columns())
+        return (
+            f"CREATE TABLE IF NOT EXISTS {table} (\n  {body}\n) USING iceberg "
+            f"PARTITIONED BY (bucket({self.settings.buckets}, {bucket_column})) TBLPROPERTIES ("
+            "'format-version'='2', "
+            f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', "
+            f"'write.merge.mode'='{mode}', "
+            f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "
+            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.schema.version}')"
+        )
+
+    def identifier_fields_sql(self, table: TableName) -> str:
+        """Mark the primary key as Iceberg identifier fields (readers and Flink use them)."""
+        keys = ", ".join(quote(k) for k in self.schema.primary_key)
+        return f"ALTER TABLE {table} SET IDENTIFIER FIELDS {keys}"
+
+    # -- the dead letters -------------------------------------------------------------
+    @staticmethod
+    def dlt_ddl(table: TableName) -> str:
+        """``CREATE TABLE`` for a dead-letter table (the same for every table)."""
+        columns = ",\n  ".join(c.DLT_COLUMNS_SQL)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {table} (\n  {columns}\n) USING iceberg "
+            "PARTITIONED BY (days(ingested_at)) "
+            f"TBLPROPERTIES ('format-version'='2', '{c.KIND_PROPERTY}'='dead-letter')"
+        )
+
+    # -- the merge --------------------------------------------------------------------
+    def value_slots(self) -> dict[int, str]:
+        """Column id → the batch column holding its deduplicated value (non-key columns)."""
+        return {col.id: value_slot(col.id) for col in self.schema.value_columns}
+
+    def merge_sql(self, base: TableName, source: str) -> str:
+        """MERGE the deduplicated batch view ``source`` into ``base``.
+
+        An event applies only when its position is newer than the row's, so redelivered
+        or replayed events are no-ops; a value slot that is null keeps the stored value.
+        """
+        schema, keys = self.schema, set(self.schema.key_ids)
+        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
+        newer = f"s.{c.POSITION} > t.{b.POSITION}"
+        slot = value_slot
+        updates = [
+            f"{quote(col.name)} = CASE WHEN s.{slot(col.id)} IS NULL "
+            f"THEN t.{quote(col.name)} ELSE s.{slot(col.id)}.v END"
+            for col in schema.value_columns
+        ] + [f"{b.POSITION} = s.{c.POSITION}", f"{b.SOURCE_TS} = s.{c.SOURCE_TS}"]
+        names = [quote(col.name) for col in schema.columns] + [b.POSITION, b.SOURCE_TS]
+        values = [
+            f"s.{quote(col.name)}" if col.id in keys else f"s.{slot(col.id)}.v"
+            for col in schema.columns
+        ] + [f"s.{c.POSITION}", f"s.{c.SOURCE_TS}"]
+        return (
+            f"MERGE INTO {base} t USING {quote(source)} s ON {on}\n"
+            f"WHEN MATCHED AND s.{c.OP} = 'd' AND {newer} THEN DELETE\n"
+            f"WHEN MATCHED AND {newer} THEN UPDATE SET {', '.join(updates)}\n"
+            f"WHEN NOT MATCHED AND s.{c.OP} <> 'd' THEN INSERT ({', '.join(names)}) "
+            f"VALUES ({', '.join(values)})"
+        )
+
+    def naive_merge_sql(self, base: TableName, ledger: TableName) -> str:
+        """The baseline from the design: window dedupe + MERGE over the raw ledger rows.
+
+        Not used by icetide; benchmarks run it to measure what the real merge gains.
+        """
+        schema, keys_ids = self.schema, set(self.schema.key_ids)
+        keys = ", ".join(quote(k) for k in schema.primary_key)
+        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
+        cols = [quote(col.name) for col in schema.columns]
+        picked = ", ".join(
+            quote(col.name)
+            if col.id in keys_ids
+            else f"{c.AFTER}.{quote(col.name)} AS {quote(col.name)}"
+            for col in schema.columns
+        )
+        dedup = (
+            f"SELECT {picked}, {c.OP}, {c.POSITION}, {c.SOURCE_TS} FROM ("
+            f"SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {c.POSITION} DESC) rn "
+            f"FROM {ledger}) WHERE rn = 1"
+        )
+        sets = ", ".join(f"{n} = s.{n}" for n in cols)
+        return (
+            f"MERGE INTO {base} t USING ({dedup}) s ON {on}\n"
+            f"WHEN MATCHED AND s.{c.OP} = 'd' THEN DELETE\n"
+            f"WHEN MATCHED THEN UPDATE SET {sets}, {b.POSITION} = s.{c.POSITION}, "
+            f"{b.SOURCE_TS} = s.{c.SOURCE_TS}\n"
+            f"WHEN NOT MATCHED AND s.{c.OP} <> 'd' THEN INSERT ({', '.join(cols)}, {b.POSITION}, "
+            f"{b.SOURCE_TS}) VALUES ({', '.join('s.' + n for n in cols)}, s.{c.POSITION}, "
+            f"s.{c.SOURCE_TS})"
+        )
+
+
+def column_path(*parts: str) -> str:
+    """A (nested) column reference, each part quoted: ``_after`.`a b```.
+
+    >>> column_path("_after", "a b")
+    '`_after`.`a b`'
+    """
+    return ".".join(quote(p) for p in parts)

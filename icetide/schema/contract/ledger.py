@@ -1,0 +1,60 @@
+"""The ledger table contract: what the ledger writes and the merge reads.
+
+One row per change event: the primary-key columns at top level (typed), then the
+metadata columns below. Metadata names start with ``_`` so they cannot collide with the
+primary-key columns of ordinary tables. ``_after`` and ``_before`` are structs of every
+schema column. The dead-letter table's columns are here too: the ledger writes most of
+its rows.
+"""
+
+from __future__ import annotations
+
+OP = "_op"
+AFTER = "_after"
+BEFORE = "_before"
+UNAVAILABLE = "_unavailable"
+POSITION = "_position"
+POSITION_TEXT = "_position_text"
+SOURCE_TS = "_source_ts"
+TX_ID = "_tx_id"
+MESSAGE_ID = "_message_id"
+INGESTED_AT = "_ingested_at"
+SCHEMA_VERSION = "_schema_version"
+"""The version of the table's schema a ledger row was written with."""
+META_COLUMNS = (
+    OP,
+    AFTER,
+    BEFORE,
+    UNAVAILABLE,
+    POSITION,
+    POSITION_TEXT,
+    SOURCE_TS,
+    TX_ID,
+    MESSAGE_ID,
+    INGESTED_AT,
+    SCHEMA_VERSION,
+)
+ROW_IMAGES = (AFTER, BEFORE)
+"""The struct columns holding a full row image each."""
+POSITION_SQL = "DECIMAL(38,0)"
+BATCH_PROPERTY = "icetide.ledger.batch-id"
+QUERY_PROPERTY = "icetide.ledger.query-id"
+SCHEMA_VERSION_PROPERTY = "icetide.schema-version"
+KIND_PROPERTY = "icetide.kind"
+EXTRA_COLUMNS_PROPERTY = "icetide.ledger.extra-columns"
+"""Snapshot property of a ledger append: JSON ``{column: events}`` of the event columns
+the table's schema does not have (dropped from the ledger until the schema has them)."""
+
+UNAVAILABLE_VALUE_LOST = "unavailable_value_lost"
+"""Dead-letter reason written by the merge: a primary-key change left unchanged-TOAST
+columns out and the old row, which held their values, is in neither the batch nor the
+mirror (see :mod:`icetide.merge.inherit`). The change is not applied."""
+
+DLT_COLUMNS_SQL = (
+    "message_id STRING",
+    "source_table STRING",
+    "reason STRING NOT NULL",
+    "error STRING",
+    "payload_b64 STRING",
+    "ingested_at TIMESTAMP NOT NULL",
+)
