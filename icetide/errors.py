@@ -42,6 +42,28 @@ class SchemaError(IcetideError, Terminal):
     """A schema file is malformed or inconsistent."""
 
 
+class SchemaChangeError(SchemaError):
+    """A change from one schema (or type) to another is not allowed.
+
+    ``from_type`` and ``to_type`` are the types as written (``int``, ``decimal(12,2)``)
+    when the refusal is about a type; ``column`` names the column when the caller knows it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        from_type: str | None = None,
+        to_type: str | None = None,
+        column: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.from_type = from_type
+        self.to_type = to_type
+        self.column = column
+
+
 class DecodeError(IcetideError):
     """One change event cannot be decoded or mapped; it goes to the dead-letter table.
 

@@ -1,0 +1,307 @@
+"""One way to walk a schema: a post-order visitor, and the indexes built on it.
+
+Modelled on PyIceberg's ``SchemaVisitor``: :func:`visit` walks a
+:class:`~icetide.schema.model.TableSchema` (or any type) depth first and hands each
+node's children's results to the visitor's method for that node, so a visitor says only
+what to do with one struct, field, list, map or leaf type. Hooks called before and after
+each field, list element and map key/value let a visitor keep track of where it is
+(:func:`index_by_name` keeps the path of names that way).
+
+List elements and map keys and values have ids but no :class:`Column` of their own; the
+walk gives them one (:func:`element_field`, :func:`key_field`, :func:`value_field`), named
+``element``, ``key`` and ``value`` as in Iceberg, so every id indexes to a ``Column``.
+
+This module imports the model, never the other way round; the model's own helpers
+(``all_fields``, ``column_ids``) stay small loops because the model sits below this.
+"""
+
+from __future__ import annotations
+
+import difflib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from functools import singledispatch
+from typing import Any, Generic, TypeVar
+
+from icetide.errors import SchemaError
+from icetide.schema.model import Column, TableSchema
+from icetide.schema.types import IcetideType, ListType, MapType, StructType
+
+T = TypeVar("T")
+
+
+def element_field(list_type: ListType) -> Column:
+    """The list's element as a field: id ``element_id``, named ``element``."""
+    return Column(list_type.element_id, "element", list_type.element, list_type.element_nullable)
+
+
+def key_field(map_type: MapType) -> Column:
+    """The map's key as a field: id ``key_id``, named ``key``, never null."""
+    return Column(map_type.key_id, "key", map_type.key, nullable=False)
+
+
+def value_field(map_type: MapType) -> Column:
+    """The map's value as a field: id ``value_id``, named ``value``."""
+    return Column(map_type.value_id, "value", map_type.value, map_type.value_nullable)
+
+
+class SchemaVisitor(Generic[T], ABC):
+    """Say what one node of a schema becomes, given what its children became.
+
+    The ``before_*``/``after_*`` hooks run around each child and do nothing unless
+    overridden. ``primitive`` covers every leaf type: the primitives, ``decimal`` and
+    ``enum``.
+    """
+
+    def before_field(self, field: Column) -> None:
+        """Called before a column or struct field is visited."""
+
+    def after_field(self, field: Column) -> None:
+        """Called after a column or struct field is visited."""
+
+    def before_list_element(self, field: Column) -> None:
+        """Called before a list's element is visited (see :func:`element_field`)."""
+
+    def after_list_element(self, field: Column) -> None:
+        """Called after a list's element is visited."""
+
+    def before_map_key(self, field: Column) -> None:
+        """Called before a map's key is visited (see :func:`key_field`)."""
+
+    def after_map_key(self, field: Column) -> None:
+        """Called after a map's key is visited."""
+
+    def before_map_value(self, field: Column) -> None:
+        """Called before a map's value is visited (see :func:`value_field`)."""
+
+    def after_map_value(self, field: Column) -> None:
+        """Called after a map's value is visited."""
+
+    @abstractmethod
+    def schema(self, schema: TableSchema, struct_result: T) -> T:
+        """The whole schema; ``struct_result`` is what its columns (as a struct) became."""
+
+    @abstractmethod
+    def struct(self, struct: StructType, field_results: Sequence[T]) -> T:
+        """A struct (the table's columns are one too), given each field's result."""
+
+    @abstractmethod
+    def field(self, field: Column, field_result: T) -> T:
+        """A column or struct field, given its type's result."""
+
+    @abstractmethod
+    def list(self, list_type: ListType, element_result: T) -> T:
+        """A list, given its element type's result."""
+
+    @abstractmethod
+    def map(self, map_type: MapType, key_result: T, value_result: T) -> T:
+        """A map, given its key and value types' results."""
+
+    @abstractmethod
+    def primitive(self, primitive: IcetideType) -> T:
+        """A leaf type: a primitive, ``decimal`` or ``enum``."""
+
+
+@singledispatch
+def visit(obj: Any, visitor: SchemaVisitor[T]) -> T:
+    """Walk ``obj`` (a :class:`TableSchema` or a type) with ``visitor``, children first.
+
+    >>> from icetide.schema.types import LongType
+    >>> s = TableSchema("t", (Column(1, "id", LongType(), False),), ("id",))
+    >>> index_by_name(s)
+    {'id': 1}
+    """
+    raise SchemaError(f"cannot visit {type(obj).__name__}: not a schema or a column type")
+
+
+@visit.register
+def _(obj: TableSchema, visitor: SchemaVisitor[T]) -> T:
+    return visitor.schema(obj, visit(StructType(obj.columns), visitor))
+
+
+@visit.register
+def _(obj: StructType, visitor: SchemaVisitor[T]) -> T:
+    results = []
+    for field in obj.fields:
+        visitor.before_field(field)
+        try:
+            result = visit(field.type, visitor)
+        finally:
+            visitor.after_field(field)
+        results.append(visitor.field(field, result))
+    return visitor.struct(obj, results)
+
+
+@visit.register
+def _(obj: ListType, visitor: SchemaVisitor[T]) -> T:
+    element = element_field(obj)
+    visitor.before_list_element(element)
+    try:
+        result = visit(obj.element, visitor)
+    finally:
+        visitor.after_list_element(element)
+    return visitor.list(obj, result)
+
+
+@visit.register
+def _(obj: MapType, visitor: SchemaVisitor[T]) -> T:
+    key = key_field(obj)
+    visitor.before_map_key(key)
+    try:
+        key_result = visit(obj.key, visitor)
+    finally:
+        visitor.after_map_key(key)
+    value = value_field(obj)
+    visitor.before_map_value(value)
+    try:
+        value_result = visit(obj.value, visitor)
+    finally:
+        visitor.after_map_value(value)
+    return visitor.map(obj, key_result, value_result)
+
+
+@visit.register
+def _(obj: IcetideType, visitor: SchemaVisitor[T]) -> T:
+    # The nested types are registered above; every other type is a leaf.
+    return visitor.primitive(obj)
+
+
+# -- indexes ------------------------------------------------------------------------------
+
+
+class _IndexById(SchemaVisitor[dict[int, Column]]):
+    """Every field by id; list elements and map keys/values as their stand-in fields."""
+
+    def schema(self, schema: TableSchema, struct_result: dict[int, Column]) -> dict[int, Column]:
+        return struct_result
+
+    def struct(
+        self, struct: StructType, field_results: Sequence[dict[int, Column]]
+    ) -> dict[int, Column]:
+        index: dict[int, Column] = {}
+        for result in field_results:
+            index.update(result)
+        return index
+
+    def field(self, field: Column, field_result: dict[int, Column]) -> dict[int, Column]:
+        return {field.id: field, **field_result}
+
+    def list(self, list_type: ListType, element_result: dict[int, Column]) -> dict[int, Column]:
+        return {list_type.element_id: element_field(list_type), **element_result}
+
+    def map(
+        self, map_type: MapType, key_result: dict[int, Column], value_result: dict[int, Column]
+    ) -> dict[int, Column]:
+        return {
+            map_type.key_id: key_field(map_type),
+            **key_result,
+            map_type.value_id: value_field(map_type),
+            **value_result,
+        }
+
+    def primitive(self, primitive: IcetideType) -> dict[int, Column]:
+        return {}
+
+
+def index_by_id(schema: TableSchema | IcetideType) -> dict[int, Column]:
+    """Every id in ``schema`` → its field, depth first in schema order.
+
+    Unlike :meth:`TableSchema.find`, this reaches list elements and map keys and values
+    too, as fields named ``element``, ``key`` and ``value``.
+
+    >>> from icetide.schema.types import LongType, StringType
+    >>> tags = Column(2, "tags", ListType(3, StringType()))
+    >>> s = TableSchema("t", (Column(1, "id", LongType(), False), tags), ("id",))
+    >>> index_by_id(s)[3]
+    Column(id=3, name='element', type=StringType(), nullable=True, doc=None)
+    """
+    return visit(schema, _IndexById())
+
+
+class _IndexByName(SchemaVisitor[dict[str, int]]):
+    """Dotted full names → ids, keeping the path of names in the before/after hooks."""
+
+    def __init__(self) -> None:
+        self._path: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def _enter(self, field: Column) -> None:
+        self._path.append(field.name)
+        name = ".".join(self._path)
+        if name in self._index:
+            raise SchemaError(
+                f"two fields are named {name!r} (ids {self._index[name]} and {field.id})",
+                hint="a dot in a column name reads as a path here; rename one of them",
+            )
+        self._index[name] = field.id
+
+    def _leave(self, field: Column) -> None:
+        self._path.pop()
+
+    before_field = before_list_element = before_map_key = before_map_value = _enter
+    after_field = after_list_element = after_map_key = after_map_value = _leave
+
+    def schema(self, schema: TableSchema, struct_result: dict[str, int]) -> dict[str, int]:
+        return self._index
+
+    def struct(self, struct: StructType, field_results: Sequence[dict[str, int]]) -> dict[str, int]:
+        return self._index
+
+    def field(self, field: Column, field_result: dict[str, int]) -> dict[str, int]:
+        return self._index
+
+    def list(self, list_type: ListType, element_result: dict[str, int]) -> dict[str, int]:
+        return self._index
+
+    def map(
+        self, map_type: MapType, key_result: dict[str, int], value_result: dict[str, int]
+    ) -> dict[str, int]:
+        return self._index
+
+    def primitive(self, primitive: IcetideType) -> dict[str, int]:
+        return self._index
+
+
+def index_by_name(schema: TableSchema | IcetideType) -> dict[str, int]:
+    """Every field's full dotted name → its id, as Iceberg names them.
+
+    A struct field is ``address.city``, a list element ``tags.element``, a map's key and
+    value ``attrs.key`` and ``attrs.value``; they chain (``orders.element.sku``). Two
+    fields whose full names coincide (a column literally named ``address.city`` beside a
+    struct ``address`` with a field ``city``) are a :class:`SchemaError`.
+
+    >>> from icetide.schema.types import LongType, StringType
+    >>> attrs = Column(2, "attrs", MapType(3, StringType(), 4, LongType()))
+    >>> s = TableSchema("t", (Column(1, "id", LongType(), False), attrs), ("id",))
+    >>> index_by_name(s)
+    {'id': 1, 'attrs': 2, 'attrs.key': 3, 'attrs.value': 4}
+    """
+    return visit(schema, _IndexByName())
+
+
+def find_by_name(schema: TableSchema, name: str, *, case_sensitive: bool = True) -> Column:
+    """The field with full dotted ``name`` (see :func:`index_by_name`).
+
+    ``case_sensitive=False`` matches the way Spark resolves names; names in one struct
+    differ by more than case, so the match is unique.
+
+    >>> from icetide.schema.types import LongType, StringType
+    >>> tags = Column(2, "tags", ListType(3, StringType()))
+    >>> s = TableSchema("t", (Column(1, "id", LongType(), False), tags), ("id",))
+    >>> find_by_name(s, "Tags.Element", case_sensitive=False).id
+    3
+    """
+    names = index_by_name(schema)
+    field_id = names.get(name)
+    if field_id is None and not case_sensitive:
+        folded = {n.casefold(): i for n, i in names.items()}
+        field_id = folded.get(name.casefold())
+    if field_id is None:
+        close = difflib.get_close_matches(name, list(names), n=1)
+        raise SchemaError(
+            f"table {schema.table}: no field named {name!r}"
+            + (f"; did you mean {close[0]!r}?" if close else ""),
+            hint="nested fields are written with dots: address.city, tags.element, "
+            "attrs.key, attrs.value",
+        )
+    return index_by_id(schema)[field_id]
