@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from icetide.errors import SchemaError
+from icetide.errors import SchemaChangeError, SchemaError
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract, column_path
@@ -89,7 +89,16 @@ def alter_plan(
 def _check(change: FieldChange, table: str) -> None:
     if change.kind == "widen":
         assert change.old_type is not None and change.new_type is not None
-        promote(change.old_type, change.new_type)  # raises when not allowed
+        try:
+            promote(change.old_type, change.new_type)
+        except SchemaChangeError as exc:
+            raise SchemaChangeError(
+                f"table {table}: column {change.dotted}: {exc.message}",
+                from_type=exc.from_type,
+                to_type=exc.to_type,
+                column=change.dotted,
+                hint=exc.hint,
+            ) from None
     if change.kind == "drop" and change.path[-1:] in (("element",), ("key",), ("value",)):
         raise SchemaError(f"table {table}: {change.dotted} cannot be dropped")
 

@@ -41,7 +41,9 @@ def check(kind: str, case: dict[str, Any], got: str) -> None:
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(got + "\n")
-    assert path.exists(), f"no expected output for {case['name']!r}: run with ICETIDE_GOLDEN_UPDATE=1"
+    assert path.exists(), (
+        f"no expected output for {case['name']!r}: run with ICETIDE_GOLDEN_UPDATE=1"
+    )
     assert got + "\n" == path.read_text(), case["name"]
 
 
