@@ -52,6 +52,10 @@ class SinkSettings:
     def __hash__(self) -> int:
         return hash(tuple(sorted(self.logical.items())))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A mapping proxy does not pickle; Spark ships schemas to Python workers.
+        return (SinkSettings, (dict(self.logical),))
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SinkSettings) and dict(self.logical) == dict(other.logical)
 
@@ -154,6 +158,13 @@ class TableSchema:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"TableSchema is frozen; cannot set {name}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through the constructor (Spark ships schemas to Python workers).
+        return (
+            _rebuild,
+            (self.table, self.columns, self.key_ids, self.version, self.last_column_id, self.sink),
+        )
+
     def _key(self) -> tuple[Any, ...]:
         return (
             self.table,
@@ -235,6 +246,19 @@ class TableSchema:
             last_column_id=max(self.last_column_id, highest),
             sink=self.sink if sink is None else sink,
         )
+
+
+def _rebuild(
+    table: str,
+    columns: tuple[Column, ...],
+    key_ids: tuple[int, ...],
+    version: int,
+    last_column_id: int,
+    sink: SinkSettings,
+) -> TableSchema:
+    return TableSchema(
+        table, columns, key_ids=key_ids, version=version, last_column_id=last_column_id, sink=sink
+    )
 
 
 def all_fields(columns: Iterable[Column]) -> Iterable[Column]:
