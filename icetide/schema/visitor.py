@@ -297,7 +297,8 @@ def find_by_name(schema: TableSchema, name: str, *, case_sensitive: bool = True)
         folded = {n.casefold(): i for n, i in names.items()}
         field_id = folded.get(name.casefold())
     if field_id is None:
-        close = difflib.get_close_matches(name, list(names), n=1)
+        same = [n for n in names if n.casefold() == name.casefold()]
+        close = same or difflib.get_close_matches(name, list(names), n=1)
         raise SchemaError(
             f"table {schema.table}: no field named {name!r}"
             + (f"; did you mean {close[0]!r}?" if close else ""),
