@@ -96,7 +96,7 @@ from icetide.merge.tables import BOOTSTRAP_CHUNK as CHUNK
 from icetide.merge.tables import BOOTSTRAP_ID, POSITION, SOURCE_TS
 from icetide.merge.tables import BOOTSTRAP_STATE as STATE
 from icetide.schema.model import Column, TableSchema
-from icetide.schema.spark_types import sql_type
+from icetide.schema.convert.spark import sql_type
 from icetide.spark.commit import append_with_properties
 from icetide.spark.sql import quote as spark_quote
 from icetide.spark.tables import TableRefs, latest_snapshot_property, table_exists

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from icetide.schema.model import TableSchema
-from icetide.schema.spark_types import sql_type
+from icetide.schema.convert.spark import sql_type
 from icetide.spark.sql import quote
 
 POSITION = "_icetide_position"
