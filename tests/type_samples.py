@@ -33,8 +33,8 @@ SAMPLES: dict[str, IcetideType] = {
     "struct": StructType(
         (
             Column(100, "a", IntType()),
-            Column(101, "b c", ListType(102, StringType())),
-            Column(103, "d", DecimalType(38, 0)),
+            Column(101, "b c", ListType(103, StringType())),
+            Column(102, "d", DecimalType(38, 0)),
         )
     ),
     "list": ListType(100, StructType((Column(101, "x", LongType()),))),

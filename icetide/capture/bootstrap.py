@@ -95,8 +95,8 @@ from icetide.merge.stage import read_bootstrap_state
 from icetide.merge.tables import BOOTSTRAP_CHUNK as CHUNK
 from icetide.merge.tables import BOOTSTRAP_ID, POSITION, SOURCE_TS
 from icetide.merge.tables import BOOTSTRAP_STATE as STATE
-from icetide.schema.model import Column, TableSchema
 from icetide.schema.convert.spark import sql_type
+from icetide.schema.model import Column, TableSchema
 from icetide.spark.commit import append_with_properties
 from icetide.spark.sql import quote as spark_quote
 from icetide.spark.tables import TableRefs, latest_snapshot_property, table_exists

@@ -7,8 +7,8 @@ primary-key columns of ordinary tables.
 
 from __future__ import annotations
 
-from icetide.schema.model import TableSchema
 from icetide.schema.convert.spark import sql_type, struct_sql
+from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 
 OP = "_op"

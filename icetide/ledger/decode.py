@@ -26,8 +26,8 @@ from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.ledger import contract as c
-from icetide.schema.model import TableSchema
 from icetide.schema.convert.spark import arrow_struct, arrow_type, arrow_value
+from icetide.schema.model import TableSchema
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from icetide.schema.model import TableSchema
 from icetide.schema.convert.spark import sql_type
+from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 
 POSITION = "_icetide_position"

@@ -38,7 +38,7 @@ map (``keys``, ``values``)                             map
 The other way, :func:`connect_schema` writes the schema Debezium would give a column of
 an icetide type (:data:`CONNECT_TYPES`; a hint picks its own Connect type, e.g.
 ``timestamp`` with ``io.debezium.time.Timestamp`` is ``int64`` milliseconds).
-Connect has no field ids: reading a nested schema takes a :data:`~.NextId` callback;
+Connect has no field ids: reading a nested schema takes a :data:`~icetide.schema.convert.NextId` callback;
 a struct's fields take ids first, then what each holds (a list its element id, a map
 its key then value id), depth first.
 """
@@ -54,7 +54,6 @@ from icetide.schema.model import Column
 from icetide.schema.types import (
     BinaryType,
     BooleanType,
-    DateType,
     DecimalType,
     DoubleType,
     EnumType,
@@ -67,9 +66,6 @@ from icetide.schema.types import (
     MapType,
     StringType,
     StructType,
-    TimestampType,
-    TimestamptzType,
-    TimeType,
     UUIDType,
     primitive,
 )
@@ -266,6 +262,7 @@ def connect_schema(
     """The Connect field schema (without ``field``) of an icetide type; ``logical``, a
     hint from :data:`HINTED`, picks the Connect form its values arrive in.
 
+    >>> from icetide.schema.types import TimestampType
     >>> connect_schema(TimestampType(), "io.debezium.time.Timestamp")
     {'type': 'int64', 'name': 'io.debezium.time.Timestamp', 'version': 1, 'optional': True}
     >>> connect_schema(DecimalType(12, 2), optional=False)["parameters"]

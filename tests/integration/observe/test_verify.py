@@ -36,9 +36,9 @@ from icetide.observe.verify import (
     run_verify,
     verdict_dicts,
 )
+from icetide.schema.convert.spark import sql_type
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
-from icetide.schema.convert.spark import sql_type
 from icetide.spark.tables import TableRefs, ensure_namespace
 
 pytestmark = pytest.mark.timeout(300)

@@ -15,8 +15,8 @@ from icetide.ledger.contract import ledger_columns_sql, ledger_ddl
 from icetide.ledger.decode import projected_spark_schema
 from icetide.merge.statement import merge_sql, naive_merge_sql
 from icetide.merge.tables import base_ddl, identifier_fields_sql
-from icetide.schema.file import schema_from_dict
 from icetide.schema.convert.spark import struct_sql
+from icetide.schema.file import schema_from_dict
 
 HOSTILE_NAMES = [
     "Key.Id",  # dot and mixed case (the primary key)
