@@ -38,9 +38,9 @@ map (``keys``, ``values``)                             map
 The other way, :func:`connect_schema` writes the schema Debezium would give a column of
 an icetide type (:data:`CONNECT_TYPES`; a hint picks its own Connect type, e.g.
 ``timestamp`` with ``io.debezium.time.Timestamp`` is ``int64`` milliseconds).
-Connect has no field ids: reading a nested schema takes a :data:`~icetide.schema.convert.NextId` callback;
-a struct's fields take ids first, then what each holds (a list its element id, a map
-its key then value id), depth first.
+Connect has no field ids: reading a nested schema takes a
+:data:`~icetide.schema.convert.NextId` callback; a struct's fields take ids first, then
+what each holds (a list its element id, a map its key then value id), depth first.
 """
 
 from __future__ import annotations
