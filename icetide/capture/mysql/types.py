@@ -43,7 +43,7 @@ import base64
 import json
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -587,7 +587,10 @@ def icetide_type(info: ColumnInfo) -> tuple[str, str | None]:
     >>> icetide_type(ColumnInfo("t", DATETIME2, fsp=6))
     ('timestamp', 'io.debezium.time.MicroTimestamp')
     """
-    ctype, logical = mysql.icetide_type(sql_type(info))
+    # The pre-5.6 DATETIME code has no fraction in its SQL text, but a table map may
+    # still carry one: read it as DATETIME2, whose text shows it.
+    declared = replace(info, type_code=DATETIME2) if info.type_code == DATETIME else info
+    ctype, logical = mysql.icetide_type(sql_type(declared))
     return str(ctype), logical
 
 
