@@ -95,8 +95,8 @@ from icetide.schema.contract.base import BOOTSTRAP_CHUNK as CHUNK
 from icetide.schema.contract.base import BOOTSTRAP_ID, POSITION, SOURCE_TS
 from icetide.schema.contract.base import BOOTSTRAP_STATE as STATE
 from icetide.schema.contract.names import TableName
+from icetide.schema.convert.spark import sql_type
 from icetide.schema.model import Column, TableSchema
-from icetide.schema.spark_types import sql_type
 from icetide.spark.commit import append_with_properties
 from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.sql import quote as spark_quote

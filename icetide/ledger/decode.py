@@ -27,8 +27,8 @@ from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
+from icetide.schema.convert.spark import arrow_value
 from icetide.schema.model import TableSchema
-from icetide.schema.spark_types import arrow_value
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""

@@ -126,7 +126,7 @@ class TableSchema:
             names = tuple(by_id[i].name for i in key_ids if i in by_id)
             problems = [(("primary_key",), f"no column has id {i}") for i in missing]
             problems += schema_problems(columns, names)
-        ids = [f.id for f in all_fields(columns)]
+        ids = list(column_ids(columns))
         highest = max(ids, default=0)
         last = highest if last_column_id is None else last_column_id
         if last < highest:

@@ -43,12 +43,13 @@ import base64
 import json
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from icetide.schema import infer
+from icetide.schema.convert import mysql
 from icetide.schema.model import TableSchema
 
 # MySQL's column type codes (include/mysql_com.h enum_field_types), as in the binlog.
@@ -85,7 +86,6 @@ STRING = 254
 GEOMETRY = 255
 
 INTEGER_TYPES = (TINY, SHORT, INT24, LONG, LONGLONG)
-STRING_TYPES = (VARCHAR, VAR_STRING, STRING, BLOB, TINY_BLOB, MEDIUM_BLOB, LONG_BLOB)
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_DATE = date(1970, 1, 1)
 _MICRO = timedelta(microseconds=1)
@@ -581,41 +581,17 @@ def sql_type(info: ColumnInfo) -> str:
 
 
 def icetide_type(info: ColumnInfo) -> tuple[str, str | None]:
-    """The icetide column type (and Debezium logical name, when values need one to be
-    read without an inline schema) that holds this column's values without loss.
+    """The icetide type, as schema-file text, and Debezium logical name of a binlog column:
+    :func:`icetide.schema.convert.mysql.icetide_type` of its :func:`sql_type`.
 
     >>> icetide_type(ColumnInfo("t", DATETIME2, fsp=6))
     ('timestamp', 'io.debezium.time.MicroTimestamp')
     """
-    code = info.type_code
-    if code in (TINY, SHORT, INT24) or (code == LONG and not info.unsigned) or code == YEAR:
-        return "int", None
-    if code == LONG or (code == LONGLONG and not info.unsigned):
-        return "long", None
-    if code == LONGLONG:
-        return "decimal(20,0)", None
-    if code in (FLOAT, DOUBLE):
-        return ("float" if code == FLOAT else "double"), None
-    if code in (NEWDECIMAL, DECIMAL_OLD):
-        if 1 <= info.precision <= 38:
-            return f"decimal({info.precision},{info.scale})", None
-        return "string", None  # wider than Iceberg's decimal(38): keep the exact text
-    if code in (DATE, NEWDATE):
-        return "date", "io.debezium.time.Date"
-    if code in (DATETIME, DATETIME2):
-        logical = "MicroTimestamp" if info.fsp > 3 else "Timestamp"
-        return "timestamp", f"io.debezium.time.{logical}"
-    if code in (TIMESTAMP, TIMESTAMP2):
-        return "timestamptz", "io.debezium.time.ZonedTimestamp"
-    if code in (TIME, TIME2):
-        return "time", "io.debezium.time.MicroTime"
-    if code == BIT:
-        return ("boolean", None) if info.bits <= 1 else ("binary", "io.debezium.data.Bits")
-    if code in (JSON, GEOMETRY):
-        return "json", None
-    if code in STRING_TYPES and info.is_binary:
-        return "binary", None
-    return "string", None
+    # The pre-5.6 DATETIME code has no fraction in its SQL text, but a table map may
+    # still carry one: read it as DATETIME2, whose text shows it.
+    declared = replace(info, type_code=DATETIME2) if info.type_code == DATETIME else info
+    ctype, logical = mysql.icetide_type(sql_type(declared))
+    return str(ctype), logical
 
 
 def infer_table_schema(

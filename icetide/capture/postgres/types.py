@@ -64,6 +64,7 @@ from typing import Any
 
 from icetide.events.model import UNAVAILABLE
 from icetide.schema import infer
+from icetide.schema.convert import postgres
 from icetide.schema.model import TableSchema
 
 # --- type OIDs (src/include/catalog/pg_type.dat) ---------------------------------------------
@@ -236,24 +237,6 @@ def numeric_precision(typmod: int) -> tuple[int, int] | None:
     if scale >= 0x400:
         scale -= 0x800  # 11-bit two's complement
     return (packed >> 16) & 0xFFFF, scale
-
-
-def decimal_bounds(typmod: int) -> tuple[int, int] | None:
-    """The smallest ``decimal(p,s)`` (p <= 38, 0 <= s <= p) holding every value of a
-    ``numeric`` column; ``None`` when none does.
-
-    >>> decimal_bounds(((2 << 16) | (-3 & 0x7FF)) + 4), decimal_bounds(((3 << 16) | 5) + 4)
-    ((5, 0), (5, 5))
-    """
-    found = numeric_precision(typmod)
-    if found is None:
-        return None
-    precision, scale = found
-    if scale < 0:
-        precision, scale = precision - scale, 0
-    elif scale > precision:
-        precision = scale
-    return (precision, scale) if 1 <= precision <= 38 else None
 
 
 def sql_type(info: ColumnInfo) -> str:
@@ -722,42 +705,35 @@ def connect_schema(info: ColumnInfo) -> dict[str, Any]:
     return schema
 
 
+def declared_type(info: ColumnInfo) -> str:
+    """The column's type as :mod:`icetide.schema.convert.postgres` reads it: a built-in by
+    its OID's own name (a domain as its base type), any other type by its quoted name.
+
+    >>> declared_type(ColumnInfo("t", PgType(TIMESTAMP, "my_domain"), 3))
+    'timestamp(3) without time zone'
+    >>> declared_type(ColumnInfo("m", PgType(790, "money")))
+    '"money"'
+    """
+    kind = info.type
+    base = kind.element if kind.element is not None else kind
+    if base.is_array:
+        return '"' + kind.name + '"'  # an array of arrays (a domain over one): kept as text
+    name = _NAMES.get(base.oid) or '"' + base.name.replace('"', '""') + '"'
+    plain = PgType(base.oid, name)
+    canonical = PgType(kind.oid, name + "[]", plain) if kind.is_array else plain
+    return sql_type(ColumnInfo(info.name, canonical, info.typmod))
+
+
 def icetide_type(info: ColumnInfo) -> tuple[str, str | None]:
-    """The icetide column type (and Debezium logical name, when values need one to be read
-    without an inline schema) that holds this column's values without loss.
+    """The icetide type, as schema-file text, and Debezium logical name of a column:
+    :func:`icetide.schema.convert.postgres.icetide_type` of its :func:`declared_type`.
 
     >>> icetide_type(ColumnInfo("t", PgType(TIMESTAMP)))
     ('timestamp', 'io.debezium.time.MicroTimestamp')
     """
-    kind = info.type
-    if kind.is_array:
-        return ("json", None) if value_converter(kind) is not _identity else ("string", None)
-    oid = kind.oid
-    simple: dict[int, tuple[str, str | None]] = {
-        BOOL: ("boolean", None),
-        INT2: ("int", None),
-        INT4: ("int", None),
-        INT8: ("long", None),
-        OID: ("long", None),
-        FLOAT4: ("float", None),
-        FLOAT8: ("double", None),
-        BYTEA: ("binary", None),
-        DATE: ("date", "io.debezium.time.Date"),
-        TIME: ("time", "io.debezium.time.MicroTime"),
-        TIMETZ: ("time", "io.debezium.time.ZonedTime"),
-        TIMESTAMP: ("timestamp", "io.debezium.time.MicroTimestamp"),
-        TIMESTAMPTZ: ("timestamptz", "io.debezium.time.ZonedTimestamp"),
-        INTERVAL: ("long", "io.debezium.time.MicroDuration"),
-        UUID: ("uuid", None),
-        JSON: ("json", None),
-        JSONB: ("json", None),
-    }
-    if oid in simple:
-        return simple[oid]
-    if oid == NUMERIC:
-        bounds = decimal_bounds(info.typmod)
-        return (f"decimal({bounds[0]},{bounds[1]})", None) if bounds else ("string", None)
-    return "string", None
+    base = info.type.element if info.type.element is not None else info.type
+    ctype, logical = postgres.icetide_type(declared_type(info), enum=base.oid == ENUM)
+    return str(ctype), logical
 
 
 def infer_table_schema(

@@ -32,10 +32,10 @@ from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract, column_path
 from icetide.schema.contract.names import TableName
+from icetide.schema.convert.spark import sql_type
 from icetide.schema.diff import FieldChange, diff
 from icetide.schema.promote import promote
 from icetide.schema.quoting import literal, quote
-from icetide.schema.spark_types import sql_type
 
 Drop = Literal["soft", "hard"]
 

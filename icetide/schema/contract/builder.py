@@ -16,9 +16,9 @@ import pyarrow as pa
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
+from icetide.schema.convert.spark import arrow_struct, arrow_type, sql_type, struct_sql
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
-from icetide.schema.spark_types import arrow_struct, arrow_type, sql_type, struct_sql
 
 
 @dataclass(frozen=True)

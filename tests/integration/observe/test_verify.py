@@ -37,9 +37,9 @@ from icetide.observe.verify import (
 )
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
+from icetide.schema.convert.spark import sql_type
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
-from icetide.schema.spark_types import sql_type
 from icetide.spark.tables import TableRefs, ensure_namespace
 
 pytestmark = pytest.mark.timeout(300)

@@ -14,8 +14,8 @@ import pytest
 from icetide.ledger.decode import projected_spark_schema
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
+from icetide.schema.convert.spark import struct_sql
 from icetide.schema.file import schema_from_dict
-from icetide.schema.spark_types import struct_sql
 
 HOSTILE_NAMES = [
     "Key.Id",  # dot and mixed case (the primary key)

@@ -1,0 +1,281 @@
+"""Debezium / Kafka Connect field schemas ↔ icetide types with a logical hint.
+
+A Connect field schema is what JsonConverter writes beside each value
+(``{"type": "int64", "name": "io.debezium.time.MicroTimestamp", "optional": true}``).
+Its ``name``, when it is a logical type icetide knows, decides the icetide type; the
+plain ``type`` decides otherwise. The *hint* is the logical name kept in a table's sink
+settings: only the names whose values cannot be read right without it (the time family,
+``Bits``, ``MicroDuration``) are hints, the same ones the MySQL and PostgreSQL mappings
+give.
+
+=====================================================  ============  =================
+Connect schema (``name`` or plain ``type``)            icetide type  hint
+=====================================================  ============  =================
+int8, int16, int32 / int64                             int / long
+float32 / float64                                      float/double
+boolean, string, bytes                                 boolean, string, binary
+``org.apache.kafka.connect.data.Decimal``              decimal(p,s)  (precision from
+  (``scale``, ``connect.decimal.precision``)                         the parameter, else 38)
+``io.debezium.data.VariableScaleDecimal``, ``Xml``,    string
+  ``EnumSet``
+``io.debezium.data.Enum`` (``allowed``)                enum(allowed) (no symbols: string)
+``io.debezium.data.Json``, ``…geometry.*``             json
+``io.debezium.data.Uuid``                              uuid
+``io.debezium.time.Year``                              int
+``…time.Date``, ``…connect.data.Date``                 date          the name
+``…Time``, ``MicroTime``, ``NanoTime``, ``ZonedTime``  time          the name
+``…Timestamp``, ``MicroTimestamp``, ``NanoTimestamp``  timestamp     the name
+``io.debezium.time.ZonedTimestamp``                    timestamptz   the name
+``io.debezium.data.Bits``                              binary        the name
+``io.debezium.time.MicroDuration``                     long          the name
+struct (``fields``)                                    struct        (field ``optional``
+                                                                     → nullable)
+array with ``items`` / without                         list / json   (PostgreSQL arrays
+                                                                     of any depth)
+map (``keys``, ``values``)                             map
+=====================================================  ============  =================
+
+The other way, :func:`connect_schema` writes the schema Debezium would give a column of
+an icetide type (:data:`CONNECT_TYPES`; a hint picks its own Connect type, e.g.
+``timestamp`` with ``io.debezium.time.Timestamp`` is ``int64`` milliseconds).
+Connect has no field ids: reading a nested schema takes a
+:data:`~icetide.schema.convert.NextId` callback; a struct's fields take ids first, then
+what each holds (a list its element id, a map its key then value id), depth first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from icetide.errors import SchemaError
+from icetide.schema.convert import NextId
+from icetide.schema.model import Column
+from icetide.schema.types import (
+    BinaryType,
+    BooleanType,
+    DecimalType,
+    DoubleType,
+    EnumType,
+    FloatType,
+    IcetideType,
+    IntType,
+    JsonType,
+    ListType,
+    LongType,
+    MapType,
+    StringType,
+    StructType,
+    UUIDType,
+    primitive,
+)
+
+Schema = Mapping[str, Any]
+"""A Kafka Connect field schema as JsonConverter writes it."""
+Mapped = tuple[IcetideType, str | None]
+"""An icetide type and the Debezium logical name its values need, if any."""
+
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+ENUM = "io.debezium.data.Enum"
+PRECISION = "connect.decimal.precision"
+
+HINTED: dict[str, tuple[str, str]] = {
+    "io.debezium.time.Date": ("int32", "date"),
+    "org.apache.kafka.connect.data.Date": ("int32", "date"),
+    "io.debezium.time.Time": ("int32", "time"),
+    "org.apache.kafka.connect.data.Time": ("int32", "time"),
+    "io.debezium.time.MicroTime": ("int64", "time"),
+    "io.debezium.time.NanoTime": ("int64", "time"),
+    "io.debezium.time.ZonedTime": ("string", "time"),
+    "io.debezium.time.Timestamp": ("int64", "timestamp"),
+    "org.apache.kafka.connect.data.Timestamp": ("int64", "timestamp"),
+    "io.debezium.time.MicroTimestamp": ("int64", "timestamp"),
+    "io.debezium.time.NanoTimestamp": ("int64", "timestamp"),
+    "io.debezium.time.ZonedTimestamp": ("string", "timestamptz"),
+    "io.debezium.data.Bits": ("bytes", "binary"),
+    "io.debezium.time.MicroDuration": ("int64", "long"),
+}
+"""Logical name kept as a hint → (its Connect type, the icetide type name it reads as)."""
+
+_NAMED: dict[str, IcetideType] = {
+    "io.debezium.data.VariableScaleDecimal": StringType(),
+    "io.debezium.data.Xml": StringType(),
+    "io.debezium.data.EnumSet": StringType(),
+    "io.debezium.data.Json": JsonType(),
+    "io.debezium.data.geometry.Geometry": JsonType(),
+    "io.debezium.data.geometry.Geography": JsonType(),
+    "io.debezium.data.geometry.Point": JsonType(),
+    "io.debezium.data.Uuid": UUIDType(),
+    "io.debezium.time.Year": IntType(),
+}
+"""Logical names read as a type of their own without a hint."""
+
+_PLAIN: dict[str, IcetideType] = {
+    "int8": IntType(),
+    "int16": IntType(),
+    "int32": IntType(),
+    "int64": LongType(),
+    "float32": FloatType(),
+    "float64": DoubleType(),
+    "boolean": BooleanType(),
+    "string": StringType(),
+    "bytes": BinaryType(),
+}
+
+
+def icetide_type(schema: Schema, next_id: NextId) -> Mapped:
+    """The icetide type (and hint) of a Connect field schema; nested ids from ``next_id``.
+
+    >>> from icetide.schema.convert import ids_from
+    >>> icetide_type({"type": "int64", "name": "io.debezium.time.MicroTimestamp"}, ids_from(1))
+    (TimestampType(), 'io.debezium.time.MicroTimestamp')
+    >>> icetide_type({"type": "array", "items": {"type": "int32"}}, ids_from(7))[0]
+    ListType(element_id=7, element=IntType(), element_nullable=False)
+    """
+    name = str(schema.get("name") or "")
+    if name in HINTED:
+        return primitive(HINTED[name][1]), name
+    if name in _NAMED:
+        return _NAMED[name], None
+    if name == DECIMAL:
+        return _decimal(schema), None
+    if name == ENUM:
+        allowed = str((schema.get("parameters") or {}).get("allowed") or "")
+        return (EnumType(tuple(allowed.split(","))) if allowed else StringType()), None
+    kind = str(schema.get("type"))
+    if kind in _PLAIN:
+        return _PLAIN[kind], None
+    if kind == "struct":
+        fields = list(schema.get("fields") or ())
+        ids = [next_id() for _ in fields]
+        return StructType(
+            tuple(_column(i, f, next_id) for i, f in zip(ids, fields, strict=True))
+        ), None
+    if kind == "array":
+        items = schema.get("items")
+        if not isinstance(items, Mapping):
+            return JsonType(), None  # elements of any depth: kept as JSON text
+        element_id = next_id()
+        element, _ = icetide_type(items, next_id)
+        return ListType(element_id, element, _optional(items)), None
+    if kind == "map":
+        keys, values = schema.get("keys") or {}, schema.get("values") or {}
+        key_id, value_id = next_id(), next_id()
+        key, _ = icetide_type(keys, next_id)
+        value, _ = icetide_type(values, next_id)
+        return MapType(key_id, key, value_id, value, _optional(values)), None
+    raise SchemaError(
+        f"Connect schema {dict(schema)!r}: unknown type {kind!r}",
+        hint="Connect types are int8..int64, float32/64, boolean, string, bytes, "
+        "struct, array and map",
+    )
+
+
+def _optional(schema: Schema) -> bool:
+    # Connect's default is required; JsonConverter writes "optional" on every field.
+    return bool(schema.get("optional", False))
+
+
+def _column(field_id: int, schema: Schema, next_id: NextId) -> Column:
+    ctype, _ = icetide_type(schema, next_id)
+    return Column(field_id, str(schema.get("field")), ctype, _optional(schema))
+
+
+def _decimal(schema: Schema) -> DecimalType:
+    parameters = schema.get("parameters") or {}
+    scale = int(parameters.get("scale", 0))
+    precision = int(parameters.get(PRECISION, 38))
+    return DecimalType(max(precision, scale, 1), scale)
+
+
+def _fixed(kind: str, name: str | None = None) -> Callable[[Any], dict[str, Any]]:
+    schema = {"type": kind} if name is None else {"type": kind, "name": name, "version": 1}
+    return lambda _: dict(schema)
+
+
+def _decimal_schema(ctype: Any) -> dict[str, Any]:
+    return {
+        "type": "bytes",
+        "name": DECIMAL,
+        "version": 1,
+        "parameters": {"scale": str(ctype.scale), PRECISION: str(ctype.precision)},
+    }
+
+
+def _enum_schema(ctype: Any) -> dict[str, Any]:
+    return {
+        "type": "string",
+        "name": ENUM,
+        "version": 1,
+        "parameters": {"allowed": ",".join(ctype.symbols)},
+    }
+
+
+def _struct_schema(ctype: Any) -> dict[str, Any]:
+    fields = [
+        {**connect_schema(f.type, optional=f.nullable), "field": f.name} for f in ctype.fields
+    ]
+    return {"type": "struct", "fields": fields}
+
+
+def _array_schema(ctype: Any) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": connect_schema(ctype.element, optional=ctype.element_nullable),
+    }
+
+
+def _map_schema(ctype: Any) -> dict[str, Any]:
+    return {
+        "type": "map",
+        "keys": connect_schema(ctype.key, optional=False),
+        "values": connect_schema(ctype.value, optional=ctype.value_nullable),
+    }
+
+
+CONNECT_TYPES: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "boolean": _fixed("boolean"),
+    "int": _fixed("int32"),
+    "long": _fixed("int64"),
+    "float": _fixed("float32"),
+    "double": _fixed("float64"),
+    "string": _fixed("string"),
+    "binary": _fixed("bytes"),
+    "date": _fixed("int32", "io.debezium.time.Date"),
+    "time": _fixed("int64", "io.debezium.time.MicroTime"),
+    "timestamp": _fixed("int64", "io.debezium.time.MicroTimestamp"),
+    "timestamptz": _fixed("string", "io.debezium.time.ZonedTimestamp"),
+    "uuid": _fixed("string", "io.debezium.data.Uuid"),
+    "json": _fixed("string", "io.debezium.data.Json"),
+    "decimal": _decimal_schema,
+    "enum": _enum_schema,
+    "struct": _struct_schema,
+    "list": _array_schema,
+    "map": _map_schema,
+}
+"""Type name → the Connect schema Debezium writes for it when no hint says otherwise."""
+
+
+def connect_schema(
+    ctype: IcetideType, logical: str | None = None, *, optional: bool = True
+) -> dict[str, Any]:
+    """The Connect field schema (without ``field``) of an icetide type; ``logical``, a
+    hint from :data:`HINTED`, picks the Connect form its values arrive in.
+
+    >>> from icetide.schema.types import TimestampType
+    >>> connect_schema(TimestampType(), "io.debezium.time.Timestamp")
+    {'type': 'int64', 'name': 'io.debezium.time.Timestamp', 'version': 1, 'optional': True}
+    >>> connect_schema(DecimalType(12, 2), optional=False)["parameters"]
+    {'scale': '2', 'connect.decimal.precision': '12'}
+    """
+    if logical is None:
+        schema = CONNECT_TYPES[ctype.name](ctype)
+    elif HINTED.get(logical, ("", ""))[1] == ctype.name:
+        schema = {"type": HINTED[logical][0], "name": logical, "version": 1}
+    else:
+        raise SchemaError(
+            f"logical type {logical!r} does not carry {ctype} values",
+            hint="hints are " + ", ".join(f"{n} ({t})" for n, (_, t) in HINTED.items()),
+        )
+    schema["optional"] = optional
+    return schema

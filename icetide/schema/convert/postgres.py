@@ -1,0 +1,214 @@
+"""PostgreSQL column types ↔ icetide types.
+
+A PostgreSQL type is read as its SQL text, the form ``format_type()`` writes
+(``numeric(12,4)``, ``timestamp(3) without time zone``, ``integer[]``); the usual
+aliases (``int4``, ``varchar``, ``timestamptz`` …) are read too. A double-quoted name is a
+user-defined type. The icetide type is the one that holds every value capture sends
+without loss; the hint is the Debezium logical type its values arrive in, given where
+reading them without an inline schema needs it:
+
+===========================  ==============  ======================================
+PostgreSQL type              icetide type    Debezium hint
+===========================  ==============  ======================================
+boolean                      boolean
+smallint, integer            int
+bigint, oid                  long
+real / double precision      float / double
+numeric(p,s)                 decimal(p,s)    (unconstrained or over 38 digits: string)
+bytea                        binary
+date                         date            ``io.debezium.time.Date``
+time                         time            ``io.debezium.time.MicroTime``
+time with time zone          time            ``io.debezium.time.ZonedTime``
+timestamp                    timestamp       ``io.debezium.time.MicroTimestamp``
+timestamp with time zone     timestamptz     ``io.debezium.time.ZonedTimestamp``
+interval                     long            ``io.debezium.time.MicroDuration``
+uuid                         uuid
+json, jsonb                  json
+an array of a type above     json            (any depth, as capture sends it)
+   or of an enum
+text, varchar, char, xml,    string
+enums, anything else
+===========================  ==============  ======================================
+
+Enums stay ``string`` (the label), so a label added at the source never rejects rows;
+an enum's name alone does not say it is one, so the caller says so (``enum=True``).
+
+The other way, :func:`postgres_type` writes the DDL type holding an icetide type (for
+tests and the demo creating source tables), :data:`DDL_TYPES`: boolean ``boolean``,
+int ``integer``, long ``bigint``, float ``real``, double ``double precision``, string
+``text``, binary ``bytea``, date ``date``, time ``time(6) without time zone``, timestamp
+``timestamp(6) without time zone``, timestamptz ``timestamp(6) with time zone``, uuid
+``uuid``, json ``jsonb``, decimal(p,s) ``numeric(p,s)``, and enum ``text`` (a PostgreSQL
+enum needs its own ``CREATE TYPE``; it reads back as ``string``). Nested types need
+composite types or arrays, which read back as ``json``: they are :data:`DDL_UNSUPPORTED`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from icetide.errors import SchemaError
+from icetide.schema.types import (
+    NESTED,
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcetideType,
+    IntType,
+    JsonType,
+    LongType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+Mapped = tuple[IcetideType, str | None]
+"""An icetide type and the Debezium logical name its values need, if any."""
+
+_SIMPLE: dict[str, Mapped] = {
+    "boolean": (BooleanType(), None),
+    "bool": (BooleanType(), None),
+    "smallint": (IntType(), None),
+    "int2": (IntType(), None),
+    "integer": (IntType(), None),
+    "int": (IntType(), None),
+    "int4": (IntType(), None),
+    "bigint": (LongType(), None),
+    "int8": (LongType(), None),
+    "oid": (LongType(), None),
+    "real": (FloatType(), None),
+    "float4": (FloatType(), None),
+    "double precision": (DoubleType(), None),
+    "float8": (DoubleType(), None),
+    "bytea": (BinaryType(), None),
+    "date": (DateType(), "io.debezium.time.Date"),
+    "time": (TimeType(), "io.debezium.time.MicroTime"),
+    "time without time zone": (TimeType(), "io.debezium.time.MicroTime"),
+    "time with time zone": (TimeType(), "io.debezium.time.ZonedTime"),
+    "timetz": (TimeType(), "io.debezium.time.ZonedTime"),
+    "timestamp": (TimestampType(), "io.debezium.time.MicroTimestamp"),
+    "timestamp without time zone": (TimestampType(), "io.debezium.time.MicroTimestamp"),
+    "timestamp with time zone": (TimestamptzType(), "io.debezium.time.ZonedTimestamp"),
+    "timestamptz": (TimestamptzType(), "io.debezium.time.ZonedTimestamp"),
+    "interval": (LongType(), "io.debezium.time.MicroDuration"),
+    "uuid": (UUIDType(), None),
+    "json": (JsonType(), None),
+    "jsonb": (JsonType(), None),
+}
+_TEXT = frozenset(
+    {
+        "text",
+        "character varying",
+        "varchar",
+        "character",
+        "char",
+        "bpchar",
+        "name",
+        '"char"',
+        "xml",
+    }
+)
+_DECIMAL = frozenset({"numeric", "decimal"})
+_KNOWN = frozenset(_SIMPLE) | _TEXT | _DECIMAL
+"""The types whose array values capture converts element by element (to JSON)."""
+_MODIFIER = re.compile(r"\(([^)]*)\)")
+
+
+def _base_name(text: str) -> str:
+    """``timestamp(3) without time zone`` → ``timestamp without time zone``; a quoted
+    (user-defined) name stays as it is."""
+    if text.startswith('"'):
+        return text
+    return " ".join(_MODIFIER.sub(" ", text.lower()).split())
+
+
+def decimal_for(precision: int, scale: int) -> DecimalType | None:
+    """The smallest ``decimal(p,s)`` (p <= 38, 0 <= s <= p) holding every value of a
+    ``numeric(precision, scale)``; ``None`` when none does. PostgreSQL 15 allows a scale
+    below zero or above the precision.
+
+    >>> decimal_for(2, -3), decimal_for(3, 5), decimal_for(39, 0)
+    (DecimalType(precision=5, scale=0), DecimalType(precision=5, scale=5), None)
+    """
+    if scale < 0:
+        precision, scale = precision - scale, 0
+    elif scale > precision:
+        precision = scale
+    return DecimalType(precision, scale) if 1 <= precision <= 38 else None
+
+
+def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
+    """The icetide type (and Debezium logical name) holding a PostgreSQL column type's
+    values as capture sends them; ``enum``: the (user-defined) base type is an enum.
+
+    >>> icetide_type("timestamp(3) without time zone")
+    (TimestampType(), 'io.debezium.time.MicroTimestamp')
+    >>> icetide_type("numeric(12,4)"), icetide_type("integer[]"), icetide_type('"mood"[]')
+    ((DecimalType(precision=12, scale=4), None), (JsonType(), None), (StringType(), None))
+    """
+    text = column_type.strip()
+    if text.endswith("[]"):
+        element = text[:-2].rstrip()
+        if element.endswith("]"):
+            return StringType(), None  # an array of arrays: passed on as its text
+        known = enum or _base_name(element) in _KNOWN
+        return (JsonType() if known else StringType()), None
+    if enum:
+        return StringType(), None
+    name = _base_name(text)
+    if name in _SIMPLE:
+        return _SIMPLE[name]
+    if name in _DECIMAL:
+        numbers = _MODIFIER.search(text)
+        if numbers:
+            precision, _, scale = numbers.group(1).partition(",")
+            found = decimal_for(int(precision), int(scale or 0))
+            return (found, None) if found else (StringType(), None)
+    return StringType(), None
+
+
+def _fixed(text: str) -> Callable[[Any], str]:
+    return lambda _: text
+
+
+DDL_TYPES: dict[str, Callable[[Any], str]] = {
+    "boolean": _fixed("boolean"),
+    "int": _fixed("integer"),
+    "long": _fixed("bigint"),
+    "float": _fixed("real"),
+    "double": _fixed("double precision"),
+    "string": _fixed("text"),
+    "binary": _fixed("bytea"),
+    "date": _fixed("date"),
+    "time": _fixed("time(6) without time zone"),
+    "timestamp": _fixed("timestamp(6) without time zone"),
+    "timestamptz": _fixed("timestamp(6) with time zone"),
+    "uuid": _fixed("uuid"),
+    "json": _fixed("jsonb"),
+    "decimal": lambda t: f"numeric({t.precision},{t.scale})",
+    "enum": _fixed("text"),
+}
+"""Type name → the PostgreSQL DDL type of that icetide type."""
+DDL_UNSUPPORTED = NESTED
+"""Type names with no PostgreSQL column type that reads back as the same type."""
+
+
+def postgres_type(ctype: IcetideType) -> str:
+    """The PostgreSQL DDL type that holds an icetide type's values.
+
+    >>> postgres_type(DecimalType(12, 2)), postgres_type(TimestampType())
+    ('numeric(12,2)', 'timestamp(6) without time zone')
+    """
+    if ctype.name in DDL_UNSUPPORTED:
+        raise SchemaError(
+            f"PostgreSQL has no column type reading back as {ctype}",
+            hint="declare the column as jsonb and keep the nested value as JSON text",
+        )
+    return DDL_TYPES[ctype.name](ctype)

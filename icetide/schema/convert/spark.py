@@ -1,0 +1,388 @@
+"""icetide types ↔ Spark SQL types and Arrow types, in one table each way.
+
+==============  ==================  =========================  ==========================
+icetide         Spark SQL           Arrow                      read back from Spark/Arrow
+==============  ==================  =========================  ==========================
+boolean         BOOLEAN             bool                       boolean
+int             INT                 int32                      int (also TINYINT,
+                                                               SMALLINT, int8, int16)
+long            BIGINT              int64                      long
+float           FLOAT               float32                    float
+double          DOUBLE              float64                    double
+string          STRING              string                     string (also VARCHAR(n),
+                                                               CHAR(n), large_string)
+binary          BINARY              binary                     binary
+date            DATE                date32                     date
+time            STRING ¹            string ¹                   string
+timestamp       TIMESTAMP_NTZ       timestamp[us]              timestamp
+timestamptz     TIMESTAMP           timestamp[us, tz=UTC]      timestamptz
+uuid, json      STRING              string                     string
+decimal(p,s)    DECIMAL(p,s)        decimal128(p, s)           decimal(p,s)
+enum(…)         STRING              string                     string
+struct          STRUCT<…>           struct                     struct
+list            ARRAY<…>            list<element: …>           list
+map             MAP<…, …>           map<…, …>                  map
+==============  ==================  =========================  ==========================
+
+¹ Spark 3.5 has no time-of-day type: ISO text (``HH:MM:SS.ffffff``) sorts correctly.
+
+``time``, ``uuid``, ``json`` and ``enum`` are stored as text, so they read back as
+``string``: the schema file, not the table, keeps their meaning. Spark and Arrow have no
+field ids: reading a nested type takes a :data:`~icetide.schema.convert.NextId` callback;
+a struct's fields take ids first, then what each holds (a list its element id, a map its
+key then value id), depth first. Spark type text is parsed here (``schema/`` sits below
+everything and never imports pyspark).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import time
+from typing import Any
+
+import pyarrow as pa
+
+from icetide.errors import SchemaError
+from icetide.schema.convert import NextId
+from icetide.schema.model import Column
+from icetide.schema.quoting import quote
+from icetide.schema.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcetideType,
+    IntType,
+    ListType,
+    LongType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+)
+
+
+def _fixed(value: Any) -> Callable[[Any], Any]:
+    return lambda _: value
+
+
+SQL_TYPES: dict[str, Callable[[Any], str]] = {
+    "boolean": _fixed("BOOLEAN"),
+    "int": _fixed("INT"),
+    "long": _fixed("BIGINT"),
+    "float": _fixed("FLOAT"),
+    "double": _fixed("DOUBLE"),
+    "string": _fixed("STRING"),
+    "binary": _fixed("BINARY"),
+    "date": _fixed("DATE"),
+    "time": _fixed("STRING"),
+    "timestamp": _fixed("TIMESTAMP_NTZ"),
+    "timestamptz": _fixed("TIMESTAMP"),
+    "uuid": _fixed("STRING"),
+    "json": _fixed("STRING"),
+    "decimal": lambda t: f"DECIMAL({t.precision},{t.scale})",
+    "enum": _fixed("STRING"),
+    "struct": lambda t: struct_sql(t.fields),
+    "list": lambda t: f"ARRAY<{sql_type(t.element)}>",
+    "map": lambda t: f"MAP<{sql_type(t.key)}, {sql_type(t.value)}>",
+}
+"""Type name → its Spark SQL type."""
+
+ARROW_TYPES: dict[str, Callable[[Any], pa.DataType]] = {
+    "boolean": _fixed(pa.bool_()),
+    "int": _fixed(pa.int32()),
+    "long": _fixed(pa.int64()),
+    "float": _fixed(pa.float32()),
+    "double": _fixed(pa.float64()),
+    "string": _fixed(pa.string()),
+    "binary": _fixed(pa.binary()),
+    "date": _fixed(pa.date32()),
+    "time": _fixed(pa.string()),
+    "timestamp": _fixed(pa.timestamp("us")),
+    "timestamptz": _fixed(pa.timestamp("us", tz="UTC")),
+    "uuid": _fixed(pa.string()),
+    "json": _fixed(pa.string()),
+    "decimal": lambda t: pa.decimal128(t.precision, t.scale),
+    "enum": _fixed(pa.string()),
+    "struct": lambda t: arrow_struct(t.fields),
+    "list": lambda t: pa.list_(pa.field("element", arrow_type(t.element), t.element_nullable)),
+    "map": lambda t: pa.map_(
+        arrow_type(t.key), pa.field("value", arrow_type(t.value), t.value_nullable)
+    ),
+}
+"""Type name → the Arrow type Spark expects in ``mapInArrow`` output."""
+
+
+def sql_type(ctype: IcetideType) -> str:
+    """The Spark SQL type name of a column type.
+
+    >>> sql_type(DecimalType(12, 2))
+    'DECIMAL(12,2)'
+    """
+    return SQL_TYPES[ctype.name](ctype)
+
+
+def arrow_type(ctype: IcetideType) -> pa.DataType:
+    """The Arrow type Spark expects for a column type in ``mapInArrow`` output."""
+    return ARROW_TYPES[ctype.name](ctype)
+
+
+def arrow_value(value: Any, ctype: IcetideType) -> Any:
+    """A decoded Python value in the form Arrow takes for :func:`arrow_type`."""
+    if value is not None and ctype.name == "time" and isinstance(value, time):
+        return value.isoformat()
+    return value
+
+
+def struct_sql(columns: tuple[Column, ...]) -> str:
+    """A Spark SQL ``STRUCT<...>`` of the given columns; every name quoted, so a name
+    with a backtick stays one field.
+
+    >>> from icetide.schema.types import LongType
+    >>> print(struct_sql((Column(1, "a` INT, b", LongType()),)))
+    STRUCT<`a`` INT, b`: BIGINT>
+    """
+    fields = ", ".join(f"{quote(c.name)}: {sql_type(c.type)}" for c in columns)
+    return f"STRUCT<{fields}>"
+
+
+def arrow_struct(columns: tuple[Column, ...]) -> pa.StructType:
+    """The Arrow struct type of the given columns."""
+    return pa.struct([pa.field(c.name, arrow_type(c.type)) for c in columns])
+
+
+# --- Spark SQL type text → icetide ------------------------------------------------------------
+
+_SPARK_NAMES: dict[str, IcetideType] = {
+    "BOOLEAN": BooleanType(),
+    "TINYINT": IntType(),
+    "BYTE": IntType(),
+    "SMALLINT": IntType(),
+    "SHORT": IntType(),
+    "INT": IntType(),
+    "INTEGER": IntType(),
+    "BIGINT": LongType(),
+    "LONG": LongType(),
+    "FLOAT": FloatType(),
+    "REAL": FloatType(),
+    "DOUBLE": DoubleType(),
+    "STRING": StringType(),
+    "VARCHAR": StringType(),
+    "CHAR": StringType(),
+    "BINARY": BinaryType(),
+    "DATE": DateType(),
+    "TIMESTAMP": TimestamptzType(),
+    "TIMESTAMP_LTZ": TimestamptzType(),
+    "TIMESTAMP_NTZ": TimestampType(),
+}
+
+
+_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)
+
+
+class _SparkText:
+    """A recursive-descent reader of one Spark SQL type (``STRUCT<a: INT, b: ARRAY<…>>``)."""
+
+    def __init__(self, text: str, next_id: NextId) -> None:
+        self.text, self.at, self.next_id = text, 0, next_id
+
+    def fail(self, expected: str) -> SchemaError:
+        return SchemaError(
+            f"Spark type {self.text!r}: expected {expected} at position {self.at}",
+            hint="write e.g. BIGINT, DECIMAL(12,2), ARRAY<STRING>, STRUCT<a: INT>",
+        )
+
+    def skip(self) -> None:
+        while self.at < len(self.text) and self.text[self.at].isspace():
+            self.at += 1
+
+    def peek(self, token: str) -> bool:
+        self.skip()
+        return self.text.startswith(token, self.at)
+
+    def expect(self, token: str) -> None:
+        if not self.peek(token):
+            raise self.fail(repr(token))
+        self.at += len(token)
+
+    def word(self) -> str:
+        self.skip()
+        start = self.at
+        while self.at < len(self.text) and (
+            self.text[self.at].isalnum() or self.text[self.at] == "_"
+        ):
+            self.at += 1
+        if start == self.at:
+            raise self.fail("a name")
+        return self.text[start : self.at]
+
+    def identifier(self) -> str:
+        self.skip()
+        if not self.peek("`"):
+            return self.word()
+        self.at += 1
+        out = []
+        while self.at < len(self.text):
+            if self.text.startswith("``", self.at):
+                out.append("`")
+                self.at += 2
+            elif self.text[self.at] == "`":
+                self.at += 1
+                return "".join(out)
+            else:
+                out.append(self.text[self.at])
+                self.at += 1
+        raise self.fail("a closing backtick")
+
+    def numbers(self) -> list[int]:
+        if not self.peek("("):
+            return []
+        self.at += 1
+        found = [int(self.word())]
+        while self.peek(","):
+            self.at += 1
+            found.append(int(self.word()))
+        self.expect(")")
+        return found
+
+    def read_type(self) -> IcetideType:
+        name = self.word().upper()
+        if name == "ARRAY":
+            self.expect("<")
+            element_id = self.next_id()
+            element = self.read_type()
+            self.expect(">")
+            return ListType(element_id, element)
+        if name == "MAP":
+            self.expect("<")
+            key_id, value_id = self.next_id(), self.next_id()
+            key = self.read_type()
+            self.expect(",")
+            value = self.read_type()
+            self.expect(">")
+            return MapType(key_id, key, value_id, value)
+        if name == "STRUCT":
+            return self.read_struct()
+        numbers = self.numbers()
+        if name in ("DECIMAL", "DEC", "NUMERIC"):
+            precision, scale = (numbers + [10, 0][len(numbers) :])[:2]
+            return DecimalType(precision, scale)
+        if name in _SPARK_NAMES:
+            return _SPARK_NAMES[name]
+        raise self.fail(f"a Spark type icetide reads (not {name})")
+
+    def read_struct(self) -> StructType:
+        self.expect("<")
+        parts: list[tuple[str, str, bool]] = []
+        while not self.peek(">"):
+            if parts:
+                self.expect(",")
+            name = self.identifier()
+            if self.peek(":"):
+                self.at += 1
+            self.skip()
+            start, depth = self.at, 0
+            # Take the field's type text as it is; it gets its ids after the fields'.
+            while self.at < len(self.text):
+                char = self.text[self.at]
+                if char in "<(":
+                    depth += 1
+                elif char in ">," and depth == 0:
+                    break
+                elif char in ">)":
+                    depth -= 1
+                elif char == "`":
+                    self.identifier()
+                    continue
+                self.at += 1
+            type_text, required = _NOT_NULL.subn("", self.text[start : self.at].strip())
+            parts.append((name, type_text, not required))
+        self.expect(">")
+        ids = [self.next_id() for _ in parts]
+        fields = tuple(
+            Column(field_id, name, _read(text, self.next_id), nullable)
+            for field_id, (name, text, nullable) in zip(ids, parts, strict=True)
+        )
+        return StructType(fields)
+
+
+def _read(text: str, next_id: NextId) -> IcetideType:
+    reader = _SparkText(text, next_id)
+    found = reader.read_type()
+    reader.skip()
+    if reader.at != len(text):
+        raise reader.fail("the end")
+    return found
+
+
+def from_sql(text: str, next_id: NextId) -> IcetideType:
+    """The icetide type of a Spark SQL type text; nested ids from ``next_id``.
+
+    >>> from icetide.schema.convert import ids_from
+    >>> from_sql("STRUCT<a: BIGINT, `b c`: ARRAY<DECIMAL(12,2)>>", ids_from(10))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    StructType(fields=(Column(id=10, name='a', type=LongType(), nullable=True, doc=None),
+        Column(id=11, name='b c', type=ListType(element_id=12,
+        element=DecimalType(precision=12, scale=2), element_nullable=True),
+        nullable=True, doc=None)))
+    """
+    return _read(text, next_id)
+
+
+# --- Arrow type → icetide ---------------------------------------------------------------------
+
+
+def from_arrow(dtype: pa.DataType, next_id: NextId) -> IcetideType:
+    """The icetide type of an Arrow type; nested ids from ``next_id``.
+
+    >>> from icetide.schema.convert import ids_from
+    >>> from_arrow(pa.list_(pa.int64()), ids_from(3))
+    ListType(element_id=3, element=LongType(), element_nullable=True)
+    """
+    if pa.types.is_boolean(dtype):
+        return BooleanType()
+    if pa.types.is_int8(dtype) or pa.types.is_int16(dtype) or pa.types.is_int32(dtype):
+        return IntType()
+    if pa.types.is_int64(dtype):
+        return LongType()
+    if pa.types.is_float32(dtype):
+        return FloatType()
+    if pa.types.is_float64(dtype):
+        return DoubleType()
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return StringType()
+    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+        return BinaryType()
+    if pa.types.is_date32(dtype):
+        return DateType()
+    if pa.types.is_timestamp(dtype):
+        return TimestampType() if dtype.tz is None else TimestamptzType()
+    if pa.types.is_decimal(dtype):
+        return DecimalType(dtype.precision, dtype.scale)
+    if pa.types.is_struct(dtype):
+        fields = [dtype.field(i) for i in range(dtype.num_fields)]
+        ids = [next_id() for _ in fields]
+        return StructType(
+            tuple(
+                Column(field_id, f.name, from_arrow(f.type, next_id), f.nullable)
+                for field_id, f in zip(ids, fields, strict=True)
+            )
+        )
+    if pa.types.is_map(dtype):
+        key_id, value_id = next_id(), next_id()
+        key = from_arrow(dtype.key_type, next_id)
+        value = from_arrow(dtype.item_field.type, next_id)
+        return MapType(key_id, key, value_id, value, dtype.item_field.nullable)
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        element_id = next_id()
+        element = from_arrow(dtype.value_field.type, next_id)
+        return ListType(element_id, element, dtype.value_field.nullable)
+    raise SchemaError(
+        f"Arrow type {dtype} has no icetide type",
+        hint="icetide reads Arrow booleans, integers, floats, strings, binaries, date32, "
+        "timestamps, decimals, structs, lists and maps",
+    )
