@@ -1,0 +1,220 @@
+"""The Pipeline a stage receives: config, a schema store, table references, a reporter.
+
+Every stage (capture, ledger, bootstrap, merge, verify, status) takes one
+:class:`Pipeline` instead of a ``(Config, dict[str, TableSchema])`` pair and a log
+callback. Two things follow:
+
+* the schema of a table is asked for at each batch boundary (:meth:`Pipeline.schema`),
+  from a :class:`SchemaStore` that notices when a schema file changed, so a schema can
+  change under a running stage without a restart (evolution builds on this);
+* progress is reported as structured :class:`Progress` records through one
+  :class:`Reporter`, which the CLI renders as text lines on stderr and tests collect.
+
+>>> lines: list[str] = []
+>>> reporter = Reporter(Reporter.lines(lines))
+>>> reporter.report("merge", "merge t: up to date", table="t", events=0)
+>>> lines
+['merge t: up to date']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from icetide.config.loader import load_schema_file, load_table_schemas
+from icetide.config.model import Config, TableConfig
+from icetide.errors import ConfigError, SchemaError
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.history import SchemaHistory
+from icetide.schema.model import TableSchema
+from icetide.spark.tables import TableRefs
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress record: which stage, a line for people, and figures for machines."""
+
+    stage: str
+    message: str
+    table: str | None = None
+    figures: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def to_json(self) -> str:
+        """One JSON line (``--output json`` progress)."""
+        data: dict[str, Any] = {"stage": self.stage, "message": self.message}
+        if self.table is not None:
+            data["table"] = self.table
+        data.update(self.figures)
+        return json.dumps(data, default=str, sort_keys=False)
+
+
+Sink = Callable[[Progress], None]
+
+
+class Reporter:
+    """The one structured progress reporter every stage reports through."""
+
+    def __init__(self, *sinks: Sink) -> None:
+        self.sinks: tuple[Sink, ...] = sinks or (Reporter.stderr,)
+
+    def report(self, stage: str, message: str, *, table: str | None = None, **figures: Any) -> None:
+        """Hand one record to every sink."""
+        record = Progress(stage, message, table, MappingProxyType(figures))
+        for sink in self.sinks:
+            sink(record)
+
+    @staticmethod
+    def stderr(record: Progress) -> None:
+        """Text on stderr, so stdout carries only results (``status --output json``)."""
+        print(record.message, file=sys.stderr, flush=True)
+
+    @staticmethod
+    def json_stderr(record: Progress) -> None:
+        """JSON lines on stderr, for a machine following the progress."""
+        print(record.to_json(), file=sys.stderr, flush=True)
+
+    @staticmethod
+    def lines(into: list[str]) -> Sink:
+        """A sink collecting the message lines (tests and the demo's summary)."""
+        return lambda record: into.append(record.message)
+
+    @staticmethod
+    def text(write: Callable[[str], None]) -> Sink:
+        """A sink handing each message line to ``write``."""
+        return lambda record: write(record.message)
+
+
+@dataclass
+class _Entry:
+    stamp: tuple[int, int, int]
+    schema: TableSchema
+
+
+class SchemaStore:
+    """The current schema of each table, read again when its file changes.
+
+    A changed file must still fit the config and follow from the previous version (a
+    higher version, ids never reused, the same key): :class:`SchemaHistory` checks the
+    step. Each table's versions are kept in ``<state_dir>/schemas/<table>.history.yaml``.
+    """
+
+    def __init__(self, config: Config, schemas: Mapping[str, TableSchema] | None = None) -> None:
+        self.config = config
+        given = dict(schemas) if schemas is not None else load_table_schemas(config)
+        self._entries: dict[str, _Entry] = {}
+        self._histories: dict[str, SchemaHistory] = {}
+        for table in config.tables:
+            schema = given[table.name]
+            self._entries[table.name] = _Entry(_stamp(table.schema_file), schema)
+            self._histories[table.name] = self._remember(table.name, schema)
+
+    def current(self, table: str) -> TableSchema:
+        """The schema of ``table`` now: the file is read again if it changed on disk."""
+        entry = self._entries[table]
+        config = self.config.table(table)
+        stamp = _stamp(config.schema_file)
+        if stamp != entry.stamp and stamp != (0, 0, 0):
+            schema = self._read(config)
+            if schema != entry.schema:
+                self._histories[table] = self._remember(table, schema)
+            self._entries[table] = _Entry(stamp, schema)
+        return self._entries[table].schema
+
+    def history(self, table: str) -> SchemaHistory:
+        """Every version of ``table``'s schema this pipeline has used."""
+        self.current(table)
+        return self._histories[table]
+
+    def all(self) -> dict[str, TableSchema]:
+        """Every table's current schema, keyed by table name."""
+        return {t.name: self.current(t.name) for t in self.config.tables}
+
+    def _read(self, table: TableConfig) -> TableSchema:
+        schema = load_schema_file(table.schema_file, f"schema of table {table.name}")
+        if schema.table and schema.table.casefold() != table.name.casefold():
+            raise ConfigError(
+                f"{table.schema_file} now describes table {schema.table!r}, not {table.name!r}",
+                hint="fix `table:` in the schema file",
+            )
+        return schema if schema.table else schema.renamed(table.name)
+
+    def _history_file(self, table: str) -> Path:
+        return self.config.resolved_path(self.config.state_dir) / "schemas" / f"{table}.history.yaml"
+
+    def _remember(self, table: str, schema: TableSchema) -> SchemaHistory:
+        """Add ``schema`` to the table's history (kept on disk) unless it is there."""
+        path = self._history_file(table)
+        history = SchemaHistory.load(path) if path.is_file() else None
+        if history is None:
+            history = SchemaHistory(table, (schema,))
+        elif history.current == schema:
+            return history
+        elif history.current.version == schema.version:
+            # The same version with other content: the file was edited in place; keep
+            # the history as it is rather than refuse to run (evolution decides later).
+            return history
+        else:
+            try:
+                history = history.add(schema)
+            except SchemaError as exc:
+                raise SchemaError(
+                    f"schema of table {table} changed in a way its history refuses: {exc.message}",
+                    hint=exc.hint,
+                ) from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        history.dump(path)
+        return history
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """What tells a changed file: modification time (ns), size and inode."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class Pipeline:
+    """What every stage receives: config, schema store, table references, reporter."""
+
+    def __init__(
+        self,
+        config: Config,
+        schemas: SchemaStore | Mapping[str, TableSchema] | None = None,
+        reporter: Reporter | None = None,
+    ) -> None:
+        self.config = config
+        self.schemas = schemas if isinstance(schemas, SchemaStore) else SchemaStore(config, schemas)
+        self.reporter = reporter or Reporter()
+
+    @classmethod
+    def load(cls, config_path: str | Path, reporter: Reporter | None = None) -> Pipeline:
+        """Read the config and every schema file it names."""
+        from icetide.config.loader import load_config
+
+        return cls(load_config(config_path), reporter=reporter)
+
+    def schema(self, table: str) -> TableSchema:
+        """The current schema of ``table``: ask at each batch boundary, not once."""
+        return self.schemas.current(table)
+
+    def refs(self, table: str) -> TableRefs:
+        """The Iceberg names of ``table``'s base, ledger and dead-letter tables."""
+        return TableRefs.of(self.config, table)
+
+    def contract(self, table: str) -> TableContract:
+        """The table contract of ``table`` from its current schema and layout settings."""
+        settings = self.config.table(table)
+        return TableContract(self.schema(table), TableSettings(settings.buckets, settings.mode))
+
+    def report(self, stage: str, message: str, *, table: str | None = None, **figures: Any) -> None:
+        """Report progress (see :class:`Reporter`)."""
+        self.reporter.report(stage, message, table=table, **figures)
