@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from icetide.capture.connect import mysql_settings, postgres_dsn
+from icetide.sources.connect import mysql_settings, postgres_dsn
 from icetide.capture.errors import CaptureError
 from icetide.capture.offsets import OffsetStore
 from icetide.capture.record import CaptureRecord, ChangeReader, Heartbeat

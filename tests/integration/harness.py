@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.config import Config, load_config, load_table_schemas
 from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline

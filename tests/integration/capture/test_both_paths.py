@@ -23,8 +23,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.capture.bootstrap import Bootstrap
-from icetide.capture.mariadb_server import MariaDBServer
-from icetide.capture.postgres_server import PostgresServer
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.postgres import PostgresServer
 from icetide.capture.runner import run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.observe.verify import render_verdicts, run_verify

@@ -23,7 +23,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.capture.bootstrap import Bootstrap
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.capture.runner import run_capture
 from icetide.demo.live import start_shop
 from icetide.observe.verify import run_verify

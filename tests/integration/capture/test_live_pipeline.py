@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from icetide.capture.bootstrap import Bootstrap
 from icetide.capture.errors import CaptureError
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.demo.live import start_shop
 from icetide.faults import KILLED_EXIT_CODE

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from icetide.capture.errors import PositionLostError, ServerSettingsError
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.capture.mysql.history import SchemaHistory
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader, CaptureRecord
 from icetide.errors import DecodeError

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.capture.mysql import reader as reader_module
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader, CaptureRecord
 from icetide.capture.mysql.rows import RowDecoder

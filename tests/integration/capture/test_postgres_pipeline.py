@@ -39,7 +39,7 @@ from icetide.capture.postgres.reader import (
     import_snapshot,
     slot_status,
 )
-from icetide.capture.postgres_server import PostgresServer
+from icetide.devservers.postgres import PostgresServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.faults import KILLED_EXIT_CODE
