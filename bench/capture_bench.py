@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icetide.devservers.mariadb import MariaDBServer
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader
 from icetide.capture.record import CaptureRecord
+from icetide.devservers.mariadb import MariaDBServer
 
 # python-mysql-replication opens its schema connection with pymysql's deprecated "db" key.
 warnings.filterwarnings("ignore", "'db' is deprecated", DeprecationWarning)

@@ -16,7 +16,9 @@ class SourceUnavailableError(SourceError, Transient):
     the driver's own reason, for callers that word the failure themselves.
     """
 
-    def __init__(self, message: str, *, where: str = "", detail: str = "", hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, where: str = "", detail: str = "", hint: str | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
         self.where = where
         self.detail = detail

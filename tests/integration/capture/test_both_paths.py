@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.capture.bootstrap import Bootstrap
-from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
+from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.config import load_config, load_table_schemas
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.postgres import PostgresServer
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.schema.model import dump_schema_file, schema_from_dict
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW

@@ -23,10 +23,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.config import Config, load_config
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.ports import free_port
 from icetide.devservers.postgres import PostgresServer
-from icetide.config import Config, load_config
 from icetide.errors import ConfigError
 from icetide.merge.tables import base_ddl
 from icetide.observe import checksum as ck
