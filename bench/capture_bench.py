@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icetide.capture.mariadb_server import MariaDBServer
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader
 from icetide.capture.record import CaptureRecord
+from icetide.devservers.mariadb import MariaDBServer
 
 # python-mysql-replication opens its schema connection with pymysql's deprecated "db" key.
 warnings.filterwarnings("ignore", "'db' is deprecated", DeprecationWarning)
@@ -289,7 +289,7 @@ def icetide_pgoutput(server: Any) -> Variant:
 @contextlib.contextmanager
 def postgres_source(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Variant]]]:
     """A PostgreSQL holding the update workload, and the two ways of reading it."""
-    from icetide.capture.postgres_server import PostgresServer
+    from icetide.devservers.postgres import PostgresServer
 
     with PostgresServer(settings=PG_SETTINGS) as server:
         progress(f"loading {args.rows:,} rows and updating every one")

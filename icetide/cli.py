@@ -242,7 +242,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
     """Copy the source tables into empty base tables and set capture's start offset."""
-    from icetide.capture.bootstrap import Bootstrap
+    from icetide.bootstrap.run import Bootstrap
     from icetide.spark.errors import jvm_boundary
 
     config, schemas = _load(args)

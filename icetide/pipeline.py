@@ -146,7 +146,9 @@ class SchemaStore:
         return schema if schema.table else schema.renamed(table.name)
 
     def _history_file(self, table: str) -> Path:
-        return self.config.resolved_path(self.config.state_dir) / "schemas" / f"{table}.history.yaml"
+        return (
+            self.config.resolved_path(self.config.state_dir) / "schemas" / f"{table}.history.yaml"
+        )
 
     def _remember(self, table: str, schema: TableSchema) -> SchemaHistory:
         """Add ``schema`` to the table's history (kept on disk) unless it is there."""

@@ -1,7 +1,7 @@
 """Capture stage: read a source database's own change log and emit Debezium envelopes.
 
 ``mysql/`` reads MySQL/MariaDB binlogs, ``postgres/`` PostgreSQL's logical replication
-stream (pgoutput); ``mariadb_server`` and ``postgres_server`` start a private MariaDB or
-PostgreSQL for tests and the demo; ``errors`` holds the stage's
-:class:`~icetide.capture.errors.CaptureError` tree.
+stream (pgoutput); each keeps its side of the bootstrap hand-off (``handoff``); ``errors``
+holds the stage's :class:`~icetide.capture.errors.CaptureError` tree. Capture runs
+without a JVM: nothing here imports Spark (a unit test follows the imports to check).
 """

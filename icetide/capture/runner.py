@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from icetide.capture.connect import mysql_settings, postgres_dsn
 from icetide.capture.errors import CaptureError
 from icetide.capture.offsets import OffsetStore
 from icetide.capture.record import CaptureRecord, ChangeReader, Heartbeat
 from icetide.capture.transport import open_transport
 from icetide.config.model import Config, SourceConfig
 from icetide.faults import crash_point
+from icetide.sources.connect import mysql_settings, postgres_dsn
 
 Log = Callable[[str], None]
 

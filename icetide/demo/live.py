@@ -23,7 +23,7 @@ from icetide.demo.shop import ShopWorkload, shop_connector, shop_schemas
 from icetide.schema.file import dump_schema_file
 
 if TYPE_CHECKING:
-    from icetide.capture.mariadb_server import MariaDBServer
+    from icetide.devservers.mariadb import MariaDBServer
 
 Log = Callable[[str], None]
 OWNED = ("icetide.yaml", "schemas", "landing", "state", "warehouse")
@@ -85,10 +85,10 @@ def start_shop(server: MariaDBServer, seed: int) -> ShopWorkload:
 
 def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print) -> bool:
     """Run the demo in ``workdir`` (its earlier demo files are replaced); True on a match."""
-    from icetide.capture.bootstrap import Bootstrap
-    from icetide.capture.mariadb_server import MariaDBServer
+    from icetide.bootstrap.run import Bootstrap
     from icetide.capture.runner import run_capture
     from icetide.config import load_config, load_table_schemas
+    from icetide.devservers.mariadb import MariaDBServer
     from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeStage
     from icetide.observe.verify import render_verdicts, run_verify

@@ -22,7 +22,7 @@ A key change whose values are found nowhere (the old row is neither in the batch
 the mirror nor in its retained snapshots, e.g. capture began after it was written and no
 bootstrap copied it) is *not applied*: the new
 key's row is not written from it, and the event goes to the dead-letter table with reason
-:data:`~icetide.ledger.contract.UNAVAILABLE_VALUE_LOST`. The old key's delete still
+:data:`~icetide.schema.contract.ledger.UNAVAILABLE_VALUE_LOST`. The old key's delete still
 applies (the old row is gone at the source), and later events of the new key apply as
 usual.
 """

@@ -18,6 +18,8 @@ from typing import Any
 
 from icetide.config import Config, SourceConfig
 from icetide.errors import IcetideError
+from icetide.sources.connect import connect_mysql, connect_postgres
+from icetide.sources.errors import SourceUnavailableError
 
 CONNECT_TIMEOUT = 5
 """Seconds a status report waits for a source before calling its lag unknown."""
@@ -85,18 +87,16 @@ def source_lag(config: Config, source: SourceConfig) -> CaptureLag:
         return _postgres_lag(source, empty)
     except Exception as exc:  # noqa: BLE001 - any failure to ask the server means "unknown"
         where = f"{source.host}:{source.resolved_port}"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = exc.detail if isinstance(exc, SourceUnavailableError) else str(exc).strip()
+        detail = text.splitlines()[0] if text else type(exc).__name__
         return replace(empty, reason=f"cannot ask the server at {where}: {detail}")
 
 
 def _mysql_lag(source: SourceConfig, lag: CaptureLag, offset: dict[str, Any] | None) -> CaptureLag:
-    import pymysql
-
-    from icetide.capture.connect import mysql_settings
-
-    settings = {**mysql_settings(source), "connect_timeout": CONNECT_TIMEOUT}
-    settings.pop("database", None)
-    with pymysql.connect(**settings) as conn, conn.cursor() as cur:
+    with (
+        connect_mysql(source, database=None, connect_timeout=CONNECT_TIMEOUT) as conn,
+        conn.cursor() as cur,
+    ):
         cur.execute("SHOW BINARY LOGS")
         logs = [(str(row[0]), int(row[1])) for row in cur.fetchall()]
         cur.execute("SHOW MASTER STATUS")
@@ -121,13 +121,10 @@ def _mysql_lag(source: SourceConfig, lag: CaptureLag, offset: dict[str, Any] | N
 
 
 def _postgres_lag(source: SourceConfig, lag: CaptureLag) -> CaptureLag:
-    import psycopg2
-
-    from icetide.capture.connect import postgres_dsn
     from icetide.capture.postgres.reader import slot_status
     from icetide.events.position import format_lsn
 
-    conn = psycopg2.connect(postgres_dsn(source), connect_timeout=CONNECT_TIMEOUT)
+    conn = connect_postgres(source, connect_timeout=CONNECT_TIMEOUT)
     try:
         status = slot_status(conn, str(source.slot))
     finally:

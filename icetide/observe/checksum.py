@@ -80,6 +80,7 @@ from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.errors import SchemaError
 from icetide.schema.model import Column
 from icetide.schema.types import IcetideType, precision_scale
+from icetide.sources.quoting import mysql_quote, postgres_quote
 from icetide.spark.sql import quote as spark_quote
 
 if TYPE_CHECKING:
@@ -111,14 +112,12 @@ _MIN_NORMAL = 2.2250738585072014e-308  # below it a double is subnormal: 0x0.<bi
 
 
 def quote_ident(dialect: Dialect, name: str) -> str:
-    """Quote one identifier for ``dialect``; quotes inside are doubled.
+    """Quote one identifier for ``dialect`` (by :mod:`icetide.sources.quoting`).
 
     >>> print(quote_ident("mysql", "we`ird"), quote_ident("postgres", 'a"b'))
     `we``ird` "a""b"
     """
-    if dialect == "mysql":
-        return "`" + name.replace("`", "``") + "`"
-    return '"' + name.replace('"', '""') + '"'
+    return mysql_quote(name) if dialect == "mysql" else postgres_quote(name)
 
 
 def qualified_ident(dialect: Dialect, *parts: str) -> str:

@@ -36,13 +36,15 @@ from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from icetide.capture.connect import mysql_settings, postgres_dsn
 from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
 from icetide.capture.postgres.types import array_json_text
 from icetide.config import Config, SourceConfig, TableConfig, load_table_schemas
 from icetide.errors import ConfigError, IcetideError, Terminal
 from icetide.observe import checksum as ck
 from icetide.schema.model import Column, TableSchema
+from icetide.sources.connect import connect_mysql, connect_postgres
+from icetide.sources.errors import SourceUnavailableError
+from icetide.sources.quoting import postgres_quote
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
@@ -153,7 +155,7 @@ class SourceConnection:
         selected, converted = [], False
         for column in schema.columns:
             source = found.get(column.name)
-            name = ck.quote_ident("postgres", column.name)
+            name = postgres_quote(column.name)
             value = SOURCE_VALUES.get((column.type.name, source.type_name)) if source else None
             if source is not None and source.pg_type is not None and source.json_array:
                 if column.type.name == "json":
@@ -222,48 +224,18 @@ class SourceView:
     python: dict[str, Callable[[str], str]] = field(default_factory=dict)
 
 
-class _DriverError(Exception):
-    """Any error of either database driver (they share no base class)."""
-
-
-def _connect_mysql(source: SourceConfig) -> Any:
-    import pymysql
-
-    try:
-        return pymysql.connect(
-            **mysql_settings(source), charset="utf8mb4", autocommit=True, connect_timeout=10
-        )
-    except pymysql.err.Error as exc:
-        raise _DriverError(str(exc)) from exc
-
-
-def _connect_postgres(source: SourceConfig) -> Any:
-    import psycopg2
-
-    try:
-        conn = psycopg2.connect(postgres_dsn(source), connect_timeout=10)
-    except psycopg2.Error as exc:
-        raise _DriverError(str(exc)) from exc
-    # Server-side cursors need a transaction; each table gets its own snapshot.
-    conn.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
-    return conn
-
-
 def open_source(source: SourceConfig) -> SourceConnection:
     """Connect to ``source`` and set the session up for checksums (UTC, utf8mb4)."""
-    where = f"source {source.name!r} ({source.type} at {source.host}:{source.resolved_port})"
-    hint = (
-        f"check host, port, user and password of source {source.name!r} in sources: "
-        "and that the database is running"
-    )
     conn: Any
     try:
         if source.type == "mysql":
-            conn = _connect_mysql(source)
+            conn = connect_mysql(source, charset="utf8mb4", autocommit=True)
         else:
-            conn = _connect_postgres(source)
-    except _DriverError as exc:
-        raise VerifyError(f"cannot connect to {where}: {str(exc).strip()}", hint=hint) from exc
+            conn = connect_postgres(source)
+            # Server-side cursors need a transaction; each table gets its own snapshot.
+            conn.set_session(isolation_level="REPEATABLE READ", readonly=True, autocommit=False)
+    except SourceUnavailableError as exc:
+        raise VerifyError(exc.message, hint=exc.hint) from exc
     statements = ck.MYSQL_SESSION if source.type == "mysql" else ck.POSTGRES_SESSION
     opened = SourceConnection(source, conn)
     with conn.cursor() as cur:

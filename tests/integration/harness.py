@@ -13,11 +13,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from icetide.capture.mariadb_server import MariaDBServer
 from icetide.config import Config, load_config, load_table_schemas
 from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline
 from icetide.demo.workload import Workload, next_index
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison

@@ -5,7 +5,8 @@
 * ``types`` — binlog values → Debezium JSON values, Connect schemas, SQL and icetide types;
 * ``history`` — DDL recognition and the persisted schema history (JSON lines);
 * ``reader`` — :class:`~icetide.capture.mysql.reader.BinlogReader`, the binlog → Debezium
-  envelope stream with resumable offsets.
+  envelope stream with resumable offsets;
+* ``handoff`` — the bootstrap's low watermark (the binlog position capture starts from).
 
 Tested against MariaDB 10.11 (Debian). Known limits, for the rest of the capture work:
 

@@ -9,7 +9,8 @@
   Debezium envelope stream with resumable :class:`~icetide.capture.postgres.reader.LsnOffset`
   offsets, acknowledged only by the caller; publication and slot management,
   :func:`~icetide.capture.postgres.reader.exported_snapshot` for bootstrap, and
-  :func:`~icetide.capture.postgres.reader.slot_lag` / ``slot_status`` for monitoring.
+  :func:`~icetide.capture.postgres.reader.slot_lag` / ``slot_status`` for monitoring;
+* ``handoff`` — the bootstrap's snapshot on the slot and the offset capture starts from.
 
 Tested against PostgreSQL 15 (Debian). Known limits:
 

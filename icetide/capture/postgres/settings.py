@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icetide.capture.errors import ServerSettingsError
+from icetide.sources.quoting import postgres_quote
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,10 @@ def settings_error(problems: Sequence[Problem], where: str = "the server") -> Se
 
 
 def _quote_ident(name: str) -> str:
+    """``name`` as people write it in SQL: bare when PostgreSQL would fold it to itself."""
     if name.isidentifier() and name == name.lower():
         return name
-    return '"' + name.replace('"', '""') + '"'
+    return postgres_quote(name)
 
 
 _QUERY = """

@@ -22,13 +22,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.capture.bootstrap import Bootstrap
-from icetide.capture.mariadb_server import MariaDBServer
-from icetide.capture.postgres_server import PostgresServer
+from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.config import load_config, load_table_schemas
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.postgres import PostgresServer
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.sources.quoting import mysql_quote, postgres_quote
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW
 from tests.integration.harness import Pipeline
 
@@ -131,7 +132,7 @@ def _mysql_insert(db: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
         mark, param = _mysql_literal(name, value)
         marks.append(mark)
         params += param
-    names = ", ".join("`" + n.replace("`", "``") + "`" for n in row)
+    names = ", ".join(mysql_quote(n) for n in row)
     return f"INSERT INTO `{db}`.copied ({names}) VALUES ({', '.join(marks)})", params
 
 
@@ -167,8 +168,7 @@ def test_mysql_bootstrap_and_capture_store_every_type_identically(
         cur.execute(f"CREATE DATABASE {db}")
         cur.execute(ALL_TYPES_DDL.format(db=db).replace(".all_types", ".copied"))
         for name, sql_type, _, _ in MYSQL_EXTRA:
-            quoted = "`" + name.replace("`", "``") + "`"
-            cur.execute(f"ALTER TABLE {db}.copied ADD COLUMN {quoted} {sql_type}")
+            cur.execute(f"ALTER TABLE {db}.copied ADD COLUMN {mysql_quote(name)} {sql_type}")
         cur.execute(f"CREATE TABLE {db}.captured LIKE {db}.copied")
         for row in rows:
             cur.execute(*_mysql_insert(db, row))
@@ -330,10 +330,6 @@ WHERE id = 2;
 PG_TOUCH = "UPDATE {name} SET c_int2 = 5 WHERE id IN (1, 4)"
 
 
-def _pg_quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def test_postgres_bootstrap_and_capture_store_every_type_identically(
     tmp_path: Path, warehouse: Path, spark: SparkSession, postgres: PostgresServer
 ) -> None:
@@ -345,7 +341,9 @@ def test_postgres_bootstrap_and_capture_store_every_type_identically(
     for name in ("origin", "copied", "captured"):
         postgres.execute(TYPES_TABLE.format(name=name), db)
         for column, sql_type, _ in PG_EXTRA:
-            postgres.execute(f"ALTER TABLE {name} ADD COLUMN {_pg_quote(column)} {sql_type}", db)
+            postgres.execute(
+                f"ALTER TABLE {name} ADD COLUMN {postgres_quote(column)} {sql_type}", db
+            )
         # Out of line and uncompressed: TOAST values, unchanged by PG_TOUCH.
         for column in ("c_toast", "c_toast_arr"):
             postgres.execute(f"ALTER TABLE {name} ALTER COLUMN {column} SET STORAGE EXTERNAL", db)
@@ -422,17 +420,14 @@ def test_bootstrap_reads_hostile_column_names_on_both_sources(
     with mariadb.connect() as conn, conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE {db}")
         columns = ", ".join(
-            "`"
-            + n.replace("`", "``")
-            + "` "
-            + ("INT" if n in ("I d", "dot.ted", "MiXed") else "TEXT")
+            f"{mysql_quote(n)} {'INT' if n in ('I d', 'dot.ted', 'MiXed') else 'TEXT'}"
             for n in NAMES
         )
         cur.execute(f"CREATE TABLE {db}.`Hostile` ({columns}, PRIMARY KEY (`I d`))")
         cur.executemany(f"INSERT INTO {db}.`Hostile` VALUES ({marks})", HOSTILE_ROWS)
     postgres.create_database(db)
     columns = ", ".join(
-        _pg_quote(n) + (" int" if n in ("I d", "dot.ted", "MiXed") else " text") for n in NAMES
+        postgres_quote(n) + (" int" if n in ("I d", "dot.ted", "MiXed") else " text") for n in NAMES
     )
     postgres.execute(f'CREATE TABLE "Hostile" ({columns}, PRIMARY KEY ("I d"))', db)
     conn = postgres.connect(db)

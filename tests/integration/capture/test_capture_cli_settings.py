@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from icetide.capture.mariadb_server import MariaDBServer
-from icetide.capture.postgres_server import PostgresServer
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.postgres import PostgresServer
 from tests.integration.harness import REPO
 
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.capture.bootstrap import Bootstrap
-from icetide.capture.mariadb_server import MariaDBServer
+from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.demo.live import start_shop
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.observe.verify import run_verify
 from tests.integration.harness import REPO, Pipeline
 

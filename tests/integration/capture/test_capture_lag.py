@@ -16,10 +16,11 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from icetide.capture.mariadb_server import MariaDBServer, free_port
-from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import Config, load_config
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.ports import free_port
+from icetide.devservers.postgres import PostgresServer
 from icetide.observe.capture_lag import source_lag
 from icetide.observe.status import pipeline_status, render_status, status_dicts
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.capture.bootstrap import Bootstrap
+from icetide.bootstrap.run import Bootstrap
 from icetide.capture.errors import CaptureError
-from icetide.capture.mariadb_server import MariaDBServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.demo.live import start_shop
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.observe.verify import run_verify
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK, BOOTSTRAP_STATE

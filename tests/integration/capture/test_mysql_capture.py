@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from icetide.capture.errors import PositionLostError, ServerSettingsError
-from icetide.capture.mariadb_server import MariaDBServer
 from icetide.capture.mysql.history import SchemaHistory
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader, CaptureRecord
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent, Skipped

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from icetide.capture.mariadb_server import MariaDBServer
 from icetide.capture.mysql import reader as reader_module
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader, CaptureRecord
 from icetide.capture.mysql.rows import RowDecoder
+from icetide.devservers.mariadb import MariaDBServer
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -35,8 +35,8 @@ from icetide.capture.postgres.reader import (
     slot_status,
 )
 from icetide.capture.postgres.types import infer_table_schema
-from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.record import Heartbeat
+from icetide.devservers.postgres import PostgresServer
 from icetide.events.envelope import decode_message
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Skipped
 from icetide.events.position import lsn_position

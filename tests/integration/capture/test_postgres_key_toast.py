@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.runner import run_capture
+from icetide.devservers.postgres import PostgresServer
 from tests.integration.capture.test_postgres_pipeline import (
     assert_verified,
     catch_up,

@@ -26,12 +26,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide.capture.bootstrap import (
-    Bootstrap,
-    Chunk,
-    PgSnapshot,
-    PostgresSnapshotReader,
-)
+from icetide.bootstrap.plan import Chunk
+from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
+from icetide.bootstrap.run import Bootstrap
 from icetide.capture.errors import PositionLostError
 from icetide.capture.postgres.reader import (
     LsnOffset,
@@ -39,9 +36,9 @@ from icetide.capture.postgres.reader import (
     import_snapshot,
     slot_status,
 )
-from icetide.capture.postgres_server import PostgresServer
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
+from icetide.devservers.postgres import PostgresServer
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.observe.verify import run_verify
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK, POSITION

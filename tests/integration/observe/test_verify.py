@@ -23,9 +23,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide.capture.mariadb_server import MariaDBServer, free_port
-from icetide.capture.postgres_server import PostgresServer
 from icetide.config import Config, load_config
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.ports import free_port
+from icetide.devservers.postgres import PostgresServer
 from icetide.errors import ConfigError
 from icetide.observe import checksum as ck
 from icetide.observe.verify import (

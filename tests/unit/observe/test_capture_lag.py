@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from icetide.capture.mariadb_server import free_port
 from icetide.capture.runner import offset_store
 from icetide.config import Config, load_config
+from icetide.devservers.ports import free_port
 from icetide.observe.capture_lag import (
     CaptureLag,
     binlog_lag,

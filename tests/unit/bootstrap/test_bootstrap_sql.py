@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from icetide.capture.bootstrap import (
-    PgSnapshot,
-    mysql_select_expression,
-    postgres_select_expression,
-    read_name,
-)
+from icetide.bootstrap.jdbc import read_name
+from icetide.bootstrap.mysql import mysql_select_expression
+from icetide.bootstrap.postgres import PgSnapshot, postgres_select_expression
 from icetide.capture.postgres.catalog import SourceColumn
 from icetide.capture.postgres.types import builtin_type
 from icetide.schema.model import Column, TableSchema

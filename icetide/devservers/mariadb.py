@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,7 +28,8 @@ from typing import Any
 
 import pymysql
 
-from icetide.capture.errors import LocalServerError
+from icetide.devservers.errors import LocalServerError
+from icetide.devservers.ports import free_port
 
 _SEARCH_PATH = os.pathsep.join(
     [os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
@@ -46,13 +46,6 @@ def find_program(*names: str) -> str:
         if found:
             return found
     raise LocalServerError(f"cannot find {' or '.join(names)}", hint=_INSTALL_HINT)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def default_options(base: Path, port: int, socket_path: Path) -> dict[str, str | None]:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from icetide.capture.errors import LocalServerError
-from icetide.capture.mariadb_server import MariaDBServer, find_program, free_port
+from icetide.devservers.errors import LocalServerError
+from icetide.devservers.mariadb import MariaDBServer, find_program
+from icetide.devservers.ports import free_port
 
 
 def test_defaults_make_a_capture_ready_private_server(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from icetide.capture.errors import LocalServerError
-from icetide.capture.postgres_server import PostgresServer, find_pg_program
+from icetide.devservers.errors import LocalServerError
+from icetide.devservers.postgres import PostgresServer, find_pg_program
 
 
 def test_defaults_make_a_capture_ready_private_server(tmp_path: Path) -> None:

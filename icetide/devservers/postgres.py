@@ -38,8 +38,8 @@ import psycopg2
 import psycopg2.extensions
 from psycopg2 import sql
 
-from icetide.capture.errors import LocalServerError
-from icetide.capture.mariadb_server import free_port
+from icetide.devservers.errors import LocalServerError
+from icetide.devservers.ports import free_port
 
 _INSTALL_HINT = "install it with `apt-get install postgresql` (or run `make install`)"
 _OS_USER = "postgres"

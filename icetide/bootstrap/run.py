@@ -1,0 +1,234 @@
+"""``icetide bootstrap``: copy one source's tables into their empty base tables.
+
+:class:`Bootstrap` takes the hand-off on the source (the MySQL low watermark, the
+PostgreSQL slot's snapshot), records capture's start offset, then copies each table in
+chunks; see :mod:`icetide.bootstrap` for why the hand-off is exact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from icetide.bootstrap.jdbc import TableReader, read_name
+from icetide.bootstrap.mysql import MySQLReader
+from icetide.bootstrap.plan import NUMERIC_KEYS, Chunk, plan_chunks
+from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
+from icetide.bootstrap.state import (
+    State,
+    load_state,
+    new_state,
+    offset_text,
+    save_state,
+    state_path,
+)
+from icetide.bootstrap.write import chunks_done, mark, write_chunk
+from icetide.capture.errors import CaptureError
+from icetide.capture.mysql.handoff import mysql_watermark
+from icetide.capture.postgres.handoff import Resuming, postgres_handoff
+from icetide.capture.runner import offset_store
+from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.events.position import lsn_position
+from icetide.schema.contract.base import POSITION, SOURCE_TS
+from icetide.schema.contract.names import TableName
+from icetide.schema.model import TableSchema
+from icetide.spark.progress import read_bootstrap_state
+from icetide.spark.tables import TableRefs, table_exists
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TableBootstrap:
+    """What bootstrapping one table did."""
+
+    table: str
+    rows: int
+    chunks: int
+    skipped: int
+    seconds: float
+
+    def render(self) -> str:
+        """One result line."""
+        resumed = f", {self.skipped} already done" if self.skipped else ""
+        return (
+            f"bootstrap {self.table}: {self.rows:,} rows in {self.chunks} chunks{resumed} "
+            f"({self.seconds:.1f}s)"
+        )
+
+
+class Bootstrap:
+    """Copies the tables of one source into their base tables; see :mod:`icetide.bootstrap`."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: Config,
+        schemas: dict[str, TableSchema],
+        source: SourceConfig,
+        *,
+        chunk_rows: int = 200_000,
+        parallelism: int = 2,
+        fetch_size: int = 10_000,
+        log: Log = print,
+        between_chunks: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.spark, self.config, self.schemas, self.source = spark, config, schemas, source
+        self.chunk_rows, self.parallelism, self.fetch_size = chunk_rows, parallelism, fetch_size
+        self.log = log
+        self.between_chunks = between_chunks
+        """Called before each chunk; the CLI's stop check raises there on Ctrl-C, which
+        is safe because every chunk is its own commit and a rerun resumes at the next."""
+        self.state_file = state_path(config, source)
+
+    def run(
+        self, tables: Sequence[str] | None = None, *, replace: bool = False
+    ) -> list[TableBootstrap]:
+        """Bootstrap ``tables`` (default: every table of the source)."""
+        from icetide.merge.stage import MergeStage
+
+        every = self.config.source_tables(self.source)
+        chosen = [t for t in every if not tables or t.name in tables]
+        store = offset_store(self.config, self.source)
+        with ExitStack() as stack:
+            state = load_state(self.state_file)
+            resumed = state is not None
+            reader: TableReader
+            if self.source.type == "mysql":
+                state = state or self._mysql_state()
+                reader = MySQLReader(self.source)
+            else:
+                tables_of_source = [str(t.source) for t in every]
+                state, reader = self._postgres_reader(stack, state, tables_of_source, store.load())
+            if resumed:
+                self.log(
+                    f"bootstrap {self.source.name}: resuming {state['id']} "
+                    f"(capture starts at {offset_text(state)})"
+                )
+            else:
+                save_state(self.state_file, state)
+            if store.load() is None:
+                store.save(state["offset"], position=offset_text(state))
+            merge = MergeStage(self.spark, self.config, self.schemas, self.log)
+            results = []
+            for table in chosen:
+                refs = TableRefs.of(self.config, table.name)
+                current = (
+                    read_bootstrap_state(self.spark, refs.base)
+                    if table_exists(self.spark, refs.base)
+                    else None
+                )
+                if current == (state["id"], "done"):
+                    continue
+                if current is None or current[0] != state["id"]:
+                    self._claim(merge, table, refs.base, state["id"], replace)
+                results.append(self._copy(table, refs.base, state, reader))
+                mark(self.spark, refs.base, state["id"], "done")
+                self.log(results[-1].render())
+        self.state_file.unlink(missing_ok=True)
+        return results
+
+    def _mysql_state(self) -> State:
+        watermark = mysql_watermark(self.source)
+        self.log(f"bootstrap {self.source.name}: low watermark {watermark.position.text}")
+        return new_state(watermark.offset, watermark.position)
+
+    def _postgres_reader(
+        self,
+        stack: ExitStack,
+        state: State | None,
+        tables: list[str],
+        saved_offset: dict[str, Any] | None,
+    ) -> tuple[State, PostgresSnapshotReader]:
+        """The state (new unless resuming) and a reader in the hand-off's snapshot, open
+        until ``stack`` closes.
+
+        Rows are stamped with position 0, not with the slot's consistent point: see
+        :mod:`icetide.bootstrap` for why.
+        """
+        resuming = Resuming(state["id"], offset_text(state)) if state is not None else None
+        handoff = stack.enter_context(
+            postgres_handoff(self.source, tables, resuming, saved_offset, self.log)
+        )
+        if state is None:
+            assert handoff.start is not None
+            start = handoff.start
+            state = new_state(
+                start.offset, lsn_position(0), offset_text=start.text, snapshot=start.how
+            )
+        snapshot = PgSnapshot(handoff.snapshot, handoff.snapshot_text)
+        return state, PostgresSnapshotReader(self.source, handoff.conn, snapshot)
+
+    def _claim(
+        self, merge: Any, table: TableConfig, base: TableName, bootstrap_id: str, replace: bool
+    ) -> None:
+        """Make sure the base is empty (or dropped, with ``replace``) and mark it running."""
+        if table_exists(self.spark, base):
+            if replace:
+                self.spark.sql(f"DROP TABLE {base} PURGE")
+            elif self.spark.table(base.sql).limit(1).count() > 0:
+                raise CaptureError(
+                    f"base table {base} of {table.name!r} already has rows",
+                    hint="bootstrap fills an empty mirror; pass --replace to drop and reload it",
+                )
+        merge.ensure_base(table.name)
+        mark(self.spark, base, bootstrap_id, "running")
+
+    def _plan(
+        self, table: TableConfig, state: State, reader: TableReader, schema: TableSchema
+    ) -> list[Chunk]:
+        """The table's chunks, planned once per bootstrap: a resume must split the keys
+        exactly as the first run did, or chunks would overlap or leave gaps."""
+        key = schema.primary_key[0]
+        plans = state.setdefault("plans", {})
+        plan = plans.get(table.name)
+        if plan is None:
+            numeric = schema.key_columns[0].type.name in NUMERIC_KEYS
+            low, high, count = reader.key_range(table, key) if numeric else (None, None, 1)
+            plan = {
+                "low": low,
+                "high": high,
+                "rows": count,
+                "chunk_rows": self.chunk_rows,
+                "parts": self.parallelism,
+            }
+            plans[table.name] = plan
+            save_state(self.state_file, state)
+        return plan_chunks(
+            reader.quote(read_name(schema, key)),
+            plan["low"],
+            plan["high"],
+            plan["rows"],
+            plan["chunk_rows"],
+            plan["parts"],
+        )
+
+    def _copy(
+        self, table: TableConfig, base: TableName, state: State, reader: TableReader
+    ) -> TableBootstrap:
+        started = time.monotonic()
+        schema = self.schemas[table.name]
+        chunks = self._plan(table, state, reader, schema)
+        done = chunks_done(self.spark, base, state["id"])
+        stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
+        loaded_at = F.lit(datetime.now(UTC).replace(tzinfo=None)).cast("timestamp").alias(SOURCE_TS)
+        rows = 0
+        for chunk in chunks:
+            if chunk.index in done:
+                continue
+            self.between_chunks()
+            frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
+            frame = frame.select("*", stamp, loaded_at)
+            rows += write_chunk(self.spark, frame, base, table.name, state["id"], chunk.index)
+            self.log(
+                f"bootstrap {table.name}: chunk {chunk.index + 1}/{len(chunks)}, "
+                f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)"
+            )
+        return TableBootstrap(table.name, rows, len(chunks), len(done), time.monotonic() - started)

@@ -1,0 +1,75 @@
+"""The bootstrap's state file: what a killed bootstrap needs to resume exactly.
+
+One JSON file per source, ``state_dir/capture/<source>.bootstrap.json``, written
+atomically: the bootstrap's id (tagged on every chunk it commits), capture's start
+offset, the position its rows are stamped with, and each table's chunk plan. It is
+deleted when every table is done.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from icetide.capture.errors import CaptureError
+from icetide.config.model import Config, SourceConfig
+from icetide.events.position import Position
+
+State = dict[str, Any]
+"""``id``, ``offset`` (capture's start), ``position``/``position_text`` (the stamp),
+``started_at``, and ``plans`` (table → chunk plan); a PostgreSQL bootstrap adds
+``offset_text`` and ``snapshot`` (how the snapshot was had)."""
+
+
+def state_path(config: Config, source: SourceConfig) -> Path:
+    """Where the bootstrap of ``source`` keeps its state."""
+    return config.resolved_path(config.state_dir) / "capture" / f"{source.name}.bootstrap.json"
+
+
+def new_state(
+    offset: dict[str, Any],
+    position: Position,
+    *,
+    offset_text: str | None = None,
+    snapshot: str | None = None,
+) -> State:
+    """A new bootstrap's state: a fresh id, capture's start ``offset`` and the stamp."""
+    state: State = {"id": uuid.uuid4().hex[:12], "offset": offset}
+    if offset_text is not None:
+        state["offset_text"] = offset_text
+    state["position"] = position.key
+    state["position_text"] = position.text
+    if snapshot is not None:
+        state["snapshot"] = snapshot
+    state["started_at"] = datetime.now(UTC).isoformat()
+    return state
+
+
+def offset_text(state: State) -> str:
+    """Capture's start offset for people (MySQL states only have the watermark's text)."""
+    return str(state.get("offset_text") or state["position_text"])
+
+
+def load_state(path: Path) -> State | None:
+    """The saved state, or None when no bootstrap is under way."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CaptureError(
+            f"bootstrap state {path} is unreadable: {exc}",
+            hint="delete it to start the bootstrap over",
+        ) from exc
+    return dict(data)
+
+
+def save_state(path: Path, state: State) -> None:
+    """Replace the saved state (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(path)
