@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from icetide.config import Config, SourceConfig
     from icetide.config.secrets import Scrubber
     from icetide.merge.stage import MergeResult, MergeStage
-    from icetide.schema.model import TableSchema
+    from icetide.pipeline import Pipeline
 
 DEFAULT_CONFIG = "icetide.yaml"
 
@@ -41,14 +41,17 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _load(args: argparse.Namespace) -> tuple[Config, dict[str, TableSchema]]:
-    from icetide.config import load_config, load_table_schemas
+def _load(args: argparse.Namespace) -> Pipeline:
+    """The command's pipeline: config, schema files, and progress on stderr."""
+    from icetide.config import load_config
     from icetide.config.secrets import secret_values
+    from icetide.pipeline import Pipeline
+    from icetide.progress import Reporter
 
     config = load_config(args.config)
     if _scrub is not None:
         _scrub.add(secret_values(config))
-    return config, load_table_schemas(config)
+    return Pipeline(config, reporter=Reporter(Reporter.text(_log)))
 
 
 def _session(config: Config, *, abandon_at_once: bool = False) -> SparkSession:
@@ -132,10 +135,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from icetide.ledger.stage import LedgerStage
     from icetide.spark.errors import jvm_boundary
 
-    config, schemas = _load(args)
-    spark = _session(config)
+    pipeline = _load(args)
+    spark = _session(pipeline.config)
     with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, config, schemas, _log).start(once=args.once)
+        query = LedgerStage(spark, pipeline).start(once=args.once)
     _await(query, "ledger stream")
     return 0
 
@@ -156,9 +159,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """Run the merge stage once, or every ``schedule.merge_interval``."""
     from icetide.merge.stage import MergeStage
 
-    config, schemas = _load(args)
+    pipeline = _load(args)
+    config = pipeline.config
     spark = _session(config)
-    stage = MergeStage(spark, config, schemas, _log)
+    stage = MergeStage(spark, pipeline)
     interval = config.schedule.merge_interval.total_seconds()
     while True:
         results = _merge_all(stage, config)
@@ -176,11 +180,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from icetide.merge.stage import MergeStage
     from icetide.spark.errors import jvm_boundary
 
-    config, schemas = _load(args)
+    pipeline = _load(args)
+    config = pipeline.config
     spark = _session(config)
     with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, config, schemas, _log).start(once=False)
-    merge = MergeStage(spark, config, schemas, _log)
+        query = LedgerStage(spark, pipeline).start(once=False)
+    merge = MergeStage(spark, pipeline)
     interval = config.schedule.merge_interval.total_seconds()
     _log(
         f"running: ledger every {format_duration(config.schedule.stream_interval)}, merge "
@@ -221,7 +226,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     """Read each source's change log into the transport, from its saved offset."""
     from icetide.capture.runner import run_capture
 
-    config, _ = _load(args)
+    pipeline = _load(args)
+    config = pipeline.config
     sources = _sources(config, args.source)
     if len(sources) > 1 and not args.once:
         raise ConfigError(
@@ -233,7 +239,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
     for source in sources:
         _log(f"capture {source.name}: reading the {source.type} log …")
         progress = run_capture(
-            config, source, follow=not args.once, from_now=args.from_now, log=_log
+            config,
+            source,
+            follow=not args.once,
+            from_now=args.from_now,
+            reporter=pipeline.reporter,
         )
         offset = progress.offset or "unchanged"
         _log(f"capture {source.name}: {progress.records:,} events, offset {offset}")
@@ -245,19 +255,17 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     from icetide.bootstrap.run import Bootstrap
     from icetide.spark.errors import jvm_boundary
 
-    config, schemas = _load(args)
-    sources = _sources(config, args.source)
-    spark = _session(config)
+    pipeline = _load(args)
+    sources = _sources(pipeline.config, args.source)
+    spark = _session(pipeline.config)
     for source in sources:
         _stop.check()
         with jvm_boundary(f"bootstrap of {source.name}"):
             Bootstrap(
                 spark,
-                config,
-                schemas,
+                pipeline,
                 source,
                 chunk_rows=args.chunk_rows,
-                log=_log,
                 between_chunks=_stop.check,
             ).run(args.table or None, replace=args.replace)
     _log("bootstrap done: start `icetide capture` (it resumes from the recorded position)")
@@ -269,7 +277,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from icetide.observe.verify import exit_code, render_verdicts, run_verify, verdict_dicts
     from icetide.spark.errors import jvm_boundary
 
-    config, _ = _load(args)
+    pipeline = _load(args)
+    config = pipeline.config
     if not config.sources:
         raise ConfigError(
             f"pipeline {config.pipeline!r} has no sources to verify against",
@@ -277,7 +286,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         )
     spark = _session(config, abandon_at_once=True)
     with jvm_boundary("verify"):
-        verdicts = run_verify(config, spark, args.table or None, log=_log)
+        verdicts = run_verify(pipeline, spark, args.table or None)
     _stop.check()
     if args.output == "json":
         print(json.dumps(verdict_dicts(verdicts), indent=2))
@@ -291,7 +300,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from icetide.observe.status import pipeline_status, render_status, status_dicts
     from icetide.spark.errors import jvm_boundary
 
-    config, _ = _load(args)
+    config = _load(args).config
     spark = _session(config)
     with jvm_boundary("status"):
         status = pipeline_status(spark, config)
@@ -306,7 +315,7 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     """Print the effective config (defaults filled in, secrets as ***)."""
     import yaml
 
-    config, _ = _load(args)
+    config = _load(args).config
     print(yaml.safe_dump(config.redacted(), sort_keys=False), end="")
     return 0
 

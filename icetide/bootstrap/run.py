@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -34,15 +34,16 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.mysql.handoff import mysql_watermark
 from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
-from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.config.model import SourceConfig, TableConfig
 from icetide.events.position import lsn_position
 from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.progress import read_bootstrap_state
-from icetide.spark.tables import TableRefs, table_exists
+from icetide.spark.tables import table_exists
 
-Log = Callable[[str], None]
+if TYPE_CHECKING:
+    from icetide.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -70,19 +71,17 @@ class Bootstrap:
     def __init__(
         self,
         spark: SparkSession,
-        config: Config,
-        schemas: dict[str, TableSchema],
+        pipeline: Pipeline,
         source: SourceConfig,
         *,
         chunk_rows: int = 200_000,
         parallelism: int = 2,
         fetch_size: int = 10_000,
-        log: Log = print,
         between_chunks: Callable[[], None] = lambda: None,
     ) -> None:
-        self.spark, self.config, self.schemas, self.source = spark, config, schemas, source
+        self.spark, self.pipeline, self.source = spark, pipeline, source
+        self.config = config = pipeline.config
         self.chunk_rows, self.parallelism, self.fetch_size = chunk_rows, parallelism, fetch_size
-        self.log = log
         self.between_chunks = between_chunks
         """Called before each chunk; the CLI's stop check raises there on Ctrl-C, which
         is safe because every chunk is its own commit and a rerun resumes at the next."""
@@ -108,18 +107,19 @@ class Bootstrap:
                 tables_of_source = [str(t.source) for t in every]
                 state, reader = self._postgres_reader(stack, state, tables_of_source, store.load())
             if resumed:
-                self.log(
+                self.pipeline.report(
+                    "bootstrap",
                     f"bootstrap {self.source.name}: resuming {state['id']} "
-                    f"(capture starts at {offset_text(state)})"
+                    f"(capture starts at {offset_text(state)})",
                 )
             else:
                 save_state(self.state_file, state)
             if store.load() is None:
                 store.save(state["offset"], position=offset_text(state))
-            merge = MergeStage(self.spark, self.config, self.schemas, self.log)
+            merge = MergeStage(self.spark, self.pipeline)
             results = []
             for table in chosen:
-                refs = TableRefs.of(self.config, table.name)
+                refs = self.pipeline.refs(table.name)
                 current = (
                     read_bootstrap_state(self.spark, refs.base)
                     if table_exists(self.spark, refs.base)
@@ -131,13 +131,15 @@ class Bootstrap:
                     self._claim(merge, table, refs.base, state["id"], replace)
                 results.append(self._copy(table, refs.base, state, reader))
                 mark(self.spark, refs.base, state["id"], "done")
-                self.log(results[-1].render())
+                self.pipeline.report("bootstrap", results[-1].render())
         self.state_file.unlink(missing_ok=True)
         return results
 
     def _mysql_state(self) -> State:
         watermark = mysql_watermark(self.source)
-        self.log(f"bootstrap {self.source.name}: low watermark {watermark.position.text}")
+        self.pipeline.report(
+            "bootstrap", f"bootstrap {self.source.name}: low watermark {watermark.position.text}"
+        )
         return new_state(watermark.offset, watermark.position)
 
     def _postgres_reader(
@@ -155,7 +157,7 @@ class Bootstrap:
         """
         resuming = Resuming(state["id"], offset_text(state)) if state is not None else None
         handoff = stack.enter_context(
-            postgres_handoff(self.source, tables, resuming, saved_offset, self.log)
+            postgres_handoff(self.source, tables, resuming, saved_offset, self.pipeline.reporter)
         )
         if state is None:
             assert handoff.start is not None
@@ -214,7 +216,7 @@ class Bootstrap:
         self, table: TableConfig, base: TableName, state: State, reader: TableReader
     ) -> TableBootstrap:
         started = time.monotonic()
-        schema = self.schemas[table.name]
+        schema = self.pipeline.schema(table.name)
         chunks = self._plan(table, state, reader, schema)
         done = chunks_done(self.spark, base, state["id"])
         stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
@@ -227,8 +229,9 @@ class Bootstrap:
             frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
             frame = frame.select("*", stamp, loaded_at)
             rows += write_chunk(self.spark, frame, base, table.name, state["id"], chunk.index)
-            self.log(
+            self.pipeline.report(
+                "bootstrap",
                 f"bootstrap {table.name}: chunk {chunk.index + 1}/{len(chunks)}, "
-                f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)"
+                f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)",
             )
         return TableBootstrap(table.name, rows, len(chunks), len(done), time.monotonic() - started)

@@ -20,9 +20,8 @@ from icetide.capture.record import CaptureRecord, ChangeReader, Heartbeat
 from icetide.capture.transport import open_transport
 from icetide.config.model import Config, SourceConfig
 from icetide.faults import crash_point
+from icetide.progress import Reporter
 from icetide.sources.connect import mysql_settings, postgres_dsn
-
-Log = Callable[[str], None]
 
 
 @dataclass
@@ -92,7 +91,7 @@ def run_capture(
     *,
     follow: bool,
     from_now: bool = False,
-    log: Log = lambda _: None,
+    reporter: Reporter | None = None,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> CaptureProgress:
     """Capture ``source`` from its saved offset until the log ends (or for ever).
@@ -101,6 +100,7 @@ def run_capture(
     tables would never reach the mirror; ``from_now`` starts at the log's current end
     instead, for tables that are empty or bootstrapped some other way.
     """
+    report = (reporter or Reporter(lambda _: None)).report
     store = offset_store(config, source)
     saved = store.load()
     if saved is None and not from_now:
@@ -125,9 +125,13 @@ def run_capture(
         reader.acknowledge(committed)
         progress.checkpoints += 1
         progress.offset = committed.text
-        log(
+        report(
+            "capture",
             f"capture {source.name}: {progress.records:,} events, at {committed.text} "
-            f"({progress.rate:,.0f}/s)"
+            f"({progress.rate:,.0f}/s)",
+            source=str(source.name),
+            events=progress.records,
+            offset=committed.text,
         )
 
     reader.open()

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from icetide.demo.shop import ShopWorkload, shop_connector, shop_schemas
+from icetide.pipeline import Pipeline
+from icetide.progress import Reporter
 from icetide.schema.file import dump_schema_file
 
 if TYPE_CHECKING:
     from icetide.devservers.mariadb import MariaDBServer
 
-Log = Callable[[str], None]
 OWNED = ("icetide.yaml", "schemas", "landing", "state", "warehouse")
 
 
@@ -83,11 +84,13 @@ def start_shop(server: MariaDBServer, seed: int) -> ShopWorkload:
     return workload
 
 
-def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print) -> bool:
+def run_live_demo(
+    workdir: Path, *, seconds: float, seed: int, log: Callable[[str], None] = print
+) -> bool:
     """Run the demo in ``workdir`` (its earlier demo files are replaced); True on a match."""
     from icetide.bootstrap.run import Bootstrap
     from icetide.capture.runner import run_capture
-    from icetide.config import load_config, load_table_schemas
+    from icetide.config import load_config
     from icetide.devservers.mariadb import MariaDBServer
     from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeStage
@@ -110,7 +113,7 @@ def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print)
         )
         config_path = write_live_pipeline(workdir, server)
         config = load_config(config_path)
-        schemas = load_table_schemas(config)
+        pipeline = Pipeline(config, reporter=Reporter(Reporter.text(log)))
         source = config.sources[0]
         log("demo: starting Spark with the Iceberg runtime …")
         spark = build_session(config)
@@ -119,7 +122,7 @@ def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print)
             "demo: live workload running (inserts, updates, deletes, transactions, a key "
             "update, a 10,000-row transaction)"
         )
-        Bootstrap(spark, config, schemas, source, chunk_rows=5_000, log=log).run()
+        Bootstrap(spark, pipeline, source, chunk_rows=5_000).run()
         stop_capture = threading.Event()
         failures: list[BaseException] = []
 
@@ -131,8 +134,8 @@ def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print)
 
         follower = threading.Thread(target=capture, name="capture", daemon=True)
         follower.start()
-        ledger = LedgerStage(spark, config, schemas, log)
-        merge = MergeStage(spark, config, schemas, log)
+        ledger = LedgerStage(spark, pipeline)
+        merge = MergeStage(spark, pipeline)
         deadline = time.monotonic() + seconds
         rounds = 0
         while time.monotonic() < deadline and not failures:
@@ -150,11 +153,11 @@ def run_live_demo(workdir: Path, *, seconds: float, seed: int, log: Log = print)
         follower.join()
         if failures:
             raise failures[0]
-        progress = run_capture(config, source, follow=False, log=log)
+        progress = run_capture(config, source, follow=False, reporter=pipeline.reporter)
         log(f"demo: capture caught up at {progress.offset or 'the end of the log'}")
         ledger.start(once=True).awaitTermination()
         merge.run_once()
-        verdicts = run_verify(config, spark, None)
+        verdicts = run_verify(pipeline, spark, None)
         log("demo: base tables against the live source:")
         log(render_verdicts(verdicts))
         ok = all(v.matches for v in verdicts)

@@ -21,6 +21,8 @@ import yaml
 
 from icetide.demo.workload import Workload, deliver, demo_schemas, demo_sources, generate
 from icetide.observe.compare import Comparison, compare_rows
+from icetide.pipeline import Pipeline
+from icetide.progress import Reporter
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
 
     from icetide.config import Config
 
-Log = Callable[[str], None]
 OWNED = ("icetide.yaml", "schemas", "landing", "state", "warehouse")
 
 
@@ -112,9 +113,9 @@ def compare_all(spark: SparkSession, config: Config, workload: Workload) -> list
     ]
 
 
-def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
+def run_demo(workdir: Path, events: int, seed: int, log: Callable[[str], None] = print) -> bool:
     """Run the demo in ``workdir`` (its earlier demo files are replaced); True on a match."""
-    from icetide.config import load_config, load_table_schemas
+    from icetide.config import load_config
     from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeStage
     from icetide.spark.session import build_session
@@ -128,7 +129,8 @@ def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
             target.unlink()
     config_path = write_pipeline(workdir)
     config = load_config(config_path)
-    schemas = load_table_schemas(config)
+    pipeline = Pipeline(config, reporter=Reporter(Reporter.text(log)))
+    schemas = pipeline.schemas.all()
     workload = generate(seed, events)
     log(
         f"demo: {len(workload.events):,} change events over {len(schemas)} tables "
@@ -136,8 +138,8 @@ def run_demo(workdir: Path, events: int, seed: int, log: Log = print) -> bool:
     )
     log("demo: starting Spark with the Iceberg runtime …")
     spark = build_session(config)
-    ledger = LedgerStage(spark, config, schemas, log)
-    merge = MergeStage(spark, config, schemas, log)
+    ledger = LedgerStage(spark, pipeline)
+    merge = MergeStage(spark, pipeline)
     landing = config.resolved_path(config.transport.path)
     index = 1
     rounds = plan_rounds(workload, rounds=3, seed=seed, late_rate=0.05)

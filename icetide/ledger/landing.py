@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-Log = Callable[[str], None]
+from icetide.progress import Reporter
 
 READ_FILE = "files-read.jsonl"
 CHANGED_FILE = "files-changed.jsonl"
@@ -114,10 +114,10 @@ def _mtime_ms(stat: os.stat_result) -> int:
 class LandingWatch:
     """Remembers what was read of each landing file; warns when one changes afterwards."""
 
-    def __init__(self, landing: Path, state_dir: Path, log: Log) -> None:
+    def __init__(self, landing: Path, state_dir: Path, reporter: Reporter) -> None:
         self.landing = landing
         self.folder = ledger_state(state_dir)
-        self.log = log
+        self.reporter = reporter
         self.read: dict[str, Receipt] = {}
         for doc in _read_jsonl(self.folder / READ_FILE):
             try:
@@ -172,7 +172,7 @@ class LandingWatch:
                 continue
             self._skipped_logged.add(name)
             new.append(name)
-            self.log(f"landing: {name} {why}; skipped")
+            self.reporter.report("ledger", f"landing: {name} {why}; skipped", file=name)
         return new
 
     def _change(self, receipt: Receipt, length: int, mtime_ms: int) -> Change:
@@ -190,7 +190,7 @@ class LandingWatch:
         _append_jsonl(self.folder / CHANGED_FILE, (asdict(c) for c in new))
         for change in new:
             self._warned.add((change.file, change.length, change.mtime_ms))
-            self.log(change.render())
+            self.reporter.report("ledger", change.render(), file=change.file)
         return new
 
 

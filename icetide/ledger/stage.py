@@ -9,8 +9,8 @@ Bad events go to the dead-letter tables; they never stop the stream.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,11 +40,11 @@ from icetide.ledger.summary import BatchSummary
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
-from icetide.schema.model import TableSchema
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
-Log = Callable[[str], None]
+if TYPE_CHECKING:
+    from icetide.pipeline import Pipeline
 
 
 def _b64_col(col: str) -> Column:
@@ -66,17 +66,10 @@ def routes_of(config: Config) -> Routes:
 class LedgerStage:
     """Streams raw change events into the ledger and dead-letter tables."""
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        config: Config,
-        schemas: dict[str, TableSchema],
-        log: Log = print,
-    ) -> None:
+    def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
         self.spark = spark
-        self.config = config
-        self.schemas = schemas
-        self.log = log
+        self.pipeline = pipeline
+        self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
         self._query_id: str | None = None
@@ -85,13 +78,13 @@ class LedgerStage:
             self.watch = LandingWatch(
                 config.resolved_path(config.transport.path),
                 config.resolved_path(config.state_dir),
-                log,
+                pipeline.reporter,
             )
 
     # -- tables ------------------------------------------------------------------------
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
-        return TableRefs.of(self.config, table)
+        return self.pipeline.refs(table)
 
     @property
     def unrouted_dlt(self) -> TableName:
@@ -101,9 +94,9 @@ class LedgerStage:
     def ensure_tables(self) -> None:
         """Create the namespace, ledger and dead-letter tables when missing."""
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        for name, schema in self.schemas.items():
-            refs = self.refs(name)
-            contract = TableContract(schema)
+        for table in self.config.tables:
+            refs = self.refs(table.name)
+            contract = self.pipeline.contract(table.name)
             self.spark.sql(contract.ledger_ddl(refs.cdc))
             # A ledger made before rows recorded their schema version gains the column.
             present = set(self.spark.table(refs.cdc.sql).columns)
@@ -141,7 +134,11 @@ class LedgerStage:
         properties: dict[str, str] | None = None,
     ) -> None:
         if self._last_committed(table) >= batch_id:
-            self.log(f"ledger batch {batch_id}: {table} already has it, skipped")
+            self.pipeline.report(
+                "ledger",
+                f"ledger batch {batch_id}: {table} already has it, skipped",
+                batch=batch_id,
+            )
             return
         writer = (
             frame.writeTo(table.sql)
@@ -205,7 +202,13 @@ class LedgerStage:
                 self._append(self._dead_frame(unrouted_rows, now), self.unrouted_dlt, batch_id)
         finally:
             classified.unpersist()
-        self.log(summary.render())
+        self.pipeline.report(
+            "ledger",
+            summary.render(),
+            batch=batch_id,
+            events=dict(summary.rows),
+            dead_letters=dict(summary.dead),
+        )
         self._remember_files(receipts)
 
     def _remember_files(self, receipts: list[Receipt]) -> None:
@@ -232,7 +235,7 @@ class LedgerStage:
         summary: BatchSummary,
         has_routed_dead: bool,
     ) -> None:
-        schema = self.schemas[name]
+        schema = self.pipeline.schema(name)  # at each batch: the file may have changed
         refs = self.refs(name)
         mine = classified.where(F.col("table") == name)
         projected = (

@@ -9,21 +9,20 @@ position that produced it and only newer events apply.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.config import Config
 from icetide.faults import crash_point
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
-from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.commit import append_with_properties, with_commit_properties
@@ -36,7 +35,8 @@ from icetide.spark.tables import (
     table_exists,
 )
 
-Log = Callable[[str], None]
+if TYPE_CHECKING:
+    from icetide.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -63,26 +63,14 @@ class MergeResult:
 class MergeStage:
     """Merges each table's new ledger events into its base table."""
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        config: Config,
-        schemas: dict[str, TableSchema],
-        log: Log = print,
-    ) -> None:
+    def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
         self.spark = spark
-        self.config = config
-        self.schemas = schemas
-        self.log = log
+        self.pipeline = pipeline
+        self.config = pipeline.config
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
-        return TableRefs.of(self.config, table)
-
-    def contract(self, name: str) -> TableContract:
-        """The table contract of ``name``: its schema and base layout settings."""
-        table = self.config.table(name)
-        return TableContract(self.schemas[name], TableSettings(table.buckets, table.mode))
+        return self.pipeline.refs(table)
 
     def ensure_base(self, name: str) -> None:
         """Create the base table (and namespace) when missing."""
@@ -90,7 +78,7 @@ class MergeStage:
         if table_exists(self.spark, base):
             return
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        contract = self.contract(name)
+        contract = self.pipeline.contract(name)
         self.spark.sql(contract.base_ddl(base))
         self.spark.sql(contract.identifier_fields_sql(base))
 
@@ -102,10 +90,17 @@ class MergeStage:
         """Merge the new ledger events of one table."""
         started = time.monotonic()
         refs = self.refs(name)
+        contract = self.pipeline.contract(name)  # one schema for the whole batch
+        schema = contract.schema
         self.ensure_base(name)
         bootstrap = read_bootstrap_state(self.spark, refs.base)
         if bootstrap is not None and bootstrap[1] == "running":
-            self.log(f"merge {name}: waiting for bootstrap {bootstrap[0]} to finish")
+            self.pipeline.report(
+                "merge",
+                f"merge {name}: waiting for bootstrap {bootstrap[0]} to finish",
+                table=name,
+                waiting_for=bootstrap[0],
+            )
             return MergeResult(name, 0, None, None, 0.0)
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
@@ -118,11 +113,11 @@ class MergeStage:
             F.count(F.lit(1)).alias("n"),
             F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
             F.max(F.size(c.UNAVAILABLE)).alias("unavailable"),
-            F.max(F.when(key_move(self.schemas[name]), 1)).alias("moves"),
+            F.max(F.when(key_move(schema), 1)).alias("moves"),
         ).first()
         assert stats is not None
         count, batch_truncate = int(stats["n"]), stats["truncate"]
-        history = self._history(refs.cdc, start, self.schemas[name])
+        history = self._history(refs.cdc, start, schema)
         truncated_before = self._truncated_before(history, batch_truncate)
         if batch_truncate is not None:
             # Its own commit, before the MERGE that carries the watermark: if we die in
@@ -139,14 +134,12 @@ class MergeStage:
             if stats["moves"]:
                 # After the truncate's DELETE: an old row it removed has no values to give.
                 inheritance = inherit(
-                    self.spark, events, history, refs.base, self.schemas[name], refs.cdc, start
+                    self.spark, events, history, refs.base, schema, refs.cdc, start
                 )
                 resolved = inheritance.resolved
-                self._dead_letter_lost(name, resolved.where(F.size(LOST) > 0))
-                moves = applicable(resolved, self.schemas[name])
-            ctx = MergeContext(
-                self.schemas[name], history, truncated_before, has_unavailable, moves
-            )
+                self._dead_letter_lost(name, schema, resolved.where(F.size(LOST) > 0))
+                moves = applicable(resolved, schema)
+            ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
             view = f"icetide_batch_{name}"
             source.createOrReplaceTempView(view)
@@ -155,7 +148,7 @@ class MergeStage:
 
             def apply() -> None:
                 crash_point("merge.before_commit")
-                self.spark.sql(self.contract(name).merge_sql(refs.base, view))
+                self.spark.sql(contract.merge_sql(refs.base, view))
 
             with_commit_properties(self.spark, properties, apply)
             if current_snapshot_id(self.spark, refs.base) == before:
@@ -166,7 +159,15 @@ class MergeStage:
             if inheritance is not None:
                 inheritance.release()
         result = MergeResult(name, count, start, end, time.monotonic() - started)
-        self.log(result.render())
+        self.pipeline.report(
+            "merge",
+            result.render(),
+            table=name,
+            events=count,
+            start_snapshot=start,
+            end_snapshot=end,
+            seconds=round(result.seconds, 3),
+        )
         return result
 
     def _history(
@@ -193,13 +194,13 @@ class MergeStage:
                 marks.append(row[0])
         return max(marks) if marks else None
 
-    def _dead_letter_lost(self, name: str, lost: DataFrame) -> None:
+    def _dead_letter_lost(self, name: str, schema: TableSchema, lost: DataFrame) -> None:
         """Dead-letter the key changes whose unavailable values were found nowhere.
 
         Before the MERGE commits, so a crash in between reruns the batch: a message id the
         dead-letter table already holds for this reason is not written again.
         """
-        keys = self.schemas[name].primary_key
+        keys = schema.primary_key
         new_key = F.to_json(F.struct(*[F.col(k) for k in keys]))
         old_key = F.coalesce(
             F.to_json(F.col(OLD)), F.lit("an unknown key (no delete of the same source event)")
@@ -256,9 +257,12 @@ class MergeStage:
             if count:
                 fresh.writeTo(dlt.sql).append()
                 crash_point("merge.after_dead_letters")
-                self.log(
+                self.pipeline.report(
+                    "merge",
                     f"merge {name}: {count:,} key changes with unknown unchanged-TOAST values "
-                    f"not applied, dead-lettered to {dlt} ({c.UNAVAILABLE_VALUE_LOST})"
+                    f"not applied, dead-lettered to {dlt} ({c.UNAVAILABLE_VALUE_LOST})",
+                    table=name,
+                    dead_letters=count,
                 )
         finally:
             fresh.unpersist()

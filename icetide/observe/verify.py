@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
 from icetide.capture.postgres.types import array_json_text
-from icetide.config import Config, SourceConfig, TableConfig, load_table_schemas
+from icetide.config import SourceConfig, TableConfig
 from icetide.errors import ConfigError, IcetideError, Terminal
 from icetide.observe import checksum as ck
 from icetide.schema.model import Column, TableSchema
@@ -49,6 +49,8 @@ from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from icetide.pipeline import Pipeline
 
 MAX_SHOWN = 10
 """Differing keys reported per table."""
@@ -410,18 +412,14 @@ def _details(
 
 def verify_table(
     spark: SparkSession,
-    config: Config,
+    pipeline: Pipeline,
     table: TableConfig | str,
     source_conn: SourceConnection,
-    schema: TableSchema | None = None,
 ) -> TableVerdict:
-    """Compare one base table with its source table; see the module docs.
-
-    ``schema`` defaults to the table's schema file.
-    """
-    table = config.table(table) if isinstance(table, str) else table
-    schema = schema or load_table_schemas(config)[table.name]
-    refs = TableRefs.of(config, table.name)
+    """Compare one base table with its source table; see the module docs."""
+    table = pipeline.config.table(table) if isinstance(table, str) else table
+    schema = pipeline.schema(table.name)
+    refs = pipeline.refs(table.name)
     keys, columns = schema.key_columns, schema.columns
     frame, snapshot = _base_frame(spark, refs, schema)
     with _source_errors(table, source_conn, source_conn.table_sql(table)):
@@ -489,15 +487,12 @@ def _source_errors(table: TableConfig, conn: SourceConnection, source_table: str
 # -- every table -------------------------------------------------------------------------
 
 
-def verify_all(
-    spark: SparkSession,
-    config: Config,
-    schemas: dict[str, TableSchema],
-    tables: Sequence[str] | None = None,
-    log: Callable[[str], None] | None = None,
+def run_verify(
+    pipeline: Pipeline, spark: SparkSession, tables: Sequence[str] | None = None
 ) -> list[TableVerdict]:
     """Verify ``tables`` (default: every table some source captures), one connection per
     source. Naming a table no source captures is a :class:`ConfigError`."""
+    config = pipeline.config
     if not config.sources:
         raise ConfigError(
             f"pipeline {config.pipeline!r} has no sources to verify against",
@@ -522,22 +517,15 @@ def verify_all(
         conn = open_source(source)
         try:
             for table in chosen:
-                if log:
-                    log(f"verify {table.name}: checksumming source {source.name} and base …")
-                verdicts.append(verify_table(spark, config, table, conn, schemas[table.name]))
+                pipeline.report(
+                    "verify",
+                    f"verify {table.name}: checksumming source {source.name} and base …",
+                    table=table.name,
+                )
+                verdicts.append(verify_table(spark, pipeline, table, conn))
         finally:
             conn.close()
     return verdicts
-
-
-def run_verify(
-    config: Config,
-    spark: SparkSession,
-    tables: list[str] | None = None,
-    log: Callable[[str], None] | None = None,
-) -> list[TableVerdict]:
-    """The CLI's entry point: read the schema files and verify ``tables`` (default all)."""
-    return verify_all(spark, config, load_table_schemas(config), tables, log)
 
 
 # -- output ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from icetide.devservers.mariadb import MariaDBServer
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
+from icetide.pipeline import Pipeline as StagePipeline
+from icetide.progress import Reporter
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
@@ -127,14 +130,22 @@ class Pipeline:
         tmp.rename(final)
         return final
 
+    @property
+    def pipeline(self) -> StagePipeline:
+        """What the stages take: this pipeline's config and schemas, progress into ``logs``."""
+        return self.reporting(self.logs.append)
+
+    def reporting(self, log: Callable[[str], None]) -> StagePipeline:
+        """The same, with each progress line handed to ``log`` (a test's hook)."""
+        return StagePipeline(self.config, self.schemas, Reporter(Reporter.text(log)))
+
     def stream(self) -> None:
         """Run the ledger stage over everything landed so far."""
-        stage = LedgerStage(self.session, self.config, self.schemas, self.logs.append)
-        stage.start(once=True).awaitTermination()
+        LedgerStage(self.session, self.pipeline).start(once=True).awaitTermination()
 
     def merge(self) -> list[MergeResult]:
         """Run the merge stage once for every table."""
-        return MergeStage(self.session, self.config, self.schemas, self.logs.append).run_once()
+        return MergeStage(self.session, self.pipeline).run_once()
 
     def cli(
         self, *args: str, fault: str | None = None, timeout: float = 300

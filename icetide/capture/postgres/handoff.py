@@ -18,7 +18,7 @@ refused: the changes since ``C`` are lost and only a new bootstrap can help.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +33,7 @@ from icetide.capture.postgres.reader import (
 )
 from icetide.config.model import SourceConfig
 from icetide.events.position import format_lsn
+from icetide.progress import Reporter
 from icetide.sources.connect import connect_postgres, postgres_dsn
 
 _WAIT_LOG_SECONDS = 10.0
@@ -71,7 +72,7 @@ class SnapshotHandoff:
     """Its ``txid_current_snapshot()`` text, by which a query can check it runs in it."""
 
 
-def _wait_for_older_transactions(conn: Any, log: Callable[[str], None], what: str) -> None:
+def _wait_for_older_transactions(conn: Any, reporter: Reporter, what: str) -> None:
     """Wait until every transaction running now has ended (``conn`` is autocommit).
 
     A table's changes are published only from when it joined the publication: a
@@ -88,9 +89,10 @@ def _wait_for_older_transactions(conn: Any, log: Callable[[str], None], what: st
                 return
             if time.monotonic() - last_log > _WAIT_LOG_SECONDS:
                 last_log = time.monotonic()
-                log(
+                reporter.report(
+                    "bootstrap",
                     f"{what}: waiting {last_log - started:.0f}s for transactions older than "
-                    "the publication to end"
+                    "the publication to end",
                 )
             time.sleep(0.05)
 
@@ -101,7 +103,7 @@ def postgres_handoff(
     tables: Sequence[str],
     resuming: Resuming | None,
     saved_offset: dict[str, Any] | None,
-    log: Callable[[str], None],
+    reporter: Reporter,
 ) -> Iterator[SnapshotHandoff]:
     """A connection in a snapshot whose hand-off to capture is exact, and capture's start.
 
@@ -137,9 +139,10 @@ def postgres_handoff(
                 )
             )
             start = CaptureStart(LsnOffset(point.lsn).to_dict(), format_lsn(point.lsn), "slot")
-            log(
+            reporter.report(
+                "bootstrap",
                 f"{what}: slot {slot} created at consistent point {format_lsn(point.lsn)}; "
-                "reading the tables in its exported snapshot"
+                "reading the tables in its exported snapshot",
             )
             name = point.snapshot
         else:
@@ -151,7 +154,7 @@ def postgres_handoff(
                     hint="name another slot in the source's config",
                 )
             ensure_publication(ctl, str(source.publication), tables)
-            _wait_for_older_transactions(ctl, log, what)
+            _wait_for_older_transactions(ctl, reporter, what)
             if resuming is None:
                 assert status is not None
                 if saved_offset is not None:
@@ -159,13 +162,17 @@ def postgres_handoff(
                 else:
                     offset = LsnOffset(status.confirmed_flush_lsn or 0).to_dict()
                 start = CaptureStart(offset, str(offset["lsn"]), "existing slot")
-                log(f"{what}: slot {slot} exists; capture starts at {start.text}")
+                reporter.report(
+                    "bootstrap", f"{what}: slot {slot} exists; capture starts at {start.text}"
+                )
             exporter = stack.enter_context(_closing(connect_postgres(source)))
             exporter.set_session(isolation_level="REPEATABLE READ", readonly=True)
             with exporter.cursor() as cur:
                 cur.execute("SELECT pg_export_snapshot()")
                 name = str(cur.fetchone()[0])
-            log(f"{what}: reading in a new snapshot {name}, stamped 0 like the first")
+            reporter.report(
+                "bootstrap", f"{what}: reading in a new snapshot {name}, stamped 0 like the first"
+            )
         reader = stack.enter_context(_closing(connect_postgres(source)))
         yield SnapshotHandoff(start, reader, name, _snapshot_text(reader, name))
 

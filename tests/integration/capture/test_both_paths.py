@@ -28,6 +28,7 @@ from icetide.config import load_config, load_table_schemas
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
 from icetide.observe.verify import render_verdicts, run_verify
+from icetide.pipeline import Pipeline as StagePipeline
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.sources.quoting import mysql_quote, postgres_quote
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW
@@ -77,7 +78,7 @@ def _both_paths(pipe: Pipeline, fill: Any) -> dict[str, dict[Any, dict[str, Any]
     """Bootstrap (``copied`` full, ``captured`` empty), ``fill()`` ``captured``, capture,
     stream and merge; each base table's schema columns by key."""
     source = pipe.config.sources[0]
-    Bootstrap(pipe.session, pipe.config, pipe.schemas, source, log=pipe.logs.append).run()
+    Bootstrap(pipe.session, pipe.pipeline, source).run()
     fill()
     run_capture(pipe.config, source, follow=False)
     pipe.stream()
@@ -105,7 +106,7 @@ def _assert_identical(bases: dict[str, dict[Any, dict[str, Any]]], keys: list[An
 
 
 def _assert_verified(pipe: Pipeline) -> None:
-    verdicts = run_verify(pipe.config, pipe.session, None)
+    verdicts = run_verify(pipe.pipeline, pipe.session, None)
     assert sorted(v.table for v in verdicts) == ["captured", "copied"]
     assert all(v.matches for v in verdicts), render_verdicts(verdicts)
 
@@ -477,13 +478,13 @@ def test_bootstrap_reads_hostile_column_names_on_both_sources(
     schemas = load_table_schemas(config)
     try:
         for source in config.sources:
-            Bootstrap(spark, config, schemas, source, chunk_rows=3, log=lambda _: None).run()
+            Bootstrap(spark, StagePipeline(config, schemas), source, chunk_rows=3).run()
         for table in ("my_hostile", "pg_hostile"):
             base = spark.table(f"lake.`{db}`.{table}").select(
                 *[f"`{n.replace('`', '``')}`" for n in NAMES]
             )
             assert sorted(tuple(r) for r in base.collect()) == HOSTILE_ROWS, table
-        verdicts = run_verify(config, spark, None)
+        verdicts = run_verify(StagePipeline(config, schemas), spark, None)
         assert all(v.matches for v in verdicts) and len(verdicts) == 2, render_verdicts(verdicts)
     finally:
         postgres.drop_slot(slot, db)

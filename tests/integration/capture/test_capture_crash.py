@@ -96,9 +96,7 @@ def test_twenty_kills_under_a_live_workload_lose_and_duplicate_nothing(
     )
     source = pipe.config.sources[0]
     workload.start()
-    Bootstrap(
-        spark, pipe.config, pipe.schemas, source, chunk_rows=5_000, log=pipe.logs.append
-    ).run()
+    Bootstrap(spark, pipe.pipeline, source, chunk_rows=5_000).run()
     stages = [
         Stage("capture", ["capture"], (0.5, 4.0)),
         Stage("stream", ["stream"], (4.0, 20.0)),
@@ -133,5 +131,5 @@ def test_twenty_kills_under_a_live_workload_lose_and_duplicate_nothing(
     run_capture(pipe.config, source, follow=False)
     pipe.stream()
     pipe.merge()
-    verdicts = run_verify(pipe.config, spark, None)
+    verdicts = run_verify(pipe.pipeline, spark, None)
     assert all(v.matches for v in verdicts), [str(v) for v in verdicts]

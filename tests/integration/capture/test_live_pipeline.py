@@ -47,9 +47,7 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
     pipe = live(tmp_path, warehouse, server, spark)
     source = pipe.config.sources[0]
     workload.start()
-    Bootstrap(
-        spark, pipe.config, pipe.schemas, source, chunk_rows=2_500, log=pipe.logs.append
-    ).run()
+    Bootstrap(spark, pipe.pipeline, source, chunk_rows=2_500).run()
     assert offset_store(pipe.config, source).load() is not None
     stop = threading.Event()
     follower = threading.Thread(
@@ -81,7 +79,7 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
     ).first()
     assert chunk_commits is not None and chunk_commits[0] >= 4  # 12,000 rows in 2,500-row chunks
 
-    verdicts = run_verify(pipe.config, spark, None)
+    verdicts = run_verify(pipe.pipeline, spark, None)
     assert [v.table for v in verdicts] == ["customers", "orders"]
     assert all(v.matches for v in verdicts), [v for v in verdicts if not v.matches]
     assert all(v.source_rows > 0 for v in verdicts)
@@ -101,14 +99,12 @@ def test_a_killed_bootstrap_resumes_at_its_first_missing_chunk(
     pipe.merge()
     assert any("waiting for bootstrap" in line for line in pipe.logs)
 
-    resumed = Bootstrap(
-        spark, pipe.config, pipe.schemas, pipe.config.sources[0], chunk_rows=4000
-    ).run()
+    resumed = Bootstrap(spark, pipe.pipeline, pipe.config.sources[0], chunk_rows=4000).run()
     assert [(r.table, r.skipped) for r in resumed] == [("customers", 1), ("orders", 0)]
     run_capture(pipe.config, pipe.config.sources[0], follow=False)
     pipe.stream()
     pipe.merge()
-    verdicts = run_verify(pipe.config, spark, None)
+    verdicts = run_verify(pipe.pipeline, spark, None)
     assert all(v.matches for v in verdicts), verdicts
     assert spark.table(base).count() == verdicts[0].source_rows  # no chunk loaded twice
 
@@ -123,7 +119,7 @@ def test_capture_refuses_to_start_without_an_offset_and_bootstrap_refuses_a_full
     assert "no saved offset" in refused.stderr and "icetide bootstrap" in refused.stderr
     assert "Traceback" not in refused.stderr
     source = pipe.config.sources[0]
-    Bootstrap(spark, pipe.config, pipe.schemas, source, log=pipe.logs.append).run()
+    Bootstrap(spark, pipe.pipeline, source).run()
     with pytest.raises(CaptureError, match="already has rows") as refused_again:
-        Bootstrap(spark, pipe.config, pipe.schemas, source).run()
+        Bootstrap(spark, pipe.pipeline, source).run()
     assert "--replace" in str(refused_again.value.hint)

@@ -203,7 +203,7 @@ def make_pipeline(
 
 
 def assert_verified(pipe: Pipeline, spark: SparkSession) -> None:
-    verdicts = run_verify(pipe.config, spark, None)
+    verdicts = run_verify(pipe.pipeline, spark, None)
     assert sorted(v.table for v in verdicts) == sorted(pipe.schemas)
     assert all(v.matches for v in verdicts), [v for v in verdicts if not v.matches]
 
@@ -428,7 +428,7 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
             big.append(big_update(server, 1))  # between chunks: later chunks still see before
 
     writer.start()
-    Bootstrap(spark, pipe.config, pipe.schemas, source, chunk_rows=4_000, log=log).run()
+    Bootstrap(spark, pipe.reporting(log), source, chunk_rows=4_000).run()
     start = LsnOffset.from_dict(offset_store(pipe.config, source).load() or {}).lsn
     failures: list[BaseException] = []
     stop = threading.Event()
@@ -504,9 +504,7 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
             big_update(server, 3)
             server.execute("UPDATE orders SET id = -7 WHERE id = 11000", DB)
 
-    Bootstrap(
-        spark, pipe.config, pipe.schemas, source, chunk_rows=3_000, parallelism=3, log=log
-    ).run()
+    Bootstrap(spark, pipe.reporting(log), source, chunk_rows=3_000, parallelism=3).run()
     assert at_snapshot, pipe.logs
     copy = {
         "orders": {
@@ -587,7 +585,7 @@ def test_a_transaction_spanning_the_consistent_point_beats_the_copy(
 
         def bootstrap() -> None:
             try:
-                Bootstrap(spark, pipe.config, pipe.schemas, pipe.config.sources[0], log=log).run()
+                Bootstrap(spark, pipe.reporting(log), pipe.config.sources[0]).run()
             except BaseException as exc:  # re-raised below
                 failures.append(exc)
 
@@ -641,7 +639,7 @@ def test_a_bootstrap_on_a_slot_capture_already_reads_keeps_its_offset(
         if "new snapshot" in line:
             server.execute("UPDATE customers SET name = 'during' WHERE id BETWEEN 5 AND 15", DB)
 
-    Bootstrap(spark, pipe.config, pipe.schemas, source, log=log).run()
+    Bootstrap(spark, pipe.reporting(log), source).run()
     assert any("slot icetide exists" in line for line in pipe.logs), pipe.logs
     assert offset_store(pipe.config, source).load() == saved  # capture's offset is kept
     catch_up(pipe)
@@ -700,7 +698,7 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
         "SELECT 1, 1, 'late', localtimestamp FROM generate_series(1, 500)",
         DB,
     )
-    Bootstrap(spark, pipe.config, pipe.schemas, source, chunk_rows=4000, log=pipe.logs.append).run()
+    Bootstrap(spark, pipe.pipeline, source, chunk_rows=4000).run()
     assert any("new snapshot" in line for line in pipe.logs), pipe.logs
     assert any("1 already done" in line for line in pipe.logs), pipe.logs
     catch_up(pipe)
@@ -712,4 +710,4 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
     state_file.write_text(saved_state)
     server.execute(f"SELECT pg_drop_replication_slot('{SLOT}')", DB)
     with pytest.raises(PositionLostError, match="slot 'icetide' is gone"):
-        Bootstrap(spark, pipe.config, pipe.schemas, source, log=pipe.logs.append).run()
+        Bootstrap(spark, pipe.pipeline, source).run()

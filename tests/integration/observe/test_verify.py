@@ -36,6 +36,7 @@ from icetide.observe.verify import (
     run_verify,
     verdict_dicts,
 )
+from icetide.pipeline import Pipeline
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import sql_type
@@ -353,7 +354,7 @@ def test_identical_tables_match_on_both_sources_whatever_the_session_zone(
     zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     spark.conf.set("spark.sql.session.timeZone", "America/Sao_Paulo")
     try:
-        verdicts = run_verify(config, spark, None)
+        verdicts = run_verify(Pipeline(config), spark, None)
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
 
@@ -419,7 +420,7 @@ def test_reports_exactly_the_changed_keys_with_both_values(
     base = _load_base(spark, config, table, _drifted(rows))
     spark.sql(f"DELETE FROM {base} WHERE id = 6")  # a merge-on-read delete file
 
-    (verdict,) = run_verify(config, spark, [table])
+    (verdict,) = run_verify(Pipeline(config), spark, [table])
 
     assert not verdict.matches and exit_code([verdict]) == 1
     assert verdict.source_rows == verdict.base_rows == len(rows)  # one out, one in
@@ -466,7 +467,7 @@ def test_more_than_ten_differences_show_the_first_ten_by_key_value(
     changed = [{**r, "c_int": -1} for r in rows if r["id"] >= 10]
     _load_base(spark, config, "my_types", changed)
 
-    (verdict,) = run_verify(config, spark, ["my_types"])
+    (verdict,) = run_verify(Pipeline(config), spark, ["my_types"])
 
     assert (verdict.missing, verdict.extra, verdict.different) == (9, 0, 30)
     assert [d.key["id"] for d in verdict.differences] == [str(i) for i in range(1, 11)]
@@ -482,7 +483,7 @@ def test_a_missing_base_table_or_source_table_is_a_clear_error(
 ) -> None:
     config = _config(tmp_path / "fresh", warehouse, sources)
     with pytest.raises(VerifyError, match="base table .*my_types.* does not exist") as err:
-        run_verify(config, spark, ["my_types"])
+        run_verify(Pipeline(config), spark, ["my_types"])
     assert err.value.hint and "merge" in err.value.hint
 
     namespace = loaded[0].catalog.namespace  # its bases exist
@@ -490,7 +491,7 @@ def test_a_missing_base_table_or_source_table_is_a_clear_error(
         tmp_path / "wrong", warehouse, sources, "sales.no_such_table", namespace=namespace
     )
     with pytest.raises(VerifyError, match='pg_types.*"sales"."no_such_table".*pg') as err:
-        run_verify(wrong, spark, ["pg_types"])
+        run_verify(Pipeline(wrong), spark, ["pg_types"])
     assert err.value.hint and "exists" in err.value.hint
 
 
@@ -502,7 +503,7 @@ def test_an_unreachable_source_or_unknown_table_is_a_clear_error(
         update={"sources": (config.sources[0].model_copy(update={"port": free_port()}),)}
     )
     with pytest.raises(VerifyError, match="cannot connect to source 'maria'") as err:
-        run_verify(down, spark, ["my_types"])
+        run_verify(Pipeline(down), spark, ["my_types"])
     assert err.value.hint and "sources:" in err.value.hint
     with pytest.raises(ConfigError, match="no table 'my_typo'"):
-        run_verify(config, spark, ["my_typo"])
+        run_verify(Pipeline(config), spark, ["my_typo"])

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from icetide.ledger.landing import LandingWatch, Receipt, changed_files
+from icetide.progress import Reporter
 
 
 def receipt_of(path: Path) -> Receipt:
@@ -19,7 +20,7 @@ def test_a_file_changed_after_it_was_read_is_warned_once_and_remembered(tmp_path
     done = landing / "a.json"
     done.write_text('{"a": 1}\n')
     logs: list[str] = []
-    watch = LandingWatch(landing, state, logs.append)
+    watch = LandingWatch(landing, state, Reporter(Reporter.lines(logs)))
     assert watch.record([receipt_of(done)]) == []
     assert watch.check() == [] and logs == []
 
@@ -32,21 +33,21 @@ def test_a_file_changed_after_it_was_read_is_warned_once_and_remembered(tmp_path
     assert watch.check() == [] and len(logs) == 1  # the same change is told once
 
     # A new run (new watch) remembers both what was read and what was already told.
-    again = LandingWatch(landing, state, logs.append)
+    again = LandingWatch(landing, state, Reporter(Reporter.lines(logs)))
     assert again.check() == [] and len(logs) == 1
     assert [c.file for c in changed_files(state)] == ["a.json"]
 
 
 def test_a_file_that_grew_while_it_was_read_is_a_change(tmp_path: Path) -> None:
     logs: list[str] = []
-    watch = LandingWatch(tmp_path, tmp_path / "state", logs.append)
+    watch = LandingWatch(tmp_path, tmp_path / "state", Reporter(Reporter.lines(logs)))
     [change] = watch.record([Receipt("b.json", 10, 1, 25)])
     assert (change.read_length, change.length) == (10, 25)
     assert watch.record([Receipt("b.json", 10, 1, 25)]) == []  # a replayed batch
 
 
 def test_removed_files_are_not_changes(tmp_path: Path) -> None:
-    watch = LandingWatch(tmp_path, tmp_path / "state", print)
+    watch = LandingWatch(tmp_path, tmp_path / "state", Reporter())
     watch.record([Receipt("gone.json", 3, 1, 3)])
     assert watch.check() == []
 
@@ -58,7 +59,7 @@ def test_skipped_names_are_logged_once_per_run_but_not_capture_temp_files(
         (tmp_path / name).write_text("{}\n")
     (tmp_path / "2024").mkdir()
     logs: list[str] = []
-    watch = LandingWatch(tmp_path, tmp_path / "state", logs.append)
+    watch = LandingWatch(tmp_path, tmp_path / "state", Reporter(Reporter.lines(logs)))
     assert watch.skipped() == [".hidden.json", "2024", "_part.json"]
     assert watch.skipped() == []
     assert len(logs) == 3 and any("sub-folder" in line for line in logs)
