@@ -23,6 +23,7 @@ without the ``table:`` key, which is said once at the top.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,9 +143,11 @@ class SchemaHistory:
             raise SchemaError(f"{origin}: {exc.message}", hint=exc.hint) from None
 
     def dump(self, path: Path) -> None:
-        """Write the history as one YAML file."""
+        """Write the history as one YAML file, atomically (stages may run side by side)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: Path) -> SchemaHistory:
