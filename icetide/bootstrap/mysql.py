@@ -13,6 +13,32 @@ from icetide.schema.model import Column, TableSchema
 from icetide.sources.connect import connect_mysql, jdbc_url
 from icetide.sources.quoting import mysql_qualified, mysql_quote
 
+_MYSQL_TIME = (
+    "IF(MICROSECOND({c}) = 0, TIME_FORMAT({c}, '%H:%i:%s'), TIME_FORMAT({c}, '%H:%i:%s.%f'))"
+)
+MYSQL_READ: dict[str, str] = {
+    "boolean": "CAST({c} AS SIGNED)",
+    # A number whatever the column: the driver hands YEAR over as a DATE.
+    "int": "CAST({c} AS SIGNED)",
+    "long": "CAST({c} AS SIGNED)",
+    "float": "{c}",
+    "double": "{c}",
+    "decimal": "{c}",
+    "string": "CAST({c} AS CHAR)",
+    "json": "CAST({c} AS CHAR)",
+    "uuid": "CAST({c} AS CHAR)",
+    "enum": "CAST({c} AS CHAR)",
+    "binary": "CAST({c} AS BINARY)",
+    "date": "DATE_FORMAT({c}, '%Y-%m-%d')",
+    "time": _MYSQL_TIME,
+    "timestamp": "DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')",
+    "timestamptz": "DATE_FORMAT({c}, '%Y-%m-%d %H:%i:%s.%f')",
+}
+"""icetide type → the MySQL expression (``{c}``: the quoted column) a chunk query reads
+it with (see :func:`mysql_select_expression`)."""
+UNSUPPORTED = ("struct", "list", "map")
+"""Types no MySQL column has: a nested value arrives as JSON (declare it ``json``)."""
+
 
 def mysql_select_expression(column: Column, *, key: bool = False) -> str:
     """The SQL that reads ``column`` as text, bytes or a number Spark casts exactly.
@@ -29,25 +55,15 @@ def mysql_select_expression(column: Column, *, key: bool = False) -> str:
     >>> mysql_select_expression(Column(1, "b`it", parse_type("binary")))
     'CAST(`b``it` AS BINARY)'
     """
-    name = mysql_quote(column.name)
     kind = column.type.name
-    if kind == "timestamp" or kind == "timestamptz":
-        return f"DATE_FORMAT({name}, '%Y-%m-%d %H:%i:%s.%f')"
-    if kind == "date":
-        return f"DATE_FORMAT({name}, '%Y-%m-%d')"
-    if kind == "time":
-        return (
-            f"IF(MICROSECOND({name}) = 0, TIME_FORMAT({name}, '%H:%i:%s'), "
-            f"TIME_FORMAT({name}, '%H:%i:%s.%f'))"
+    if kind not in MYSQL_READ:
+        raise CaptureError(
+            f"column {column.name!r}: a {kind} column cannot be bootstrapped from MySQL",
+            hint="MySQL has no such column type; declare it as json in the schema file",
         )
-    if kind == "boolean" or (kind in ("int", "long") and not key):
-        # A number whatever the column: the driver hands YEAR over as a DATE.
-        return f"CAST({name} AS SIGNED)"
-    if kind in ("string", "json", "uuid"):
-        return f"CAST({name} AS CHAR)"
-    if kind == "binary":
-        return f"CAST({name} AS BINARY)"
-    return name
+    if key and kind in ("int", "long"):
+        return mysql_quote(column.name)  # as it is: the chunk predicates use its index
+    return MYSQL_READ[kind].format(c=mysql_quote(column.name))
 
 
 def _mysql_table(table: TableConfig) -> tuple[str, str]:

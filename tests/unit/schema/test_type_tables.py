@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from icetide.bootstrap import mysql as bootstrap_mysql
+from icetide.bootstrap import postgres as bootstrap_postgres
 from icetide.events.project import COERCERS
 from icetide.observe import checksum
 from icetide.schema.convert import connect, iceberg, mysql, postgres, spark
@@ -26,6 +28,8 @@ TABLES: dict[str, tuple[Mapping[str, Any], Collection[str]]] = {
     "schema.convert.postgres.DDL_TYPES": (postgres.DDL_TYPES, postgres.DDL_UNSUPPORTED),
     "schema.convert.connect.CONNECT_TYPES": (connect.CONNECT_TYPES, ()),
     "schema.convert.iceberg.ICEBERG_TYPES": (iceberg.ICEBERG_TYPES, ()),
+    "bootstrap.mysql.MYSQL_READ": (bootstrap_mysql.MYSQL_READ, bootstrap_mysql.UNSUPPORTED),
+    "bootstrap.postgres.PG_READ": (bootstrap_postgres.PG_READ, bootstrap_postgres.UNSUPPORTED),
 }
 
 
