@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ def customer(server: str, connector: str, key: int, name: str) -> str:
 def write_config(root: Path, warehouse: Path, namespace: str) -> Path:
     schemas = {"items": ITEMS, "my_customers": CUSTOMERS, "pg_customers": CUSTOMERS}
     for name, schema in schemas.items():
-        dump_schema_file(replace(schema, table=name), root / "schemas" / f"{name}.yaml")
+        dump_schema_file(schema.renamed(name), root / "schemas" / f"{name}.yaml")
     doc = {
         "pipeline": "hardening",
         "state_dir": "./state",
