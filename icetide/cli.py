@@ -51,7 +51,10 @@ def _load(args: argparse.Namespace) -> Pipeline:
     config = load_config(args.config)
     if _scrub is not None:
         _scrub.add(secret_values(config))
-    return Pipeline(config, reporter=Reporter(Reporter.text(_log)))
+    json_lines = getattr(args, "progress", "text") == "json"
+    return Pipeline(
+        config, reporter=Reporter(Reporter.json_stderr if json_lines else Reporter.stderr)
+    )
 
 
 def _session(config: Config, *, abandon_at_once: bool = False) -> SparkSession:
@@ -378,6 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
             "--config",
             default=os.environ.get("ICETIDE_CONFIG", DEFAULT_CONFIG),
             help="pipeline YAML (default: $ICETIDE_CONFIG or ./icetide.yaml)",
+        )
+        p.add_argument(
+            "--progress",
+            choices=("text", "json"),
+            default="text",
+            help="progress on stderr as text lines (default) or JSON lines, one per "
+            'record: {"stage": "merge", "message": ..., "table": ..., figures}',
         )
         return p
 
