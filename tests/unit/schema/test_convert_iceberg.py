@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pyiceberg.schema as pyiceberg_schema
+import pyiceberg.types as pyiceberg_types
 import pytest
 
 from icetide.errors import SchemaError
@@ -25,9 +27,6 @@ from icetide.schema.types import (
     TimestamptzType,
 )
 from tests.type_samples import SAMPLES
-
-pyiceberg_schema = pytest.importorskip("pyiceberg.schema")
-pyiceberg_types = pytest.importorskip("pyiceberg.types")
 
 READS_BACK_AS: dict[str, IcetideType] = {"json": StringType(), "enum": StringType()}
 """Iceberg has no JSON or enum type: both are strings there."""
