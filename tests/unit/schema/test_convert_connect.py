@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +24,9 @@ from icetide.schema.types import (
     primitive,
 )
 from tests.type_samples import FIRST_ID, SAMPLES
+from tests.unit.events.test_events_fixtures import fixtures_dir
 
-FIXTURES = Path("/work/shared/fixtures/debezium")
+FIXTURES = fixtures_dir()
 
 
 @pytest.mark.parametrize("optional", [True, False])
@@ -154,7 +154,6 @@ def _value_fields(document: Any) -> Iterator[dict[str, Any]]:
             yield from _value_fields(value)
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared Debezium fixtures not present")
 def test_every_column_schema_of_the_debezium_examples_converts() -> None:
     fields = [
         f
