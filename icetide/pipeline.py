@@ -1,15 +1,16 @@
 """The Pipeline a stage receives: config, a schema store, table references, a reporter.
 
-Every stage (capture, ledger, bootstrap, merge, verify, status) takes one
-:class:`Pipeline` instead of a ``(Config, dict[str, TableSchema])`` pair and a log
-callback. Two things follow:
+The ledger, merge, bootstrap and verify take one :class:`Pipeline` instead of a
+``(Config, dict[str, TableSchema])`` pair and a log callback (capture, which needs no
+schema, takes the config and the same :class:`~icetide.progress.Reporter`; status only
+the config). Two things follow:
 
 * the schema of a table is asked for at each batch boundary (:meth:`Pipeline.schema`),
   from a :class:`SchemaStore` that notices when a schema file changed, so a schema can
   change under a running stage without a restart (evolution builds on this);
-* progress is reported as structured :class:`Progress` records through one
-  :class:`Reporter`, which the CLI renders as text lines on stderr and tests collect.
-
+* progress is reported as structured :class:`~icetide.progress.Progress` records through
+  one :class:`~icetide.progress.Reporter`, which the CLI renders as text or JSON lines on
+  stderr and tests collect.
 """
 
 from __future__ import annotations
@@ -135,13 +136,6 @@ class Pipeline:
         self.config = config
         self.schemas = schemas if isinstance(schemas, SchemaStore) else SchemaStore(config, schemas)
         self.reporter = reporter or Reporter()
-
-    @classmethod
-    def load(cls, config_path: str | Path, reporter: Reporter | None = None) -> Pipeline:
-        """Read the config and every schema file it names."""
-        from icetide.config.loader import load_config
-
-        return cls(load_config(config_path), reporter=reporter)
 
     def schema(self, table: str) -> TableSchema:
         """The current schema of ``table``: ask at each batch boundary, not once."""
