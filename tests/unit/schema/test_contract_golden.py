@@ -74,7 +74,7 @@ def build(case: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", BUILD, ids=[slug(c["name"]) for c in BUILD])
 def test_build(case: dict[str, Any]) -> None:
-    check("build", case, build(case))
+    check("tables", case, build(case))
 
 
 @pytest.mark.parametrize("case", ALTER, ids=[slug(c["name"]) for c in ALTER])
