@@ -13,10 +13,11 @@ import time
 import pytest
 
 from icetide import __version__
-from icetide.capture.mysql.reader import BinlogReader
+from icetide.capture.mysql.reader import BinlogReader, _Table
 from icetide.capture.mysql.reader import _Transaction as MySQLTransaction
 from icetide.capture.mysql.types import ColumnInfo as MySQLColumn
-from icetide.capture.postgres.reader import LsnOffset, PgOutputReader
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.reader import PgOutputReader
 from icetide.capture.postgres.reader import _Relation as PgRelation
 from icetide.capture.postgres.reader import _Transaction as PgTransaction
 from icetide.capture.postgres.settings import ServerInfo as PgServerInfo
@@ -41,8 +42,6 @@ def pinned(text: str) -> str:
 
 
 def mysql_records(include_schema: bool) -> list[CaptureRecord]:
-    from icetide.capture.mysql.reader import _Table
-
     reader = BinlogReader({"host": "db", "port": 3306}, ["shop.items"], name="srv")
     reader._include_schema = include_schema
     reader._file = "mysql-bin.000003"
