@@ -25,7 +25,7 @@ from icetide.capture.postgres.catalog import (
     SourceColumn,
     source_columns,
 )
-from icetide.capture.postgres.reader import split_table
+from icetide.capture.postgres.publication import split_table
 from icetide.capture.postgres.types import array_json_text
 from icetide.config.model import SourceConfig, TableConfig
 from icetide.schema.model import Column, TableSchema

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from icetide.errors import IcetideError, Terminal
-from icetide.sources import errors as sources
 
 
 class CaptureError(IcetideError):
@@ -34,11 +33,3 @@ class PositionLostError(CaptureError, Terminal):
     def __init__(self, message: str, *, position: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.position = position
-
-
-class SourceUnavailableError(CaptureError, sources.SourceUnavailableError):
-    """Transitional, for the readers only (``mysql/reader.py``, ``postgres/reader.py``),
-    which still open their connections themselves and raise this: it is a
-    :class:`~icetide.sources.errors.SourceUnavailableError` (what every other caller
-    catches) that their ``CaptureError`` annotations accept. Delete it once the readers
-    open connections through :mod:`icetide.sources.connect`."""

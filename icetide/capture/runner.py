@@ -71,7 +71,8 @@ def open_reader(
             heartbeat_seconds=heartbeat,
             history=state / f"{source.name}.history.jsonl",
         )
-    from icetide.capture.postgres.reader import LsnOffset, PgOutputReader
+    from icetide.capture.postgres.offset import LsnOffset
+    from icetide.capture.postgres.reader import PgOutputReader
 
     return PgOutputReader(
         postgres_dsn(source),

@@ -121,7 +121,7 @@ def _mysql_lag(source: SourceConfig, lag: CaptureLag, offset: dict[str, Any] | N
 
 
 def _postgres_lag(source: SourceConfig, lag: CaptureLag) -> CaptureLag:
-    from icetide.capture.postgres.reader import slot_status
+    from icetide.capture.postgres.slot import slot_status
     from icetide.events.position import format_lsn
 
     conn = connect_postgres(source, connect_timeout=CONNECT_TIMEOUT)

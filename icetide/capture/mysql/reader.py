@@ -42,7 +42,6 @@ position is left unread; a caught-up capture's saved offset then equals the serv
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,9 +70,16 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from icetide import __version__
-from icetide.capture.connect_schema import SourceField, envelope_schema
-from icetide.capture.errors import CaptureError, PositionLostError, SourceUnavailableError
+from icetide.capture.envelope import (
+    COMMON_FIELDS,
+    SourceBlock,
+    SourceField,
+    change_value,
+    envelope_schema,
+    record_key,
+    schema_change_value,
+)
+from icetide.capture.errors import CaptureError, PositionLostError
 from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
 from icetide.capture.mysql.rows import RowDecoder, row_decoder
 from icetide.capture.mysql.settings import ServerInfo, check_server, read_variables, server_info
@@ -87,9 +93,28 @@ from icetide.capture.mysql.types import (
     value_converter,
 )
 from icetide.capture.record import CaptureRecord, Heartbeat
+from icetide.errors import IcetideError
 from icetide.events.position import Position, binlog_position
+from icetide.sources.connect import open_mysql
+from icetide.sources.errors import SourceUnavailableError
 
-CONNECTOR = "mysql"
+SOURCE = SourceBlock(
+    "mysql",
+    "io.debezium.connector.mysql.Source",
+    (
+        *COMMON_FIELDS,
+        SourceField("table", "string", optional=True),
+        SourceField("server_id", "int64"),
+        SourceField("gtid", "string", optional=True),
+        SourceField("file", "string"),
+        SourceField("pos", "int64"),
+        SourceField("row", "int32"),
+        SourceField("thread", "int64", optional=True),
+        SourceField("query", "string", optional=True),
+    ),
+)
+"""The ``source`` block of Debezium's MySQL connector (``sequence`` and ``query`` are
+always ``null`` here)."""
 
 _MARIADB_STANDALONE = 0x01  # GTID flag: a statement (DDL) with no BEGIN … COMMIT around it
 _ROW_EVENTS = (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
@@ -359,13 +384,7 @@ class BinlogReader:
     def _control_connection(self) -> Any:
         settings = {"charset": "utf8mb4", "autocommit": True, "connect_timeout": 10}
         settings.update(self._connection)
-        try:
-            return pymysql.connect(**settings)
-        except pymysql.err.MySQLError as exc:
-            raise SourceUnavailableError(
-                f"cannot connect to the MySQL/MariaDB server at {self.where}: {exc}",
-                hint="check host, port, user and password, and that the server runs",
-            ) from exc
+        return open_mysql(settings, where=f"the MySQL/MariaDB server at {self.where}")
 
     def _resolve_start(self, ctl: Any, info: ServerInfo) -> BinlogOffset:
         start = self._start
@@ -399,7 +418,7 @@ class BinlogReader:
                 gtid = str(row[4] or "").replace("\n", "")
             return BinlogOffset(file, pos, gtid)
 
-    def _stream_error(self, exc: pymysql.err.MySQLError) -> CaptureError:
+    def _stream_error(self, exc: pymysql.err.MySQLError) -> IcetideError:
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
         start = self.start_offset.text if self.start_offset else "?"
         if code == _LOST_POSITION:
@@ -515,14 +534,7 @@ class BinlogReader:
                 )
             # Forget the table's layout: the next table map describes the new one.
             self._tables = {k: t for k, t in self._tables.items() if (t.db, t.table) != (db, table)}
-            payload = {
-                "source": source,
-                "ts_ms": _now_ms(),
-                "databaseName": db,
-                "schemaName": None,
-                "ddl": sql,
-                "tableChanges": [],
-            }
+            payload = schema_change_value(source, db, None, sql, [])
             yield CaptureRecord("schema_change", db, table, None, payload, position, tx.resume)
 
     def _table_map(self, event: Any, start: int) -> None:
@@ -618,23 +630,18 @@ class BinlogReader:
         tx: _Transaction,
         server_id: int,
     ) -> dict[str, Any]:
-        return {
-            "version": __version__,
-            "connector": CONNECTOR,
-            "name": self.name,
-            "ts_ms": ts_ms,
-            "snapshot": "false",
-            "db": db,
-            "sequence": None,
-            "table": table,
-            "server_id": int(server_id),
-            "gtid": tx.gtid,
-            "file": self._file,
-            "pos": pos,
-            "row": row,
-            "thread": tx.thread,
-            "query": None,
-        }
+        return SOURCE.values(
+            name=self.name,
+            ts_ms=ts_ms,
+            db=db,
+            table=table,
+            server_id=int(server_id),
+            gtid=tx.gtid,
+            file=self._file,
+            pos=pos,
+            row=row,
+            thread=tx.thread,
+        )
 
     def _change(
         self,
@@ -649,23 +656,11 @@ class BinlogReader:
         tx: _Transaction,
     ) -> CaptureRecord:
         total, in_table = tx.count(db, name)
-        payload: dict[str, Any] = {
-            "before": before,
-            "after": after,
-            "source": source,
-            "op": op,
-            "ts_ms": _now_ms(),
-            "transaction": {
-                "id": tx.id,
-                "total_order": total,
-                "data_collection_order": in_table,
-            },
-        }
-        image = after if after is not None else before
-        key = {k: image[k] for k in table.key} if table and table.key and image else None
-        value = payload
+        schema = None
         if self._include_schema and table is not None:
-            value = {"schema": table.envelope_schema(self.name), "payload": payload}
+            schema = table.envelope_schema(self.name)
+        value = change_value(op, before, after, source, (tx.id, total, in_table), schema)
+        key = record_key(table.key, before, after) if table is not None else None
         return CaptureRecord("change", db, name, key, value, position, tx.resume)
 
 
@@ -678,37 +673,9 @@ def _split_table(name: str) -> tuple[str, str]:
     return db.strip("`"), table.strip("`")
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-_SOURCE_FIELDS: tuple[SourceField, ...] = (
-    ("version", "string", False),
-    ("connector", "string", False),
-    ("name", "string", False),
-    ("ts_ms", "int64", False),
-    ("snapshot", "string", True),
-    ("db", "string", False),
-    ("sequence", "string", True),
-    ("table", "string", True),
-    ("server_id", "int64", False),
-    ("gtid", "string", True),
-    ("file", "string", False),
-    ("pos", "int64", False),
-    ("row", "int32", False),
-    ("thread", "int64", True),
-    ("query", "string", True),
-)
-
-
 def _envelope_schema(
     server: str, db: str, table: str, columns: tuple[ColumnInfo, ...]
 ) -> dict[str, Any]:
     """The Connect schema Debezium's MySQL connector gives a table's change events."""
     fields = [{**connect_schema(c), "field": c.name} for c in columns]
-    return envelope_schema(
-        f"{server}.{db}.{table}",
-        fields,
-        "io.debezium.connector.mysql.Source",
-        _SOURCE_FIELDS,
-    )
+    return envelope_schema(f"{server}.{db}.{table}", fields, SOURCE)

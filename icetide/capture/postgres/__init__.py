@@ -5,11 +5,16 @@
   once published) and say exactly what to put in ``postgresql.conf`` / run;
 * ``types`` — pgoutput text values → Debezium JSON values, Connect schemas, SQL and
   icetide types;
+* ``pgoutput`` — the protocol's binary messages decoded into plain values;
+* ``connection`` — capture's connections, with the session settings ``types`` parses;
+* ``offset`` — :class:`~icetide.capture.postgres.offset.LsnOffset`, where capture resumes;
+* ``slot`` — the replication slot: create, wait for, advance, and
+  :func:`~icetide.capture.postgres.slot.slot_status` / ``slot_lag`` for monitoring;
+* ``publication`` — the publication listing the captured tables, and table names;
+* ``snapshot`` — :func:`~icetide.capture.postgres.snapshot.exported_snapshot` (a new slot
+  with an exported snapshot, for bootstrap) and ``import_snapshot``;
 * ``reader`` — :class:`~icetide.capture.postgres.reader.PgOutputReader`, the slot →
-  Debezium envelope stream with resumable :class:`~icetide.capture.postgres.reader.LsnOffset`
-  offsets, acknowledged only by the caller; publication and slot management,
-  :func:`~icetide.capture.postgres.reader.exported_snapshot` for bootstrap, and
-  :func:`~icetide.capture.postgres.reader.slot_lag` / ``slot_status`` for monitoring;
+  Debezium envelope stream with resumable offsets, acknowledged only by the caller;
 * ``handoff`` — the bootstrap's snapshot on the slot and the offset capture starts from.
 
 Tested against PostgreSQL 15 (Debian). Known limits:

@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from icetide.capture.errors import CaptureError, PositionLostError
-from icetide.capture.postgres.reader import (
-    LsnOffset,
-    ensure_publication,
-    exported_snapshot,
-    import_snapshot,
-    slot_status,
-)
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.publication import ensure_publication
+from icetide.capture.postgres.slot import slot_status
+from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.config.model import SourceConfig
 from icetide.events.position import format_lsn
 from icetide.progress import Reporter

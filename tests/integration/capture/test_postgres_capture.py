@@ -25,17 +25,12 @@ from icetide.capture.errors import (
     PositionLostError,
     ServerSettingsError,
 )
-from icetide.capture.postgres.reader import (
-    CaptureRecord,
-    LsnOffset,
-    PgOutputReader,
-    exported_snapshot,
-    import_snapshot,
-    slot_lag,
-    slot_status,
-)
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.reader import PgOutputReader
+from icetide.capture.postgres.slot import slot_lag, slot_status
+from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.capture.postgres.types import infer_table_schema
-from icetide.capture.record import Heartbeat
+from icetide.capture.record import CaptureRecord, Heartbeat
 from icetide.devservers.postgres import PostgresServer
 from icetide.events.envelope import decode_message
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Skipped

@@ -30,12 +30,9 @@ from icetide.bootstrap.plan import Chunk
 from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
 from icetide.bootstrap.run import Bootstrap
 from icetide.capture.errors import PositionLostError
-from icetide.capture.postgres.reader import (
-    LsnOffset,
-    exported_snapshot,
-    import_snapshot,
-    slot_status,
-)
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.slot import slot_status
+from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.postgres import PostgresServer

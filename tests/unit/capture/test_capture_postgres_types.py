@@ -11,7 +11,9 @@ import pytest
 
 from icetide.capture.errors import CaptureError, ServerSettingsError
 from icetide.capture.postgres import types as t
-from icetide.capture.postgres.reader import LsnOffset, parse_tuple, split_table
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.pgoutput import parse_tuple
+from icetide.capture.postgres.publication import split_table
 from icetide.capture.postgres.settings import find_problems, settings_error, table_problems
 from icetide.events import logical_types as lt
 from icetide.events.envelope import is_unavailable
