@@ -30,14 +30,19 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
 
 def merge_all(stage: MergeStage, config: Config) -> list[MergeResult]:
-    """Merge each table in turn, stopping between tables when asked to."""
-    from icetide.spark.errors import jvm_boundary
+    """Merge each table in turn, stopping between tables when asked to.
+
+    A merge refused because maintenance committed first is merged again (it committed
+    nothing, and a replay is a no-op anyway).
+    """
+    from icetide.spark.retry import retry_conflicts
 
     results = []
     for table in config.tables:
         context.state.stop.check()
-        with jvm_boundary(f"merge of {table.name}"):
-            results.append(stage.merge_table(table.name))
+        results.append(
+            retry_conflicts(f"merge of {table.name}", lambda n=table.name: stage.merge_table(n))
+        )
     return results
 
 

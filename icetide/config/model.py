@@ -132,6 +132,28 @@ def format_duration(value: timedelta) -> str:
     return f"{millis}ms"
 
 
+_SIZE = re.compile(r"(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3}
+_SIZE_UNITS["gib"] = 1024**3
+
+
+def parse_size(value: Any) -> int:
+    """Parse ``"128MiB"``, ``"512MB"``, ``"1GiB"`` or a number of bytes.
+
+    >>> parse_size("128MiB"), parse_size(1024)
+    (134217728, 1024)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        result = value
+    elif isinstance(value, str) and (match := _SIZE.fullmatch(value.strip())):
+        result = int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+    else:
+        raise ValueError("not a size; use e.g. 128MiB, 512MB, 1GiB or a number of bytes")
+    if result <= 0:
+        raise ValueError("must be a positive size")
+    return result
+
+
 # -- field types -------------------------------------------------------------------------
 
 
@@ -276,6 +298,7 @@ SecretMap = Annotated[
 ]
 """Passthrough options; values under credential-like keys become :class:`Secret`."""
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+Size = Annotated[int, BeforeValidator(parse_size)]
 
 
 def _not_bool(value: Any) -> Any:
@@ -422,6 +445,39 @@ class MergeConfig(_Model):
     """How long a delete is remembered, so a late, older insert cannot resurrect the row."""
 
 
+class SnapshotRetention(_Model):
+    """Which snapshots expiry may remove: older than ``max_age`` and beyond the newest
+    ``keep_last``. Snapshots a stage still needs are kept whatever these say."""
+
+    max_age: Duration = timedelta(days=5)
+    keep_last: Count = Field(10, ge=1)
+
+
+_MIN_ORPHAN_AGE = timedelta(hours=1)
+
+
+def _safe_orphan_age(value: timedelta) -> timedelta:
+    # A younger file may belong to a commit still being written (a merge in flight):
+    # removing it would corrupt that commit.
+    if value < _MIN_ORPHAN_AGE:
+        raise ValueError(
+            "must be at least 1h: a younger unreferenced file may belong to a commit in flight"
+        )
+    return value
+
+
+class MaintenanceConfig(_Model):
+    """Table maintenance: compaction, delete-file rewrite, snapshot expiry, orphans."""
+
+    interval: Duration = timedelta(hours=1)
+    """How often ``icetide run`` maintains every table."""
+    target_file_size: Size = Field(128 * 2**20, ge=1)
+    """Data files are bin-packed per bucket towards this size."""
+    snapshots: SnapshotRetention = Field({}, validate_default=True)
+    orphan_age: Annotated[Duration, AfterValidator(_safe_orphan_age)] = timedelta(days=3)
+    """Files no snapshot references are removed once older than this."""
+
+
 class DeadLetterConfig(_Model):
     """Names of the dead-letter tables."""
 
@@ -508,6 +564,9 @@ class TableConfig(_Model):
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+    freshness_sla: Duration | None = None
+    """The base table must hold the source's changes this recent; a breach is logged,
+    exported as a metric and fails ``icetide status --check``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -540,6 +599,7 @@ class Config(_Model):
     transport: TransportConfig = Field({}, validate_default=True)
     schedule: ScheduleConfig = Field({}, validate_default=True)
     merge: MergeConfig = Field({}, validate_default=True)
+    maintenance: MaintenanceConfig = Field({}, validate_default=True)
     dead_letter: DeadLetterConfig = Field({}, validate_default=True)
     sources: tuple[SourceConfig, ...] = ()
     tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]
