@@ -25,6 +25,7 @@ GROUPS = (
     "icetide.cli.setup",
     "icetide.cli.capture",
     "icetide.cli.stages",
+    "icetide.cli.run",
     "icetide.cli.observe",
     "icetide.cli.maintain",
     "icetide.cli.jars",

@@ -1,15 +1,12 @@
-"""``icetide stream``, ``merge`` and ``run``: the ledger and merge stages."""
+"""``icetide stream`` and ``merge``: the ledger and merge stages."""
 
 from __future__ import annotations
 
 import argparse
-import time
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
-from icetide.cli.context import command_parser, log, with_config
-from icetide.errors import StageError
-from icetide.stopping import Stopped
+from icetide.cli.context import command_parser, log, with_config, with_metrics
 
 if TYPE_CHECKING:
     from icetide.config import Config
@@ -22,6 +19,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
+    context.serve_metrics(args, pipeline)
     spark = context.spark_session(pipeline.config)
     with jvm_boundary("ledger stream"):
         query = LedgerStage(spark, pipeline).start(once=args.once)
@@ -51,6 +49,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from icetide.merge.stage import MergeStage
 
     pipeline = context.load_pipeline(args)
+    context.serve_metrics(args, pipeline)
     config = pipeline.config
     spark = context.spark_session(config)
     stage = MergeStage(spark, pipeline)
@@ -64,72 +63,30 @@ def cmd_merge(args: argparse.Namespace) -> int:
         context.state.stop.wait(interval)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """Stream and merge on one machine until Ctrl-C."""
-    from icetide.config.model import format_duration
-    from icetide.ledger.stage import LedgerStage
-    from icetide.merge.stage import MergeStage
-    from icetide.spark.errors import jvm_boundary
-
-    pipeline = context.load_pipeline(args)
-    config = pipeline.config
-    spark = context.spark_session(config)
-    with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, pipeline).start(once=False)
-    merge = MergeStage(spark, pipeline)
-    interval = config.schedule.merge_interval.total_seconds()
-    log(
-        f"running: ledger every {format_duration(config.schedule.stream_interval)}, merge "
-        f"every {format_duration(config.schedule.merge_interval)}; Ctrl-C stops"
-    )
-    try:
-        while True:
-            # Merge first: what the ledger holds already need not wait for the interval.
-            merge_all(merge, config)
-            deadline = time.monotonic() + interval
-            while (left := deadline - time.monotonic()) > 0:
-                with jvm_boundary("ledger stream"):
-                    active = query.isActive
-                if not active:
-                    context.await_query(query, "ledger stream")
-                    raise StageError("the ledger stream stopped", hint="rerun `icetide run`")
-                context.state.stop.wait(min(left, 0.5))
-    except Stopped:
-        with jvm_boundary("ledger stream"):
-            context.stop_query(query)
-        raise
-
-
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``stream``, ``merge`` and ``run``."""
-    p = with_config(
-        command_parser(
-            sub,
-            "stream",
-            help="ledger stage: change events → CDC tables",
-            example=("icetide stream", "icetide stream --once -c shop.yaml"),
+    """Add ``stream`` and ``merge`` (``run`` lives in :mod:`icetide.cli.run`)."""
+    p = with_metrics(
+        with_config(
+            command_parser(
+                sub,
+                "stream",
+                help="ledger stage: change events → CDC tables",
+                example=("icetide stream", "icetide stream --once -c shop.yaml"),
+            )
         )
     )
     p.add_argument("--once", action="store_true", help="process what has arrived, then stop")
     p.set_defaults(func=cmd_stream)
 
-    p = with_config(
-        command_parser(
-            sub,
-            "merge",
-            help="merge stage: CDC tables → base tables",
-            example=("icetide merge", "icetide merge --once --progress json"),
+    p = with_metrics(
+        with_config(
+            command_parser(
+                sub,
+                "merge",
+                help="merge stage: CDC tables → base tables",
+                example=("icetide merge", "icetide merge --once --metrics-port 9464"),
+            )
         )
     )
     p.add_argument("--once", action="store_true", help="merge once, then stop")
     p.set_defaults(func=cmd_merge)
-
-    p = with_config(
-        command_parser(
-            sub,
-            "run",
-            help="stream and merge on this machine until Ctrl-C",
-            example=("icetide run", "icetide run -c shop.yaml --progress json"),
-        )
-    )
-    p.set_defaults(func=cmd_run)

@@ -187,7 +187,8 @@ class LedgerStage:
                 elif row.status == SKIP:
                     summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
                 elif row.status == DEAD:
-                    summary.add_dead(row.reason, row.n, list(row.samples))
+                    table_name = None if row.table is None else str(row.table)
+                    summary.add_dead(row.reason, row.n, list(row.samples), table_name)
                     if row.table is None:
                         unrouted = True
                     else:
@@ -208,6 +209,7 @@ class LedgerStage:
             batch=batch_id,
             events=dict(summary.rows),
             dead_letters=dict(summary.dead),
+            dead_letters_by_table=summary.dead_by_table,
         )
         self._remember_files(receipts)
 
@@ -258,7 +260,7 @@ class LedgerStage:
             summary.rows[name] = ok
             for r in stats:
                 if r[STATUS] == DEAD:
-                    summary.add_dead(r[REASON], r.n, list(r.samples))
+                    summary.add_dead(r[REASON], r.n, list(r.samples), name)
             if ok:
                 extra = {}
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
