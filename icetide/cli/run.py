@@ -224,7 +224,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     supervisor.add(Task("observe", observer.step, args.observe_interval))
     names += ["stream", "merge", "maintenance", "observe"]
     log(
-        f"running {', '.join(names)}: ledger every "
+        f"running: {', '.join(names)}; ledger every "
         f"{format_duration(config.schedule.stream_interval)}, merge every "
         f"{format_duration(config.schedule.merge_interval)}, maintenance every "
         f"{format_duration(config.maintenance.interval)}; Ctrl-C stops"

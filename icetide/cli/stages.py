@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
@@ -38,9 +39,8 @@ def merge_all(stage: MergeStage, config: Config) -> list[MergeResult]:
     results = []
     for table in config.tables:
         context.state.stop.check()
-        results.append(
-            retry_conflicts(f"merge of {table.name}", lambda n=table.name: stage.merge_table(n))
-        )
+        name = table.name
+        results.append(retry_conflicts(f"merge of {name}", partial(stage.merge_table, name)))
     return results
 
 

@@ -73,7 +73,7 @@ def _human(seconds: float) -> str:
     ('1h 2m 5s', '0s', '1d 1h 1m 1s')
     """
     left = int(seconds)
-    parts = []
+    parts: list[str] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if left >= size or (unit == "s" and not parts):
             parts.append(f"{left // size}{unit}")
