@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything icetide needs on a fresh Debian machine, skipping what is there.
-# Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers.
+# Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers,
+# chromium and chromium-driver (the status page's headless-browser test).
 # Python: icetide itself (editable) with the capture and dev extras.
 # JVM: the packages Spark needs, by Maven coordinates, resolved once by Maven into the
 # jar folder (`icetide jars fetch`; skips what is already there).
@@ -16,6 +17,9 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(maria
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
 [ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+# The status page's browser test: Debian's chromium and its driver (no browser download).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install.sh: apt-get install ${need[*]}"
   $SUDO apt-get update -qq

@@ -94,10 +94,10 @@ def read_page(port: int, table: str) -> dict[str, str]:
         driver.quit()
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="install.sh installs chromium")
 def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     tmp_path: Path, warehouse: Path, server: MariaDBServer, spark: SparkSession
 ) -> None:
+    assert CHROMIUM and CHROMEDRIVER, "chromium and chromedriver missing: run scripts/install.sh"
     start_shop(server, seed=5)
     p = Pipeline.live(
         tmp_path,
