@@ -9,7 +9,7 @@ argument is a string that Iceberg parses as a (quoted) multi-part name.
 "CALL `lake`.system.rewrite_data_files(table => '`shop`.`orders`', strategy => 'binpack', \
 options => map('target-file-size-bytes', '1024', 'min-input-files', '2', \
 'delete-file-threshold', '1', 'remove-dangling-deletes', 'true', \
-'partial-progress.enabled', 'true'))"
+'use-starting-sequence-number', 'false'))"
 """
 
 from __future__ import annotations
@@ -39,17 +39,20 @@ def rewrite_data_files(table: TableName, *, target_file_size: int) -> str:
     """Bin-pack each partition (bucket) towards ``target_file_size``.
 
     Two small files in a bucket are enough to rewrite it, and any file with a delete
-    against it is rewritten with the deletes applied, so afterwards the deletes that
-    pointed at it are dangling and removed in the same commit. Partial progress commits
-    bucket groups one by one: a group that loses a race with a merge is retried later
-    instead of failing the rest.
+    against it is rewritten with the deletes applied. The new files take a new sequence
+    number (not the starting one), so the position deletes that pointed at the old files
+    no longer apply to anything and are removed as dangling in the same commit. That is
+    safe here: icetide writes no equality deletes (which a rewrite racing them would have
+    to keep applying), and a position delete committed meanwhile against a replaced file
+    fails the rewrite's validation, which is then retried. One commit for the table (no
+    partial progress): a partial commit can leave buckets half done.
     """
     options = {
         "target-file-size-bytes": str(target_file_size),
         "min-input-files": "2",
         "delete-file-threshold": "1",
         "remove-dangling-deletes": "true",
-        "partial-progress.enabled": "true",
+        "use-starting-sequence-number": "false",
     }
     return _call(table, "rewrite_data_files", strategy=literal("binpack"), options=_map(options))
 
