@@ -77,7 +77,7 @@ class CaptureChild:
                 table = record.pop("table", None)
                 self.pipeline.report(stage, message, table=table, **record)
             elif line:
-                log(f"capture {self.source}: {line}")
+                log(line)  # its plain lines (start-up, stop) already name the source
 
     def step(self) -> None:
         """Fail (to be restarted) when the child has ended."""
