@@ -153,7 +153,9 @@ class Observer:
             healths = observe_all(self.spark, self.pipeline.config)
         for health in healths:
             health = replace(health, schema_version=self.pipeline.schema(health.table).version)
-            self.sinks.report("observe", health.render(), table=health.table, **health.to_dict())
+            figures = health.to_dict()
+            del figures["table"]
+            self.sinks.report("observe", health.render(), table=health.table, **figures)
             if health.breached and health.table not in self.breached:
                 self.breached.add(health.table)
                 log(f"WARNING {health.render()}")
