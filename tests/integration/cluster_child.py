@@ -34,7 +34,6 @@ def main(config_path: str) -> int:
     spark = build_session(config)
     try:
         master = spark.sparkContext.master
-        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()  # type: ignore[union-attr]
         source = config.sources[0]
         Bootstrap(spark, pipeline, source, chunk_rows=500).run()
         conn = connect_mysql(source, autocommit=True)
@@ -48,6 +47,8 @@ def main(config_path: str) -> int:
         LedgerStage(spark, pipeline).start(once=True).awaitTermination()
         merged = MergeStage(spark, pipeline).run_once()
         verdicts = run_verify(pipeline, spark)
+        # After the work: the worker's executor has registered by now (driver + 1).
+        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()  # type: ignore[union-attr]
         print(
             json.dumps(
                 {
