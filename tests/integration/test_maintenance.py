@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.run import plan_rounds
@@ -43,6 +44,7 @@ def _rounds(p: Pipeline, parts: list[Workload], seed: int) -> list[MergeResult]:
     return results
 
 
+@pytest.mark.timeout(1800)  # 50 rounds of stream + merge: minutes on a shared machine
 def test_after_50_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_watermark(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
