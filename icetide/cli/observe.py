@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from icetide.cli import context
+from icetide.cli import context, tables
 from icetide.cli.context import command_parser, log, with_config, with_output
 from icetide.errors import ConfigError
 
@@ -34,6 +34,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     context.state.stop.check()
     if args.output == "json":
         print(json.dumps(verdict_dicts(verdicts), indent=2))
+    elif tables.on_terminal():
+        tables.print_table("verify", tables.VERIFY_COLUMNS, verdict_dicts(verdicts))
+        different = [v for v in verdicts if not v.matches]
+        if different:
+            print(render_verdicts(different))
     else:
         print(render_verdicts(verdicts))
     return exit_code(verdicts)
@@ -52,6 +57,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         return _check(spark, config, args.output)
     if args.output == "json":
         print(json.dumps(status_dicts(status), indent=2))
+    elif tables.on_terminal():
+        tables.print_table("status", tables.STATUS_COLUMNS, status_dicts(status))
+        rest = render_status(status).split("\n")[len(status.tables) + 1 :]
+        if any(rest):
+            print("\n".join(rest).strip("\n"))
     else:
         print(render_status(status))
     return 0
