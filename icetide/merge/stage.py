@@ -91,7 +91,7 @@ class MergeStage:
         started = time.monotonic()
         refs = self.refs(name)
         contract = self.pipeline.contract(name)  # one schema for the whole batch
-        schema = contract.schema
+        schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name)
         bootstrap = read_bootstrap_state(self.spark, refs.base)
         if bootstrap is not None and bootstrap[1] == "running":

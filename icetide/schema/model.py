@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.conversions import Conversion
 from icetide.schema.types import IcetideType, ListType, MapType, StructType
 
 
@@ -37,27 +38,54 @@ class Column:
 
 @dataclass(frozen=True)
 class SinkSettings:
-    """How one table's values arrive, beside (not inside) its columns.
+    """How one table's values arrive and how they are stored, beside (not inside) its
+    columns; every mapping is keyed by (top-level) column id, so a source rename keeps it.
 
     ``logical`` maps a column id to the Debezium/Kafka Connect logical type name the
     source uses for it (``io.debezium.time.MicroTimestamp``); it is only needed to decode
     events that arrive without an inline schema.
+
+    The rest is the sink config (docs/sink-config.md), from which the table-contract
+    builder generates the Iceberg tables, the ledger projection and the merge:
+    ``names`` the Iceberg name of a column whose name differs from the source's,
+    ``types`` a type override (a widening :func:`~icetide.schema.promote.promote`
+    allows), ``conversions`` a function of :mod:`icetide.schema.conversions`.
     """
 
     logical: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    names: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    types: Mapping[int, IcetideType] = field(default_factory=lambda: MappingProxyType({}))
+    conversions: Mapping[int, Conversion] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "logical", MappingProxyType(dict(self.logical)))
+        for name in _SINK_MAPPINGS:
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def _items(self) -> tuple[tuple[tuple[int, Any], ...], ...]:
+        return tuple(tuple(sorted(getattr(self, n).items())) for n in _SINK_MAPPINGS)
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted(self.logical.items())))
+        return hash(self._items())
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; Spark ships schemas to Python workers.
-        return (SinkSettings, (dict(self.logical),))
+        return (SinkSettings, tuple(dict(getattr(self, n)) for n in _SINK_MAPPINGS))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SinkSettings) and dict(self.logical) == dict(other.logical)
+        return isinstance(other, SinkSettings) and self._items() == other._items()
+
+    @property
+    def maps(self) -> bool:
+        """True when the sink renames, retypes or converts any column (the ledger then
+        converts each projected batch; without it the source values are stored as is)."""
+        return bool(self.names or self.types or self.conversions)
+
+    def configured(self) -> frozenset[int]:
+        """The ids of the columns the sink config renames, retypes or converts."""
+        return frozenset(self.names) | frozenset(self.types) | frozenset(self.conversions)
+
+
+_SINK_MAPPINGS = ("logical", "names", "types", "conversions")
 
 
 RESERVED_PREFIX = "_icetide"
