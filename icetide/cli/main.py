@@ -23,6 +23,7 @@ from icetide.stopping import Stop, Stopped
 
 GROUPS = (
     "icetide.cli.setup",
+    "icetide.cli.onboard",
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",

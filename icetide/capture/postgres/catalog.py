@@ -117,7 +117,8 @@ def source_columns(conn: Any, schema: str, table: str) -> dict[str, SourceColumn
 
 _TABLE_COLUMNS = """
 SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull,
-       coalesce(array_position(i.indkey::int2[], a.attnum), 0)
+       coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+                 WHERE k.attnum = a.attnum), 0)
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
