@@ -24,6 +24,7 @@ from icetide.stopping import Stop, Stopped
 GROUPS = (
     "icetide.cli.setup",
     "icetide.cli.onboard",
+    "icetide.cli.schema",
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",

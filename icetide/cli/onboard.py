@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, with_config, with_output
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def cmd_onboard(args: argparse.Namespace) -> int:
@@ -20,7 +24,7 @@ def cmd_onboard(args: argparse.Namespace) -> int:
     if context.state.scrub is not None:
         context.state.scrub.add(secret_values(config))
 
-    def spark():  # type: ignore[no-untyped-def]
+    def spark() -> SparkSession:
         return context.spark_session(config)
 
     with jvm_boundary("onboard"):

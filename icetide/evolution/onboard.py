@@ -203,7 +203,7 @@ def differences(existing: TableSchema, catalog: TableSchema) -> list[str]:
     for change in diff(existing, refreshed_schema):
         if change.kind == "doc":
             continue
-        detail = "type" if change.kind == "widen" else change.kind
+        detail: str = "type" if change.kind == "widen" else change.kind
         if change.old_type is not None and change.new_type is not None:
             detail += f" {change.old_type} -> {change.new_type}"
         elif change.new_type is not None:
