@@ -29,7 +29,12 @@ def cmd_onboard(args: argparse.Namespace) -> int:
 
     with jvm_boundary("onboard"):
         results = onboard(
-            config, args.table or (), force=args.force, dry_run=args.dry_run, spark=spark
+            config,
+            args.table or (),
+            force=args.force,
+            dry_run=args.dry_run,
+            files_only=args.files_only,
+            spark=spark,
         )
     if args.output == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2))
@@ -59,6 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 example=(
                     "icetide onboard",
                     "icetide onboard --table users --dry-run",
+                    "icetide onboard --files-only   # then add sink: to the files, rerun",
                     "icetide onboard --force --output json",
                 ),
             )
@@ -69,6 +75,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--dry-run",
         action="store_true",
         help="read the catalogs and say what would be written and created; change nothing",
+    )
+    p.add_argument(
+        "--files-only",
+        action="store_true",
+        help="write the schema files but create no table (add a sink: block, then run "
+        "onboard again to create the tables from it)",
     )
     p.add_argument(
         "--force",

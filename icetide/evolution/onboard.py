@@ -222,10 +222,12 @@ def onboard(
     *,
     force: bool = False,
     dry_run: bool = False,
+    files_only: bool = False,
     spark: Callable[[], SparkSession] | None = None,
 ) -> list[Onboarded]:
     """Onboard ``tables`` (every configured table when empty): schema files, then the
-    Iceberg tables. ``spark`` starts (or returns) the session; it is not called in a dry
+    Iceberg tables (not with ``files_only``: to add a sink config before the tables are
+    made from it). ``spark`` starts (or returns) the session; it is not called in a dry
     run, which reads the catalogs and says what it would do."""
     chosen = [config.table(name) for name in tables] if tables else list(config.tables)
     results: list[Onboarded] = []
@@ -234,6 +236,8 @@ def onboard(
         result, schema = _schema_file(config, table, force, dry_run)
         results.append(result)
         schemas[table.name] = schema
+    if files_only:
+        return results
     if dry_run:
         for result in results:
             result.tables = [

@@ -189,8 +189,12 @@ def test_postgres_tables_are_onboarded_from_pg_catalog(
     config = write_config(
         tmp_path, warehouse, namespace, source, [{"name": "orders", "source": "sales.orders"}]
     )
+    files = onboard(config, capsys, "--files-only")
+    assert files["orders"]["file"] == "written" and files["orders"]["tables"] == []
+    assert not spark.catalog.tableExists(f"lake.{namespace}.orders")
     first = onboard(config, capsys)
-    assert first["orders"]["file"] == "written"
+    assert first["orders"]["file"] == "exists, unchanged"
+    assert [t["action"] for t in first["orders"]["tables"]] == ["created"] * 3
     written = yaml.safe_load((tmp_path / "schemas" / "orders.yaml").read_text())
     assert written["primary_key"] == ["id", "region"]
     assert {c["name"]: c["type"] for c in written["columns"]} == {
