@@ -1,0 +1,65 @@
+"""The sink config in the schema file: read back as written, keyed by id, and the stages
+that do not apply it yet refuse a table that has one."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from icetide.errors import SchemaError
+from icetide.schema.file import schema_from_dict, schema_to_dict
+from icetide.schema.sink import refuse_sink, target_schema
+
+DATA = {
+    "table": "users",
+    "primary_key": ["id"],
+    "columns": [
+        {"id": 1, "name": "id", "type": "int"},
+        {"id": 2, "name": "email", "type": "string"},
+        {"id": 3, "name": "prefs", "type": "json"},
+    ],
+    "sink": {
+        "logical": {"email": "x"},
+        "columns": {
+            "id": {"name": "user_id", "type": "long"},
+            "email": {"convert": {"function": "mask", "keep": 2}},
+            "prefs": {
+                "convert": {
+                    "function": "json_text_to_struct",
+                    "type": {"struct": [{"id": 9, "name": "a", "type": "long"}]},
+                }
+            },
+        },
+    },
+}
+
+
+def test_the_sink_block_round_trips_and_is_kept_by_column_id() -> None:
+    schema = schema_from_dict(DATA)
+    assert dict(schema.sink.names) == {1: "user_id"}
+    assert schema.last_column_id == 9  # the struct's field ids count
+    again = schema_from_dict(schema_to_dict(schema))
+    assert again == schema and pickle.loads(pickle.dumps(again)) == schema
+    renamed = schema.with_columns(
+        (
+            schema.columns[0],
+            schema.columns[1].__class__(2, "mail", schema.columns[1].type),
+            schema.columns[2],
+        )
+    )
+    assert target_schema(renamed).columns[1].name == "mail"  # the conversion follows the id
+    assert renamed.sink.conversions[2].function == "mask"
+
+
+def test_a_renamed_stored_column_keeps_its_id_and_key() -> None:
+    target = target_schema(schema_from_dict(DATA))
+    assert target.primary_key == ("user_id",) and target.key_ids == (1,)
+    assert [c.id for c in target.columns] == [1, 2, 3]
+
+
+def test_bootstrap_and_verify_refuse_a_table_with_sink_columns() -> None:
+    with pytest.raises(SchemaError, match="users: bootstrap does not apply the sink config"):
+        refuse_sink(schema_from_dict(DATA), "bootstrap")
+    plain = {**DATA, "sink": {"logical": {"email": "x"}}}
+    refuse_sink(schema_from_dict(plain), "verify")  # logical hints alone are fine
