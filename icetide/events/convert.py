@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 from icetide.errors import DecodeError
 from icetide.events.project import coerce_value
 from icetide.schema.conversions import Conversion
-from icetide.schema.convert.spark import arrow_type
+from icetide.schema.convert.spark import arrow_type, arrow_value
 from icetide.schema.model import Column
 from icetide.schema.types import IcetideType
 
@@ -98,7 +98,7 @@ def _json_struct(value: Any, args: Mapping[str, Any], out: IcetideType) -> Any:
     if not isinstance(parsed, dict):
         raise ValueError(f"JSON {type(parsed).__name__}, not an object")
     try:
-        return coerce_value(parsed, Column(0, "value", out))
+        return arrow_value(coerce_value(parsed, Column(0, "value", out)), out)
     except DecodeError as exc:
         raise ValueError(exc.message) from None
 
@@ -177,4 +177,14 @@ def _per_value(
             results.append(None)
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             failed[i] = f"{what}: {shown}: {exc}"[:300]
+    try:
+        return Converted(pa.array(results, out), failed)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        pass  # some converted value does not fit its Arrow type: find it
+    for i, result in enumerate(results):
+        try:
+            pa.array([result], out)
+        except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+            results[i] = None
+            failed[i] = f"{what}: the result does not fit {out}: {exc}"[:300]
     return Converted(pa.array(results, out), failed)

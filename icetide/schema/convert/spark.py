@@ -132,10 +132,31 @@ def arrow_type(ctype: IcetideType) -> pa.DataType:
 
 
 def arrow_value(value: Any, ctype: IcetideType) -> Any:
-    """A decoded Python value in the form Arrow takes for :func:`arrow_type`."""
-    if value is not None and ctype.name == "time" and isinstance(value, time):
+    """A decoded Python value in the form Arrow takes for :func:`arrow_type` (a time of
+    day as its text, inside structs, lists and maps too).
+
+    >>> from icetide.schema.types import TimeType
+    >>> arrow_value({"at": time(10, 30)}, StructType((Column(1, "at", TimeType()),)))
+    {'at': '10:30:00'}
+    """
+    if value is None:
+        return None
+    if ctype.name == "time" and isinstance(value, time):
         return value.isoformat()
+    if isinstance(ctype, StructType) and isinstance(value, dict):
+        return {f.name: arrow_value(value.get(f.name), f.type) for f in ctype.fields}
+    if (
+        isinstance(ctype, ListType)
+        and isinstance(value, list)
+        and ctype.element.name in _HOLDS_TIME
+    ):
+        return [arrow_value(v, ctype.element) for v in value]
+    if isinstance(ctype, MapType) and isinstance(value, list):
+        return [(arrow_value(k, ctype.key), arrow_value(v, ctype.value)) for k, v in value]
     return value
+
+
+_HOLDS_TIME = ("time", "struct", "list", "map")
 
 
 def struct_sql(columns: tuple[Column, ...]) -> str:

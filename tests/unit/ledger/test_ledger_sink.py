@@ -16,7 +16,8 @@ from icetide.events.model import UNAVAILABLE
 from icetide.ledger.decode import DEAD, ERROR, REASON, ROW, STATUS, project_batches
 from icetide.schema.conversions import Conversion
 from icetide.schema.file import schema_from_dict
-from icetide.schema.types import IntType, LongType, StringType
+from icetide.schema.model import Column
+from icetide.schema.types import IntType, LongType, StringType, StructType, TimeType
 from tests.ledger_lines import line
 
 USERS = schema_from_dict(
@@ -162,3 +163,14 @@ def test_an_unchanged_toast_placeholder_is_named_by_its_iceberg_name() -> None:
     (row,) = project([message(8, op="u", email=UNAVAILABLE)])
     assert row[STATUS] == ROW and row["_unavailable"] == ["email_hash"]
     assert row["_after"]["email_hash"] is None
+
+
+def test_an_empty_batch_and_a_time_nested_in_a_converted_struct() -> None:
+    assert project([]) == []
+    struct = StructType((Column(1, "at", TimeType()),))  # time is text in Arrow
+    conversion = Conversion("json_text_to_struct", (("type", struct),))
+    converted = convert_values(
+        pa.array(['{"at": "10:00:00"}', '{"at": 5}', None]), StringType(), conversion
+    )
+    assert converted.array.to_pylist() == [{"at": "10:00:00"}, {"at": "00:00:00.000005"}, None]
+    assert converted.failed == {}
