@@ -53,7 +53,7 @@ def infer_table_schema(
         type_name, hint = type_of(info)
         ctype = parse_type(type_name)
         default_text = getattr(info, "default", None)
-        dialect = getattr(info, "dialect", None) or "mysql"
+        dialect = "postgres" if getattr(info, "dialect", None) == "postgres" else "mysql"
         built.append(
             Column(
                 id=number,
