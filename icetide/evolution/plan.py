@@ -89,6 +89,38 @@ class EvolutionPlan:
     ddl_note: str | None
     fills: tuple[Fill, ...]
     phases: tuple[Phase, ...]
+    base: TableName = TableName("lake", "cdc", "t")
+    ledger: TableName = TableName("lake", "cdc", "t_cdc")
+    settings: TableSettings = TableSettings()
+    has_rows: bool = True
+
+    def with_approvals(self, ids: Sequence[str]) -> EvolutionPlan:
+        """The same plan with the changes ``ids`` approved (an ambiguous one as
+        ``id=rename`` or ``id=drop_add``); an id the plan does not have is an error."""
+        known = {c.id for c in self.changes}
+        unknown = [i for i in ids if i.partition("=")[0] not in known]
+        if unknown:
+            raise SchemaError(
+                f"table {self.table}: --approve {', '.join(unknown)}: no such change in the plan",
+                hint="the plan's changes are "
+                + (", ".join(sorted(known)) or "none")
+                + " (see `icetide schema plan`)",
+            )
+        return build_plan(
+            self.old,
+            self.new,
+            self.evidence,
+            self.policy.approving(ids),
+            has_rows=self.has_rows,
+            base=self.base,
+            ledger=self.ledger,
+            settings=self.settings,
+        )
+
+    @property
+    def key_change(self) -> bool:
+        """Whether the new version changes the primary key."""
+        return self.target.key_ids != self.old.key_ids
 
     # -- what it does --------------------------------------------------------------------
     def apply(self) -> TableSchema:
@@ -283,6 +315,10 @@ def build_plan(
         note,
         fills,
         phases,
+        base,
+        ledger,
+        settings,
+        has_rows,
     )
 
 
