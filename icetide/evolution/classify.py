@@ -205,8 +205,18 @@ def candidate_schema(
     >>> [(c.id, c.name, sorted(c.tags)) for c in new.columns]
     [(1, 'id', []), (2, 'mail', []), (3, 'ssn', ['sensitive'])]
     """
-    renamed_to = {new.casefold(): old_name for old_name, new in evidence.renames().items()}
-    renamed_from = {o.casefold() for o in evidence.renames()}
+    # A rename is live when its old name is in the old schema and its new name is among
+    # the fresh columns but not the old ones (a rename applied before is history).
+    old_names = {c.name.casefold() for c in old.columns}
+    fresh_names = {c.name.casefold() for c in inferred.columns}
+    live = {
+        o.casefold(): n.casefold()
+        for o, n in evidence.renames().items()
+        if o.casefold() in old_names
+        and n.casefold() in fresh_names
+        and n.casefold() not in old_names
+    }
+    renamed_to = {n: o for o, n in live.items()}
     ids = _Ids(old.last_column_id)
     patterns = tuple(p.casefold() for p in sensitive)
 
@@ -214,8 +224,8 @@ def candidate_schema(
         by_name = {c.name.casefold(): c for c in before}
         folded = name.casefold()
         if top and folded in renamed_to:
-            return by_name.get(renamed_to[folded].casefold())
-        if top and folded in renamed_from:
+            return by_name[renamed_to[folded]]
+        if top and folded in live:
             return None  # the old column of this name was renamed away: this one is new
         return by_name.get(folded)
 
