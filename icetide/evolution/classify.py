@@ -353,6 +353,11 @@ def classify(
             and (
                 (fc.kind == "drop" and fc.field_id in old.key_ids)
                 or (fc.kind == "add" and fc.field_id in new.key_ids)
+                # a column leaving or joining the key changes its nullability with it
+                or (
+                    fc.kind in ("optional", "required")
+                    and fc.field_id in {*old.key_ids, *new.key_ids}
+                )
             )
         ]
         consumed.update(parts)

@@ -361,6 +361,12 @@ def _target(
     source = _reid(new, rewrite) if rewrite else new
     columns = _merge_fields(old.columns, source.columns, take)
     key_ids = source.key_ids if key_change else old.key_ids
+    # A key column is never null, whatever the source now says of a column that stays
+    # in the key (a held key change keeps the old key).
+    columns = tuple(
+        dataclasses.replace(c, nullable=False) if c.id in key_ids and c.nullable else c
+        for c in columns
+    )
     candidate = TableSchema(
         old.table,
         columns,
