@@ -144,9 +144,10 @@ class EvolutionPlan:
 
     @property
     def applied(self) -> tuple[Change, ...]:
-        """The changes that go into the new version."""
+        """The changes that go into the new version (a ``source_only`` change alters
+        nothing here, so it is not among them)."""
         ids = {d.change for d in self.decisions if d.applies}
-        return tuple(c for c in self.changes if c.id in ids)
+        return tuple(c for c in self.changes if c.id in ids and c.kind != "source_only")
 
     @property
     def held(self) -> tuple[Change, ...]:
