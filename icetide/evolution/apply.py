@@ -167,7 +167,7 @@ def apply_plan(
         for index in range(int(pending["done"]), len(statements)):
             if run_ddl is not None:
                 run_ddl(statements[index])
-            ran.append(statements[index])
+                ran.append(statements[index])
             pending["done"] = index + 1
             _save(progress, pending)
         store.record(table, target, key_change=plan.key_change)
