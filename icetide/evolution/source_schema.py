@@ -34,7 +34,7 @@ ORDER BY ORDINAL_POSITION
 """
 _POSTGRES = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
-       coalesce(array_position(i.indkey::int2[], a.attnum), 0) > 0,
+       array_position(i.indkey::int2[], a.attnum) IS NOT NULL,
        pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e',
        array_position(i.indkey::int2[], a.attnum)
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
@@ -124,5 +124,6 @@ def _postgres(source: SourceConfig, name: str) -> tuple[list[CatalogColumn], tup
         CatalogColumn(r[0], str(r[1]), bool(r[2]), bool(r[3]), r[4], "postgres", bool(r[5]))
         for r in rows
     ]
-    key = tuple(r[0] for r in sorted((r for r in rows if r[6]), key=lambda r: r[6]))
+    # int2vector subscripts start at 0: the key's first column is at 0, not 1
+    key = tuple(r[0] for r in sorted((r for r in rows if r[6] is not None), key=lambda r: r[6]))
     return columns, key
