@@ -26,7 +26,7 @@ GROUPS = (
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",
-    "icetide.cli.schema",
+    "icetide.cli.schema_plan",
     "icetide.cli.jars",
     "icetide.cli.demo",
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from icetide.cli import main
-from icetide.cli.schema import register_schema_group
+from icetide.cli.schema_plan import register_schema_group
 from icetide.config import load_config
 from icetide.errors import ConfigError
 from icetide.evolution.classify import Change
@@ -111,3 +111,11 @@ def test_the_schema_group_is_made_once_for_every_module() -> None:
     assert register_schema_group(sub) is group
     group.add_parser("show")
     assert parser.parse_args(["schema", "show"]).action == "show"
+
+
+def test_a_schema_group_made_by_another_module_is_extended() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    other = sub.add_parser("schema").add_subparsers(dest="schema_command")
+    other.add_parser("show")
+    assert register_schema_group(sub) is other

@@ -1,9 +1,10 @@
 """``icetide schema plan`` and ``icetide schema apply``: a table's schema change, reviewed
 and then applied with an audit record.
 
-The ``schema`` group is created once, by :func:`register_schema_group`; another module
-adding a ``schema`` subcommand (``schema show``) calls it with the same ``sub`` and adds
-its parser to the group it returns.
+Both join the ``schema`` command group through :func:`register_schema_group`: it returns
+the group's subparsers, creating the group only when no module made it yet (another
+module's ``schema`` parser, e.g. ``schema show``'s, is found and extended), so the group
+exists once whichever module names it first in ``main.GROUPS``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def register_schema_group(
     existing = getattr(sub, _GROUP_ATTR, None)
     if existing is not None:
         return existing
+    made = sub.choices.get("schema")
+    if made is not None:  # another module made the group: extend its subcommands
+        for action in made._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                setattr(sub, _GROUP_ATTR, action)
+                return action
     p = command_parser(
         sub,
         "schema",
