@@ -349,12 +349,12 @@ class ColumnEntry(_Entry):
     name: Name
     type: Annotated[IcetideType, BeforeValidator(_type_field)]
     nullable: StrictBool | None = None
-    logical: Name | None = None
-    doc: StrictStr | None = None
     default: Any = None
     """A literal of the column's type, or ``{sql: TEXT}`` (see :mod:`icetide.schema.defaults`)."""
     tags: Annotated[tuple[Name, ...], BeforeValidator(_tags_list)] = ()
     """Labels such as ``sensitive``."""
+    logical: Name | None = None
+    doc: StrictStr | None = None
 
 
 class SinkEntry(_Entry):
