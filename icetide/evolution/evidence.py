@@ -26,7 +26,9 @@ its evidence is incomplete.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -158,7 +160,8 @@ def parse_ddl(sql: str, dialect: Dialect, table: str | None = None) -> tuple[Evi
     ['add']
     """
     try:
-        statements = sqlglot.parse(sql, read=dialect)
+        with _quiet_sqlglot():
+            statements = sqlglot.parse(sql, read=dialect)
     except SqlglotError as exc:
         raise SchemaChangeError(
             f"cannot parse {dialect} DDL {_short(sql)!r}: {str(exc).splitlines()[0]}",
@@ -358,6 +361,19 @@ def _default(
     value: exp.Expression, ctype: IcetideType | None, dialect: Dialect
 ) -> ColumnDefault | None:
     return default_from_source(ctype or StringType(), value, dialect)
+
+
+@contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    """sqlglot logs a warning when it falls back to a raw command; the plan reports those
+    statements itself (``unparsed``), so the log line would only repeat it."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _bare(name: str) -> str:
