@@ -24,10 +24,11 @@ from icetide.stopping import Stop, Stopped
 GROUPS = (
     "icetide.cli.setup",
     "icetide.cli.onboard",
-    "icetide.cli.schema",
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",
+    "icetide.cli.schema_plan",
+    "icetide.cli.schema_show",
     "icetide.cli.jars",
     "icetide.cli.demo",
 )

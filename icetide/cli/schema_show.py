@@ -1,7 +1,8 @@
 """``icetide schema show``: a table's schema, sink config and generated SQL.
 
-``register`` takes the subparsers of the ``schema`` command group (see
-:mod:`icetide.cli.schema`), so the group's other commands live in their own modules.
+It joins the ``schema`` command group through
+:func:`icetide.cli.schema_plan.register_schema_group`, so the group's commands live in
+their own modules.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, with_config, with_output
+from icetide.cli.schema_plan import register_schema_group
 
 
 def cmd_schema_show(args: argparse.Namespace) -> int:
@@ -40,11 +42,16 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``schema show`` (making the ``schema`` group if no module has yet)."""
+    add_show(register_schema_group(sub))
+
+
+def add_show(group: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``show`` to the ``schema`` group's subcommands."""
     p = with_output(
         with_config(
             command_parser(
-                sub,
+                group,
                 "show",
                 help="print a table's schema and sink config (--sql: the generated SQL)",
                 description="Print a table's columns (ids, source types, nullability, key) "

@@ -3,8 +3,9 @@ its ledger, base and dead-letter tables created from it.
 
 For every table a database source captures (``sources:`` in the config), the source's
 catalog is read (``information_schema`` for MySQL/MariaDB, ``pg_catalog`` for
-PostgreSQL, typed by the converters capture uses) and becomes the table's first schema
-(ids 1..n in column order, the source's primary key or the config's ``primary_key``).
+PostgreSQL: :mod:`icetide.evolution.source_schema`, the reader ``schema plan`` uses too)
+and becomes the table's first schema (ids 1..n in column order, defaults, the source's
+primary key or the config's ``primary_key``).
 
 A schema file that exists is never overwritten silently: it is compared with the catalog
 and reported ``unchanged`` or ``differs`` (with the differences by column). ``force``
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.config.loader import load_schema_file
 from icetide.config.model import Config, SourceConfig, TableConfig
 from icetide.errors import ConfigError, SchemaError
+from icetide.evolution.source_schema import read_source_schema
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.diff import diff
 from icetide.schema.file import dump_schema_file
@@ -90,67 +92,22 @@ def source_of(config: Config, table: TableConfig) -> SourceConfig:
     )
 
 
-def _place(source: SourceConfig, table: TableConfig) -> tuple[str, str]:
-    """(database or schema, table name) of ``table`` in ``source``."""
-    prefix, _, name = str(table.source).rpartition(".")
-    if prefix:
-        return prefix, name
-    if source.type == "postgres":
-        return "public", name
-    if source.database:
-        return str(source.database), name
-    raise ConfigError(
-        f"table {table.name}: source {table.source!r} names no database",
-        hint=f"write it as db.table, or set database: of source {source.name!r}",
-    )
-
-
 def catalog_schema(config: Config, table: TableConfig) -> TableSchema:
-    """``table``'s schema as its source's catalog describes it now."""
+    """``table``'s schema as its source's catalog describes it now (the one catalog
+    reader, :func:`icetide.evolution.source_schema.read_source_schema`, defaults
+    included); a table without a primary key is refused with the fix."""
     source = source_of(config, table)
-    where, name = _place(source, table)
-    if source.type == "mysql":
-        from icetide.capture.mysql import catalog as mysql_catalog
-        from icetide.sources.connect import connect_mysql
-
-        conn = connect_mysql(source, database=None)
-        try:
-            mysql_columns, key = mysql_catalog.table_columns(conn, where, name)
-        finally:
-            conn.close()
-        found = bool(mysql_columns)
-        build: Callable[[Sequence[str]], TableSchema] = lambda pk: (  # noqa: E731
-            mysql_catalog.infer_schema(table.name, mysql_columns, pk)
-        )
-    else:
-        from icetide.capture.postgres import catalog as pg_catalog
-        from icetide.capture.postgres.types import infer_table_schema
-        from icetide.sources.connect import connect_postgres
-
-        conn = connect_postgres(source)
-        try:
-            pg_columns, key = pg_catalog.table_columns(conn, where, name)
-        finally:
-            conn.close()
-        found = bool(pg_columns)
-        build = lambda pk: infer_table_schema(table.name, pg_columns, pk)  # noqa: E731
-    if not found:
+    try:
+        schema = read_source_schema(source, table)
+    except SchemaError as exc:
+        if "primary_key: needs at least one column" not in exc.message:
+            raise
         raise ConfigError(
-            f"table {table.name}: {where}.{name} not found in source {source.name!r} "
-            f"({source.type} at {source.host}:{source.resolved_port})",
-            hint="check the table's source: in the config (db.table or schema.table)",
-        )
-    primary_key = tuple(table.primary_key or key)
-    if not primary_key:
-        raise ConfigError(
-            f"table {table.name}: {where}.{name} has no primary key",
+            f"table {table.name}: {table.source} has no primary key in source {source.name!r}",
             hint="give the table a primary key at the source, or name the columns that "
             "identify a row in the config's tables[].primary_key",
-        )
-    try:
-        return build(primary_key)
-    except SchemaError as exc:
-        raise SchemaError(f"table {table.name}: {exc.message}", hint=exc.hint) from None
+        ) from None
+    return schema
 
 
 def refreshed(existing: TableSchema, catalog: TableSchema) -> TableSchema:

@@ -12,13 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from icetide.capture.postgres.types import (
-    ENUM,
-    ColumnInfo,
-    PgType,
-    builtin_type,
-    is_json_array,
-)
+from icetide.capture.postgres.types import ENUM, PgType, builtin_type, is_json_array
 
 SESSION_SETTINGS = (
     ("DateStyle", "ISO"),
@@ -113,37 +107,3 @@ def source_columns(conn: Any, schema: str, table: str) -> dict[str, SourceColumn
         )
         for name, oid, type_name, is_array in rows
     }
-
-
-_TABLE_COLUMNS = """
-SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull,
-       coalesce((SELECT k.n FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
-                 WHERE k.attnum = a.attnum), 0)
-FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
-WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY a.attnum
-"""
-
-
-def table_columns(conn: Any, schema: str, table: str) -> tuple[list[ColumnInfo], list[str]]:
-    """The columns of ``schema.table`` from ``pg_catalog`` as capture's reader types them
-    (domains by base type, arrays by element, enums by label), and the primary key in key
-    order (empty lists: no such table). ``icetide onboard`` writes schema files from it."""
-    with conn.cursor() as cur:
-        cur.execute(_TABLE_COLUMNS, (schema, table))
-        rows = cur.fetchall()
-    ranked = sorted((int(rank), str(name)) for name, _, _, _, rank in rows if rank)
-    key = [name for _, name in ranked]
-    columns = [
-        ColumnInfo(
-            str(name),
-            resolve_type(conn, int(oid)),
-            int(typmod),
-            primary=bool(rank),
-            nullable=not notnull,
-        )
-        for name, oid, typmod, notnull, rank in rows
-    ]
-    return columns, key
