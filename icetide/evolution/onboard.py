@@ -113,12 +113,14 @@ def catalog_schema(config: Config, table: TableConfig) -> TableSchema:
 def refreshed(existing: TableSchema, catalog: TableSchema) -> TableSchema:
     """The catalog's schema with ``existing``'s ids (matched by column name), its sink
     config for the columns that remain, and the next version when anything changed."""
-    ids = {c.name: c.id for c in existing.columns}
+    known = {c.name: c for c in existing.columns}
     next_id = existing.last_column_id
     columns = []
     for column in catalog.columns:
-        if column.name in ids:
-            columns.append(replace(column, id=ids[column.name]))
+        if column.name in known:
+            # What only the file knows (tags such as sensitive, docs) stays.
+            was = known[column.name]
+            columns.append(replace(column, id=was.id, doc=was.doc, tags=was.tags))
         else:
             next_id += 1
             columns.append(replace(column, id=next_id))

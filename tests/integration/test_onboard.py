@@ -129,6 +129,7 @@ def test_mariadb_tables_are_onboarded_from_information_schema(
     # A sink mapping added by hand, then a column added at the source: the file is kept
     # and the difference reported; --force refreshes it with ids and the mapping kept.
     written["sink"]["columns"] = {"email": {"name": "email_address"}}
+    written["columns"][1]["tags"] = ["sensitive"]
     users_file.write_text(yaml.safe_dump(written, sort_keys=False))
     with mariadb.connect() as conn, conn.cursor() as cur:
         cur.execute(f"ALTER TABLE {db}.users ADD COLUMN phone VARCHAR(20) AFTER email")
@@ -149,6 +150,7 @@ def test_mariadb_tables_are_onboarded_from_information_schema(
         (3, "balance"),
     ]
     assert refreshed["sink"]["columns"] == {"email": {"name": "email_address"}}
+    assert refreshed["columns"][1]["tags"] == ["sensitive"]  # what only the file knows
 
     # A table without a primary key is refused, naming the table and the fix.
     tables.append({"name": "loose", "source": f"{db}.loose"})
