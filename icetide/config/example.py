@@ -152,6 +152,12 @@ columns:
   - {id: 6, name: updated_at, type: timestamp}
 sink:
   logical: {updated_at: io.debezium.time.MicroTimestamp}
+  # How columns are stored in Iceberg, by source column name (docs/sink-config.md):
+  # another name, a wider type, or a conversion (sha256, mask, lower, upper, trim,
+  # epoch_millis_to_timestamp, epoch_seconds_to_timestamp, json_text_to_struct).
+  # columns:
+  #   email: {name: email_sha256, convert: sha256}
+  #   balance: {type: "decimal(18,2)"}
 """
 
 
