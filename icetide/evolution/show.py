@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from icetide.schema.contract.builder import TableContract
+from icetide.schema.defaults import default_to_data
 from icetide.schema.file import conversion_to_data, type_from_data, type_to_data
 from icetide.spark.tables import TableRefs
 
@@ -33,6 +34,10 @@ def schema_dict(contract: TableContract, refs: TableRefs, sql: bool) -> dict[str
             "iceberg_name": stored[column.id].name,
             "iceberg_type": type_to_data(stored[column.id].type),
         }
+        if column.default is not None:
+            entry["default"] = default_to_data(column.default)
+        if column.tags:
+            entry["tags"] = sorted(column.tags)
         if column.id in sink.logical:
             entry["logical"] = sink.logical[column.id]
         if column.id in sink.types:
@@ -81,6 +86,11 @@ def render(data: dict[str, Any]) -> str:
             how.append("type override")
         if "logical" in c:
             how.append(f"logical {c['logical']}")
+        if "tags" in c:
+            how.append(f"tags {', '.join(c['tags'])}")
+        if "default" in c:
+            default = c["default"]
+            how.append(f"default {default['sql'] if isinstance(default, dict) else default!r}")
         rows.append(
             (
                 str(c["id"]),

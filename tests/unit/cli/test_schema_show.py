@@ -23,6 +23,8 @@ def config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
             "balance": {"type": "decimal(18,2)"},
         }
     }
+    schema["columns"][1]["tags"] = ["sensitive"]
+    schema["columns"][4]["default"] = "0.00"
     schema_file.write_text(yaml.safe_dump(schema))
     capsys.readouterr()
     return tmp_path / "icetide.yaml"
@@ -38,6 +40,7 @@ def test_json_shows_columns_with_their_iceberg_names_and_every_generated_stateme
     assert email["iceberg_name"] == "email_sha256" and email["convert"] == "sha256"
     balance = next(c for c in shown["columns"] if c["name"] == "balance")
     assert balance["override"] == balance["iceberg_type"] == "decimal(18,2)"
+    assert email["tags"] == ["sensitive"] and balance["default"] == "0.00"
     assert shown["primary_key"] == ["id"] and shown["columns"][0]["key"] == 1
     sql = shown["sql"]
     assert "`email_sha256` STRING" in sql["base"][0] and "DECIMAL(18,2)" in sql["base"][0]
@@ -55,7 +58,7 @@ def test_text_without_sql_is_the_column_table_only(
 ) -> None:
     assert main(["schema", "show", "customers", "-c", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "email_sha256" in out and "convert sha256" in out
+    assert "email_sha256" in out and "convert sha256; tags sensitive" in out
     assert "CREATE TABLE" not in out and "MERGE INTO" not in out
     assert main(["schema", "show", "customers", "--sql", "-c", str(config)]) == 0
     out = capsys.readouterr().out
