@@ -63,3 +63,10 @@ def test_bootstrap_and_verify_refuse_a_table_with_sink_columns() -> None:
         refuse_sink(schema_from_dict(DATA), "bootstrap")
     plain = {**DATA, "sink": {"logical": {"email": "x"}}}
     refuse_sink(schema_from_dict(plain), "verify")  # logical hints alone are fine
+
+
+def test_the_settings_of_a_dropped_column_are_moot() -> None:
+    schema = schema_from_dict(DATA)
+    dropped = schema.with_columns(schema.columns[:2])  # prefs left; its conversion stays
+    assert [c.name for c in target_schema(dropped).columns] == ["user_id", "email"]
+    assert "prefs" not in schema_to_dict(dropped)["sink"]["columns"]
