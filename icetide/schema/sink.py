@@ -55,7 +55,7 @@ def sink_problems(
     # Settings of an id no column has (a column dropped by evolution) are moot: the
     # schema file keys them by column name, so they are not written back.
     used = set(column_ids(columns))
-    stored: dict[str, str] = {}
+    stored: dict[str, tuple[str, str]] = {}
     renamed = {c.name for c in columns if c.id in sink.names}
     # Two source columns of one name are the schema's problem; only a mapping's here.
     for column in columns:
@@ -70,15 +70,20 @@ def sink_problems(
                 )
         folded = name.casefold()
         mapped = column.id in sink.names
-        if folded in stored and (mapped or stored[folded] in renamed):
+        other, other_name = stored.get(folded, (None, ""))
+        if other is not None and (mapped or other in renamed):
+            # Reported at the mapping that makes the clash (the later one if both map).
+            at, shown, clash = (
+                (column.name, name, other) if mapped else (other, other_name, column.name)
+            )
             problems.append(
                 (
-                    (*here, "name") if column.id in sink.names else here,
-                    f"stored as {name!r}, the Iceberg name of column {stored[folded]!r} too "
-                    "(Spark ignores case); map one of them to another name",
+                    ("sink", "columns", at, "name"),
+                    f"stored as {shown!r}, the Iceberg name of column {clash!r} too (Spark "
+                    "ignores case); map one of them to another name",
                 )
             )
-        stored.setdefault(folded, column.name)
+        stored.setdefault(folded, (column.name, name))
         override = sink.types.get(column.id)
         conversion = sink.conversions.get(column.id)
         if override is not None and conversion is not None:

@@ -70,3 +70,58 @@ def test_the_settings_of_a_dropped_column_are_moot() -> None:
     dropped = schema.with_columns(schema.columns[:2])  # prefs left; its conversion stays
     assert [c.name for c in target_schema(dropped).columns] == ["user_id", "email"]
     assert "prefs" not in schema_to_dict(dropped)["sink"]["columns"]
+
+
+@pytest.mark.parametrize(
+    ("columns", "expected"),
+    [
+        (
+            {"email": {"convert": "sha265"}},
+            "sink.columns.email.convert: unknown function 'sha265'; did you mean 'sha256'? "
+            "(functions: epoch_millis_to_timestamp,",
+        ),
+        (
+            {"emial": {"name": "x"}},
+            "sink.columns.emial: no column has this name (the keys are source column names); "
+            "did you mean 'email'?",
+        ),
+        (
+            {"id": {"type": "string"}},
+            "sink.columns.id.type: the source type int cannot be stored as string",
+        ),
+        ({"id": {"convert": "trim"}}, "sink.columns.id.convert: a primary-key column cannot"),
+        ({"id": {"convert": "lower"}}, "lower takes string, enum, not int"),
+        (
+            {"email": {"name": "PREFS"}},
+            "sink.columns.email.name: stored as 'PREFS', the Iceberg name of column 'prefs' too",
+        ),
+        ({"email": {"name": "_icetide_x"}}, "names starting with _icetide are reserved"),
+        ({"email": {"type": "string", "convert": "sha256"}}, "give either type or convert"),
+        (
+            {"email": {"convert": {"function": "mask", "keep": -1, "chars": "#"}}},
+            "sink.columns.email.convert.chars: unknown argument of mask; it takes keep, char",
+        ),
+        (
+            {"prefs": {"convert": {"function": "json_text_to_struct"}}},
+            "sink.columns.prefs.convert.type: required by json_text_to_struct",
+        ),
+        (
+            {
+                "prefs": {
+                    "convert": {
+                        "function": "json_text_to_struct",
+                        "type": {"struct": [{"id": 2, "name": "a", "type": "long"}]},
+                    }
+                }
+            },
+            "sink.columns.prefs.convert.type: field id 2 is already used",
+        ),
+        ({"prefs": {"convert": 7}}, "sink.columns.prefs.convert: must be a function name"),
+    ],
+)
+def test_a_wrong_sink_config_names_its_yaml_path_and_the_fix(
+    columns: dict[str, object], expected: str
+) -> None:
+    with pytest.raises(SchemaError) as raised:
+        schema_from_dict({**DATA, "sink": {"columns": columns}}, "users.yaml")
+    assert expected in str(raised.value), str(raised.value)
