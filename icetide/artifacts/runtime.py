@@ -57,7 +57,13 @@ def convert(array: Any, field: Field) -> list[Any]:
         items = convert(array.items, field.fields[1])
         valid = array.is_valid().to_pylist()
         return [
-            dict(zip(keys[offsets[i] : offsets[i + 1]], items[offsets[i] : offsets[i + 1]]))
+            dict(
+                zip(
+                    keys[offsets[i] : offsets[i + 1]],
+                    items[offsets[i] : offsets[i + 1]],
+                    strict=True,
+                )
+            )
             if ok
             else None
             for i, ok in enumerate(valid)
@@ -119,10 +125,10 @@ def _zip(
 ) -> list[Any]:
     attrs = [f.attr for f in fields]
     filled = [c if c is not None else [None] * length for c in columns]
-    rows = (cls(**dict(zip(attrs, values))) for values in zip(*filled))
+    rows = (cls(**dict(zip(attrs, values, strict=True))) for values in zip(*filled, strict=True))
     if valid is None:
         return list(rows)
-    return [row if ok else None for row, ok in zip(rows, valid)]
+    return [row if ok else None for row, ok in zip(rows, valid, strict=True)]
 
 
 def from_arrow(table: Any, cls: Any, fields: Sequence[Field]) -> list[Any]:

@@ -35,8 +35,10 @@ def bump(old: tuple[Column, ...], new: tuple[Column, ...]) -> Bump:
 
     >>> from icetide.schema.types import StringType
     >>> a = (Column(1, "id", LongType(), False),)
-    >>> bump(a, (*a, Column(2, "email", StringType()))), bump(a, (Column(1, "key", LongType(), False),))
-    ('minor', 'major')
+    >>> bump(a, (*a, Column(2, "email", StringType())))
+    'minor'
+    >>> bump(a, (Column(1, "key", LongType(), False),))
+    'major'
     """
     changes = diff(_as_table(old), _as_table(new))
     return "minor" if all(c.kind in ADDITIVE for c in changes) else "major"

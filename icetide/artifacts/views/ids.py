@@ -60,7 +60,8 @@ def assign_ids(
 
     >>> from icetide.schema.types import LongType, StringType
     >>> old = (Column(1, "id", LongType()),)
-    >>> new, last = assign_ids((Column(7, "email", StringType()), Column(9, "ID", LongType())), old, 1)
+    >>> now = (Column(7, "email", StringType()), Column(9, "ID", LongType()))
+    >>> new, last = assign_ids(now, old, 1)
     >>> [(c.name, c.id) for c in new], last
     ([('email', 2), ('ID', 1)], 2)
     """
