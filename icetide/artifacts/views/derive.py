@@ -105,6 +105,12 @@ def derive(name: str, sql: str, inputs: Mapping[str, tuple[Column, ...]]) -> tup
     its columns). Ids inside are the sources' and may repeat: assign ids afterwards."""
     query = parse(name, sql)
     by_fold = {k.casefold(): v for k, v in inputs.items()}
+    unknown = [d for d in dependencies(name, sql) if d.casefold() not in by_fold]
+    if unknown:
+        raise ViewError(
+            f"view {name}: reads {', '.join(unknown)}, which is neither a table nor a view",
+            hint=_known(by_fold),
+        )
     for table in query.find_all(exp.Table):
         # The registry knows tables and views by name: drop catalog and namespace.
         table.set("db", None)
