@@ -349,6 +349,9 @@ class SparkConfig(_Model):
     app_name: Text | None = None
     iceberg_jar: JarSource = "auto"
     extra_jars: tuple[Location, ...] = ()
+    # None: the defaults in icetide.spark.jars (Iceberg, Kafka source, Avro, JDBC drivers).
+    packages: tuple[Text, ...] | None = None
+    jars_dir: Location | None = None
     shuffle_partitions: Count = Field(8, ge=1)
     conf: SecretMap = {}
 
@@ -359,6 +362,17 @@ class SparkConfig(_Model):
         if wrong:
             raise ValueError(f"keys must start with 'spark.', got {', '.join(map(repr, wrong))}")
         return conf
+
+    @field_validator("packages")
+    @classmethod
+    def _coordinates(cls, packages: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        wrong = [p for p in packages or () if len(p.split(":")) != 3 or "" in p.split(":")]
+        if wrong:
+            raise ValueError(
+                f"{', '.join(map(repr, wrong))} is not a Maven coordinate: write "
+                "group:artifact:version, e.g. org.apache.spark:spark-avro_2.12:3.5.7"
+            )
+        return packages
 
     def conf_plain(self) -> dict[str, str]:
         """``conf`` with secrets revealed, for the session builder."""
