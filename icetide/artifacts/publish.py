@@ -61,7 +61,7 @@ def content_hash(shape: Shape) -> str:
 
 
 class Publisher:
-    """Publishes shapes into one :class:`LocalIndex`; call :meth:`publish` under its lock."""
+    """Publishes shapes into one :class:`LocalIndex` (:meth:`publish_all` locks it)."""
 
     def __init__(self, index: LocalIndex, build_dir: Path | None = None) -> None:
         self.index = index
@@ -101,8 +101,11 @@ class Publisher:
     def publish_all(
         self, shapes: Iterable[tuple[Shape, tuple[int, int]]], *, dry_run: bool = False
     ) -> list[Outcome]:
-        """:meth:`publish` each of ``shapes``."""
-        return [self.publish(s, v, dry_run=dry_run) for s, v in shapes]
+        """:meth:`publish` each of ``shapes``, holding the index lock (what the index
+        holds is read again under it, so a concurrent publisher's work counts)."""
+        with self.index.lock():
+            self._entries = None
+            return [self.publish(s, v, dry_run=dry_run) for s, v in shapes]
 
     @staticmethod
     def _outcome(shape: Shape, version: str, action: Action) -> Outcome:

@@ -18,7 +18,7 @@ view derived from the newest version of everything below it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from icetide.artifacts.errors import ArtifactError, ViewError
@@ -62,6 +62,8 @@ class RefreshReport:
     changed: list[str] = field(default_factory=list)
     """Views that got a new schema version."""
     pending: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """View → why it could not be derived (its older versions stay published)."""
     published: list[Outcome] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -70,6 +72,7 @@ class RefreshReport:
             "views": self.views,
             "changed": self.changed,
             "pending": self.pending,
+            "failed": self.failed,
             "published": [o.to_dict() for o in self.published if o.action == "published"],
         }
 
@@ -112,6 +115,38 @@ class Refresher:
                 self._view(event, report)
                 self._cascade({event.name}, report, include_start=True)
         return report
+
+    def snapshot(self, tables: list[str]) -> RefreshReport:
+        """Snapshot-driven refresh: every table at its history's newest version (whatever
+        was known before), then every view derived again; each published where its
+        content changed. Idempotent; concurrent runs queue on the registry lock."""
+        report = RefreshReport()
+        with self.registry.lock():
+            known = self.registry.tables()
+            for table in tables:
+                history = self._history(table)
+                if known.get(table) != history.current.version:
+                    known[table] = history.current.version
+                    report.tables.append(table)
+                self.registry.set_tables(known)
+                self.publish_table(history, history.current.version, report)
+            views = {v.name for v in self.registry.all()}
+            self._cascade(views, report, include_start=True)
+        return report
+
+    def adopt_tables(self, tables: list[str]) -> list[str]:
+        """Know each table at its history's newest version without publishing it (views
+        are derived from what is known); returns the tables whose version moved."""
+        moved = []
+        with self.registry.lock():
+            known = self.registry.tables()
+            for table in tables:
+                version = self._history(table).current.version
+                if known.get(table) != version:
+                    known[table] = version
+                    moved.append(table)
+            self.registry.set_tables(known)
+        return moved
 
     # -- tables ---------------------------------------------------------------------------
     def _history(self, table: str) -> SchemaHistory:
@@ -168,15 +203,11 @@ class Refresher:
         if record is None:
             record = ViewRecord(name, event.sql, deps)
         else:
-            record = ViewRecord(
-                name,
-                event.sql,
-                deps,
-                record.status,
-                record.missing,
-                record.last_column_id,
-                record.versions,
-            )
+            record = replace(record, sql=event.sql, dependencies=deps)
+        views = {v.name.casefold(): v for v in self.registry.all()}
+        columns, _versions, missing = self._inputs(record, views)
+        if not missing:
+            derive(name, event.sql, columns)  # refuse SQL that cannot work before keeping it
         self.registry.put(record)
 
     def _check_cycle(self, name: str, deps: tuple[str, ...]) -> None:
@@ -250,18 +281,17 @@ class Refresher:
         columns, versions, missing = self._inputs(record, views)
         report.views.append(record.name)
         if missing:
-            updated = ViewRecord(
-                record.name,
-                record.sql,
-                record.dependencies,
-                "pending",
-                tuple(missing),
-                record.last_column_id,
-                record.versions,
-            )
+            updated = replace(record, status="pending", missing=tuple(missing), error=None)
             report.pending.append(record.name)
         else:
-            derived = derive(record.name, record.sql, columns)
+            try:
+                derived = derive(record.name, record.sql, columns)
+            except ViewError as exc:
+                updated = replace(record, status="failed", missing=(), error=exc.render())
+                report.failed[record.name] = exc.render()
+                if updated != record:
+                    self.registry.put(updated)
+                return updated
             previous = record.current.columns if record.current else ()
             numbered, last = assign_ids(derived, previous, record.last_column_id)
             before = record.current.version if record.current else 0

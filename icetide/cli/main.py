@@ -27,6 +27,8 @@ GROUPS = (
     "icetide.cli.stages",
     "icetide.cli.observe",
     "icetide.cli.jars",
+    "icetide.cli.artifacts",
+    "icetide.cli.views",
     "icetide.cli.demo",
 )
 """The command modules, in the order ``icetide --help`` lists them."""

@@ -33,7 +33,7 @@ from icetide.artifacts.errors import ViewError
 from icetide.schema.file import column_to_data, type_from_data
 from icetide.schema.model import Column
 
-Status = Literal["ready", "pending"]
+Status = Literal["ready", "pending", "failed"]
 VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SUFFIX = ".view.yaml"
 
@@ -59,6 +59,8 @@ class ViewRecord:
     missing: tuple[str, ...] = ()
     last_column_id: int = 0
     versions: tuple[ViewVersion, ...] = ()
+    error: str | None = None
+    """Why the last derivation failed (status ``failed``; older versions stay)."""
 
     @property
     def current(self) -> ViewVersion | None:
@@ -72,14 +74,15 @@ class ViewRecord:
         current = self.current
         if current is not None and current.columns == columns:
             if current.inputs == inputs:
-                return replace(self, status="ready", missing=())
+                return replace(self, status="ready", missing=(), error=None)
             versions = (*self.versions[:-1], replace(current, inputs=inputs))
-            return replace(self, status="ready", missing=(), versions=versions)
+            return replace(self, status="ready", missing=(), error=None, versions=versions)
         number = current.version + 1 if current else 1
         return replace(
             self,
             status="ready",
             missing=(),
+            error=None,
             last_column_id=last_id,
             versions=(*self.versions, ViewVersion(number, columns, inputs)),
         )
@@ -92,6 +95,7 @@ class ViewRecord:
             "status": self.status,
             "missing": list(self.missing),
             "last_column_id": self.last_column_id,
+            "error": self.error,
             "versions": [
                 {
                     "version": v.version,
@@ -119,6 +123,7 @@ class ViewRecord:
                 )
                 for v in data.get("versions", ())
             ),
+            data.get("error"),
         )
 
 

@@ -103,3 +103,22 @@ def test_a_cycle_and_a_self_reference_are_refused(tmp_path: Path) -> None:
     assert r.registry.get("B") is None  # refused before anything was written
     with pytest.raises(ViewError, match="a table has that name"):
         r.refresh(ViewChanged("T", "SELECT 1 AS x"))
+
+
+def test_sql_that_cannot_work_is_refused_and_a_view_broken_later_is_marked_failed(
+    tmp_path: Path,
+) -> None:
+    r = refresher(tmp_path)
+    r.refresh(TableChanged("T", 2))
+    with pytest.raises(ViewError, match="'nope' could not be resolved"):
+        r.refresh(ViewChanged("A", "SELECT nope FROM T"))
+    assert r.registry.get("A") is None
+    r.refresh(ViewChanged("A", "SELECT Email FROM T"))
+    r.refresh(ViewChanged("B", "SELECT Id FROM T"))
+    # T's history goes back to version 1 (no Email): A fails, B is still derived.
+    r.registry.set_tables({})
+    report = r.refresh(TableChanged("T", 1))
+    assert list(report.failed) == ["A"] and "Email" in report.failed["A"].replace("email", "Email")
+    a, b = r.registry.get("A"), r.registry.get("B")
+    assert a is not None and a.status == "failed" and a.current is not None  # v1 kept
+    assert b is not None and b.status == "ready"
