@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
@@ -117,7 +118,9 @@ def derive(name: str, sql: str, inputs: Mapping[str, tuple[Column, ...]]) -> tup
         table.set("catalog", None)
     for alias in query.find_all(exp.Alias):
         alias.args["alias"].meta[_ALIAS_META] = alias.alias
-    mapping = {t: {c.name: sql_type(c.type) for c in cols} for t, cols in by_fold.items() if cols}
+    mapping: dict[str, object] = {
+        t: {c.name: sql_type(c.type) for c in cols} for t, cols in by_fold.items() if cols
+    }
     try:
         schema = MappingSchema(mapping, dialect=DIALECT)
         qualified = qualify(
@@ -174,7 +177,7 @@ class _Tracer:
         grouped = query.args.get("group") is not None
         outs = []
         for projection in query.selects:
-            expression = projection.unalias()
+            expression = cast(exp.Expression, projection.unalias())
             column = self._expression(scope, expression, optional, grouped)
             alias = projection.args.get("alias") if isinstance(projection, exp.Alias) else None
             given = alias.meta.get(_ALIAS_META) if alias is not None else None
@@ -292,10 +295,10 @@ class _Tracer:
             return True
         if any(isinstance(n, exp.Div | exp.Bracket) for n in node.walk()):
             return True
-        for cast in node.find_all(exp.Cast):
-            source = cast.this.type
+        for conversion in node.find_all(exp.Cast):
+            source = conversion.this.type
             if source is not None and source.is_type(*exp.DataType.TEXT_TYPES):
-                if not cast.to.is_type(*exp.DataType.TEXT_TYPES):
+                if not conversion.to.is_type(*exp.DataType.TEXT_TYPES):
                     return True
         for column in node.find_all(exp.Column):
             traced = self._source_column(scope, column, optional)
@@ -341,7 +344,7 @@ def _field(columns: tuple[Column, ...], name: str) -> Column | None:
     return None
 
 
-_SIMPLE: dict[exp.DataType.Type, IcetideType] = {
+_SIMPLE: dict[Any, IcetideType] = {
     exp.DataType.Type.BOOLEAN: BooleanType(),
     exp.DataType.Type.TINYINT: IntType(),
     exp.DataType.Type.SMALLINT: IntType(),
