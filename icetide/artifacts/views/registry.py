@@ -36,6 +36,9 @@ from icetide.schema.model import Column
 Status = Literal["ready", "pending", "failed"]
 VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SUFFIX = ".view.yaml"
+# libyaml's safe loader and dumper when present: a refresh reads every view file.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,8 @@ class ViewRegistry:
             if known.casefold() == name.casefold():
                 path = self._path(known)
                 try:
-                    return ViewRecord.from_dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+                    text = path.read_text(encoding="utf-8")
+                    return ViewRecord.from_dict(yaml.load(text, Loader=_LOADER))
                 except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
                     raise ViewError(
                         f"cannot read view file {path}: {exc}",
@@ -192,7 +196,8 @@ class ViewRegistry:
 
     def put(self, record: ViewRecord) -> None:
         """Write a view's file (atomically)."""
-        _atomic(self._path(record.name), yaml.safe_dump(record.to_dict(), sort_keys=False))
+        text = yaml.dump(record.to_dict(), Dumper=_DUMPER, sort_keys=False)
+        _atomic(self._path(record.name), text)
 
     def tables(self) -> dict[str, int]:
         """Table → the schema version views are derived from."""
