@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import fastavro
+import pytest
 from pyspark.sql import SparkSession
 
 from icetide.artifacts.codegen import avro_schema
@@ -105,3 +106,18 @@ def test_records_from_the_base_table_roundtrip_and_the_property_is_set(
     (row,) = spark.sql(f"SHOW TBLPROPERTIES {base.sql} ('{PROPERTY}')").collect()
     assert json.loads(row[1]) == schema
     assert "the user's key" in row[1]
+
+
+def test_the_hadoop_catalog_has_no_iceberg_views(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """Why views live in icetide's own registry (docs/views.md): Iceberg 1.10's
+    HadoopCatalog is not a view catalog. If this starts failing, Iceberg views can be
+    stored in the catalog itself."""
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS `lake`.`artifacts_views`")
+    spark.sql("CREATE TABLE IF NOT EXISTS `lake`.`artifacts_views`.`t` (id BIGINT) USING iceberg")
+    with pytest.raises(Exception, match="Creating a view is not supported by catalog: lake"):
+        spark.sql(
+            "CREATE VIEW `lake`.`artifacts_views`.`v` AS "
+            "SELECT id FROM `lake`.`artifacts_views`.`t`"
+        )
