@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -100,7 +101,7 @@ class LocalIndex:
         """Copy ``wheel`` into the index and record ``entry`` (call under :meth:`lock`)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         target = self.folder / wheel.name
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         shutil.copyfile(wheel, tmp)
         os.replace(tmp, target)
         entries = [
@@ -112,6 +113,6 @@ class LocalIndex:
 
     def _write(self, entries: list[Entry]) -> None:
         path = self.folder / STATE
-        tmp = path.with_name(f".{STATE}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{STATE}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"packages": [e.to_dict() for e in entries]}, indent=1))
         os.replace(tmp, path)

@@ -13,6 +13,7 @@ version, :func:`on_table_changed` publishes it and refreshes every view above it
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from icetide.artifacts.index import LocalIndex
 from icetide.artifacts.publish import Publisher
@@ -22,6 +23,9 @@ from icetide.artifacts.views.registry import ViewRegistry
 from icetide.config.model import Config
 from icetide.pipeline import Pipeline
 from icetide.schema.history import SchemaHistory
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def index_folder(config: Config) -> Path:
@@ -64,7 +68,18 @@ def publish_all(pipeline: Pipeline, *, index: Path | None = None) -> RefreshRepo
     return refresher(pipeline, index=index).snapshot([t.name for t in pipeline.config.tables])
 
 
-def on_table_changed(pipeline: Pipeline, table: str, version: int) -> RefreshReport:
+def on_table_changed(
+    pipeline: Pipeline, table: str, version: int, spark: SparkSession | None = None
+) -> RefreshReport:
     """The evolution path's hook: ``table`` now has schema ``version`` (recorded in its
-    history); publish it and refresh its dependents."""
-    return refresher(pipeline).refresh(TableChanged(table, version))
+    history); publish it and refresh its dependents. With ``spark``, the base table's
+    ``avro.schema.literal`` is set to that version's Avro schema too."""
+    r = refresher(pipeline)
+    report = r.refresh(TableChanged(table, version))
+    if spark is not None:
+        from icetide.artifacts.properties import set_avro_literal
+        from icetide.spark.tables import TableRefs
+
+        schema = pipeline.schemas.history(table).get(version)
+        set_avro_literal(spark, TableRefs.of(pipeline.config, table).base, r.naming.table(schema))
+    return report

@@ -118,7 +118,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 example=(
                     "icetide views add paid --sql \"SELECT * FROM orders WHERE state = 'paid'\"",
                     'icetide views add paid_users --sql "SELECT u.id, p.amount FROM users u '
-                    'JOIN paid p ON p.user_id = u.id" --publish',
+                    'JOIN paid p ON p.user_id = u.id" --no-publish',
                 ),
             )
         )
@@ -126,7 +126,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("name", help="the view's name (letters, digits, _)")
     p.add_argument("--sql", required=True, help="one SELECT in Spark SQL")
     p.add_argument(
-        "--publish", action="store_true", help="also publish its package and its dependents'"
+        "--no-publish",
+        dest="publish",
+        action="store_false",
+        help="only register and derive; publish nothing (default: publish the view's "
+        "package and its dependents')",
     )
     p.set_defaults(func=cmd_add)
 

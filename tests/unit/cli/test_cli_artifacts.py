@@ -5,7 +5,8 @@ what changed (twice is a no-op, two at once build each package once), JSON outpu
 from __future__ import annotations
 
 import json
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,11 +51,13 @@ def test_views_and_publish_through_the_cli(
         ("id", False),
         ("Mail", True),
     ]
+    published = named["refresh"]["published"]  # views add publishes the view
+    assert [(p["package"], p["version"]) for p in published] == [
+        ("icetide-schema-cdc-rich", "1.0.0")
+    ]
     first = run_json(capsys, "artifacts", "publish", "--all", "-c", c)
     assert isinstance(first, dict)
     assert sorted((p["package"], p["version"]) for p in first["published"]) == [
-        ("icetide-schema-cdc-everyone", "1.0.0"),
-        ("icetide-schema-cdc-rich", "1.0.0"),
         ("icetide-schema-inventory-customers", "1.0.0"),
     ]
     again = run_json(capsys, "artifacts", "publish", "--all", "-c", c)
@@ -72,29 +75,23 @@ def test_views_and_publish_through_the_cli(
     assert isinstance(shown, dict) and shown["columns"][-1]["name"] == "Phone"
     listed = run_json(capsys, "artifacts", "list", "-c", c)
     assert isinstance(listed, list) and len(listed) == 5
+    out = pipeline.parent / "dist"
+    built = run_json(capsys, "artifacts", "build", "--view", "rich", "--out", str(out), "-c", c)
+    assert isinstance(built, list) and [Path(b["wheel"]).name for b in built] == [
+        "icetide_schema_cdc_rich-1.0.0-py3-none-any.whl"
+    ]
+    assert (out / "icetide_schema_cdc_rich-1.0.0-py3-none-any.whl").is_file()
 
 
-def test_two_publishers_at_once_build_each_package_once(
-    pipeline: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from icetide.artifacts.workspace import publish_all
-    from icetide.config import load_config
-    from icetide.pipeline import Pipeline
-
-    results = []
-
-    def publish() -> None:
-        results.append(publish_all(Pipeline(load_config(pipeline))))
-
-    threads = [threading.Thread(target=publish) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    actions = sorted(o.action for r in results for o in r.published)
-    assert actions == ["published", "unchanged"]
+def test_two_publishers_at_once_build_each_package_once(pipeline: Path) -> None:
+    command = [sys.executable, "-m", "icetide.cli", "artifacts", "publish", "--all"]
+    command += ["-c", str(pipeline), "--output", "json"]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    reports = [json.loads(run.communicate(timeout=120)[0]) for run in runs]
+    assert all(run.returncode == 0 for run in runs)
+    assert sorted(len(r["published"]) for r in reports) == [0, 1]  # one built, one found it
     index = json.loads((pipeline.parent / ".icetide/artifacts/index/index.json").read_text())
-    assert len(index["packages"]) == 1
+    assert [p["version"] for p in index["packages"]] == ["1.0.0"]
 
 
 def test_a_bad_view_is_one_error_line(pipeline: Path, capsys: pytest.CaptureFixture[str]) -> None:
