@@ -26,6 +26,7 @@ GROUPS = (
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",
+    "icetide.cli.schema_plan",
     "icetide.cli.jars",
     "icetide.cli.artifacts",
     "icetide.cli.views",

@@ -117,6 +117,18 @@ tables:
     buckets: 16
     # merge-on-read (cheap writes) or copy-on-write (cheap reads). Default: merge-on-read
     mode: merge-on-read
+    # What a source schema change does (docs/schema-evolution.md). Defaults shown.
+    evolution:
+      # evolve | freeze | discard_row | discard_value, for every kind of change
+      mode: evolve
+      # per kind, e.g. {type_change: freeze, add_column: discard_value}
+      modes: {}
+      # a dropped source column: soft (kept, commented) or hard (dropped)
+      drop: soft
+      # name patterns of new columns held as sensitive until approved, e.g. ["*ssn*"]
+      sensitive: []
+      # apply allowed changes with no human (false: wait for `icetide schema apply`)
+      auto_apply: true
 """
 
 EXAMPLE_SCHEMA = """\
