@@ -127,14 +127,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     index.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "pypiserver", "run", "-p", str(args.port)]
     command += ["-i", args.host, "--disable-fallback", "--backend", "simple-dir", str(index)]
-    log(f"serving {index} at http://{args.host}:{args.port}/simple/ (Ctrl-C stops)")
+    url = f"http://{args.host}:{args.port}/simple/"
+    if args.output == "json":
+        print(json.dumps({"url": url, "index": str(index)}), flush=True)
+    log(f"serving {index} at {url} (Ctrl-C stops)")
     process = subprocess.Popen(command)
     try:
         return process.wait()
     except KeyboardInterrupt:
-        process.terminate()
-        process.wait()
         return 0
+    finally:
+        # However this command ends (Ctrl-C, SIGTERM, an error), the server ends with it.
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -221,12 +227,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_publish)
 
     p = with_index(
-        with_config(
-            command_parser(
-                actions,
-                "serve",
-                help="serve the index with pypiserver (pip install --index-url …/simple/)",
-                example=("icetide artifacts serve --port 8765",),
+        with_output(
+            with_config(
+                command_parser(
+                    actions,
+                    "serve",
+                    help="serve the index with pypiserver (pip install --index-url …/simple/)",
+                    description="Serve the index folder with pypiserver until stopped; "
+                    "--output json prints the URL and folder as one JSON line first.",
+                    example=("icetide artifacts serve --port 8765",),
+                )
             )
         )
     )
