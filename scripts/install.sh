@@ -23,10 +23,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cd "$(dirname "$0")/.."
-if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest" 2>/dev/null \
+if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, sqlglot, fastavro, build, hatchling, pypiserver" 2>/dev/null \
    || [ pyproject.toml -nt .install-stamp ]; then
-  echo "install.sh: pip install -e .[dev,capture]"
-  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture]"
+  echo "install.sh: pip install -e .[dev,capture,artifacts]"
+  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture,artifacts]"
   touch .install-stamp
 fi
 

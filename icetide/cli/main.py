@@ -30,6 +30,8 @@ GROUPS = (
     "icetide.cli.schema_plan",
     "icetide.cli.schema_show",
     "icetide.cli.jars",
+    "icetide.cli.artifacts",
+    "icetide.cli.views",
     "icetide.cli.demo",
 )
 """The command modules, in the order ``icetide --help`` lists them."""
