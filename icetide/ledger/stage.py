@@ -264,9 +264,8 @@ class LedgerStage:
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
                     extra = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
-                stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
                 ledger_cols = [quote(col.name) for col in schema.key_columns] + [
-                    m for m in c.META_COLUMNS if m not in stamped
+                    m for m in c.META_COLUMNS if m not in c.STAMPED
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(
                     *ledger_cols,
