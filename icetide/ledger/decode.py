@@ -41,6 +41,7 @@ CLASSIFIED_SCHEMA = (
 )
 STATUS, REASON, ERROR, RAW, EXTRA = "_status", "_reason", "_error", "_raw", "_extra"
 BOM = "\ufeff"
+SCHEMA_CHANGE = "schema_change"
 _MAX_ERROR = 500
 
 
@@ -158,6 +159,8 @@ def _classify(raw: bytes, routes: Routes) -> Classified:
     except DecodeError as exc:
         return _guess_table(doc, routes), DEAD, exc.reason, exc.message
     if not isinstance(decoded, ChangeEvent):
+        if decoded.kind == SCHEMA_CHANGE:  # routed: the stage acts on its table's changes
+            return _guess_table(doc, routes), SKIP, decoded.kind, ""
         return None, SKIP, decoded.kind, ""
     identity = _identity(doc)
     if decoded.source is None or identity is None:

@@ -18,13 +18,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
+from icetide.merge.converge import fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
+from icetide.merge.versions import MergeVersion, merge_version, switch_base, version_of
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract import phases as ph
 from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties, with_commit_properties
 from icetide.spark.progress import read_bootstrap_state, read_new_events, read_watermark
 from icetide.spark.sql import literal
@@ -72,13 +76,14 @@ class MergeStage:
         """The Iceberg names of ``table``."""
         return self.pipeline.refs(table)
 
-    def ensure_base(self, name: str) -> None:
-        """Create the base table (and namespace) when missing."""
+    def ensure_base(self, name: str, contract: TableContract | None = None) -> None:
+        """Create the base table (and namespace) when missing, at ``contract``'s version
+        (default: the current schema)."""
         base = self.refs(name).base
         if table_exists(self.spark, base):
             return
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        contract = self.pipeline.contract(name)
+        contract = contract or self.pipeline.contract(name)
         self.spark.sql(contract.base_ddl(base))
         self.spark.sql(contract.identifier_fields_sql(base))
 
@@ -90,9 +95,12 @@ class MergeStage:
         """Merge the new ledger events of one table."""
         started = time.monotonic()
         refs = self.refs(name)
-        contract = self.pipeline.contract(name)  # one schema for the whole batch
+        # One schema for the whole batch: the ledger's layout version, read before the
+        # end snapshot (merge/versions.py).
+        run = merge_version(self.spark, self.pipeline, name)
+        contract = run.contract
         schema = contract.schema
-        self.ensure_base(name)
+        self.ensure_base(name, contract)
         bootstrap = read_bootstrap_state(self.spark, refs.base)
         if bootstrap is not None and bootstrap[1] == "running":
             self.pipeline.report(
@@ -104,9 +112,12 @@ class MergeStage:
             return MergeResult(name, 0, None, None, 0.0)
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
+        switch_base(self.spark, self.pipeline, name, contract)
+        crash_point("merge.after_switch")
         end = current_snapshot_id(self.spark, refs.cdc)
         start = read_watermark(self.spark, refs.base)
         if end is None or end == start:
+            self._converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
         events = read_new_events(self.spark, refs.cdc, start, end)
         stats = events.agg(
@@ -158,6 +169,7 @@ class MergeStage:
         finally:
             if inheritance is not None:
                 inheritance.release()
+        self._converge(name, run, end)
         result = MergeResult(name, count, start, end, time.monotonic() - started)
         self.pipeline.report(
             "merge",
@@ -169,6 +181,42 @@ class MergeStage:
             seconds=round(result.seconds, 3),
         )
         return result
+
+    def _converge(self, name: str, run: MergeVersion, end: int | None) -> None:
+        """Phase 3 once the ledger projects this version: every ledger row still holding
+        a new column's value in ``_rescued`` is in snapshot ``end``, and merged."""
+        version = run.contract.schema.version
+        base = self.refs(name).base
+        props = table_properties(self.spark, base)
+        done = int_property(props, ph.DATA_VERSION)
+        if done is None or done >= version or (run.projected or 0) < version:
+            return
+        since = version_of(self.pipeline, name, done)
+        rescued = fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
+        defaults = fill_defaults(
+            self.spark,
+            self.pipeline,
+            name,
+            run.contract,
+            since,
+            run.change_position,
+            column_defaults(run.contract.schema),
+        )
+        crash_point("merge.after_fill")
+        set_properties(
+            self.spark,
+            base,
+            {ph.DATA_VERSION: str(version), ph.DATA_FILLED: str(int(time.time() * 1000))},
+        )
+        self.pipeline.report(
+            "merge",
+            f"schema {name}: data converged at version {version} (phase 3: {rescued:,} "
+            f"rescued events, {defaults} default columns)",
+            table=name,
+            version=version,
+            phase=3,
+            rescued=rescued,
+        )
 
     def _history(
         self, ledger: TableName, start: int | None, schema: TableSchema
