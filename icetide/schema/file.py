@@ -46,6 +46,7 @@ from pydantic import (
 )
 
 from icetide.errors import SchemaError
+from icetide.schema.defaults import DefaultError, default_from_data, default_to_data
 from icetide.schema.model import (
     Column,
     Loc,
@@ -171,7 +172,7 @@ def _type(value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> IcetideType 
     return MapType(ids["key_id"], types["key"], ids["value_id"], types["value"], bool(nullable))
 
 
-_FIELD_KEYS = ("id", "name", "type", "nullable", "doc")
+_FIELD_KEYS = ("id", "name", "type", "nullable", "doc", "default", "tags")
 
 
 def _field(entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Column | None:
@@ -197,10 +198,39 @@ def _field(entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Column | No
         problems.append(((*loc, "nullable"), "must be true or false (without quotes)"))
         ok = False
     ftype = _type(entry["type"], (*loc, "type"), problems) if "type" in entry else None
-    if not ok or ftype is None:
+    tags = _tags(entry.get("tags"), (*loc, "tags"), problems)
+    if not ok or ftype is None or tags is None:
         return None
+    default = _default(ftype, entry.get("default"), (*loc, "default"), problems)
     doc = entry.get("doc")
-    return Column(int(fid), str(name), ftype, nullable, doc if isinstance(doc, str) else None)  # type: ignore[arg-type]
+    return Column(
+        int(fid),  # type: ignore[arg-type]
+        str(name),
+        ftype,
+        nullable,
+        doc if isinstance(doc, str) else None,
+        default,
+        tags,
+    )
+
+
+def _tags(value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> frozenset[str] | None:
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) and t for t in value):
+        problems.append((loc, "must be a list of tags, e.g. [sensitive]"))
+        return None
+    return frozenset(value)
+
+
+def _default(
+    ctype: IcetideType, value: Any, loc: Loc, problems: list[tuple[Loc, str]]
+) -> Any:
+    try:
+        return default_from_data(ctype, value)
+    except DefaultError as exc:
+        problems.append((loc, f"{exc} (the column is {ctype})"))
+        return None
 
 
 def type_to_data(ctype: IcetideType) -> Any:
@@ -241,6 +271,10 @@ def column_to_data(column: Column) -> dict[str, Any]:
         entry["nullable"] = False
     if column.doc:
         entry["doc"] = column.doc
+    if column.default is not None:
+        entry["default"] = default_to_data(column.default)
+    if column.tags:
+        entry["tags"] = sorted(column.tags)
     return entry
 
 
@@ -272,6 +306,12 @@ def _names_list(value: Any) -> Any:
     # pydantic's own message ("must be a list") does not show how to write one.
     if isinstance(value, str):
         raise ValueError(f"must be a list of column names, e.g. [{value}]")
+    return value
+
+
+def _tags_list(value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        raise ValueError("must be a list of tags, e.g. [sensitive]")
     return value
 
 
@@ -313,6 +353,10 @@ class ColumnEntry(_Entry):
     nullable: StrictBool | None = None
     logical: Name | None = None
     doc: StrictStr | None = None
+    default: Any = None
+    """A literal of the column's type, or ``{sql: TEXT}`` (see :mod:`icetide.schema.defaults`)."""
+    tags: Annotated[tuple[Name, ...], BeforeValidator(_tags_list)] = ()
+    """Labels such as ``sensitive``."""
 
 
 class SinkEntry(_Entry):
@@ -337,6 +381,8 @@ class SchemaFile(_Entry):
         # A key column left without nullable: is not null, so only an explicit
         # nullable: true on one is reported.
         problems = schema_problems(self._built(), self.primary_key)
+        for i, entry in enumerate(self.columns):
+            _default(entry.type, entry.default, ("columns", i, "default"), problems)
         names = {e.name for e in self.columns}
         for name in self.sink.logical:
             if name not in names:
@@ -368,6 +414,8 @@ class SchemaFile(_Entry):
                 type=e.type,
                 nullable=(e.name not in key) if e.nullable is None else e.nullable,
                 doc=e.doc,
+                default=_default(e.type, e.default, (), []),
+                tags=frozenset(e.tags),
             )
             for e in self.columns
         )
