@@ -39,8 +39,8 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
-from icetide.ledger.source import raw_messages
 from icetide.ledger.signals import ChangeSignal, OnSignals, schema_change_signal
+from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
 from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
@@ -204,7 +204,10 @@ class LedgerStage:
             unrouted = False
             signals: list[ChangeSignal] = []
             if any(r.status == SKIP and r.reason == SCHEMA_CHANGE and r.table for r in counts):
-                signals += self._schema_changes(classified)
+                # Before projecting: the batch's rows after a DDL need its layout (a value
+                # of a widened column may not fit the old type), and rows before it fit
+                # the new layout too (new columns are nullable, renames are aliased).
+                self._signal(self._schema_changes(classified))
             for row in counts:
                 if row.status == FILE:
                     receipt = parse_receipt(row.reason)

@@ -112,6 +112,21 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
     return build_projection(pipeline, table, schema, target)
 
 
+def ledger_layout(pipeline: Pipeline, table: str, schema: TableSchema) -> TableSchema:
+    """``schema`` plus the columns earlier versions had and it dropped: a soft drop keeps
+    them in the ledger's row images (null from now on), so every write must carry them."""
+    names = {col.name for col in schema.columns}
+    ids = schema.field_ids()
+    dropped = []
+    for older in pipeline.schemas.history(table).versions:
+        for column in older.columns:
+            if column.id not in ids and column.name not in names:
+                dropped.append(column)
+                ids |= {column.id}
+                names.add(column.name)
+    return schema.with_columns((*schema.columns, *dropped)) if dropped else schema
+
+
 def build_projection(
     pipeline: Pipeline, table: str, layout: TableSchema, values_version: int
 ) -> Projection:
@@ -126,6 +141,7 @@ def build_projection(
                 aliases.setdefault(column.name, current.name)
     for column in layout.columns:
         aliases.pop(column.name, None)  # a current name always means itself
+    layout = ledger_layout(pipeline, table, layout)
     values = None
     if values_version < layout.version:
         known = _version(pipeline, table, values_version).field_ids()

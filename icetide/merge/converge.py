@@ -65,7 +65,9 @@ def _fill_values(
                 for col in columns:
                     if col.name in found:
                         try:
-                            value = coerce_value(found[col.name], col, schema.table, hints.get(col.id))
+                            value = coerce_value(
+                                found[col.name], col, schema.table, hints.get(col.id)
+                            )
                         except Exception:  # a value that does not fit stays unfilled
                             continue
                         out[value_slot(col.id)] = {"v": arrow_value(value, col.type)}
@@ -135,6 +137,22 @@ def fill_rescued(
         return count
     finally:
         values.unpersist()
+
+
+def column_defaults(schema: TableSchema) -> dict[int, str]:
+    """Column id → Spark SQL literal of each value column's constant source default."""
+    found = {}
+    for col in schema.value_columns:
+        default = col.default
+        if default is None or not default.constant or default.value is None:
+            continue
+        value = default.value
+        if isinstance(value, bytes):
+            found[col.id] = f"X'{value.hex()}'"
+        else:
+            text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+            found[col.id] = f"CAST({literal(text)} AS {sql_type(col.type)})"
+    return found
 
 
 def fill_defaults(

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
-from icetide.merge.converge import fill_defaults, fill_rescued
+from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.merge.versions import MergeVersion, merge_version, switch_base, version_of
@@ -192,7 +192,9 @@ class MergeStage:
         if done is None or done >= version or (run.projected or 0) < version:
             return
         since = version_of(self.pipeline, name, done)
-        rescued = fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
+        rescued = (
+            fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
+        )
         defaults = fill_defaults(
             self.spark,
             self.pipeline,

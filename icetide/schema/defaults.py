@@ -87,11 +87,11 @@ def _float(value: Any, ctype: IcetideType) -> float:
 def _decimal(value: Any, ctype: IcetideType) -> Decimal:
     assert isinstance(ctype, DecimalType)
     if isinstance(value, bool):
-        raise DefaultError(f"must be a number for {ctype}, e.g. \"0.00\"")
+        raise DefaultError(f'must be a number for {ctype}, e.g. "0.00"')
     try:
         number = Decimal(str(value))
     except InvalidOperation:
-        raise DefaultError(f"must be a number for {ctype}, e.g. \"0.00\"") from None
+        raise DefaultError(f'must be a number for {ctype}, e.g. "0.00"') from None
     quantum = Decimal(1).scaleb(-ctype.scale)
     fitted = number.quantize(quantum)
     if fitted != number or len(fitted.as_tuple().digits) > ctype.precision:

@@ -223,9 +223,7 @@ def _tags(value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> frozenset[st
     return frozenset(value)
 
 
-def _default(
-    ctype: IcetideType, value: Any, loc: Loc, problems: list[tuple[Loc, str]]
-) -> Any:
+def _default(ctype: IcetideType, value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Any:
     try:
         return default_from_data(ctype, value)
     except DefaultError as exc:
