@@ -26,6 +26,8 @@ GROUPS = (
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",
+    "icetide.cli.schema",
+    "icetide.cli.jars",
     "icetide.cli.demo",
 )
 """The command modules, in the order ``icetide --help`` lists them."""

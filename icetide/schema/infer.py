@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from icetide.schema.defaults import default_from_source
+from icetide.schema.defaults import Dialect, default_from_source
 from icetide.schema.model import Column, SinkSettings, TableSchema
 from icetide.schema.types import parse_type
 
@@ -53,7 +53,7 @@ def infer_table_schema(
         type_name, hint = type_of(info)
         ctype = parse_type(type_name)
         default_text = getattr(info, "default", None)
-        dialect = getattr(info, "dialect", None) or "mysql"
+        dialect: Dialect = "postgres" if getattr(info, "dialect", None) == "postgres" else "mysql"
         built.append(
             Column(
                 id=number,
