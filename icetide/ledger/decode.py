@@ -293,6 +293,7 @@ def _project(raw: bytes, projection: Projection) -> dict[str, Any]:
             "missing_position",
             "the event's source block has no binlog file/pos, GTID or LSN to order it by",
         )
+    position = event.position
     if projection.aliases:
         event = replace(
             event,
@@ -311,8 +312,8 @@ def _project(raw: bytes, projection: Projection) -> dict[str, Any]:
             c.AFTER: _typed_row(projected.after, layout),
             c.BEFORE: _typed_row(projected.before, layout),
             c.UNAVAILABLE: list(projected.unavailable),
-            c.POSITION: Decimal(event.position.key),
-            c.POSITION_TEXT: event.position.text,
+            c.POSITION: Decimal(position.key),
+            c.POSITION_TEXT: position.text,
             c.SOURCE_TS: event.source_ts,
             c.TX_ID: event.tx_id,
             c.RESCUED: rescue_json(event.after, event.before, schema.by_name)

@@ -330,7 +330,7 @@ class LedgerStage:
                 if r[STATUS] == DEAD:
                     summary.add_dead(r[REASON], r.n, list(r.samples))
             if ok:
-                extra = {}
+                extra: dict[str, int] = {}
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
                     extra, first = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
@@ -386,7 +386,7 @@ class LedgerStage:
             F.min_by(F.struct(c.POSITION, c.POSITION_TEXT, c.SOURCE_TS), F.col(c.POSITION))
         ).first()
         values = tuple(first[0]) if first is not None and first[0] is not None else (None,) * 3
-        return {str(r.column): int(r["count"]) for r in counts}, values  # type: ignore[return-value]
+        return {str(r.column): int(r["count"]) for r in counts}, values
 
     # -- the query ---------------------------------------------------------------------
     def start(self, once: bool) -> StreamingQuery:

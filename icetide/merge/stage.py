@@ -21,7 +21,13 @@ from icetide.faults import crash_point
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
-from icetide.merge.versions import MergeVersion, merge_version, switch_base, version_of
+from icetide.merge.versions import (
+    MergeVersion,
+    align_images,
+    merge_version,
+    switch_base,
+    version_of,
+)
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as ph
 from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
@@ -119,7 +125,9 @@ class MergeStage:
         if end is None or end == start:
             self._converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
-        events = read_new_events(self.spark, refs.cdc, start, end)
+        events = align_images(
+            read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
+        )
         stats = events.agg(
             F.count(F.lit(1)).alias("n"),
             F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
@@ -228,11 +236,12 @@ class MergeStage:
             return None
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         earlier = self.spark.read.format("iceberg").option("snapshot-id", start)
-        return (
+        rows = (
             earlier.load(ledger.dotted)
             .where(F.col(c.INGESTED_AT) >= F.lit(cutoff))
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
+        return align_images(rows, self.pipeline, schema.table, schema)
 
     def _truncated_before(
         self, history: DataFrame | None, batch_truncate: Decimal | None

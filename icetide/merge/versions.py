@@ -24,7 +24,7 @@ from icetide.spark.alter import apply_alters, int_property, set_properties, tabl
 from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from icetide.pipeline import Pipeline
 
@@ -99,3 +99,37 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
 
 def _now_ms() -> str:
     return str(int(time.time() * 1000))
+
+
+def align_images(
+    events: DataFrame, pipeline: Pipeline, table: str, schema: TableSchema
+) -> DataFrame:
+    """Ledger rows read in an older layout (a snapshot written before the ledger was
+    ALTERed is read with its own schema) in ``schema``'s row images: a column the
+    snapshot lacks is null, a renamed one is taken under its old name, a widened one cast."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from icetide.schema.convert.spark import sql_type
+    from icetide.spark.sql import qualified
+
+    history = pipeline.schemas.history(table)
+    aligned = events
+    for image in c.ROW_IMAGES:
+        present = events.schema[image].dataType
+        assert isinstance(present, StructType)
+        names = set(present.fieldNames())
+        if all(col.name in names for col in schema.columns) and len(names) == len(schema.columns):
+            continue
+        fields = []
+        for col in schema.columns:
+            old_names = [s.find(col.id).name for s in history.versions if col.id in s.field_ids()]
+            found = next((n for n in [col.name, *reversed(old_names)] if n in names), None)
+            value = (
+                F.col(qualified(image, found)).cast(sql_type(col.type))
+                if found is not None
+                else F.lit(None).cast(sql_type(col.type))
+            )
+            fields.append(value.alias(col.name))
+        aligned = aligned.withColumn(image, F.when(F.col(image).isNotNull(), F.struct(*fields)))
+    return aligned

@@ -70,8 +70,9 @@ def jdbc_url(source: SourceConfig, database: str | None = None) -> str:
     db = database or source.database or ""
     if source.type == "mysql":
         # The jdbc:mysql scheme makes Spark pick its MySQL dialect (backtick quoting);
-        # MariaDB Connector/J 2.x, Debian's driver, accepts it.
-        return f"jdbc:mysql://{source.host}:{source.resolved_port}/{db}"
+        # MariaDB Connector/J 2.x, Debian's driver, accepts it, and 3.x (fetched from
+        # Maven) with permitMysqlScheme.
+        return f"jdbc:mysql://{source.host}:{source.resolved_port}/{db}?permitMysqlScheme"
     return f"jdbc:postgresql://{source.host}:{source.resolved_port}/{db or 'postgres'}"
 
 

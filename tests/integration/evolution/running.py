@@ -18,8 +18,8 @@ from pyspark.sql.streaming import StreamingQuery
 from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.config import load_config
-from icetide.evolution.catalog import catalog_schema
-from icetide.evolution.detect import Detector
+from icetide.evolution.detect import Detector, capturing_source
+from icetide.evolution.source_schema import read_source_schema
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeStage
 from icetide.observe.verify import TableVerdict, run_verify
@@ -47,7 +47,15 @@ def write_config(
         "transport": {"type": "files", "path": "./landing", "roll_interval": "1s"},
         "schedule": {"stream_interval": "1s", "merge_interval": "1s"},
         "tables": [
-            {"name": n, "source": s, "schema": f"schemas/{n}.yaml", "buckets": 2}
+            # The key is given: evolution/source_schema.py reads a PostgreSQL key's first
+            # column as absent (int2vector subscripts start at 0; reported to evo/plan).
+            {
+                "name": n,
+                "source": s,
+                "schema": f"schemas/{n}.yaml",
+                "buckets": 2,
+                "primary_key": ["id"],
+            }
             for n, s in tables.items()
         ],
     }
@@ -56,8 +64,8 @@ def write_config(
     path.write_text(json.dumps(doc))
     config = load_config(path)
     for name in tables:
-        schema = catalog_schema(config, name)
-        assert schema is not None, name
+        table = config.table(name)
+        schema = read_source_schema(capturing_source(config, table), table)
         dump_schema_file(schema, root / "schemas" / f"{name}.yaml")
     return path
 
