@@ -62,7 +62,7 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         return schema
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
-    plan = alter_plan(old, new, refs.base, refs.cdc, "soft")
+    plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
     ran = apply_alters(
         spark, refs.cdc, _without_version_property(plan.ledger), new.ledger_columns()
     )

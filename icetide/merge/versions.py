@@ -80,7 +80,7 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
         update[p.DATA_VERSION] = str(min(layout or version, version))
     if layout is not None and layout < version:
         old = TableContract(version_of(pipeline, table, layout), run.settings)
-        plan = alter_plan(old, run, refs.base, refs.cdc, "soft")
+        plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table))
         statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
         ran = apply_alters(spark, refs.base, statements, run.base_columns())
         update |= {c.SCHEMA_VERSION_PROPERTY: str(version), p.BASE_ALTERED: _now_ms()}

@@ -51,7 +51,7 @@ SCHEMA_VERSION_PROPERTY = "icetide.schema-version"
 KIND_PROPERTY = "icetide.kind"
 EXTRA_COLUMNS_PROPERTY = "icetide.ledger.extra-columns"
 """Snapshot property of a ledger append: JSON ``{column: events}`` of the event columns
-the table's schema does not have (dropped from the ledger until the schema has them)."""
+the table's schema does not have (their values are in ``_rescued`` until it has them)."""
 
 UNAVAILABLE_VALUE_LOST = "unavailable_value_lost"
 """Dead-letter reason written by the merge: a primary-key change left unchanged-TOAST
