@@ -5,6 +5,10 @@ new column before the code knows it keep their values, and ``verify`` matches.""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,10 +17,14 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.faults import KILLED_EXIT_CODE
+from icetide.observe.convergence import table_convergence
+from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import table_properties
 from tests.integration.evolution.running import Running, write_config
+from tests.integration.harness import REPO
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 _runs = itertools.count(1)
@@ -121,5 +129,80 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         # No dead letters: nothing was refused while the schema changed.
         for table in tables:
             assert spark.table(running.merge_pipeline.refs(table).dlt.sql).count() == 0
+
+        # `icetide status` shows the phase and the timings, checked against the SLA.
+        status = pipeline_status(spark, running.config)
+        text = render_status(status)
+        assert "t_add: schema version 2 converged" in text and "SLA BREACHED" not in text
+        strict = running.config.model_copy(
+            update={
+                "schedule": running.config.schedule.model_copy(
+                    update={"convergence_sla": timedelta(0)}
+                )
+            }
+        )
+        late = table_convergence(spark, strict, "t_add")
+        assert late is not None and late.breached and late.seconds_to_data is not None
+
+        _crash_between_phases_then_resume(running, mariadb, db, config)
     finally:
         running.stop()
+
+
+def _crash_between_phases_then_resume(
+    running: Running, server: MariaDBServer, db: str, config: Path
+) -> None:
+    """A merge process killed after phase 3 wrote its fill but before it recorded it:
+    the next merge does it again, with nothing applied twice."""
+    _run(
+        server,
+        [
+            "ALTER TABLE {db}.t_add ADD COLUMN extra INT",
+            "INSERT INTO {db}.t_add VALUES (5, 'e', 'n5', 50)",
+            "UPDATE {db}.t_add SET extra = 10 WHERE id = 1",
+        ],
+        db,
+    )
+    refs = running.merge_pipeline.refs("t_add")
+
+    def acked() -> bool:
+        running.merger.merge_table("t_add")
+        return running.phases("t_add")["merge"] == 3
+
+    def switched() -> bool:
+        return running.phases("t_add")["projection"] == 3
+
+    _drive(running, acked, "merge acknowledges version 3")
+    _drive(running, switched, "ledger projects version 3", merge=False)
+    child = subprocess.run(
+        [sys.executable, "-m", "icetide.cli", "merge", "--once", "-c", str(config)],
+        env={**os.environ, "ICETIDE_FAULT": "merge.after_fill", "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert child.returncode == KILLED_EXIT_CODE, child.stdout + child.stderr
+    phases = running.phases("t_add")
+    assert phases["data"] == 2, phases  # the fill committed, its record did not
+    filled = {r.id: r.extra for r in running.spark.table(refs.base.sql).collect()}
+    assert filled[5] == 50 and filled[1] == 10, filled
+
+    running.until(lambda: running.converged("t_add", 3), "t_add at version 3 after the crash")
+    running.until_verified(["t_add"])
+    base = running.spark.table(refs.base.sql)
+    assert base.count() == base.select("id").distinct().count() == 5
+    assert {r.id: r.extra for r in base.collect()} == {1: 10, 2: None, 3: None, 4: None, 5: 50}
+
+
+def _drive(running: Running, condition: object, what: str, merge: bool = True) -> None:
+    import time
+
+    deadline = time.monotonic() + 240
+    while True:
+        running.ledger.tick()
+        if callable(condition) and condition():
+            return
+        assert time.monotonic() < deadline, f"timed out: {what}\n" + "\n".join(running.logs[-30:])
+        time.sleep(0.5)
