@@ -134,6 +134,7 @@ def main() -> int:
         root = Path(tmp)
         with server.connect() as conn, conn.cursor() as cur:
             cur.execute("CREATE DATABASE bench")
+            cur.execute("USE bench")
             cur.execute("CREATE TABLE bench.t (id INT PRIMARY KEY, v VARCHAR(20))")
             cur.execute(f"INSERT INTO bench.t SELECT seq, 'seed' FROM seq_1_to_{int(args.rows)}")
             conn.commit()
