@@ -12,19 +12,32 @@ from icetide.errors import StageError
 from icetide.stopping import Stopped
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from icetide.config import Config
+    from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeResult, MergeStage
+    from icetide.pipeline import Pipeline
+
+
+def ledger_stage(spark: SparkSession, pipeline: Pipeline) -> LedgerStage:
+    """The ledger stage, acting on source schema changes when the config names the
+    source databases (their catalogs are read to plan each change)."""
+    from icetide.evolution.detect import Detector
+    from icetide.ledger.stage import LedgerStage
+
+    detector = Detector(spark, pipeline) if pipeline.config.sources else None
+    return LedgerStage(spark, pipeline, on_signals=detector)
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
     """Run the ledger stage (events → CDC tables)."""
-    from icetide.ledger.stage import LedgerStage
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
     spark = context.spark_session(pipeline.config)
     with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, pipeline).start(once=args.once)
+        query = ledger_stage(spark, pipeline).start(once=args.once)
     context.await_query(query, "ledger stream")
     return 0
 
@@ -62,15 +75,15 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """Stream and merge on one machine until Ctrl-C."""
     from icetide.config.model import format_duration
-    from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeStage
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
     config = pipeline.config
     spark = context.spark_session(config)
+    ledger = ledger_stage(spark, pipeline)
     with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, pipeline).start(once=False)
+        query = ledger.start(once=False)
     merge = MergeStage(spark, pipeline)
     interval = config.schedule.merge_interval.total_seconds()
     log(
@@ -81,6 +94,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         while True:
             # Merge first: what the ledger holds already need not wait for the interval.
             merge_all(merge, config)
+            with jvm_boundary("ledger schema phases"):
+                ledger.tick()  # a schema change moves on even when no event arrives
             deadline = time.monotonic() + interval
             while (left := deadline - time.monotonic()) > 0:
                 with jvm_boundary("ledger stream"):

@@ -413,6 +413,9 @@ class ScheduleConfig(_Model):
 
     stream_interval: Duration = timedelta(seconds=10)
     merge_interval: Duration = timedelta(seconds=60)
+    convergence_sla: Duration = timedelta(minutes=15)
+    """How long a schema change may take from the source to full convergence (all three
+    phases) before ``icetide status`` reports a breach."""
 
 
 class MergeConfig(_Model):
