@@ -30,5 +30,5 @@ if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest,
   touch .install-stamp
 fi
 
-echo "install.sh: icetide jars fetch"
-python3 -m icetide.cli jars fetch
+echo "install.sh: icetide jars fetch --dev (Spark packages and the test Kafka broker)"
+python3 -m icetide.cli jars fetch --dev
