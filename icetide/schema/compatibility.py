@@ -61,14 +61,36 @@ def _parse(schema: Mapping[str, Any] | str) -> Any:
     return avro.schema.parse(text)
 
 
+def field_path(schema: Any, pointer: str) -> str:
+    """The field names a checker location (a JSON pointer into the reader) runs through.
+
+    >>> field_path({"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
+    ...            "/fields/0/type")
+    'a'
+    """
+    names: list[str] = []
+    node = schema
+    parts = [p for p in pointer.split("/") if p]
+    for i, part in enumerate(parts):
+        try:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            break
+        if i > 0 and parts[i - 1] == "fields" and isinstance(node, dict) and "name" in node:
+            names.append(str(node["name"]))
+    return ".".join(names) or "(record)"
+
+
 def _can_read(reader: Any, writer: Any, label: str) -> list[str]:
     from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
     result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
     if result.compatibility is SchemaCompatibilityType.compatible:
         return []
-    where = ", ".join(sorted(result.locations))
-    return [f"{label}: {m} (at {where})" for m in sorted(result.messages)]
+    where = ", ".join(
+        sorted({field_path(reader.to_json(), loc) for loc in result.locations if loc != "/"})
+    )
+    return [f"{label}: {m} (field {where or '(record)'})" for m in sorted(result.messages)]
 
 
 def check(
