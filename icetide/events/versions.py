@@ -183,3 +183,15 @@ class InlineVersions:
             SubjectVersion(subject, n, n, WriterSchema(self.CONNECT, texts[n - 1], n))
             for n in range(1, limit + 1)
         ]
+
+
+_REGISTRIES: dict[str, RegistryVersions] = {}
+
+
+def registry_for(url: str) -> RegistryVersions:
+    """This process's one client per registry URL (its cache is shared by every stage;
+    a ``mock://`` registry exists only inside the process that made it)."""
+    found = _REGISTRIES.get(url)
+    if found is None:
+        found = _REGISTRIES[url] = RegistryVersions(url)
+    return found

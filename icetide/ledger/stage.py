@@ -35,6 +35,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
+from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
 from icetide.schema.contract import ledger as c
@@ -74,6 +75,8 @@ class LedgerStage:
         self._committed: dict[TableName, int] = {}
         self._query_id: str | None = None
         self.watch: LandingWatch | None = None
+        self._wire: Wire | None = None
+        """The current batch's registry schemas (None: no registry configured)."""
         if config.transport.type == "files":
             self.watch = LandingWatch(
                 config.resolved_path(config.transport.path),
@@ -159,8 +162,9 @@ class LedgerStage:
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
+        self._wire = wire_for(self.config, batch)
         classified = batch.mapInArrow(
-            classify_batches(routes_of(self.config)), CLASSIFIED_SCHEMA
+            classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
         ).persist()
         try:
             # Receipts (status file) come out of the same job: one group per file.
@@ -241,7 +245,7 @@ class LedgerStage:
         projected = (
             mine.where(F.col("status") == ROW)
             .select("message_id", "raw")
-            .mapInArrow(project_batches(schema), projected_spark_schema(schema))
+            .mapInArrow(project_batches(schema, self._wire), projected_spark_schema(schema))
             .persist()
         )
         try:
