@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from icetide.events.versions import SchemaVersions, SubjectVersion
 from icetide.events.wire import AVRO
@@ -83,6 +84,29 @@ class Walk:
     rejected: Rejected | None = None
 
 
+def row_record(schema: dict[str, Any]) -> dict[str, Any]:
+    """The row record of a subject's schema: a Debezium envelope's ``before``/``after``
+    record, or the schema itself when it is the row.
+
+    >>> row = {"type": "record", "name": "Value", "fields": []}
+    >>> env = {"type": "record", "name": "Envelope", "fields": [
+    ...     {"name": "before", "type": ["null", row]}, {"name": "after", "type": ["null", "Value"]},
+    ...     {"name": "op", "type": "string"}]}
+    >>> row_record(env) is row
+    True
+    """
+    names = {f.get("name") for f in schema.get("fields", [])}
+    if not {"after", "op"} <= names:
+        return schema
+    for item in schema["fields"]:
+        if item["name"] in ("before", "after"):
+            branches = item["type"] if isinstance(item["type"], list) else [item["type"]]
+            for branch in branches:
+                if isinstance(branch, dict) and branch.get("type") == "record":
+                    return branch
+    return schema
+
+
 def model_of(version: SubjectVersion, current: TableSchema) -> TableSchema:
     """The table's schema at ``version``: ids kept by path from ``current``, new fields
     numbered above its ``last_column_id``, version one higher. Avro only for now
@@ -90,7 +114,9 @@ def model_of(version: SubjectVersion, current: TableSchema) -> TableSchema:
     if version.schema.format != AVRO:
         raise ValueError(f"version {version.version} is {version.schema.format}, not Avro")
     columns = from_avro_schema(
-        version.schema.text, ids_from(current.last_column_id + 1), known_ids(current.columns)
+        row_record(json.loads(version.schema.text)),
+        ids_from(current.last_column_id + 1),
+        known_ids(current.columns),
     )
     return current.with_columns(columns, version=current.version + 1)
 
