@@ -34,6 +34,7 @@ from icetide.events.wire import AVRO
 from icetide.evolution.plan import EvolutionPlan, build_plan
 from icetide.evolution.policy import Policy
 from icetide.schema.compatibility import DEFAULT_MODE, check
+from icetide.schema.contract.names import TableName
 from icetide.schema.convert import ids_from
 from icetide.schema.convert.avro import from_avro_schema, known_ids
 from icetide.schema.model import TableSchema
@@ -132,13 +133,16 @@ def apply_versions(
     *,
     mode: str = DEFAULT_MODE,
     policy: Policy | None = None,
+    base: TableName | None = None,
+    ledger: TableName | None = None,
 ) -> Walk:
     """Apply every version of ``subject`` up to ``up_to`` not yet in the mapping, in
     ascending order, one ``apply_one`` (one table commit) each (see module doc).
 
     ``current`` and ``mapping`` are read again before each version, so a second process
     that applied some versions meanwhile is seen. ``apply_one`` returns the table's
-    schema version after applying the plan.
+    schema version after applying the plan. ``base``/``ledger`` name the tables the
+    ALTERs are written for (see ``build_plan``).
     """
     walk = Walk()
     versions = source.versions(subject, up_to)
@@ -154,7 +158,7 @@ def apply_versions(
             return walk
         table = current()
         target = model_of(version, table)
-        plan = build_plan(table, target, policy=policy)
+        plan = build_plan(table, target, policy=policy, base=base, ledger=ledger)
         if plan.held:
             detail = "; ".join(f"{c.id}: {c.kind}" for c in plan.held)
             walk.rejected = Rejected(version.version, UNSUPPORTED_SCHEMA_CHANGE, detail)

@@ -146,7 +146,7 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
     register = lambda v: registry.client.register_schema(  # noqa: E731
         subject, Schema(json.dumps(envelope(ROWS[v - 1])), "AVRO")
     )
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "log_level": "3"})
 
     def send(*values: bytes) -> None:
         for value in values:
@@ -188,7 +188,15 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
 
     def walk() -> Any:
         return apply_versions(
-            subject, 3, registry, lambda: store.current("items"), mapping, apply_one, record
+            subject,
+            3,
+            registry,
+            lambda: store.current("items"),
+            mapping,
+            apply_one,
+            record,
+            base=refs.base,
+            ledger=refs.cdc,
         )
 
     first = walk()
