@@ -105,7 +105,7 @@ class RegistryVersions:
                     f"schema registry {self.url} unreachable: {exc}",
                     hint="check the registry URL and that it is running; the stage retries",
                 ) from exc
-            found[schema_id] = WriterSchema(schema.schema_type or AVRO, schema.schema_str)
+            found[schema_id] = WriterSchema(schema.schema_type or AVRO, schema.schema_str or "")
         return found
 
     def _call(self, action: Any, subject: str) -> Any:

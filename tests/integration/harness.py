@@ -203,3 +203,12 @@ def assert_matches(comparisons: list[Comparison]) -> None:
     """Fail with the rendered differences unless every table matches."""
     bad = [c.render() for c in comparisons if not c.matches]
     assert not bad, "\n".join(bad)
+
+
+def run_sql(spark: SparkSession) -> Callable[[str], None]:
+    """A ``run_ddl`` for ``apply_plan``: each statement through ``spark.sql``."""
+
+    def run(statement: str) -> None:
+        spark.sql(statement)
+
+    return run

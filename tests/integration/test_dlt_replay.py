@@ -21,7 +21,7 @@ from icetide.ledger.replay import replay, show
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import schema_from_dict
-from tests.integration.harness import Pipeline
+from tests.integration.harness import Pipeline, run_sql
 
 ITEMS = {
     "table": "items",
@@ -93,7 +93,7 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
         version=old.version + 1,
     )
     plan = build_plan(old, new, base=refs.base, ledger=refs.cdc)
-    apply_plan(plan, store, run_ddl=lambda sql: spark.sql(sql))
+    apply_plan(plan, store, run_ddl=run_sql(spark))
     pipe.schemas = store.all()
 
     # A replay killed right after its ledger append (a child process, exit as kill -9)...

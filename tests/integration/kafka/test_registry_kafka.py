@@ -29,7 +29,7 @@ from icetide.evolution.plan import EvolutionPlan
 from icetide.evolution.versions import MAPPING_PROPERTY, apply_versions, read_mapping
 from icetide.pipeline import SchemaStore
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from tests.integration.harness import Pipeline
+from tests.integration.harness import Pipeline, run_sql
 
 _runs = itertools.count(1)
 SUBJECT_SUFFIX = "-value"
@@ -180,7 +180,7 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
         return read_mapping(props.get(MAPPING_PROPERTY))
 
     def apply_one(plan: EvolutionPlan) -> int:
-        return apply_plan(plan, store, run_ddl=lambda sql: spark.sql(sql)).version
+        return apply_plan(plan, store, run_ddl=run_sql(spark)).version
 
     def record(done: dict[int, int]) -> None:
         text = json.dumps({str(k): v for k, v in sorted(done.items())})

@@ -179,7 +179,7 @@ def test_history_and_inline_sources_answer_the_same_question() -> None:
     source = registry(VERSIONS[:3])
     table = first_table(source)
     table.walk(source, 3)
-    history = SchemaHistory("items", [table.schema.with_columns(table.schema.columns, version=1)])
+    history = SchemaHistory("items", (table.schema.with_columns(table.schema.columns, version=1),))
     answered = HistoryVersions({"items": history}).versions("items", 5)
     assert [v.version for v in answered] == [1]
     inline = InlineVersions()
