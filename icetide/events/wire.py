@@ -321,7 +321,8 @@ def _protobuf(payload: bytes, text: str, indexes: tuple[int, ...]) -> Any:
         MessageToDict(
             message,
             preserving_proto_field_name=True,
-            always_print_fields_with_no_presence=False,
+            # proto3 scalars without presence omit zero values; 0 is a value (an id, a pos).
+            always_print_fields_with_no_presence=True,
         ),
         message,
     )

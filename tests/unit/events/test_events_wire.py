@@ -231,6 +231,18 @@ def test_protobuf_envelope_with_message_indexes_decodes_to_the_same_event() -> N
     decoded = decode_framed(raw, {5: WriterSchema(PROTOBUF, text)})
     assert decoded["after"] == {"id": 1, "name": "pen", "qty": 3}
     assert decode_document(decoded) == decode_document(ENVELOPE_JSON)
+    # proto3 leaves zero scalars off the wire: they must come back as 0, not missing.
+    zero = cls(
+        after=cls.Value(id=0, name="", qty=0),
+        source=cls.Source(
+            **SOURCE,
+        ),
+        op="c",
+    )
+    decoded = decode_framed(
+        frame(5, zero.SerializeToString(), (1,)), {5: WriterSchema(PROTOBUF, text)}
+    )
+    assert decoded["after"] == {"id": 0, "name": "", "qty": 0}
 
 
 def test_unknown_schema_id_and_unframed_bytes_are_dead_letters_with_reasons() -> None:
