@@ -4,7 +4,8 @@ One broker per run (the ``kafka`` session fixture, KRaft on loopback). The ledge
 it with Spark's own ``spark-sql-kafka-0-10`` source, so message ids are
 ``topic/partition/offset``; a second run of the ledger over the same topic adds nothing
 (exactly-once by the checkpoint and batch id), and a broker killed with ``kill -9`` and
-restarted mid-stream loses no acknowledged message.
+restarted mid-stream loses no acknowledged message; a ledger process killed (exit 137)
+right after its append, rerun, writes every event once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from icetide.capture.transport.kafka import topic_name
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.faults import KILLED_EXIT_CODE
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.integration.harness import Pipeline
@@ -111,6 +113,10 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
         cur.execute("UPDATE items SET qty = 999 WHERE id = 2")
         cur.execute("DELETE FROM items WHERE id = 5")
     run_capture(pipe.config, source, follow=False)
+    # The ledger process is killed (exit 137, as kill -9) right after its ledger append,
+    # before Spark commits the batch: the rerun replays the batch and appends nothing twice.
+    killed = pipe.cli("stream", "--once", fault="ledger.after_first_append")
+    assert killed.returncode == KILLED_EXIT_CODE, killed.stderr[-2000:]
     pipe.stream()
 
     # A crash of the broker after the first batch: every acknowledged message is kept.
