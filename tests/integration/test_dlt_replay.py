@@ -61,6 +61,7 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
         [event(1, "a", 1), event(2, None, 2), event(3, None, 3), "{not json", event(4, "d", 4)]
     )
     pipe.stream()
+    pipe.merge()
     refs = pipe.refs("items")
     dead = {r["message_id"]: r["reason"] for r in pipe.dead_letters(refs.dlt.sql)}
     assert dead == {
