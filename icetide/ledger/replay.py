@@ -113,7 +113,7 @@ def preview(payload: bytes, limit: int = 160) -> str:
     """A readable start of a payload: text as is, binary (registry frames) as hex.
 
     >>> preview(b'{"op": "c"}'), preview(b"\\x00\\x00\\x00\\x00\\x07\\xff")
-    ('{"op": "c"}', 'hex 000000000007ff')
+    ('{"op": "c"}', 'hex 0000000007ff')
     """
     try:
         text = payload.decode("utf-8")
