@@ -39,7 +39,10 @@ ITEMS = {
     "columns": [
         {"id": 1, "name": "id", "type": "int", "nullable": False},
         {"id": 2, "name": "name", "type": "string"},
-        {"id": 3, "name": "qty", "type": "long"},
+        {"id": 3, "name": "qty", "type": "int"},
+        {"id": 4, "name": "price", "type": "float"},
+        {"id": 5, "name": "legacy", "type": "string"},
+        {"id": 6, "name": "note", "type": "string", "nullable": False},
     ],
 }
 SOURCE_AVRO = {
@@ -61,11 +64,40 @@ def opt(name: str, kind: Any = "string") -> dict[str, Any]:
     return {"name": name, "type": ["null", kind], "default": None}
 
 
-ROW_FIELDS = [{"name": "id", "type": "int"}, opt("name"), opt("qty", "long")]
+def row(
+    qty: str = "int",
+    price: str = "float",
+    legacy: bool = True,
+    note_optional: bool = False,
+    email: bool = False,
+    address: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    fields = [{"name": "id", "type": "int"}, opt("name"), opt("qty", qty), opt("price", price)]
+    if legacy:
+        fields.append(opt("legacy"))
+    fields.append(opt("note") if note_optional else {"name": "note", "type": "string"})
+    if email:
+        fields.append(opt("email"))
+    if address is not None:
+        fields.append(opt("address", address))
+    return fields
+
+
+CITY = {"type": "record", "name": "address", "fields": [{"name": "city", "type": "string"}]}
+CITY_ZIP = {
+    "type": "record",
+    "name": "address",
+    "fields": [{"name": "city", "type": "string"}, opt("zip")],
+}
 ROWS = [
-    ROW_FIELDS,
-    [*ROW_FIELDS, opt("email")],  # v2: add an optional column
-    [*ROW_FIELDS, opt("email"), opt("color")],  # v3: another one
+    row(),  # v1
+    row(email=True),  # v2: add an optional column
+    row(email=True, address=CITY),  # v3: add a struct
+    row(email=True, address=CITY_ZIP),  # v4: add a nested field
+    row(qty="long", email=True, address=CITY_ZIP),  # v5: int → long
+    row(qty="long", price="double", email=True, address=CITY_ZIP),  # v6: float → double
+    # v7: legacy deleted (soft: kept in Iceberg, optional), note required → optional
+    row(qty="long", price="double", legacy=False, note_optional=True, email=True, address=CITY_ZIP),
 ]
 
 
@@ -135,7 +167,7 @@ def _pipeline(
     return Pipeline(root, path, config, load_table_schemas(config), spark)
 
 
-def test_registry_versions_apply_in_order_and_old_messages_still_land(
+def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
     tmp_path: Path, warehouse: Path, kafka: KafkaServer, spark: SparkSession
 ) -> None:
     namespace = f"reg{next(_runs)}"
@@ -143,9 +175,12 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
     topic = pipe.config.transport.topics[0]
     subject = topic + SUBJECT_SUFFIX
     registry = registry_for(f"mock://{namespace}")
-    register = lambda v: registry.client.register_schema(  # noqa: E731
-        subject, Schema(json.dumps(envelope(ROWS[v - 1])), "AVRO")
-    )
+    ids: dict[int, int] = {}
+
+    def register(version: int) -> None:
+        schema = Schema(json.dumps(envelope(ROWS[version - 1])), "AVRO")
+        ids[version] = registry.client.register_schema(subject, schema)
+
     producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "log_level": "3"})
 
     def send(*values: bytes) -> None:
@@ -153,24 +188,54 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
             producer.produce(topic, value)
         assert producer.flush(30) == 0
 
-    v1 = register(1)
+    def v1_row(key: int, name: str, qty: int | None, price: float | None) -> dict[str, Any]:
+        return {
+            "id": key,
+            "name": name,
+            "qty": qty,
+            "price": price,
+            "legacy": "L",
+            "note": f"n{key}",
+        }
+
+    register(1)
     send(
-        message(v1, 1, {"id": 1, "name": "pen", "qty": 3}, 10),
-        frame(v1, b"\xff\xff\xff\xff"),  # not Avro of that schema
+        message(ids[1], 1, v1_row(1, "pen", 3, 1.5), 10),
+        frame(ids[1], b"\xff\xff\xff\xff"),  # not Avro of that schema
         frame(9999, b"\x00"),  # an id the registry does not have
-        message(v1, 1, {"id": 2, "name": "ink", "qty": None}, 11),
+        message(ids[1], 1, v1_row(2, "ink", None, None), 11),
     )
     pipe.stream()
     pipe.merge()
     refs = pipe.refs("items")
     spark.sql(f"ALTER TABLE {refs.base} SET TBLPROPERTIES ('{MAPPING_PROPERTY}' = '{{\"1\": 1}}')")
 
-    v2, v3 = register(2), register(3)
+    for version in range(2, 8):
+        register(version)
+    address = {"city": "Oslo", "zip": "0150"}
     send(
-        message(v3, 3, {"id": 3, "name": "cap", "qty": 1, "email": "a@x", "color": "red"}, 12),
-        message(v1, 1, {"id": 4, "name": "old", "qty": 7}, 13),  # still in flight
+        message(
+            ids[7],
+            7,
+            {
+                "id": 3,
+                "name": "cap",
+                "qty": 5_000_000_000,
+                "price": 0.1,
+                "note": None,
+                "email": "a@x",
+                "address": address,
+            },
+            12,
+        ),
+        message(
+            ids[4],
+            4,
+            {**v1_row(4, "hat", 4, None), "email": None, "address": {"city": "Rome", "zip": None}},
+            13,
+        ),
+        message(ids[1], 1, v1_row(5, "old", 7, 2.5), 14),  # still in flight
     )
-    assert (v1, v2, v3) == (1, 2, 3) or len({v1, v2, v3}) == 3
 
     # The runtime's walk: every version up to the newest seen, one commit each.
     store = SchemaStore(pipe.config)
@@ -189,7 +254,7 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
     def walk() -> Any:
         return apply_versions(
             subject,
-            3,
+            7,
             registry,
             lambda: store.current("items"),
             mapping,
@@ -200,22 +265,33 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
         )
 
     first = walk()
-    assert first.applied == [(2, 2), (3, 3)] and first.rejected is None
+    assert first.rejected is None
+    assert first.applied == [(v, v) for v in range(2, 8)]  # in order, never jumping ahead
     assert walk().applied == []  # a restart or a second process applies nothing twice
-    assert mapping() == {1: 1, 2: 2, 3: 3}
+    assert mapping() == {v: v for v in range(1, 8)}
     history = store.history("items")
-    assert [s.version for s in history.versions] == [1, 2, 3]
-    assert [c.name for c in history.versions[1].columns] == ["id", "name", "qty", "email"]
+    assert [s.version for s in history.versions] == list(range(1, 8))
+    assert "email" in history.versions[1].by_name and "email" not in history.versions[0].by_name
+    assert str(history.versions[4].by_name["qty"].type) == "long"
+    assert str(history.versions[3].by_name["qty"].type) == "int"
+    assert str(history.versions[5].by_name["price"].type) == "double"
+    assert "legacy" not in history.versions[6].by_name
+    assert history.versions[6].by_name["note"].nullable
+    assert not history.versions[5].by_name["note"].nullable
 
     pipe.schemas = load_table_schemas(pipe.config)
     pipe.stream()
     pipe.merge()
-    base = [(r["id"], r["name"], r["qty"], r["email"], r["color"]) for r in pipe.base("items")]
+    base = [
+        (r["id"], r["name"], r["qty"], r["price"], r["note"], r["email"], r["address"])
+        for r in pipe.base("items")
+    ]
     assert base == [
-        (1, "pen", 3, None, None),
-        (2, "ink", None, None, None),
-        (3, "cap", 1, "a@x", "red"),
-        (4, "old", 7, None, None),
+        (1, "pen", 3, 1.5, "n1", None, None),
+        (2, "ink", None, None, "n2", None, None),
+        (3, "cap", 5_000_000_000, 0.1, None, "a@x", {"city": "Oslo", "zip": "0150"}),
+        (4, "hat", 4, None, "n4", None, {"city": "Rome", "zip": None}),
+        (5, "old", 7, 2.5, "n5", None, None),
     ]
     # Undecodable frames name no table: they go to the unrouted dead-letter table.
     unrouted = pipe.refs(pipe.config.dead_letter.unrouted_table).dlt
@@ -223,8 +299,9 @@ def test_registry_versions_apply_in_order_and_old_messages_still_land(
         r["message_id"]: (r["reason"], r["payload"]) for r in pipe.dead_letters_raw(unrouted.sql)
     }
     assert dead == {
-        f"{topic}/0/1": ("deserialization", frame(v1, b"\xff\xff\xff\xff")),
+        f"{topic}/0/1": ("deserialization", frame(ids[1], b"\xff\xff\xff\xff")),
         f"{topic}/0/2": ("unknown_schema_id", frame(9999, b"\x00")),
     }
-    columns = [f.name for f in spark.table(refs.base.sql).schema.fields]
-    assert {"email", "color"} <= set(columns)
+    columns = {f.name: f for f in spark.table(refs.base.sql).schema.fields}
+    assert {"email", "address"} <= set(columns)
+    assert "legacy" in columns and columns["legacy"].nullable  # soft-deleted: kept, optional
