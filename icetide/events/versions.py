@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from icetide.errors import DecodeError, IcetideError, Transient
-from icetide.events.wire import AVRO, WriterSchema
+from icetide.events.wire import AVRO, PROTOBUF, WriterSchema
 from icetide.schema.history import SchemaHistory
 
 
@@ -105,7 +105,14 @@ class RegistryVersions:
                     f"schema registry {self.url} unreachable: {exc}",
                     hint="check the registry URL and that it is running; the stage retries",
                 ) from exc
-            found[schema_id] = WriterSchema(schema.schema_type or AVRO, schema.schema_str or "")
+            kind = schema.schema_type or AVRO
+            if kind == PROTOBUF:
+                # Decoding needs the descriptor, not .proto text (Python has no parser):
+                # Confluent-compatible registries serve it base64 with format=serialized.
+                schema = self._call(
+                    lambda i=schema_id: self.client.get_schema(i, fmt="serialized"), str(schema_id)
+                )
+            found[schema_id] = WriterSchema(kind, schema.schema_str or "")
         return found
 
     def _call(self, action: Any, subject: str) -> Any:

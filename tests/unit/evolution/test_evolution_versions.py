@@ -188,3 +188,12 @@ def test_history_and_inline_sources_answer_the_same_question() -> None:
     assert inline.observe("s", {"type": "struct", "fields": []}) == 1
     assert [v.version for v in inline.versions("s", 1)] == [1]
     assert [v.version for v in source.versions("shop.items-value", 2)] == [1, 2]
+
+
+def test_writer_schemas_of_a_batch_leave_unknown_ids_out() -> None:
+    source = registry(VERSIONS[:2])
+    proto = source.client.register_schema("other-value", Schema("Cg5pdGVtcy5wcm90bw==", "PROTOBUF"))
+    got = source.writer_schemas({1, 2, proto, 424242})
+    assert sorted(got) == sorted({1, 2, proto})
+    assert got[1].format == "AVRO" and json.loads(got[2].text)["fields"][-1]["name"] == "email"
+    assert got[proto].format == "PROTOBUF" and got[proto].text == "Cg5pdGVtcy5wcm90bw=="
