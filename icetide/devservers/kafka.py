@@ -121,10 +121,10 @@ class KafkaServer:
             self._java(
                 "kafka.tools.StorageTool",
                 "format",
-                "-t",
-                cluster_id(),
-                "-c",
-                str(properties),
+                # "=" form: a URL-safe base64 id may start with "-", which argparse would
+                # take for an option (a flaky start, one run in 64).
+                f"--cluster-id={cluster_id()}",
+                f"--config={properties}",
                 wait=True,
             )
         self._process = self._java("kafka.Kafka", str(properties), wait=False)
