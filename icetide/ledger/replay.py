@@ -45,6 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
+from icetide.ledger.align import align_to
 from icetide.ledger.decode import DEAD, ROW, classify_one, project_batches, projected_spark_schema
 from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.stage import routes_of
@@ -277,12 +278,13 @@ def _append_ledger(rows: DataFrame, ledger: str, schema: Any) -> None:
         m for m in c.META_COLUMNS if m not in stamped
     ]
     now = datetime.now(UTC)
+    stamped_rows = rows.select(
+        *columns,
+        F.lit(now).alias(c.INGESTED_AT),
+        F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
+    )
     (
-        rows.select(
-            *columns,
-            F.lit(now).alias(c.INGESTED_AT),
-            F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
-        )
+        align_to(stamped_rows, rows.sparkSession.table(ledger).schema)
         .writeTo(ledger)
         .option(f"snapshot-property.{REPLAY_PROPERTY}", now.isoformat())
         .append()

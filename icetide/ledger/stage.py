@@ -18,6 +18,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.faults import crash_point
+from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
@@ -279,6 +280,8 @@ class LedgerStage:
                     F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
                 properties = {c.EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                # Soft-deleted columns stay in the ledger's row images: write them as NULL.
+                rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
                 self._append(rows, refs.cdc, batch_id, properties if extra else None)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),
