@@ -27,6 +27,7 @@ GROUPS = (
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.observe",
+    "icetide.cli.dlt",
     "icetide.cli.schema_plan",
     "icetide.cli.schema_show",
     "icetide.cli.jars",

@@ -379,6 +379,28 @@ class SparkConfig(_Model):
         return _plain_map(self.conf)
 
 
+class RegistryConfig(_Model):
+    """A Confluent-compatible schema registry whose ids tag the messages (docs/registry.md).
+
+    With it, a message starting with the magic byte 0 is read as the Confluent wire
+    format (Avro, JSON Schema or Protobuf, as the registry says); other messages stay
+    JSON. In landing files each registry-tagged message is one base64 line.
+    """
+
+    url: Text
+    """Base URL (Apicurio: ``http://host:8080/apis/ccompat/v7``); ``mock://name`` is
+    confluent-kafka's in-process registry (tests)."""
+    compatibility: Literal[
+        "BACKWARD",
+        "BACKWARD_TRANSITIVE",
+        "FORWARD",
+        "FORWARD_TRANSITIVE",
+        "FULL",
+        "FULL_TRANSITIVE",
+        "NONE",
+    ] = "BACKWARD_TRANSITIVE"
+
+
 class TransportConfig(_Model):
     """Where change events arrive: a landing folder of files, or Kafka topics."""
 
@@ -388,6 +410,8 @@ class TransportConfig(_Model):
     topics: tuple[Text, ...] = ()
     topic_pattern: Text | None = None
     starting_offsets: Text = "earliest"
+    registry: RegistryConfig | None = None
+    """Registry-tagged messages (Confluent wire format) and where their schemas live."""
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
     roll_bytes: Count = Field(16 * 2**20, ge=1)

@@ -28,6 +28,7 @@ from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.events.rescue import rescue_json
+from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
@@ -147,7 +148,13 @@ Classified = tuple[str | None, str, str, str]
 """(table, status, reason, error) of one message."""
 
 
-def _classify(raw: bytes, routes: Routes) -> Classified:
+def _classify(raw: bytes, routes: Routes, wire: Wire | None = None) -> Classified:
+    if wire is not None and wire.framed(raw) is not None:
+        try:
+            doc = wire.document(raw)
+        except DecodeError as exc:
+            return None, DEAD, exc.reason, exc.message
+        return _route(doc, routes)
     try:
         text = message_text(raw)
     except DecodeError as exc:
@@ -156,6 +163,10 @@ def _classify(raw: bytes, routes: Routes) -> Classified:
         doc = parse_json(text)
     except DecodeError as exc:
         return None, DEAD, exc.reason, exc.message
+    return _route(doc, routes)
+
+
+def _route(doc: Any, routes: Routes) -> Classified:
     try:
         decoded = decode_document(doc)
     except DecodeError as exc:
@@ -173,16 +184,18 @@ def _classify(raw: bytes, routes: Routes) -> Classified:
     return table, ROW, "", ""
 
 
-def classify_one(raw: bytes | None, routes: Routes) -> Classified:
-    """(table, status, reason, error) of one message; never raises (see module doc)."""
+def classify_one(raw: bytes | None, routes: Routes, wire: Wire | None = None) -> Classified:
+    """(table, status, reason, error) of one message; never raises (see module doc).
+
+    ``wire`` reads registry-tagged messages (:mod:`icetide.ledger.registry_decode`)."""
     try:
-        return _classify(raw or b"", routes)
+        return _classify(raw or b"", routes, wire)
     except Exception as exc:  # one message must never stop the stage: dead-letter it
         return _guess_from_bytes(raw or b"", routes), DEAD, DECODE_FAILED, _error_text(exc)
 
 
 def classify_batches(
-    routes: Routes,
+    routes: Routes, wire: Wire | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that classifies raw messages.
 
@@ -203,7 +216,7 @@ def classify_batches(
                 if receipt is not None:
                     table, status, reason, error = None, FILE, receipt, ""
                 else:
-                    table, status, reason, error = classify_one(raw, routes)
+                    table, status, reason, error = classify_one(raw, routes, wire)
                 out["table"].append(table)
                 out["status"].append(status)
                 out["reason"].append(reason)
@@ -287,8 +300,9 @@ def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any
     return out
 
 
-def _project(raw: bytes, projection: Projection) -> dict[str, Any]:
-    event = decode_document(parse_json(message_text(raw)))
+def _project(raw: bytes, projection: Projection, wire: Wire | None = None) -> dict[str, Any]:
+    doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
+    event = decode_document(doc)
     if not isinstance(event, ChangeEvent):
         raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
     if event.position is None:
@@ -329,13 +343,15 @@ def _project(raw: bytes, projection: Projection) -> dict[str, Any]:
     return row
 
 
-def project_one(raw: bytes, projection: Projection | TableSchema) -> dict[str, Any]:
+def project_one(
+    raw: bytes, projection: Projection | TableSchema, wire: Wire | None = None
+) -> dict[str, Any]:
     """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead).
 
     Never raises: a failure of any kind on this message makes it a dead letter.
     """
     try:
-        return _project(raw, Projection.of(projection))
+        return _project(raw, Projection.of(projection), wire)
     except DecodeError as exc:
         return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
     except Exception as exc:  # one message must never stop the stage: dead-letter it
@@ -351,7 +367,7 @@ def unmapped(schema: TableSchema) -> TableSchema:
 
 
 def project_batches(
-    projection: Projection | TableSchema,
+    projection: Projection | TableSchema, wire: Wire | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that turns one table's messages into ledger rows.
 
@@ -371,7 +387,7 @@ def project_batches(
             raws = batch.column("raw").to_pylist()
             rows = []
             for message_id, raw in zip(ids, raws, strict=True):
-                row = project_one(raw or b"", projection)
+                row = project_one(raw or b"", projection, wire)
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
             if layout.sink.maps:

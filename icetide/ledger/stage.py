@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.faults import crash_point
+from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
@@ -39,6 +40,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
+from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.signals import ChangeSignal, OnSignals, schema_change_signal
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
@@ -85,6 +87,8 @@ class LedgerStage:
         self._committed: dict[TableName, int] = {}
         self._query_id: str | None = None
         self.watch: LandingWatch | None = None
+        self._wire: Wire | None = None
+        """The current batch's registry schemas (None: no registry configured)."""
         if config.transport.type == "files":
             self.watch = LandingWatch(
                 config.resolved_path(config.transport.path),
@@ -182,8 +186,9 @@ class LedgerStage:
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
+        self._wire = wire_for(self.config, batch)
         classified = batch.mapInArrow(
-            classify_batches(routes_of(self.config)), CLASSIFIED_SCHEMA
+            classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
         ).persist()
         try:
             # Receipts (status file) come out of the same job: one group per file.
@@ -311,7 +316,7 @@ class LedgerStage:
         projected = (
             mine.where(F.col("status") == ROW)
             .select("message_id", "raw")
-            .mapInArrow(project_batches(plan), projected_spark_schema(plan))
+            .mapInArrow(project_batches(plan, self._wire), projected_spark_schema(plan))
             .persist()
         )
         try:
@@ -354,6 +359,8 @@ class LedgerStage:
                     F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
                 properties = {c.EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                # Soft-deleted columns stay in the ledger's row images: write them as NULL.
+                rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
                 self._append(rows, refs.cdc, batch_id, properties if extra else None)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),
