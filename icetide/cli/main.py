@@ -23,12 +23,18 @@ from icetide.stopping import Stop, Stopped
 
 GROUPS = (
     "icetide.cli.setup",
+    "icetide.cli.onboard",
     "icetide.cli.capture",
     "icetide.cli.stages",
     "icetide.cli.run",
     "icetide.cli.observe",
     "icetide.cli.maintain",
+    "icetide.cli.dlt",
+    "icetide.cli.schema_plan",
+    "icetide.cli.schema_show",
     "icetide.cli.jars",
+    "icetide.cli.artifacts",
+    "icetide.cli.views",
     "icetide.cli.demo",
 )
 """The command modules, in the order ``icetide --help`` lists them."""

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
     from icetide.config import SourceConfig
+    from icetide.ledger.stage import LedgerStage
     from icetide.observe.board import StatusBoard
     from icetide.pipeline import Pipeline
     from icetide.progress import Reporter
@@ -109,13 +110,23 @@ class Stream:
         self.spark = spark
         self.pipeline = pipeline
         self.query: StreamingQuery | None = None
+        self.ledger: LedgerStage | None = None
 
     def start(self) -> None:
-        from icetide.ledger.stage import LedgerStage
+        from icetide.cli.stages import ledger_stage
         from icetide.spark.errors import jvm_boundary
 
         with jvm_boundary("ledger stream"):
-            self.query = LedgerStage(self.spark, self.pipeline).start(once=False)
+            self.ledger = ledger_stage(self.spark, self.pipeline)
+            self.query = self.ledger.start(once=False)
+
+    def tick(self) -> None:
+        """Move a schema change's phases on even when no event arrives (after merges)."""
+        from icetide.spark.errors import jvm_boundary
+
+        if self.ledger is not None:
+            with jvm_boundary("ledger schema phases"):
+                self.ledger.tick()
 
     def step(self) -> None:
         from icetide.spark.errors import jvm_boundary
@@ -213,7 +224,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))
     merge = MergeStage(spark, pipeline)
     merge_every = config.schedule.merge_interval.total_seconds()
-    supervisor.add(Task("merge", lambda: _merged(merge_all(merge, config)), merge_every))
+
+    def merge_round() -> None:
+        merge_all(merge, config)
+        stream.tick()
+
+    supervisor.add(Task("merge", merge_round, merge_every))
     every = config.maintenance.interval.total_seconds()
 
     def maintain() -> None:
@@ -233,10 +249,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     supervisor.run()
     return 0
-
-
-def _merged(results: list[Any]) -> None:
-    """Merge results are reported by the stage itself."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,20 +10,33 @@ from icetide.cli import context
 from icetide.cli.context import command_parser, log, with_config, with_metrics
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from icetide.config import Config
+    from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeResult, MergeStage
+    from icetide.pipeline import Pipeline
+
+
+def ledger_stage(spark: SparkSession, pipeline: Pipeline) -> LedgerStage:
+    """The ledger stage, acting on source schema changes when the config names the
+    source databases (their catalogs are read to plan each change)."""
+    from icetide.evolution.detect import Detector
+    from icetide.ledger.stage import LedgerStage
+
+    detector = Detector(spark, pipeline) if pipeline.config.sources else None
+    return LedgerStage(spark, pipeline, on_signals=detector)
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
     """Run the ledger stage (events → CDC tables)."""
-    from icetide.ledger.stage import LedgerStage
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
     context.serve_metrics(args, pipeline)
     spark = context.spark_session(pipeline.config)
     with jvm_boundary("ledger stream"):
-        query = LedgerStage(spark, pipeline).start(once=args.once)
+        query = ledger_stage(spark, pipeline).start(once=args.once)
     context.await_query(query, "ledger stream")
     return 0
 

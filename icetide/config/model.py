@@ -402,6 +402,28 @@ class SparkConfig(_Model):
         return _plain_map(self.conf)
 
 
+class RegistryConfig(_Model):
+    """A Confluent-compatible schema registry whose ids tag the messages (docs/registry.md).
+
+    With it, a message starting with the magic byte 0 is read as the Confluent wire
+    format (Avro, JSON Schema or Protobuf, as the registry says); other messages stay
+    JSON. In landing files each registry-tagged message is one base64 line.
+    """
+
+    url: Text
+    """Base URL (Apicurio: ``http://host:8080/apis/ccompat/v7``); ``mock://name`` is
+    confluent-kafka's in-process registry (tests)."""
+    compatibility: Literal[
+        "BACKWARD",
+        "BACKWARD_TRANSITIVE",
+        "FORWARD",
+        "FORWARD_TRANSITIVE",
+        "FULL",
+        "FULL_TRANSITIVE",
+        "NONE",
+    ] = "BACKWARD_TRANSITIVE"
+
+
 class TransportConfig(_Model):
     """Where change events arrive: a landing folder of files, or Kafka topics."""
 
@@ -411,6 +433,8 @@ class TransportConfig(_Model):
     topics: tuple[Text, ...] = ()
     topic_pattern: Text | None = None
     starting_offsets: Text = "earliest"
+    registry: RegistryConfig | None = None
+    """Registry-tagged messages (Confluent wire format) and where their schemas live."""
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
     roll_bytes: Count = Field(16 * 2**20, ge=1)
@@ -436,6 +460,9 @@ class ScheduleConfig(_Model):
 
     stream_interval: Duration = timedelta(seconds=10)
     merge_interval: Duration = timedelta(seconds=60)
+    convergence_sla: Duration = timedelta(minutes=15)
+    """How long a schema change may take from the source to full convergence (all three
+    phases) before ``icetide status`` reports a breach."""
 
 
 class MergeConfig(_Model):
@@ -547,6 +574,65 @@ def _split_server(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "server": server, "source": rest}
 
 
+EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
+"""dlt's schema-contract modes: ``evolve`` takes the change (held kinds wait for approval),
+``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
+drops the rows that carry it, ``discard_value`` drops just the values it brings."""
+
+CHANGE_KINDS = (
+    "add_column",
+    "add_nested",
+    "add_with_default",
+    "add_required",
+    "widen",
+    "source_only",
+    "optional",
+    "required",
+    "rename",
+    "drop",
+    "ambiguous",
+    "narrow",
+    "type_change",
+    "key_change",
+    "sensitive",
+    "metadata",
+)
+"""Every kind of schema change evolution classifies (``icetide.evolution.classify``); the
+keys an ``evolution.modes`` mapping may use."""
+
+
+def _change_kinds(value: Any) -> Any:
+    if isinstance(value, dict):
+        for kind in value:
+            if kind not in CHANGE_KINDS:
+                close = difflib.get_close_matches(str(kind), CHANGE_KINDS, n=1)
+                raise ValueError(
+                    f"unknown change kind {kind!r}"
+                    + (f"; did you mean {close[0]!r}?" if close else "")
+                    + f" (kinds: {', '.join(CHANGE_KINDS)})"
+                )
+    return value
+
+
+class EvolutionConfig(_Model):
+    """``evolution:`` of a table: what happens when its source schema changes.
+
+    ``mode`` is the contract mode for every kind of change, ``modes`` overrides it per
+    kind (``{type_change: freeze, add_column: discard_value}``). ``drop`` says what a
+    dropped source column does to the tables (``soft``: kept, commented, no longer
+    written; ``hard``: dropped). ``sensitive`` lists name patterns (``fnmatch``, no case)
+    whose new columns are tagged ``sensitive`` and held until approved. ``auto_apply``:
+    changes that need no approval apply without a human (``false``: they wait for
+    ``icetide schema apply``).
+    """
+
+    mode: EvolutionMode = "evolve"
+    modes: Annotated[dict[str, EvolutionMode], BeforeValidator(_change_kinds)] = {}
+    drop: Literal["soft", "hard"] = "soft"
+    sensitive: tuple[Text, ...] = ()
+    auto_apply: bool = True
+
+
 class TableConfig(_Model):
     """One replicated table: its Debezium source, schema file and layout.
 
@@ -567,6 +653,7 @@ class TableConfig(_Model):
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,
     exported as a metric and fails ``icetide status --check``."""
+    evolution: EvolutionConfig = Field({}, validate_default=True)
 
     @model_validator(mode="before")
     @classmethod

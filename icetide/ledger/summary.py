@@ -1,5 +1,5 @@
 """The batch-end summary line: events per table, dead letters by reason with sample
-message ids, and event columns the schema does not have (dropped, counted)."""
+message ids, and event columns the schema does not have (kept in ``_rescued``, counted)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class BatchSummary:
             if columns:
                 listed = ", ".join(f"{k} {n}" for k, n in sorted(columns.items()))
                 parts.append(
-                    f"{table}: columns not in the schema, dropped: {listed} "
-                    "(add them to the table's schema file to keep them)"
+                    f"{table}: columns not in the schema, kept in _rescued: {listed} "
+                    "(the mirror gets them once the schema has them)"
                 )
         return "; ".join(parts)

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from icetide.config import Config
 from icetide.ledger.landing import Change, changed_files
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
+from icetide.observe.convergence import Convergence, render_convergence, table_convergence
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.spark.progress import read_new_events, read_watermark
@@ -37,7 +38,9 @@ class TableStatus:
     last_ledger_commit: str | None
     dead_letters: int
     extra_columns: dict[str, int] = field(default_factory=dict)
-    """Event columns not in the schema → events that carried them (dropped)."""
+    """Event columns not in the schema → events that carried them (kept in ``_rescued``)."""
+    convergence: Convergence | None = None
+    """The latest schema change's phase and timings (None: the table never changed)."""
     capture: CaptureLag | None = None
     """The capture lag of the source capturing this table (see capture_lag.py)."""
 
@@ -89,6 +92,7 @@ def table_status(
         dead_letters=_count(spark, refs.dlt),
         extra_columns=extra_columns(spark, refs.cdc),
         capture=capture,
+        convergence=table_convergence(spark, config, name),
     )
 
 
@@ -144,6 +148,7 @@ def render_status(status: PipelineStatus) -> str:
             f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
         )
     lines.extend(render_extra_columns(rows))
+    lines.extend(render_convergence([r.convergence for r in rows if r.convergence]))
     lines.extend(render_notes(status.notes))
     capture = render_capture_lags(r.capture for r in rows)
     return "\n".join(lines) + (f"\n\n{capture}" if capture else "")
@@ -152,7 +157,7 @@ def render_status(status: PipelineStatus) -> str:
 def render_extra_columns(rows: list[TableStatus]) -> list[str]:
     """One line per table whose events carry columns its schema lacks."""
     return [
-        f"{r.table}: event columns not in the schema, dropped: "
+        f"{r.table}: event columns not in the schema, kept in _rescued: "
         + ", ".join(f"{k} ({n:,} events)" for k, n in r.extra_columns.items())
         for r in rows
         if r.extra_columns
