@@ -83,7 +83,7 @@ def main() -> None:
         path = write_pipeline(
             root,
             buckets=16,
-            extra={"schedule": {"stream_interval": "100ms"}, "maintenance": {"orphan_age": "1h"}},
+            extra={"schedule": {"stream_interval": "100ms"}},
         )
         config = load_config(path)
         pipeline = Pipeline(config, reporter=Reporter(lambda _: None))

@@ -107,7 +107,7 @@ maintenance:
     max_age: 5d
     # ... beyond the newest keep_last; never one a stage still needs. Default: 10
     keep_last: 10
-  # Unreferenced files are removed once older than this (at least 1h). Default: 3d
+  # Unreferenced files are removed once older than this (at least 24h). Default: 3d
   orphan_age: 3d
 
 dead_letter:

@@ -480,15 +480,16 @@ class SnapshotRetention(_Model):
     keep_last: Count = Field(10, ge=1)
 
 
-_MIN_ORPHAN_AGE = timedelta(hours=1)
+_MIN_ORPHAN_AGE = timedelta(hours=24)
 
 
 def _safe_orphan_age(value: timedelta) -> timedelta:
     # A younger file may belong to a commit still being written (a merge in flight):
-    # removing it would corrupt that commit.
+    # removing it would corrupt that commit. Iceberg's procedure refuses less than 24h.
     if value < _MIN_ORPHAN_AGE:
         raise ValueError(
-            "must be at least 1h: a younger unreferenced file may belong to a commit in flight"
+            "must be at least 24h: a younger unreferenced file may belong to a commit in "
+            "flight (Iceberg's remove_orphan_files refuses less)"
         )
     return value
 

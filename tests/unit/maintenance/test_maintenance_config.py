@@ -44,7 +44,7 @@ def test_defaults_and_sizes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "path", "words"),
     [
-        ({"maintenance": {"orphan_age": "10m"}}, "maintenance.orphan_age", "at least 1h"),
+        ({"maintenance": {"orphan_age": "23h"}}, "maintenance.orphan_age", "at least 24h"),
         ({"maintenance": {"target_file_size": "big"}}, "maintenance.target_file_size", "size"),
         ({"maintenance": {"snapshots": {"keep_last": 0}}}, "maintenance.snapshots.keep_last", ""),
         ({"maintenance": {"intervl": "1h"}}, "maintenance.intervl", "interval"),
