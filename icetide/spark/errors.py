@@ -42,6 +42,7 @@ _CONFLICT_VALIDATION = (
     "Found new",
     "Missing required files",
     "concurrent",
+    "could not be found in the latest snapshot",  # rewrite_manifests racing an append
 )
 
 _PY4J_HEADER = re.compile(r"^An error occurred while calling \S+\.?$")
@@ -125,6 +126,9 @@ def is_commit_conflict(text: str) -> bool:
 
     >>> is_commit_conflict("org.apache.iceberg.exceptions.ValidationException: "
     ...     "Cannot commit, found new position delete for replaced data file")
+    True
+    >>> is_commit_conflict("ValidationException: Deleted manifest m0.avro could not be "
+    ...     "found in the latest snapshot 61024")
     True
     >>> is_commit_conflict("ValidationException: Cannot write incompatible dataset")
     False

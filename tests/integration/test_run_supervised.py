@@ -106,6 +106,7 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         server,
         spark,
         schedule={"stream_interval": "1s", "merge_interval": "1s"},
+        maintenance={"interval": "5s"},  # maintenance beside the merges, on its schedule
     )
     doc = yaml.safe_load(p.config_path.read_text())
     [customers] = [t for t in doc["tables"] if t["name"] == "customers"]
@@ -169,12 +170,22 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         assert sample(s, "icetide_freshness_sla_seconds", table="customers") == 3600
         assert sample(s, "icetide_freshness_sla_breached", table="customers") == 0
 
+        wait_until(
+            lambda: (
+                sample(
+                    scrape(port), "icetide_maintenance_runs_total", table="customers", outcome="ok"
+                )
+                >= 1
+            ),
+            "a scheduled maintenance of customers",
+        )
         page = read_page(port, "customers")
         seconds_since = (datetime.now(UTC) - inserted_at).total_seconds()
         assert 0 <= float(page["freshness_seconds"]) <= seconds_since + 2, page
         assert page["dead_letters.type_mismatch"] == "1", page
         assert page["sla"] == "ok" and page["sla_seconds"] == "3600", page
         assert int(page["chart_points"]) >= 1, page
+        assert page["last_maintenance"].startswith("ok at "), page
 
         # More changes; SIGTERM as soon as their ledger batch is reported, while the
         # merge thread merges every second.
