@@ -166,15 +166,20 @@ def test_a_signal_during_a_merge_stops_run_and_a_rerun_loses_nothing(
         # the second is under way (seconds of Spark work) when the signal arrives.
         run.wait_for_line(r"^running: ")
         run.wait_for_line(r"^merge customers: ")
+        merged_before = _merge_lines(run.lines)
         os.kill(run.proc.pid, sig)
         assert_stopped_cleanly(run, signal.Signals(sig).name)
-    # The merge under way finished and the next one never started.
-    assert any(line.startswith("merge order_lines: ") for line in run.lines), run.output
-    assert not any(line.startswith("merge products: ") for line in run.lines), run.output
+    # The merge under way may finish; none starts after the signal. (Which table is under
+    # way when the signal lands depends on the machine's speed, so count, not name.)
+    assert len(_merge_lines(run.lines)) - len(merged_before) <= 1, run.output
     assert "0:00:01" not in run.output and "every 1s" in run.output
     shop.stream()
     shop.merge()
     assert_matches(shop.compare(workload))
+
+
+def _merge_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("merge ")]
 
 
 SECRETS = {
