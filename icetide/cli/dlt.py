@@ -38,14 +38,47 @@ def cmd_dlt_show(args: argparse.Namespace) -> int:
 
 def cmd_dlt_replay(args: argparse.Namespace) -> int:
     """Re-run dead letters through the current decode and schema."""
-    from icetide.ledger.replay import render_replay, replay
+    from icetide.errors import ConfigError
+    from icetide.evolution.carried import VersionWalker
+    from icetide.ledger.replay import refuse_unrouted, render_replay, replay, replay_unrouted
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
-    pipeline.config.table(args.table)
-    spark = context.spark_session(pipeline.config)
+    config = pipeline.config
+    if args.unrouted == (args.table is not None):
+        raise ConfigError(
+            "dlt replay: name one TABLE, or give --unrouted for the records no table took",
+            hint="icetide dlt replay items | icetide dlt replay --unrouted [--to items]",
+        )
+    if args.to is not None and not args.unrouted:
+        raise ConfigError(
+            "dlt replay: --to routes unrouted records; it goes with --unrouted",
+            hint=f"icetide dlt replay --unrouted --to {args.to}",
+        )
+    if args.table is not None:
+        refuse_unrouted(config, args.table)
+        config.table(args.table)
+    spark = context.spark_session(config)
+    walker = VersionWalker(spark, pipeline)
     with jvm_boundary("dlt replay"):
-        result = replay(spark, pipeline, args.table, reason=args.reason, ids=args.ids or ())
+        if args.unrouted:
+            result = replay_unrouted(
+                spark,
+                pipeline,
+                to=args.to,
+                reason=args.reason,
+                ids=args.ids or (),
+                on_versions=walker,
+            )
+        else:
+            result = replay(
+                spark,
+                pipeline,
+                args.table,
+                reason=args.reason,
+                ids=args.ids or (),
+                on_versions=walker,
+            )
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -90,15 +123,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 description="Dead letters of TABLE that now decode and fit the current "
                 "schema are appended to the ledger (skipping message ids it already holds) "
                 "and then removed from the dead-letter table; the others stay with their "
-                "new reason. Safe to kill and rerun at any point.",
+                "new reason. Schema versions the records carry are walked first. "
+                "--unrouted replays the records no table took: those that route now "
+                "(after a fix of tables:) go to their table, and with --to TABLE the row "
+                "events whose source names no configured table go to TABLE. Safe to kill "
+                "and rerun at any point.",
                 example=(
                     "icetide dlt replay items",
                     "icetide dlt replay items --reason type_conversion --ids t/0/5 t/0/9",
+                    "icetide dlt replay --unrouted --to items --reason routing",
                 ),
             )
         )
     )
-    p.add_argument("table", help="the table whose dead letters to replay")
+    p.add_argument("table", nargs="?", help="the table whose dead letters to replay")
+    p.add_argument(
+        "--unrouted", action="store_true", help="replay the unrouted dead-letter table instead"
+    )
+    p.add_argument(
+        "--to", metavar="TABLE", help="with --unrouted: route records naming no table here"
+    )
     p.add_argument("--reason", help="only this reason or reason code")
     p.add_argument("--ids", nargs="+", help="only these message ids")
     p.set_defaults(func=cmd_dlt_replay)

@@ -20,12 +20,15 @@ if TYPE_CHECKING:
 
 def ledger_stage(spark: SparkSession, pipeline: Pipeline) -> LedgerStage:
     """The ledger stage, acting on source schema changes when the config names the
-    source databases (their catalogs are read to plan each change)."""
+    source databases (their catalogs are read to plan each change), and walking the
+    schema versions the messages carry (registry ids, inline Debezium schemas)."""
+    from icetide.evolution.carried import VersionWalker
     from icetide.evolution.detect import Detector
     from icetide.ledger.stage import LedgerStage
 
     detector = Detector(spark, pipeline) if pipeline.config.sources else None
-    return LedgerStage(spark, pipeline, on_signals=detector)
+    walker = VersionWalker(spark, pipeline)
+    return LedgerStage(spark, pipeline, on_signals=detector, on_versions=walker)
 
 
 def cmd_stream(args: argparse.Namespace) -> int:

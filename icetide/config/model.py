@@ -624,7 +624,11 @@ class EvolutionConfig(_Model):
     written; ``hard``: dropped). ``sensitive`` lists name patterns (``fnmatch``, no case)
     whose new columns are tagged ``sensitive`` and held until approved. ``auto_apply``:
     changes that need no approval apply without a human (``false``: they wait for
-    ``icetide schema apply``).
+    ``icetide schema apply``). ``enabled: false`` turns evolution off for the table: a
+    message whose carried schema (registry version, inline Debezium schema) differs from
+    the table's goes to the dead-letter table instead. ``soft_delete`` is the registry
+    world's name for ``drop`` (``true`` = ``soft``, ``false`` = ``hard``); giving both with
+    different answers is refused.
     """
 
     mode: EvolutionMode = "evolve"
@@ -632,6 +636,22 @@ class EvolutionConfig(_Model):
     drop: Literal["soft", "hard"] = "soft"
     sensitive: tuple[Text, ...] = ()
     auto_apply: bool = True
+    enabled: bool = True
+    soft_delete: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _soft_delete_is_drop(cls, data: Any) -> Any:
+        """``soft_delete`` sets ``drop``; a contradiction names both keys."""
+        if not isinstance(data, dict) or not isinstance(data.get("soft_delete"), bool):
+            return data
+        wanted = "soft" if data["soft_delete"] else "hard"
+        if data.get("drop") not in (None, wanted):
+            raise ValueError(
+                f"soft_delete: {str(data['soft_delete']).lower()} contradicts "
+                f"drop: {data['drop']}; keep one of them (soft_delete: true is drop: soft)"
+            )
+        return {**data, "drop": wanted}
 
 
 class TableConfig(_Model):

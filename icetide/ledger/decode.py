@@ -13,6 +13,7 @@ the infrastructure (catalog, storage, permissions) happen outside them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -40,8 +41,11 @@ INVALID_UTF8 = "invalid_utf8"
 DECODE_FAILED = "decode_failed"
 """Reason of a message whose decoding failed in an unforeseen way (see module doc)."""
 CLASSIFIED_SCHEMA = (
-    "message_id STRING, table STRING, status STRING, reason STRING, error STRING, raw BINARY"
+    "message_id STRING, table STRING, status STRING, reason STRING, error STRING, raw BINARY, "
+    "schema_key STRING"
 )
+"""``schema_key``: which message-carried schema a row event was written with (see
+:func:`schema_key`), so the stage can walk new versions before projecting."""
 STATUS, REASON, ERROR, RAW, EXTRA = "_status", "_reason", "_error", "_raw", "_extra"
 BOM = "\ufeff"
 SCHEMA_CHANGE = "schema_change"
@@ -146,24 +150,68 @@ def _guess_from_bytes(raw: bytes, routes: Routes) -> str | None:
 
 Classified = tuple[str | None, str, str, str]
 """(table, status, reason, error) of one message."""
+REGISTRY_KEY, INLINE_KEY = "registry:", "inline:"
 
 
-def _classify(raw: bytes, routes: Routes, wire: Wire | None = None) -> Classified:
+def schema_key(raw: bytes, doc: Any, wire: Wire | None = None) -> str | None:
+    """The key of the schema a row event carries: ``registry:<id>`` for a
+    registry-tagged message, ``inline:<digest>`` of the row struct of an inline Debezium
+    ``schema`` block, or None (schemaless JSON). Never raises.
+
+    >>> schema_key(b"{}", {"schema": {"fields": [{"field": "after", "type": "struct",
+    ...     "fields": []}]}, "payload": {}})
+    'inline:f0bc728907275d01'
+    """
+    try:
+        if wire is not None and (framed := wire.framed(raw)) is not None:
+            return f"{REGISTRY_KEY}{int.from_bytes(framed[1:5], 'big')}"
+        row = inline_row_schema(doc)
+        if row is None:
+            return None
+        text = json.dumps(row, sort_keys=True, separators=(",", ":"))
+        return INLINE_KEY + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+    except Exception:  # a key is an optimisation's input, never a reason to fail
+        return None
+
+
+def inline_row_schema(doc: Any) -> dict[str, Any] | None:
+    """The Connect struct of the row (``after``, else ``before``) in an inline Debezium
+    ``schema`` block, or None."""
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(schema, dict):
+        return None
+    fields = {f.get("field"): f for f in schema.get("fields") or () if isinstance(f, dict)}
+    for name in ("after", "before"):
+        found = fields.get(name)
+        if isinstance(found, dict) and found.get("type") == "struct":
+            return found
+    return None
+
+
+def _classify(
+    raw: bytes, routes: Routes, wire: Wire | None = None
+) -> tuple[Classified, str | None]:
     if wire is not None and wire.framed(raw) is not None:
         try:
             doc = wire.document(raw)
         except DecodeError as exc:
-            return None, DEAD, exc.reason, exc.message
-        return _route(doc, routes)
+            return (None, DEAD, exc.reason, exc.message), None
+        return _keyed(_route(doc, routes), raw, doc, wire)
     try:
         text = message_text(raw)
     except DecodeError as exc:
-        return _guess_from_bytes(raw, routes), DEAD, exc.reason, exc.message
+        return (_guess_from_bytes(raw, routes), DEAD, exc.reason, exc.message), None
     try:
         doc = parse_json(text)
     except DecodeError as exc:
-        return None, DEAD, exc.reason, exc.message
-    return _route(doc, routes)
+        return (None, DEAD, exc.reason, exc.message), None
+    return _keyed(_route(doc, routes), raw, doc, None)
+
+
+def _keyed(
+    classified: Classified, raw: bytes, doc: Any, wire: Wire | None
+) -> tuple[Classified, str | None]:
+    return classified, schema_key(raw, doc, wire) if classified[1] == ROW else None
 
 
 def _route(doc: Any, routes: Routes) -> Classified:
@@ -188,10 +236,17 @@ def classify_one(raw: bytes | None, routes: Routes, wire: Wire | None = None) ->
     """(table, status, reason, error) of one message; never raises (see module doc).
 
     ``wire`` reads registry-tagged messages (:mod:`icetide.ledger.registry_decode`)."""
+    return classify_keyed(raw, routes, wire)[0]
+
+
+def classify_keyed(
+    raw: bytes | None, routes: Routes, wire: Wire | None = None
+) -> tuple[Classified, str | None]:
+    """:func:`classify_one` and the :func:`schema_key` of a row event."""
     try:
         return _classify(raw or b"", routes, wire)
     except Exception as exc:  # one message must never stop the stage: dead-letter it
-        return _guess_from_bytes(raw or b"", routes), DEAD, DECODE_FAILED, _error_text(exc)
+        return (_guess_from_bytes(raw or b"", routes), DEAD, DECODE_FAILED, _error_text(exc)), None
 
 
 def classify_batches(
@@ -211,16 +266,20 @@ def classify_batches(
             receipts = (
                 batch.column("receipt").to_pylist() if "receipt" in names else [None] * len(ids)
             )
-            out: dict[str, list[Any]] = {k: [] for k in ("table", "status", "reason", "error")}
+            out: dict[str, list[Any]] = {
+                k: [] for k in ("table", "status", "reason", "error", "schema_key")
+            }
             for raw, receipt in zip(raws, receipts, strict=True):
+                key = None
                 if receipt is not None:
                     table, status, reason, error = None, FILE, receipt, ""
                 else:
-                    table, status, reason, error = classify_one(raw, routes, wire)
+                    (table, status, reason, error), key = classify_keyed(raw, routes, wire)
                 out["table"].append(table)
                 out["status"].append(status)
                 out["reason"].append(reason)
                 out["error"].append(error)
+                out["schema_key"].append(key)
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(ids, pa.string()),
@@ -229,8 +288,9 @@ def classify_batches(
                     pa.array(out["reason"], pa.string()),
                     pa.array(out["error"], pa.string()),
                     pa.array(raws, pa.binary()),
+                    pa.array(out["schema_key"], pa.string()),
                 ],
-                names=["message_id", "table", "status", "reason", "error", "raw"],
+                names=["message_id", "table", "status", "reason", "error", "raw", "schema_key"],
             )
 
     return run
@@ -300,8 +360,19 @@ def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any
     return out
 
 
-def _project(raw: bytes, projection: Projection, wire: Wire | None = None) -> dict[str, Any]:
+Refused = Mapping[str, tuple[str, str]]
+"""Schema key (:func:`schema_key`) → (dead-letter reason, error text): the message-carried
+schema versions the table does not take (incompatible, held, evolution off)."""
+
+
+def _project(
+    raw: bytes, projection: Projection, wire: Wire | None = None, refused: Refused | None = None
+) -> dict[str, Any]:
     doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
+    if refused:
+        why = refused.get(schema_key(raw, doc, wire) or "")
+        if why is not None:
+            raise DecodeError(*why)
     event = decode_document(doc)
     if not isinstance(event, ChangeEvent):
         raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
@@ -344,14 +415,18 @@ def _project(raw: bytes, projection: Projection, wire: Wire | None = None) -> di
 
 
 def project_one(
-    raw: bytes, projection: Projection | TableSchema, wire: Wire | None = None
+    raw: bytes,
+    projection: Projection | TableSchema,
+    wire: Wire | None = None,
+    refused: Refused | None = None,
 ) -> dict[str, Any]:
     """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead).
 
-    Never raises: a failure of any kind on this message makes it a dead letter.
+    Never raises: a failure of any kind on this message makes it a dead letter; so does
+    a schema version in ``refused``.
     """
     try:
-        return _project(raw, Projection.of(projection), wire)
+        return _project(raw, Projection.of(projection), wire, refused)
     except DecodeError as exc:
         return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
     except Exception as exc:  # one message must never stop the stage: dead-letter it
@@ -367,7 +442,7 @@ def unmapped(schema: TableSchema) -> TableSchema:
 
 
 def project_batches(
-    projection: Projection | TableSchema, wire: Wire | None = None
+    projection: Projection | TableSchema, wire: Wire | None = None, refused: Refused | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that turns one table's messages into ledger rows.
 
@@ -387,7 +462,7 @@ def project_batches(
             raws = batch.column("raw").to_pylist()
             rows = []
             for message_id, raw in zip(ids, raws, strict=True):
-                row = project_one(raw or b"", projection, wire)
+                row = project_one(raw or b"", projection, wire, refused)
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
             if layout.sink.maps:

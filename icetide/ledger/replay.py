@@ -44,11 +44,21 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide.errors import ConfigError
 from icetide.faults import crash_point
 from icetide.ledger.align import align_to
-from icetide.ledger.decode import DEAD, ROW, classify_one, project_batches, projected_spark_schema
+from icetide.ledger.decode import (
+    DEAD,
+    ROW,
+    Refused,
+    classify_keyed,
+    classify_one,
+    project_batches,
+    projected_spark_schema,
+)
 from icetide.ledger.registry_decode import Wire, wire_for
-from icetide.ledger.stage import routes_of
+from icetide.ledger.signals import CarriedSchema, OnVersions
+from icetide.ledger.stage import carried_schema, routes_of
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.spark.sql import quote
@@ -220,21 +230,22 @@ def replay(
     *,
     reason: str | None = None,
     ids: Sequence[str] = (),
+    on_versions: OnVersions | None = None,
 ) -> ReplayResult:
     """Re-run the dead letters of ``table`` (filtered by ``reason`` / ``ids``) through the
-    current decode and schema; see the module doc for the order that makes it safe."""
+    current decode and schema; see the module doc for the order that makes it safe.
+
+    ``on_versions`` (the stage's version walk) first takes the schema versions the
+    letters carry, so a version refused before (incompatible, held) is walked now and
+    its records apply only if it is taken."""
     config = pipeline.config
+    refuse_unrouted(config, table)
     refs = TableRefs.of(config, table)
-    schema = pipeline.schema(table)
     result = ReplayResult(table)
-    letters = spark.table(refs.dlt.sql).where(_matches(reason))
-    if ids:
-        letters = letters.where(F.col("message_id").isin(*ids))
-    rows = letters.select("message_id", "payload_b64").collect()
-    result.replayed = len(rows)
-    if not rows:
+    raws = _letters(spark, refs.dlt.sql, reason, ids)
+    result.replayed = len(raws)
+    if not raws:
         return result
-    raws = {str(r.message_id): base64.b64decode(r.payload_b64 or "") for r in rows}
     messages = spark.createDataFrame(list(raws.items()), "message_id STRING, raw BINARY")
     wire = wire_for(config, messages)
     routes = routes_of(config)
@@ -245,30 +256,151 @@ def replay(
             routable.append(message_id)
         else:
             result.still_failing[message_id] = why if status == DEAD else "routing"
-    projected = _project(spark, messages.where(F.col("message_id").isin(*routable)), schema, wire)
-    good = projected.where(F.col("_status") == ROW) if routable else None
-    for r in projected.where(F.col("_status") == DEAD).select(c.MESSAGE_ID, "_reason").collect():
-        result.still_failing[str(r[c.MESSAGE_ID])] = str(r["_reason"])
-    ok_ids = [i for i in routable if i not in result.still_failing]
-    if ok_ids and good is not None:
+    _into_ledger(spark, pipeline, table, raws, routable, wire, on_versions, result)
+    _delete_letters(spark, refs.dlt.sql, result.applied)
+    crash_point("dlt.replay.after_dlt_delete")
+    _update_reasons(spark, refs.dlt.sql, result.still_failing)
+    return result
+
+
+def refuse_unrouted(config: Any, table: str) -> None:
+    """A clear refusal when ``table`` names the unrouted dead-letter table."""
+    if table.casefold() == config.dead_letter.unrouted_table.casefold():
+        raise ConfigError(
+            f"{table!r} is the unrouted dead-letter table: its records name no configured "
+            "table, so they cannot be replayed into one by name",
+            hint="run `icetide dlt replay --unrouted` after fixing the config's tables "
+            "(records that now route apply), adding `--to TABLE` to send the ones whose "
+            "source names no configured table to TABLE",
+        )
+
+
+FORCED_REASONS = ("unknown_table", "missing_source")
+"""Unrouted reasons of well-formed row events: ``--to TABLE`` may route them."""
+
+
+def replay_unrouted(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    *,
+    to: str | None = None,
+    reason: str | None = None,
+    ids: Sequence[str] = (),
+    on_versions: OnVersions | None = None,
+) -> ReplayResult:
+    """Re-run the unrouted dead letters: each that routes now (after a fix of the config's
+    tables or servers) goes to its table's ledger; with ``to``, a well-formed row event
+    whose source names no configured table (``unknown_table``, ``missing_source``) goes
+    to ``to``. The rest stay, with their new reason. Same safe order as :func:`replay`."""
+    config = pipeline.config
+    unrouted = TableRefs.of(config, config.dead_letter.unrouted_table).dlt.sql
+    if to is not None:
+        config.table(to)  # an unknown table is a ConfigError naming the close ones
+    result = ReplayResult(config.dead_letter.unrouted_table)
+    raws = _letters(spark, unrouted, reason, ids)
+    result.replayed = len(raws)
+    if not raws:
+        return result
+    messages = spark.createDataFrame(list(raws.items()), "message_id STRING, raw BINARY")
+    wire = wire_for(config, messages)
+    routes = routes_of(config)
+    targets: dict[str, list[str]] = {}
+    for message_id, raw in raws.items():
+        routed, status, why, _error = classify_one(raw, routes, wire)
+        if status == ROW and routed is not None:
+            targets.setdefault(routed, []).append(message_id)
+        elif to is not None and status == DEAD and why in FORCED_REASONS:
+            targets.setdefault(str(config.table(to).name), []).append(message_id)
+        else:
+            result.still_failing[message_id] = why if status == DEAD else "routing"
+    for table in sorted(targets):
+        part = ReplayResult(table)
+        _into_ledger(spark, pipeline, table, raws, targets[table], wire, on_versions, part)
+        result.applied += part.applied
+        result.already += part.already
+        result.still_failing |= part.still_failing
+    result.applied.sort()
+    _delete_letters(spark, unrouted, result.applied)
+    crash_point("dlt.replay.after_dlt_delete")
+    _update_reasons(spark, unrouted, result.still_failing)
+    return result
+
+
+def _letters(
+    spark: SparkSession, dlt: str, reason: str | None, ids: Sequence[str]
+) -> dict[str, bytes]:
+    letters = spark.table(dlt).where(_matches(reason))
+    if ids:
+        letters = letters.where(F.col("message_id").isin(*ids))
+    rows = letters.select("message_id", "payload_b64").collect()
+    return {str(r.message_id): base64.b64decode(r.payload_b64 or "") for r in rows}
+
+
+def _into_ledger(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    table: str,
+    raws: dict[str, bytes],
+    routable: list[str],
+    wire: Wire | None,
+    on_versions: OnVersions | None,
+    result: ReplayResult,
+) -> None:
+    """Project ``routable`` letters onto ``table``'s current schema and append the ones
+    that apply to its ledger, skipping ids it already holds (steps 1 of the module doc)."""
+    if not routable:
+        return
+    config = pipeline.config
+    refs = TableRefs.of(config, table)
+    subset = {i: raws[i] for i in routable}
+    refused = _walk(config, table, subset, wire, on_versions)
+    schema = pipeline.schema(table)
+    messages = spark.createDataFrame(list(subset.items()), "message_id STRING, raw BINARY")
+    projected = messages.mapInArrow(
+        project_batches(schema, wire, refused), projected_spark_schema(schema)
+    ).persist()
+    try:
+        for r in (
+            projected.where(F.col("_status") == DEAD).select(c.MESSAGE_ID, "_reason").collect()
+        ):
+            result.still_failing[str(r[c.MESSAGE_ID])] = str(r["_reason"])
+        ok_ids = [i for i in routable if i not in result.still_failing]
+        if not ok_ids:
+            return
+        good = projected.where(F.col("_status") == ROW)
         held = spark.table(refs.cdc.sql).where(F.col(c.MESSAGE_ID).isin(*ok_ids))
         result.already = sorted(str(r[0]) for r in held.select(c.MESSAGE_ID).collect())
         fresh = good.where(~F.col(c.MESSAGE_ID).isin(*result.already)) if result.already else good
         if result.already != sorted(ok_ids):
             _append_ledger(fresh, refs.cdc.sql, schema)
         crash_point("dlt.replay.after_ledger_append")
-        spark.sql(f"DELETE FROM {refs.dlt.sql} WHERE {_in('message_id', ok_ids)}")
         result.applied = sorted(ok_ids)
-    crash_point("dlt.replay.after_dlt_delete")
-    _update_reasons(spark, refs.dlt.sql, result.still_failing)
-    projected.unpersist()
-    return result
+    finally:
+        projected.unpersist()
 
 
-def _project(spark: SparkSession, messages: DataFrame, schema: Any, wire: Wire | None) -> DataFrame:
-    return messages.mapInArrow(
-        project_batches(schema, wire), projected_spark_schema(schema)
-    ).persist()
+def _walk(
+    config: Any,
+    table: str,
+    raws: dict[str, bytes],
+    wire: Wire | None,
+    on_versions: OnVersions | None,
+) -> Refused | None:
+    """The version walk over the schemas the letters carry; the refused keys."""
+    if on_versions is None:
+        return None
+    carried: dict[str, CarriedSchema] = {}
+    for first, (message_id, raw) in enumerate(raws.items()):
+        key = classify_keyed(raw, routes_of(config), wire)[1]
+        if key is None or key in carried:
+            continue
+        carried[key] = carried_schema(config, table, key, message_id, raw, first)
+    return on_versions(list(carried.values())).get(table)
+
+
+def _delete_letters(spark: SparkSession, dlt: str, ids: Sequence[str]) -> None:
+    if ids:
+        spark.sql(f"DELETE FROM {dlt} WHERE {_in('message_id', ids)}")
 
 
 def _append_ledger(rows: DataFrame, ledger: str, schema: Any) -> None:

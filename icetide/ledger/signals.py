@@ -16,7 +16,7 @@ layer's detector, wired by the CLI); the ledger itself only reports them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +43,32 @@ class ChangeSignal:
 
 OnSignals = Callable[[Sequence[ChangeSignal]], None]
 """What the ledger stage calls with a batch's signals, after the batch is stored."""
+
+
+@dataclass(frozen=True)
+class CarriedSchema:
+    """A schema a batch's row events of ``table`` were written with, carried by the
+    messages themselves: a registry schema id, or an inline Debezium ``schema`` block.
+
+    ``key`` is :func:`~icetide.ledger.decode.schema_key`; ``subject`` the registry subject
+    (TopicNameStrategy: ``<topic>-value``); ``text`` the inline row struct (Connect JSON);
+    ``first`` orders schemas by their first message in the batch.
+    """
+
+    table: str
+    key: str
+    subject: str | None = None
+    schema_id: int | None = None
+    text: str | None = None
+    first: int = 0
+
+
+Refusal = tuple[str, str]
+"""(dead-letter reason, error text) for the messages of a refused schema."""
+OnVersions = Callable[[Sequence[CarriedSchema]], Mapping[str, Mapping[str, Refusal]]]
+"""What the ledger stage calls, before projecting a batch, with the message-carried
+schemas it has not seen taken; it applies what it can (new schema versions) and returns,
+per table, the schema keys whose messages go to the dead-letter table instead."""
 
 
 def schema_change_signal(table: str, text: str) -> ChangeSignal | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,21 +28,30 @@ from icetide.ledger.decode import (
     ERROR,
     EXTRA,
     FILE,
+    INLINE_KEY,
     RAW,
     REASON,
     ROW,
     SCHEMA_CHANGE,
     SKIP,
     STATUS,
+    Refused,
     Routes,
     classify_batches,
+    inline_row_schema,
     message_text,
     project_batches,
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.registry_decode import Wire, wire_for
-from icetide.ledger.signals import ChangeSignal, OnSignals, schema_change_signal
+from icetide.ledger.signals import (
+    CarriedSchema,
+    ChangeSignal,
+    OnSignals,
+    OnVersions,
+    schema_change_signal,
+)
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
 from icetide.ledger.versions import alter_ledger, projection
@@ -60,6 +70,37 @@ def _b64_col(col: str) -> Column:
     return F.base64(F.col(col))
 
 
+def _inline_text(raw: bytes) -> str | None:
+    """The inline row struct (Connect JSON text) of one message, or None."""
+    try:
+        row = inline_row_schema(json.loads(message_text(raw)))
+    except Exception:  # the message was classified a row: unreadable now means no schema
+        return None
+    return json.dumps(row, sort_keys=True) if row is not None else None
+
+
+def subject_of(config: Config, table: str, message_id: str) -> str:
+    """The registry subject of ``table``'s messages (TopicNameStrategy): the Kafka
+    topic's (from the ``topic/partition/offset`` id), or in landing files the Debezium
+    topic ``<server>.<db>.<table>``'s."""
+    if config.transport.type == "kafka":
+        return message_id.rsplit("/", 2)[0] + "-value"
+    settings = config.table(table)
+    server = config.table_server(settings)
+    topic = f"{server}.{settings.source}" if server else str(settings.source)
+    return topic + "-value"
+
+
+def carried_schema(
+    config: Config, table: str, key: str, message_id: str, raw: bytes, first: int
+) -> CarriedSchema:
+    """The :class:`CarriedSchema` of schema ``key`` seen first in message ``raw``."""
+    if key.startswith(INLINE_KEY):
+        return CarriedSchema(table, key, text=_inline_text(raw), first=first)
+    subject = subject_of(config, table, message_id)
+    return CarriedSchema(table, key, subject, int(key.rsplit(":", 1)[1]), first=first)
+
+
 def routes_of(config: Config) -> Routes:
     """The routing table of ``config``: ``db.table`` → (server or any, table)."""
     tables: dict[str, list[tuple[str | None, str]]] = {}
@@ -75,12 +116,20 @@ class LedgerStage:
     """Streams raw change events into the ledger and dead-letter tables."""
 
     def __init__(
-        self, spark: SparkSession, pipeline: Pipeline, on_signals: OnSignals | None = None
+        self,
+        spark: SparkSession,
+        pipeline: Pipeline,
+        on_signals: OnSignals | None = None,
+        on_versions: OnVersions | None = None,
     ) -> None:
         self.spark = spark
         self.pipeline = pipeline
         self.on_signals = on_signals
         """Called with each batch's schema-change signals once the batch is stored."""
+        self.on_versions = on_versions
+        """Called before projecting with the message-carried schemas not taken yet."""
+        self._taken: set[tuple[str, str]] = set()
+        """(table, schema key) already walked and accepted by this process."""
         self._lock = threading.RLock()  # batches and ticks never overlap
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
@@ -187,13 +236,17 @@ class LedgerStage:
             self.watch.check()
             self.watch.skipped()
         self._wire = wire_for(self.config, batch)
-        classified = batch.mapInArrow(
-            classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
-        ).persist()
+        classified = (
+            batch.mapInArrow(
+                classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
+            )
+            .withColumn("seq", F.monotonically_increasing_id())
+            .persist()
+        )
         try:
-            # Receipts (status file) come out of the same job: one group per file.
+            # Receipts (status file) and the carried schemas come out of the same job.
             counts = (
-                classified.groupBy("table", "status", "reason")
+                classified.groupBy("table", "status", "reason", "schema_key")
                 .agg(
                     F.count(F.lit(1)).alias("n"),
                     F.slice(
@@ -201,6 +254,12 @@ class LedgerStage:
                         1,
                         10,
                     ).alias("samples"),
+                    F.min("seq").alias("first"),
+                    F.min_by("message_id", "seq").alias("first_id"),
+                    F.first(
+                        F.when(F.col("schema_key").startswith(INLINE_KEY), F.col("raw")),
+                        ignorenulls=True,
+                    ).alias("sample"),
                 )
                 .collect()
             )
@@ -213,6 +272,7 @@ class LedgerStage:
                 # of a widened column may not fit the old type), and rows before it fit
                 # the new layout too (new columns are nullable, renames are aliased).
                 self._signal(self._schema_changes(classified))
+            refused = self._walk_versions(counts)
             for row in counts:
                 if row.status == FILE:
                     receipt = parse_receipt(row.reason)
@@ -230,7 +290,13 @@ class LedgerStage:
             tables_with_rows = {str(r.table) for r in counts if r.status == ROW}
             for name in sorted(tables_with_rows | routed_dead):
                 signals += self._table_batch(
-                    name, classified, batch_id, now, summary, name in routed_dead
+                    name,
+                    classified,
+                    batch_id,
+                    now,
+                    summary,
+                    name in routed_dead,
+                    refused.get(name),
                 )
             if unrouted:
                 unrouted_rows = classified.where(
@@ -268,6 +334,39 @@ class LedgerStage:
             if signal is not None:
                 found.append(signal)
         return sorted(found, key=lambda s: (s.table, s.position or 0))
+
+    def _walk_versions(self, counts: Sequence[Any]) -> dict[str, Refused]:
+        """Hand the batch's message-carried schemas not taken yet to ``on_versions`` (the
+        evolution layer walks the versions they bring, before anything is projected) and
+        return the refused ones per table."""
+        if self.on_versions is None:
+            return {}
+        carried: dict[tuple[str, str], CarriedSchema] = {}
+        for row in counts:
+            if row.status != ROW or row.schema_key is None or row.table is None:
+                continue
+            table, key = str(row.table), str(row.schema_key)
+            if (table, key) in self._taken:
+                continue
+            seen = carried.get((table, key))
+            first = int(row.first) if seen is None else min(seen.first, int(row.first))
+            if seen is not None and (seen.text is not None or row.sample is None):
+                carried[(table, key)] = replace(seen, first=first)
+                continue
+            raw = bytes(row.sample) if row.sample is not None else b""
+            carried[(table, key)] = carried_schema(
+                self.config, table, key, str(row.first_id), raw, first
+            )
+        if not carried:
+            return {}
+        ordered = sorted(carried.values(), key=lambda s: (s.table, s.first))
+        refused: dict[str, Refused] = {
+            t: dict(r) for t, r in self.on_versions(ordered).items() if r
+        }
+        for schema in ordered:
+            if schema.key not in refused.get(schema.table, {}):
+                self._taken.add((schema.table, schema.key))
+        return refused
 
     def _signal(self, signals: Sequence[ChangeSignal]) -> None:
         for signal in signals:
@@ -307,6 +406,7 @@ class LedgerStage:
         now: datetime,
         summary: BatchSummary,
         has_routed_dead: bool,
+        refused: Refused | None = None,
     ) -> list[ChangeSignal]:
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/versions.py).
@@ -318,7 +418,7 @@ class LedgerStage:
         projected = (
             mine.where(F.col("status") == ROW)
             .select("message_id", "raw")
-            .mapInArrow(project_batches(plan, self._wire), projected_spark_schema(plan))
+            .mapInArrow(project_batches(plan, self._wire, refused), projected_spark_schema(plan))
             .persist()
         )
         try:

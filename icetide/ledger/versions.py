@@ -112,26 +112,14 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
     return build_projection(pipeline, table, schema, target)
 
 
-def ledger_layout(pipeline: Pipeline, table: str, schema: TableSchema) -> TableSchema:
-    """``schema`` plus the columns earlier versions had and it dropped: a soft drop keeps
-    them in the ledger's row images (null from now on), so every write must carry them."""
-    names = {col.name for col in schema.columns}
-    ids = schema.field_ids()
-    dropped = []
-    for older in pipeline.schemas.history(table).versions:
-        for column in older.columns:
-            if column.id not in ids and column.name not in names:
-                dropped.append(column)
-                ids |= {column.id}
-                names.add(column.name)
-    return schema.with_columns((*schema.columns, *dropped)) if dropped else schema
-
-
 def build_projection(
     pipeline: Pipeline, table: str, layout: TableSchema, values_version: int
 ) -> Projection:
     """The projection writing ``layout`` rows with values for ``values_version``'s
-    columns only (by id), and old names of renamed columns mapped to current ones."""
+    columns only (by id), and old names of renamed columns mapped to current ones.
+
+    Columns a soft drop keeps in the ledger are not projected: the append fills them
+    (and soft-dropped nested fields) with NULL (:func:`icetide.ledger.align.align_to`)."""
     history = pipeline.schemas.history(table)
     aliases: dict[str, str] = {}
     for older in history.versions:
@@ -141,7 +129,6 @@ def build_projection(
                 aliases.setdefault(column.name, current.name)
     for column in layout.columns:
         aliases.pop(column.name, None)  # a current name always means itself
-    layout = ledger_layout(pipeline, table, layout)
     values = None
     if values_version < layout.version:
         known = _version(pipeline, table, values_version).field_ids()

@@ -1,5 +1,7 @@
 """``icetide dlt replay`` after an approved fix: the replayed records enter the ledger once
 and leave the dead-letter table; a replay killed half-way and rerun gives the same result.
+The unrouted dead letters are replayed with ``--unrouted`` (``--to TABLE`` routes a row
+event whose source names no configured table); naming that table is refused with how.
 
 The table's schema first says ``name`` is required, so events with a NULL name are dead
 letters (``null_in_required``); the fix is the allowed change required → optional,
@@ -17,7 +19,7 @@ from icetide.cli import main
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import build_plan
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.ledger.replay import replay, show
+from icetide.ledger.replay import replay, replay_unrouted, show
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import schema_from_dict
@@ -34,12 +36,12 @@ ITEMS = {
 }
 
 
-def event(key: int, name: str | None, pos: int) -> str:
+def event(key: int, name: str | None, pos: int, db: str = "inv") -> str:
     return json.dumps(
         {
             "before": None,
             "after": {"id": key, "name": name, "qty": key * 10},
-            "source": {"name": "shop", "db": "inv", "table": "items", "file": "b.1", "pos": pos},
+            "source": {"name": "shop", "db": db, "table": "items", "file": "b.1", "pos": pos},
             "op": "c",
             "ts_ms": pos,
         }
@@ -58,7 +60,10 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
         spark,
     )
     pipe.land(
-        [event(1, "a", 1), event(2, None, 2), event(3, None, 3), "{not json", event(4, "d", 4)]
+        [
+            *(event(1, "a", 1), event(2, None, 2), event(3, None, 3), "{not json"),
+            *(event(4, "d", 4), event(6, "f", 6, db="inv_old")),  # a database no table names
+        ]
     )
     pipe.stream()
     pipe.merge()
@@ -73,11 +78,11 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
     assert main(["dlt", "show", "--output", "json", "-c", str(pipe.config_path)]) == 0
     shown = {s["table"]: s for s in json.loads(capsys.readouterr().out)}
     assert shown["items"]["by_code"] == {"type_conversion": 2}
-    assert (
-        shown["icetide_unrouted"]["by_code"] == {"parse": 1}
-        if "icetide_unrouted" in shown
-        else True
-    )
+    unrouted = pipe.config.dead_letter.unrouted_table
+    assert shown[unrouted]["by_code"] == {"parse": 1, "routing": 1}
+    # The unrouted table is not replayed by name: the refusal says how.
+    assert main(["dlt", "replay", unrouted, "-c", str(pipe.config_path)]) != 0
+    assert "--unrouted" in capsys.readouterr().err
 
     # Before the fix a replay changes nothing: the records still fail, for the same reason.
     before = replay(spark, pipe.pipeline, "items")
@@ -110,10 +115,20 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
     assert ids == [f"events-000001.json:{n}" for n in (1, 2, 3, 5)]
     assert replay(spark, pipe.pipeline, "items").replayed == 0  # nothing left
 
+    # The unrouted ones: without --to nothing routes; with it the row event of a database
+    # no table names goes to items, the unreadable one stays.
+    unrouted_dlt = pipe.refs(unrouted).dlt.sql
+    assert replay_unrouted(spark, pipe.pipeline).applied == []
+    moved = replay_unrouted(spark, pipe.pipeline, to="items")
+    assert moved.applied == ["events-000001.json:6"]
+    assert moved.still_failing == {"events-000001.json:4": "malformed_json"}
+    assert [r["message_id"] for r in pipe.rows(unrouted_dlt)] == ["events-000001.json:4"]
+
     pipe.merge()
     assert [(r["id"], r["name"], r["qty"]) for r in pipe.base("items")] == [
         (1, "a", 10),
         (2, None, 20),
         (3, None, 30),
         (4, "d", 40),
+        (6, "f", 60),
     ]

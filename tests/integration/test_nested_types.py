@@ -1,13 +1,25 @@
 """Nested types end to end: schemaless events with a struct, a list, a map and an enum go
-through the ledger (typed by the schema's Arrow shape) and the merge into the mirror."""
+through the ledger (typed by the schema's Arrow shape) and the merge into the mirror.
+
+Then the same table changes through Debezium-schema events on the files transport (issue
+9's nested acceptance): the inline schema adds a field inside the struct and widens
+another, the running ledger walks it as a new version, the stages converge and the values
+land; an inline schema changing a column's category is held and its events dead-lettered.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
+from icetide.cli.stages import ledger_stage
+from icetide.config import load_table_schemas
+from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import schema_from_dict
+from icetide.spark.alter import int_property, table_properties
 from tests.integration.events import mysql
 from tests.integration.harness import Pipeline
 
@@ -39,7 +51,7 @@ PROFILES = schema_from_dict(
 )
 
 
-def test_nested_values_reach_the_mirror_and_a_bad_symbol_is_a_dead_letter(
+def test_nested_values_land_a_bad_symbol_is_dead_and_an_inline_struct_change_converges(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
     pipe = Pipeline.custom(
@@ -68,3 +80,81 @@ def test_nested_values_reach_the_mirror_and_a_bad_symbol_is_a_dead_letter(
     assert row["scores"] == {"x": 1, "y": 2}
     [dead] = pipe.dead_letters(pipe.refs("items").dlt)
     assert dead["reason"] == "type_mismatch" and "status" in dead["error"]
+
+    # Debezium-schema events (files transport) change the struct; see the module doc.
+    status = _opt(
+        "status", "string", name="io.debezium.data.Enum", parameters={"allowed": "new,active"}
+    )
+    v2_address = _opt(
+        "address",
+        "struct",
+        fields=[_opt("city", "string"), _opt("zip", "int64"), _opt("country", "string")],
+    )
+    now = {**first, "tags": [], "status": "active"}
+    wide = {"id": 4, "address": {"city": "Rome", "zip": 5_000_000_000, "country": "IT"}}
+    pipe.land(
+        [
+            _with_schema(mysql("c", 200, after={**wide, "status": "active"}), v2_address, status),
+            # Still in flight with the old struct: applies after the table moved on.
+            mysql("u", 210, before=now, after={**now, "address": {"city": "Bergen", "zip": 5}}),
+            # The struct becomes text: a type-category change, held.
+            _with_schema(
+                mysql("c", 220, after={"id": 5, "address": "Paris"}),
+                _opt("address", "string"),
+                status,
+            ),
+        ]
+    )
+    ledger_stage(spark, pipe.pipeline).start(once=True).awaitTermination()
+    pipe.schemas = load_table_schemas(pipe.config)
+    schema = pipe.schemas["items"]
+    assert schema.version == 2
+    assert str(schema.by_name["address"].type) == "struct<city: string, zip: long, country: string>"
+    refs = pipe.refs("items")
+    for _ in range(4):  # the stages converge in turns, as `icetide run` takes them
+        pipe.merge()
+        ledger_stage(spark, pipe.pipeline).tick()
+        if int_property(table_properties(spark, refs.base), DATA_VERSION) == 2:
+            break
+    rows = {r["id"]: r["address"] for r in pipe.base("items")}
+    assert rows == {
+        1: {"city": "Bergen", "zip": 5, "country": None},
+        4: {"city": "Rome", "zip": 5_000_000_000, "country": "IT"},
+    }
+    dead_letters = pipe.dead_letters(refs.dlt)
+    assert sorted(d["reason"] for d in dead_letters) == [
+        "type_mismatch",
+        "unsupported_schema_change",
+    ]
+    [held] = [d for d in dead_letters if d["reason"] == "unsupported_schema_change"]
+    assert "inline schema inline:" in held["error"] and "address" in held["error"]
+
+
+def _opt(field: str, kind: str, **more: Any) -> dict[str, Any]:
+    return {"field": field, "type": kind, "optional": True, **more}
+
+
+def _with_schema(line: str, address: dict[str, Any], status: dict[str, Any]) -> str:
+    """A schemaless event wrapped as JsonConverter writes it with ``schemas.enable``."""
+    row = {
+        "type": "struct",
+        "name": "srv.shop.items.Value",
+        "optional": True,
+        "fields": [
+            {"field": "id", "type": "int64"},
+            address,
+            _opt("tags", "array", items={"type": "string"}),
+            _opt("scores", "map", keys={"type": "string"}, values={"type": "int64"}),
+            status,
+        ],
+    }
+    envelope = {
+        "type": "struct",
+        "name": "srv.shop.items.Envelope",
+        "fields": [
+            {**row, "field": "before"},
+            {**row, "field": "after"},
+            {"field": "op", "type": "string"},
+        ],
+    }
+    return json.dumps({"schema": envelope, "payload": json.loads(line)})

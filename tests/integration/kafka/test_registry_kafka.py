@@ -2,9 +2,10 @@
 
 The registry is confluent-kafka's in-process ``mock://`` one (Apicurio Registry could not
 be started from Maven Central here: see docs/registry.md). The ledger reads the topic
-with Spark's Kafka source; the schema versions are applied to the Iceberg tables one by
-one, each its own commit, and recorded in ``icetide.schema.mapping``; messages still in
-flight with the old version apply after the table moved on; bad frames are dead letters.
+with Spark's Kafka source and walks the schema versions the messages name by itself:
+one schema version each, in order, recorded in ``icetide.schema.mapping``; messages still
+in flight with the old version apply after the table moved on; a version the
+compatibility mode refuses and bad frames are dead letters.
 """
 
 from __future__ import annotations
@@ -20,19 +21,18 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema
 from pyspark.sql import SparkSession
 
+from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.events.versions import registry_for
 from icetide.events.wire import frame
-from icetide.evolution.apply import apply_plan
-from icetide.evolution.plan import EvolutionPlan
-from icetide.evolution.versions import MAPPING_PROPERTY, apply_versions, read_mapping
-from icetide.ledger.stage import LedgerStage
+from icetide.evolution.versions import MAPPING_PROPERTY, read_mapping
 from icetide.pipeline import SchemaStore
+from icetide.schema.contract.names import TableName
 from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.spark.alter import int_property, table_properties
-from tests.integration.harness import Pipeline, run_sql
+from tests.integration.harness import Pipeline
 
 _runs = itertools.count(1)
 SUBJECT_SUFFIX = "-value"
@@ -101,6 +101,18 @@ ROWS = [
     row(qty="long", price="double", email=True, address=CITY_ZIP),  # v6: float → double
     # v7: legacy deleted (soft: kept in Iceberg, optional), note required → optional
     row(qty="long", price="double", legacy=False, note_optional=True, email=True, address=CITY_ZIP),
+    # v8: a required field with no default: old records cannot be read (not BACKWARD)
+    [
+        *row(
+            qty="long",
+            price="double",
+            legacy=False,
+            note_optional=True,
+            email=True,
+            address=CITY_ZIP,
+        ),
+        {"name": "sku", "type": "string"},
+    ],
 ]
 
 
@@ -138,6 +150,15 @@ def message(schema_id: int, version: int, after: dict[str, Any], pos: int) -> by
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(envelope(ROWS[version - 1])), value)
     return frame(schema_id, out.getvalue())
+
+
+def stream(pipe: Pipeline) -> None:
+    """One run of the ledger stage as `icetide stream` wires it (version walk included)."""
+    ledger_stage(pipe.session, pipe.pipeline).start(once=True).awaitTermination()
+
+
+def mapping(spark: SparkSession, table: TableName) -> dict[int, int]:
+    return read_mapping(table_properties(spark, table).get(MAPPING_PROPERTY))
 
 
 def _pipeline(
@@ -208,12 +229,12 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
         frame(9999, b"\x00"),  # an id the registry does not have
         message(ids[1], 1, v1_row(2, "ink", None, None), 11),
     )
-    pipe.stream()
-    pipe.merge()
     refs = pipe.refs("items")
-    spark.sql(f"ALTER TABLE {refs.base} SET TBLPROPERTIES ('{MAPPING_PROPERTY}' = '{{\"1\": 1}}')")
+    stream(pipe)
+    assert mapping(spark, refs.cdc) == {1: 1}  # version 1 is the schema file: nothing to do
+    pipe.merge()
 
-    for version in range(2, 8):
+    for version in range(2, 9):
         register(version)
     address = {"city": "Oslo", "zip": "0150"}
     send(
@@ -238,40 +259,14 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
             13,
         ),
         message(ids[1], 1, v1_row(5, "old", 7, 2.5), 14),  # still in flight
+        message(ids[8], 8, {**v1_row(6, "bad", 1, 1.0), "sku": "S6"}, 15),  # incompatible
     )
 
-    # The runtime's walk: every version up to the newest seen, one commit each.
+    # The running ledger walks every version up to the newest it sees, one version each,
+    # before projecting the batch; version 8 breaks BACKWARD_TRANSITIVE and is refused.
+    stream(pipe)
     store = SchemaStore(pipe.config)
-
-    def mapping() -> dict[int, int]:
-        props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {refs.base}").collect()}
-        return read_mapping(props.get(MAPPING_PROPERTY))
-
-    def apply_one(plan: EvolutionPlan) -> int:
-        return apply_plan(plan, store, run_ddl=run_sql(spark)).version
-
-    def record(done: dict[int, int]) -> None:
-        text = json.dumps({str(k): v for k, v in sorted(done.items())})
-        spark.sql(f"ALTER TABLE {refs.base} SET TBLPROPERTIES ('{MAPPING_PROPERTY}' = '{text}')")
-
-    def walk() -> Any:
-        return apply_versions(
-            subject,
-            7,
-            registry,
-            lambda: store.current("items"),
-            mapping,
-            apply_one,
-            record,
-            base=refs.base,
-            ledger=refs.cdc,
-        )
-
-    first = walk()
-    assert first.rejected is None
-    assert first.applied == [(v, v) for v in range(2, 8)]  # in order, never jumping ahead
-    assert walk().applied == []  # a restart or a second process applies nothing twice
-    assert mapping() == {v: v for v in range(1, 8)}
+    assert mapping(spark, refs.cdc) == {v: v for v in range(1, 8)}
     history = store.history("items")
     assert [s.version for s in history.versions] == list(range(1, 8))
     assert "email" in history.versions[1].by_name and "email" not in history.versions[0].by_name
@@ -283,17 +278,20 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
     assert not history.versions[5].by_name["note"].nullable
 
     pipe.schemas = load_table_schemas(pipe.config)
-    pipe.stream()
     # The stages converge on version 7 in turns, as `icetide run` takes them
     # (docs/convergence.md): the merge acknowledges it, the ledger switches its
     # projection, the merge fills the values kept meanwhile in _rescued.
-    ledger = LedgerStage(pipe.session, pipe.pipeline)
+    ledger = ledger_stage(pipe.session, pipe.pipeline)
     for _ in range(5):
         pipe.merge()
         ledger.tick()
         if int_property(table_properties(spark, refs.base), DATA_VERSION) == 7:
             break
     assert int_property(table_properties(spark, refs.base), DATA_VERSION) == 7
+    stream(pipe)  # a restart walks again: nothing is applied twice
+    assert [s.version for s in SchemaStore(pipe.config).history("items").versions] == list(
+        range(1, 8)
+    )
     base = [
         (r["id"], r["name"], r["qty"], r["price"], r["note"], r["email"], r["address"])
         for r in pipe.base("items")
@@ -305,6 +303,9 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
         (4, "hat", 4, None, "n4", None, {"city": "Rome", "zip": None}),
         (5, "old", 7, 2.5, "n5", None, None),
     ]
+    [refused] = pipe.dead_letters_raw(refs.dlt.sql)
+    assert refused["message_id"] == f"{topic}/0/7" and refused["reason"] == "schema_incompatible"
+    assert "version 8" in refused["error"] and "cannot read version 1" in refused["error"]
     # Undecodable frames name no table: they go to the unrouted dead-letter table.
     unrouted = pipe.refs(pipe.config.dead_letter.unrouted_table).dlt
     dead = {

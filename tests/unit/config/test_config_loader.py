@@ -557,3 +557,17 @@ def test_missing_schema_file_names_the_table(load: Load) -> None:
         load_table_schemas(load(MINIMAL))
     assert info.value.path == "tables[0].schema"
     assert "customers.yaml not found" in info.value.message
+
+
+def test_evolution_switches_are_validated_and_soft_delete_is_drop(load: Load, fail: Fail) -> None:
+    table = "pipeline: shop\ntables:\n  - name: customers\n    evolution: {%s}\n"
+    config = load(table % "enabled: false, soft_delete: false")
+    evolution = config.tables[0].evolution
+    assert (evolution.enabled, evolution.drop) == (False, "hard")
+    assert load(table % "soft_delete: true").tables[0].evolution.drop == "soft"
+    assert load(table % "").tables[0].evolution.enabled
+    error = fail(table % "soft_delete: true, drop: hard")
+    assert error.path is not None and error.path.startswith("tables[0].evolution")
+    assert "soft_delete: true contradicts drop: hard" in error.message
+    error = fail(table % "enabled: maybe")
+    assert error.path == "tables[0].evolution.enabled"
