@@ -58,6 +58,7 @@ def open_reader(
     heartbeat = source.heartbeat.total_seconds() if follow else None
     state = config.resolved_path(config.state_dir) / "capture"
     state.mkdir(parents=True, exist_ok=True)
+    with_schema = config.transport.format != "json"  # the registry formats need it
     if source.type == "mysql":
         from icetide.capture.mysql.reader import BinlogOffset, BinlogReader
 
@@ -70,6 +71,7 @@ def open_reader(
             blocking=follow,
             heartbeat_seconds=heartbeat,
             history=state / f"{source.name}.history.jsonl",
+            include_schema=with_schema,
         )
     from icetide.capture.postgres.offset import LsnOffset
     from icetide.capture.postgres.reader import PgOutputReader
@@ -83,6 +85,7 @@ def open_reader(
         publication=str(source.publication),
         blocking=follow,
         heartbeat_seconds=heartbeat,
+        include_schema=with_schema,
     )
 
 

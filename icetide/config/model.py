@@ -435,6 +435,10 @@ class TransportConfig(_Model):
     starting_offsets: Text = "earliest"
     registry: RegistryConfig | None = None
     """Registry-tagged messages (Confluent wire format) and where their schemas live."""
+    format: Literal["json", "avro"] = "json"
+    """What capture writes: ``json`` (JsonConverter), or ``avro`` registered with
+    ``registry`` (AvroConverter; Confluent wire format, base64 lines in landing files).
+    The ledger reads every form whatever this says."""
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
     roll_bytes: Count = Field(16 * 2**20, ge=1)
@@ -445,6 +449,15 @@ class TransportConfig(_Model):
     producer: SecretMap = {}
     """Capture, kafka: librdkafka producer properties (``compression.type``, ``sasl.*`` …);
     ``enable.idempotence`` and ``acks`` are fixed."""
+
+    @model_validator(mode="after")
+    def _format_needs_registry(self) -> Self:
+        if self.format != "json" and self.registry is None:
+            raise ValueError(
+                f"format: {self.format} registers its schemas: set registry: {{url: ...}} "
+                "(or format: json)"
+            )
+        return self
 
     def options_plain(self) -> dict[str, str]:
         """``options`` with secrets revealed, for Spark's Kafka source."""

@@ -130,6 +130,7 @@ def open_transport(config: Config, source: SourceConfig) -> Transport:
         from icetide.capture.transport.kafka import KafkaTransport
 
         return KafkaTransport.from_config(config, source)
+    from icetide.capture.transport.encode import encoder_for
     from icetide.capture.transport.files import FilesTransport
 
     return FilesTransport(
@@ -137,4 +138,5 @@ def open_transport(config: Config, source: SourceConfig) -> Transport:
         str(source.name),
         roll_bytes=settings.roll_bytes,
         roll_interval=settings.roll_interval.total_seconds(),
+        encoder=encoder_for(settings),
     )

@@ -27,6 +27,7 @@ sees DDL exactly where it happened between the rows.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import os
 import secrets
@@ -39,6 +40,7 @@ from icetide.capture.durable import fsync_directory, make_directories, temp_path
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
 from icetide.capture.transport import Clock, Roll
+from icetide.capture.transport.encode import ValueEncoder
 from icetide.errors import Terminal, Transient
 from icetide.faults import crash_point
 
@@ -83,6 +85,7 @@ class FilesTransport:
         roll_bytes: int = 16 * 2**20,
         roll_interval: float = 5.0,
         clock: Clock = time.monotonic,
+        encoder: ValueEncoder | None = None,
     ) -> None:
         if not source or source[0] in "._" or "/" in source or "\0" in source:
             raise LandingFolderError(
@@ -92,6 +95,7 @@ class FilesTransport:
             )
         self.landing = Path(landing)
         self.source = source
+        self._encoder = encoder or ValueEncoder()
         self._roll = Roll(max_bytes=roll_bytes, max_age=roll_interval, clock=clock)
         self._out: BinaryIO | None = None
         self._temp: Path | None = None
@@ -112,10 +116,18 @@ class FilesTransport:
 
     # -- Transport ---------------------------------------------------------------------
 
+    def _line(self, record: CaptureRecord) -> bytes:
+        """One landing line: JSON text, or a registry frame in base64 (docs/registry.md);
+        the subject is the Debezium topic's, ``<source>.<db>.<table>-value``."""
+        value = self._encoder.encode(record, f"{self.source}.{record.db}.{record.table}")
+        if self._encoder.framed and record.kind == "change":
+            value = base64.b64encode(value)
+        return value + b"\n"
+
     def send(self, record: CaptureRecord) -> None:
         """Append ``record``'s JSON text as one line of the open temp file."""
         self._check_usable()
-        line = (record.to_json() + "\n").encode("utf-8")
+        line = self._line(record)
         try:
             if self._out is None:
                 self._open_file(record.position.key)

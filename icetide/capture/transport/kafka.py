@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Self
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
 from icetide.capture.transport import Clock, Roll
+from icetide.capture.transport.encode import ValueEncoder, encoder_for
 from icetide.errors import ConfigError, Terminal, Transient
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class KafkaTransport:
         topics: Sequence[str] = (),
         topic_pattern: str | None = None,
         clock: Clock = time.monotonic,
+        encoder: ValueEncoder | None = None,
     ) -> None:
         try:
             from confluent_kafka import Producer
@@ -127,6 +129,7 @@ class KafkaTransport:
                 hint="pip install 'icetide[capture]'",
             ) from error
         self.source = source
+        self._encoder = encoder or ValueEncoder()
         self._roll = Roll(max_bytes=roll_bytes, max_age=roll_interval, clock=clock)
         timeout_ms = settings.get("message.timeout.ms", settings.get("delivery.timeout.ms"))
         self._flush_timeout = int(timeout_ms or _LIBRDKAFKA_MESSAGE_TIMEOUT_MS) / 1000 + 10
@@ -162,6 +165,7 @@ class KafkaTransport:
             roll_interval=transport.roll_interval.total_seconds(),
             topics=[str(t) for t in transport.topics],
             topic_pattern=str(transport.topic_pattern) if transport.topic_pattern else None,
+            encoder=encoder_for(transport),
         )
 
     # -- Transport ---------------------------------------------------------------------
@@ -177,7 +181,7 @@ class KafkaTransport:
             self._check_subscribed(topic, record)
             text = record.key_json()
             key = None if text is None else text.encode("utf-8")
-        value = record.to_json().encode("utf-8")
+        value = self._encoder.encode(record, topic)
         self._produce(topic, key, value, record)
         self._roll.add(len(value) + len(key or b""))
 

@@ -42,6 +42,7 @@ from datetime import datetime, time
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.convert.connect import logical_type
 from icetide.schema.model import Column
 from icetide.schema.types import EnumType, IcetideType, ListType, MapType, StringType, StructType
 
@@ -330,6 +331,9 @@ class _Reader:
             return self.field_type(avro, path, namespace)[0]
         kind = avro.get("type")
         logical = avro.get("logicalType")
+        connect = logical_type(avro)  # a Debezium logical type, as AvroConverter marks it
+        if connect is not None:
+            return connect
         if logical == "decimal" and kind in ("bytes", "fixed"):
             if kind == "fixed":
                 self.remember(avro, namespace)

@@ -45,6 +45,7 @@ what each holds (a list its element id, a map its key then value id), depth firs
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -279,3 +280,106 @@ def connect_schema(
         )
     schema["optional"] = optional
     return schema
+
+
+_AVRO_PLAIN = {
+    "int8": "int",
+    "int16": "int",
+    "int32": "int",
+    "int64": "long",
+    "float32": "float",
+    "float64": "double",
+    "boolean": "boolean",
+    "string": "string",
+    "bytes": "bytes",
+}
+_AVRO_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def avro_name(name: str) -> str:
+    """A Connect name as an Avro full name: each dotted part made a valid Avro name (the
+    way Debezium's ``SchemaNameAdjuster`` does).
+
+    >>> avro_name("k-1.shop.items.Value")
+    'k_1.shop.items.Value'
+    """
+    parts = [_AVRO_NAME.sub("_", p) or "_" for p in name.split(".")]
+    return ".".join(p if not p[0].isdigit() else "_" + p for p in parts)
+
+
+def connect_to_avro(schema: Schema) -> dict[str, Any]:
+    """The Avro schema of a Connect struct schema, as Confluent's ``AvroConverter``
+    writes it for Debezium envelopes: plain Avro types, each Connect logical ``name`` and
+    ``parameters`` kept as the ``connect.name`` / ``connect.parameters`` attributes (so a
+    reader maps them back, :func:`logical_type`), optional fields as ``["null", T]`` with
+    a null default, a struct named twice (``before``/``after``) defined once.
+
+    >>> avro = connect_to_avro({"type": "struct", "name": "s.Value", "fields": [
+    ...     {"field": "id", "type": "int32"},
+    ...     {"field": "d", "type": "int32", "optional": True, "name": "io.debezium.time.Date"}]})
+    >>> avro["name"], avro["fields"][1]["type"]
+    ('s.Value', ['null', {'type': 'int', 'connect.name': 'io.debezium.time.Date'}])
+    """
+    defined: set[str] = set()
+    converted = _avro_of(schema, ("Envelope",), defined)
+    if not isinstance(converted, dict) or converted.get("type") != "record":
+        raise SchemaError(
+            f"Connect schema {schema.get('name')!r} is not a struct",
+            hint="a message value schema is a struct (the Debezium envelope)",
+        )
+    return converted
+
+
+def _avro_of(schema: Schema, path: tuple[str, ...], defined: set[str]) -> Any:
+    kind = str(schema.get("type"))
+    name = schema.get("name")
+    if kind == "struct":
+        full = avro_name(str(name) if name else ".".join(path))
+        if full in defined:
+            return full
+        defined.add(full)
+        fields = []
+        for item in schema.get("fields") or ():
+            field_name = str(item.get("field"))
+            avro = _avro_of(item, (*path, field_name), defined)
+            if _optional(item):
+                fields.append({"name": field_name, "type": ["null", avro], "default": None})
+            else:
+                fields.append({"name": field_name, "type": avro})
+        return {"type": "record", "name": full, "fields": fields}
+    if kind == "array":
+        items = schema.get("items") or {"type": "string"}
+        element = _avro_of(items, (*path, "element"), defined)
+        return {"type": "array", "items": ["null", element] if _optional(items) else element}
+    if kind == "map":
+        values = schema.get("values") or {"type": "string"}
+        value = _avro_of(values, (*path, "value"), defined)
+        return {"type": "map", "values": ["null", value] if _optional(values) else value}
+    if kind not in _AVRO_PLAIN:
+        raise SchemaError(
+            f"Connect schema at {'.'.join(path)}: unknown type {kind!r}",
+            hint="Connect types are int8..int64, float32/64, boolean, string, bytes, "
+            "struct, array and map",
+        )
+    if not name:
+        return _AVRO_PLAIN[kind]
+    out: dict[str, Any] = {"type": _AVRO_PLAIN[kind], "connect.name": str(name)}
+    if schema.get("parameters"):
+        out["connect.parameters"] = dict(schema["parameters"])
+    return out
+
+
+def logical_type(avro: Mapping[str, Any]) -> IcetideType | None:
+    """The icetide type an Avro type's ``connect.name`` (and ``connect.parameters``)
+    says, when it is a Connect/Debezium logical type icetide knows; else None.
+
+    >>> logical_type({"type": "int", "connect.name": "io.debezium.time.Date"})
+    DateType()
+    """
+    name = avro.get("connect.name")
+    if not isinstance(name, str):
+        return None
+    if name not in HINTED and name not in _NAMED and name not in (DECIMAL, ENUM):
+        return None
+    parameters = avro.get("connect.parameters") or {}
+    return icetide_type({"type": "", "name": name, "parameters": parameters}, lambda: 0)[0]

@@ -4,10 +4,13 @@ narrower or shorter schema changes nothing."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from icetide.evolution.carried import inline_candidate
+from icetide.config import Config
+from icetide.evolution.carried import VersionWalker, inline_candidate
 from icetide.evolution.plan import build_plan
+from icetide.pipeline import Pipeline
 from icetide.schema.file import schema_from_dict
 
 TABLE = schema_from_dict(
@@ -66,3 +69,19 @@ def test_a_category_change_is_held() -> None:
     assert new is not None
     plan = build_plan(TABLE, new)
     assert [c.kind for c in plan.held] == ["type_change"]
+
+
+def test_evolution_disabled_refuses_a_differing_inline_schema_and_names_the_switch(
+    tmp_path: Path,
+) -> None:
+    doc = {
+        "pipeline": "p",
+        "tables": [{"name": "items", "source": "shop.items", "evolution": {"enabled": False}}],
+    }
+    config = Config.model_validate(doc, context={"config_dir": tmp_path})
+    walker = VersionWalker(None, Pipeline(config, {"items": TABLE}))  # type: ignore[arg-type]
+    refused = walker.take_inline("items", "inline:k", row(opt("note", "string")))
+    assert refused["inline:k"][0] == "schema_evolution_disabled"
+    assert "evolution.enabled is false" in refused["inline:k"][1]
+    assert "table items" in refused["inline:k"][1]
+    assert walker.take_inline("items", "inline:same", row()) == {}  # nothing new: flows
