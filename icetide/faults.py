@@ -5,8 +5,9 @@ Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly li
 ``merge.before_commit``, ``merge.after_truncate``, ``merge.after_dead_letters``,
 ``merge.after_commit``,
 ``capture.after_flush`` (records durable, offset not yet saved),
-``capture.files.before_rename``, ``capture.offsets.before_rename`` and
-``bootstrap.after_chunk``.
+``capture.files.before_rename``, ``capture.offsets.before_rename``,
+``bootstrap.after_chunk`` and ``evolution.between_versions`` (a carried schema version
+applied, the next one not yet).
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from icetide.evolution.versions import (
     read_mapping,
     render_mapping,
 )
+from icetide.faults import crash_point
 from icetide.ledger.signals import CarriedSchema, Refusal
 from icetide.schema.contract import phases as p
 from icetide.schema.convert import NextId, ids_from
@@ -227,6 +228,7 @@ class VersionWalker:
             by="icetide ledger (automatic)",
             reason=f"carried by the messages: {what}",
         )
+        crash_point("evolution.between_versions")  # applied, the next version not yet
         if not result.noop:
             set_properties(
                 self.spark,

@@ -168,10 +168,20 @@ def schema_key(raw: bytes, doc: Any, wire: Wire | None = None) -> str | None:
         row = inline_row_schema(doc)
         if row is None:
             return None
+        for seen, key in _RECENT:  # a stream repeats few schemas: compare before hashing
+            if seen == row:
+                return key
         text = json.dumps(row, sort_keys=True, separators=(",", ":"))
-        return INLINE_KEY + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+        key = INLINE_KEY + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+        _RECENT.insert(0, (row, key))
+        del _RECENT[16:]
+        return key
     except Exception:  # a key is an optimisation's input, never a reason to fail
         return None
+
+
+_RECENT: list[tuple[dict[str, Any], str]] = []
+"""The inline row schemas this worker keyed last, newest first."""
 
 
 def inline_row_schema(doc: Any) -> dict[str, Any] | None:

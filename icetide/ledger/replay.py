@@ -9,14 +9,16 @@ code                           reasons
 ``parse``                      the bytes are not a readable message (malformed JSON,
                                invalid UTF-8, a broken envelope, no op/position/key)
 ``deserialization``            a registry frame cannot be read with its writer schema, or
-                               names a schema id/subject the registry lacks
+                               names a schema id/subject the registry lacks (or an id that
+                               is no version of its subject)
 ``type_conversion``            a value does not fit its column (type mismatch, a bad
                                logical value, a failed sink conversion, NULL in a
                                required column)
 ``null_payload``               a message without a value where a row change was expected
 ``schema_incompatible``        its schema version fails the subject's compatibility mode
 ``unsupported_schema_change``  its schema change is held (category change, optional →
-                               required)
+                               required), or evolution is off for the table
+                               (``schema_evolution_disabled``)
 ``routing``                    no table takes it (unknown table or source)
 =============================  ===========================================================
 
@@ -36,7 +38,7 @@ rerun only updates reasons. Nothing is lost or applied twice.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -50,6 +52,7 @@ from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     DEAD,
     ROW,
+    Classified,
     Refused,
     classify_keyed,
     classify_one,
@@ -87,8 +90,10 @@ REASON_CODES: dict[str, str] = {
     "bad_logical_value": "type_conversion",
     "conversion_failed": "type_conversion",
     "null_in_required": "type_conversion",
+    "unknown_schema_version": "deserialization",
     "schema_incompatible": "schema_incompatible",
     "unsupported_schema_change": "unsupported_schema_change",
+    "schema_evolution_disabled": "unsupported_schema_change",
 }
 CODES = (
     "parse",
@@ -238,29 +243,13 @@ def replay(
     ``on_versions`` (the stage's version walk) first takes the schema versions the
     letters carry, so a version refused before (incompatible, held) is walked now and
     its records apply only if it is taken."""
-    config = pipeline.config
-    refuse_unrouted(config, table)
-    refs = TableRefs.of(config, table)
-    result = ReplayResult(table)
-    raws = _letters(spark, refs.dlt.sql, reason, ids)
-    result.replayed = len(raws)
-    if not raws:
-        return result
-    messages = spark.createDataFrame(list(raws.items()), "message_id STRING, raw BINARY")
-    wire = wire_for(config, messages)
-    routes = routes_of(config)
-    routable: list[str] = []
-    for message_id, raw in raws.items():
-        routed, status, why, _error = classify_one(raw, routes, wire)
-        if status == ROW and routed == table:
-            routable.append(message_id)
-        else:
-            result.still_failing[message_id] = why if status == DEAD else "routing"
-    _into_ledger(spark, pipeline, table, raws, routable, wire, on_versions, result)
-    _delete_letters(spark, refs.dlt.sql, result.applied)
-    crash_point("dlt.replay.after_dlt_delete")
-    _update_reasons(spark, refs.dlt.sql, result.still_failing)
-    return result
+    refuse_unrouted(pipeline.config, table)
+    dlt = TableRefs.of(pipeline.config, table).dlt.sql
+
+    def route(found: Classified) -> str | None:
+        return table if found[1] == ROW and found[0] == table else None
+
+    return _replay(spark, pipeline, dlt, table, route, reason, ids, on_versions)
 
 
 def refuse_unrouted(config: Any, table: str) -> None:
@@ -293,11 +282,34 @@ def replay_unrouted(
     whose source names no configured table (``unknown_table``, ``missing_source``) goes
     to ``to``. The rest stay, with their new reason. Same safe order as :func:`replay`."""
     config = pipeline.config
-    unrouted = TableRefs.of(config, config.dead_letter.unrouted_table).dlt.sql
-    if to is not None:
-        config.table(to)  # an unknown table is a ConfigError naming the close ones
-    result = ReplayResult(config.dead_letter.unrouted_table)
-    raws = _letters(spark, unrouted, reason, ids)
+    label = config.dead_letter.unrouted_table
+    forced = None if to is None else str(config.table(to).name)  # unknown: a ConfigError
+
+    def route(found: Classified) -> str | None:
+        routed, status, why, _error = found
+        if status == ROW and routed is not None:
+            return routed
+        return forced if status == DEAD and why in FORCED_REASONS else None
+
+    dlt = TableRefs.of(config, label).dlt.sql
+    return _replay(spark, pipeline, dlt, label, route, reason, ids, on_versions)
+
+
+def _replay(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    dlt: str,
+    label: str,
+    route: Callable[[Classified], str | None],
+    reason: str | None,
+    ids: Sequence[str],
+    on_versions: OnVersions | None,
+) -> ReplayResult:
+    """Replay the letters of ``dlt`` into the table ``route`` picks for each (None: it
+    still fails), in the module doc's safe order."""
+    config = pipeline.config
+    result = ReplayResult(label)
+    raws = _letters(spark, dlt, reason, ids)
     result.replayed = len(raws)
     if not raws:
         return result
@@ -306,13 +318,12 @@ def replay_unrouted(
     routes = routes_of(config)
     targets: dict[str, list[str]] = {}
     for message_id, raw in raws.items():
-        routed, status, why, _error = classify_one(raw, routes, wire)
-        if status == ROW and routed is not None:
-            targets.setdefault(routed, []).append(message_id)
-        elif to is not None and status == DEAD and why in FORCED_REASONS:
-            targets.setdefault(str(config.table(to).name), []).append(message_id)
+        found = classify_one(raw, routes, wire)
+        target = route(found)
+        if target is not None:
+            targets.setdefault(target, []).append(message_id)
         else:
-            result.still_failing[message_id] = why if status == DEAD else "routing"
+            result.still_failing[message_id] = found[2] if found[1] == DEAD else "routing"
     for table in sorted(targets):
         part = ReplayResult(table)
         _into_ledger(spark, pipeline, table, raws, targets[table], wire, on_versions, part)
@@ -320,9 +331,10 @@ def replay_unrouted(
         result.already += part.already
         result.still_failing |= part.still_failing
     result.applied.sort()
-    _delete_letters(spark, unrouted, result.applied)
+    result.already.sort()
+    _delete_letters(spark, dlt, result.applied)
     crash_point("dlt.replay.after_dlt_delete")
-    _update_reasons(spark, unrouted, result.still_failing)
+    _update_reasons(spark, dlt, result.still_failing)
     return result
 
 

@@ -12,6 +12,11 @@ The ledger is where every event passes, so it is where a change is noticed, per 
 
 The stage hands them, after the batch is stored, to whoever acts on them (the evolution
 layer's detector, wired by the CLI); the ledger itself only reports them.
+
+Schemas the messages carry themselves (a registry schema id, an inline Debezium
+``schema`` block) are handed over *before* the batch is projected
+(:class:`CarriedSchema`, ``on_versions``): the evolution layer walks the versions they
+bring and answers which ones the table refuses, whose records become dead letters.
 """
 
 from __future__ import annotations

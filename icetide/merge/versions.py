@@ -108,9 +108,11 @@ def align_images(
     ALTERed is read with its own schema) in ``schema``'s row images: a column the
     snapshot lacks is null, a renamed one is taken under its old name, a widened one cast."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructType, _parse_datatype_json_value
 
-    from icetide.schema.convert.spark import sql_type
+    from icetide.ledger.align import fit
+    from icetide.schema.convert.spark import spark_json_type, sql_type
+    from icetide.schema.types import StructType as IcetideStruct
     from icetide.spark.sql import qualified
 
     history = pipeline.schemas.history(table)
@@ -125,11 +127,13 @@ def align_images(
         for col in schema.columns:
             old_names = [s.find(col.id).name for s in history.versions if col.id in s.field_ids()]
             found = next((n for n in [col.name, *reversed(old_names)] if n in names), None)
-            value = (
-                F.col(qualified(image, found)).cast(sql_type(col.type))
-                if found is not None
-                else F.lit(None).cast(sql_type(col.type))
-            )
+            if found is None:
+                value = F.lit(None).cast(sql_type(col.type))
+            elif isinstance(col.type, IcetideStruct):  # a nested change: field by field
+                want = _parse_datatype_json_value(spark_json_type(col.type))
+                value = fit(F.col(qualified(image, found)), present[found].dataType, want)
+            else:
+                value = F.col(qualified(image, found)).cast(sql_type(col.type))
             fields.append(value.alias(col.name))
         aligned = aligned.withColumn(image, F.when(F.col(image).isNotNull(), F.struct(*fields)))
     return aligned

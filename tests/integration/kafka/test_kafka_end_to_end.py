@@ -1,4 +1,5 @@
-"""MariaDB → capture → a real Kafka broker (JSON) → ledger via Spark's Kafka source → base.
+"""MariaDB → capture → a real Kafka broker (JSON, then Avro with a registry) → ledger via
+Spark's Kafka source → base.
 
 One broker per run (the ``kafka`` session fixture, KRaft on loopback). The ledger reads
 it with Spark's own ``spark-sql-kafka-0-10`` source, so message ids are
@@ -19,12 +20,16 @@ from pyspark.sql import SparkSession
 
 from icetide.capture.runner import run_capture
 from icetide.capture.transport.kafka import topic_name
+from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.events.versions import registry_for
+from icetide.evolution.versions import MAPPING_PROPERTY
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.spark.alter import table_properties
 from tests.integration.harness import Pipeline
 
 _runs = itertools.count(1)
@@ -48,6 +53,7 @@ def _kafka_pipeline(
     server: MariaDBServer,
     kafka: KafkaServer,
     spark: SparkSession,
+    avro_registry: str | None = None,
 ) -> Pipeline:
     dump_schema_file(schema_from_dict(ITEMS), root / "schemas" / "items.yaml")
     source = f"k{namespace}"
@@ -83,6 +89,8 @@ def _kafka_pipeline(
             }
         ],
     }
+    if avro_registry is not None:  # capture writes Avro, registered (AvroConverter's form)
+        doc["transport"] |= {"format": "avro", "registry": {"url": avro_registry}}
     path = root / "icetide.yaml"
     path.write_text(json.dumps(doc))
     config = load_config(path)
@@ -139,4 +147,27 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
         (3, "item 3", 30),
         (4, "item 4", 40),
         (6, "after restart", 60),
+    ]
+
+    # The same pipeline switched to transport.format: avro: capture registers the
+    # envelope's schema under <topic>-value and frames each value; the running ledger
+    # reads Avro and JSON side by side, walks the subject's version 1 (the table's own
+    # schema: nothing to change) and lands the rows.
+    registry = f"mock://{namespace}"
+    pipe = _kafka_pipeline(tmp_path, warehouse, namespace, db, mariadb, kafka, spark, registry)
+    with mariadb.connect(db) as conn, conn.cursor() as cur:
+        cur.execute("INSERT INTO items VALUES (7, 'avro', 70)")
+        cur.execute("UPDATE items SET name = 'avro too' WHERE id = 3")
+    run_capture(pipe.config, source, follow=False)
+    ledger_stage(spark, pipe.pipeline).start(once=True).awaitTermination()
+    pipe.merge()
+    cdc = pipe.refs("items").cdc
+    assert table_properties(spark, cdc)[MAPPING_PROPERTY] == '{"1": 1}'
+    assert [v.version for v in registry_for(registry).versions(f"{topic}-value")] == [1]
+    assert len(pipe.rows(cdc.sql)) == 10 and pipe.rows(pipe.refs("items").dlt.sql) == []
+    assert [(r["id"], r["name"], r["qty"]) for r in pipe.base("items")][2:] == [
+        (3, "avro too", 30),
+        (4, "item 4", 40),
+        (6, "after restart", 60),
+        (7, "avro", 70),
     ]
