@@ -48,7 +48,6 @@ from pyspark.sql import functions as F
 
 from icetide.errors import ConfigError
 from icetide.faults import crash_point
-from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     DEAD,
     ROW,
@@ -64,6 +63,7 @@ from icetide.ledger.signals import CarriedSchema, OnVersions
 from icetide.ledger.stage import carried_schema, routes_of
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
+from icetide.spark.align import align_to
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs
 

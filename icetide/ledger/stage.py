@@ -21,7 +21,6 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.faults import crash_point
-from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
@@ -58,6 +57,7 @@ from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
+from icetide.spark.align import align_to
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 

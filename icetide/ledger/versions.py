@@ -119,7 +119,7 @@ def build_projection(
     columns only (by id), and old names of renamed columns mapped to current ones.
 
     Columns a soft drop keeps in the ledger are not projected: the append fills them
-    (and soft-dropped nested fields) with NULL (:func:`icetide.ledger.align.align_to`)."""
+    (and soft-dropped nested fields) with NULL (:func:`icetide.spark.align.align_to`)."""
     history = pipeline.schemas.history(table)
     aliases: dict[str, str] = {}
     for older in history.versions:

@@ -110,9 +110,9 @@ def align_images(
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType, _parse_datatype_json_value
 
-    from icetide.ledger.align import fit
     from icetide.schema.convert.spark import spark_json_type, sql_type
     from icetide.schema.types import StructType as IcetideStruct
+    from icetide.spark.align import fit
     from icetide.spark.sql import qualified
 
     history = pipeline.schemas.history(table)
