@@ -150,10 +150,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionPlan]:
     """One plan per selected table, from ``--from``, ``--ddl`` and the table's policy."""
-    from icetide.evolution.classify import candidate_schema
-    from icetide.evolution.plan import build_plan
-    from icetide.evolution.policy import Policy
-
     config = pipeline.config
     names = args.table or [t.name for t in config.tables]
     if args.source != "information_schema" and len(names) > 1:
@@ -161,28 +157,32 @@ def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionP
             f"--from {args.source} is one table's schema; say which table with --table",
             hint=f"tables are {', '.join(t.name for t in config.tables)}",
         )
-    plans = []
-    for name in names:
-        table = config.table(name)
-        old = pipeline.schema(table.name)
-        fresh = _fresh(args, pipeline, table.name)
-        evidence = _evidence(args, pipeline, table.name)
-        policy = Policy.from_config(table.evolution)
-        new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
-        refs = pipeline.refs(table.name)
-        plans.append(
-            build_plan(
-                old,
-                new,
-                evidence,
-                policy,
-                has_rows=not args.empty,
-                base=refs.base,
-                ledger=refs.cdc,
-                settings=pipeline.contract(table.name).settings,
-            )
-        )
-    return plans
+    return [table_plan(args, pipeline, name) for name in names]
+
+
+def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> EvolutionPlan:
+    """One table's plan: its schema file's current version against ``--from``."""
+    from icetide.evolution.classify import candidate_schema
+    from icetide.evolution.plan import build_plan
+    from icetide.evolution.policy import Policy
+
+    table = pipeline.config.table(name)
+    old = pipeline.schema(table.name)
+    fresh = _fresh(args, pipeline, table.name)
+    evidence = _evidence(args, pipeline, table.name)
+    policy = Policy.from_config(table.evolution)
+    new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
+    refs = pipeline.refs(table.name)
+    return build_plan(
+        old,
+        new,
+        evidence,
+        policy,
+        has_rows=not args.empty,
+        base=refs.base,
+        ledger=refs.cdc,
+        settings=pipeline.contract(table.name).settings,
+    )
 
 
 def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSchema:
@@ -197,10 +197,9 @@ def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSch
 
 
 def _source_of(pipeline: Pipeline, table: str) -> SourceConfig:
-    config = pipeline.config
-    for source in config.sources:
-        if any(t.name == config.table(table).name for t in config.source_tables(source)):
-            return source
+    source = pipeline.config.source_of(table)
+    if source is not None:
+        return source
     raise ConfigError(
         f"table {table} has no source database in the config to read its catalog from",
         hint="add a sources: entry, or give the new schema with --from FILE",
@@ -256,7 +255,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     """Apply each table's plan; exit 3 when changes stay held."""
-    from icetide.evolution.apply import apply_plan
+    from icetide.evolution.apply import apply_plan, evolution_dir
+    from icetide.evolution.queue import EvolutionQueue
 
     pipeline = context.load_pipeline(args)
     plans = build_plans(args, pipeline)
@@ -275,18 +275,24 @@ def cmd_apply(args: argparse.Namespace) -> int:
         run_ddl = run_sql
 
     results = []
+    queue = EvolutionQueue(evolution_dir(pipeline.config))
     for plan in plans:
-        approve = [a for a in args.approve if _names(plan, a)]
-        results.append(
-            apply_plan(
-                plan,
-                pipeline.schemas,
-                run_ddl=run_ddl,
-                approve=approve,
-                by=args.by,
-                reason=args.reason,
+        with queue.lock(plan.table):
+            # Planned again under the lock: a change another process applied meanwhile
+            # is this plan's starting point, so concurrent applies end as sequential ones
+            # (and one that applied the same change leaves nothing to do here).
+            plan = table_plan(args, pipeline, plan.table)
+            approve = [a for a in args.approve if _names(plan, a)]
+            results.append(
+                apply_plan(
+                    plan,
+                    pipeline.schemas,
+                    run_ddl=run_ddl,
+                    approve=approve,
+                    by=args.by,
+                    reason=args.reason,
+                )
             )
-        )
     if args.output == "json":
         print(json.dumps([r.to_json() for r in results], indent=2, default=str))
     else:
