@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -260,7 +261,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     pipeline = context.load_pipeline(args)
     plans = build_plans(args, pipeline)
-    _check_approvals(plans, args.approve)
+    _check_approvals(plans, args.approve, _applied_before(pipeline, plans))
     run_ddl: Callable[[str], None] | None = None
     if not args.no_ddl and any(p.changed or args.approve for p in plans):
         from icetide.spark.errors import jvm_boundary
@@ -306,10 +307,29 @@ def _names(plan: EvolutionPlan, approval: str) -> bool:
     return approval.partition("=")[0] in {c.id for c in plan.changes}
 
 
-def _check_approvals(plans: list[EvolutionPlan], approvals: list[str]) -> None:
+def _applied_before(pipeline: Pipeline, plans: list[EvolutionPlan]) -> set[str]:
+    """The ids of the changes the tables' audit logs record as applied: approving one
+    again (a rerun, or a second process that lost the race) has nothing left to do."""
+    from icetide.evolution.audit import audit_path, read_audit
+
+    config = pipeline.config
+    found: set[str] = set()
+    for plan in plans:
+        log = audit_path(config.resolved_path(config.table(plan.table).schema_file))
+        found |= {str(c.get("id")) for r in read_audit(log) for c in r.changes}
+    return found
+
+
+def _check_approvals(
+    plans: list[EvolutionPlan], approvals: list[str], applied: AbstractSet[str] = frozenset()
+) -> None:
     from icetide.errors import SchemaChangeError
 
-    unknown = [a for a in approvals if not any(_names(p, a) for p in plans)]
+    unknown = [
+        a
+        for a in approvals
+        if not any(_names(p, a) for p in plans) and a.partition("=")[0] not in applied
+    ]
     if unknown:
         known = sorted(c.id for p in plans for c in p.changes)
         raise SchemaChangeError(
