@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.jdbc import TableReader, read_name
 from icetide.bootstrap.mysql import MySQLReader
 from icetide.bootstrap.plan import NUMERIC_KEYS, Chunk, plan_chunks
 from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
+from icetide.bootstrap.sink import CONVERSION_ERROR, SOURCE_ROW, sink_frame
 from icetide.bootstrap.state import (
     State,
     load_state,
@@ -35,12 +36,14 @@ from icetide.capture.mysql.handoff import mysql_watermark
 from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
 from icetide.config.model import SourceConfig, TableConfig
+from icetide.events.convert import CONVERSION_FAILED
 from icetide.events.position import lsn_position
 from icetide.schema.contract.base import POSITION, SOURCE_TS
+from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.schema.sink import refuse_sink
 from icetide.spark.progress import read_bootstrap_state
+from icetide.spark.sql import quote
 from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
@@ -96,8 +99,6 @@ class Bootstrap:
 
         every = self.config.source_tables(self.source)
         chosen = [t for t in every if not tables or t.name in tables]
-        for table in chosen:  # before anything is claimed or started
-            refuse_sink(self.pipeline.schema(table.name), "bootstrap")
         store = offset_store(self.config, self.source)
         with ExitStack() as stack:
             state = load_state(self.state_file)
@@ -231,10 +232,47 @@ class Bootstrap:
             self.between_chunks()
             frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
             frame = frame.select("*", stamp, loaded_at)
+            converted = None
+            if schema.sink.maps:
+                converted = self._to_sink(frame, table, state["id"], chunk.index)
+                frame = converted.where(F.col(CONVERSION_ERROR).isNull())
+                frame = frame.drop(CONVERSION_ERROR, SOURCE_ROW)
             rows += write_chunk(self.spark, frame, base, table.name, state["id"], chunk.index)
+            if converted is not None:
+                converted.unpersist()
             self.pipeline.report(
                 "bootstrap",
                 f"bootstrap {table.name}: chunk {chunk.index + 1}/{len(chunks)}, "
                 f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)",
             )
         return TableBootstrap(table.name, rows, len(chunks), len(done), time.monotonic() - started)
+
+    def _to_sink(
+        self, frame: DataFrame, table: TableConfig, bootstrap_id: str, index: int
+    ) -> DataFrame:
+        """The chunk in the sink's names, types and conversions (as the ledger writes
+        rows), persisted (the caller unpersists it after the chunk's commit); a row with
+        a value the sink cannot convert goes to the dead-letter table
+        (``conversion_failed``, its source values as the payload) before the chunk
+        commits, so a resumed chunk may dead-letter it again but never loses it."""
+        contract = self.pipeline.contract(table.name)
+        converted = sink_frame(frame, contract, keep=[POSITION, SOURCE_TS]).persist()
+        failed = converted.where(F.col(CONVERSION_ERROR).isNotNull())
+        if failed.limit(1).count():
+            dlt = self.pipeline.refs(table.name).dlt
+            self.spark.sql(TableContract.dlt_ddl(dlt))
+            keys = [
+                F.col(quote(contract.target.find(k.id).name)).cast("string")
+                for k in contract.schema.key_columns
+            ]
+            failed.select(
+                F.concat_ws(
+                    "/", F.lit("bootstrap"), F.lit(bootstrap_id), F.lit(str(index)), *keys
+                ).alias("message_id"),
+                F.lit(table.name).alias("source_table"),
+                F.lit(CONVERSION_FAILED).alias("reason"),
+                F.col(CONVERSION_ERROR).alias("error"),
+                F.base64(F.encode(F.col(SOURCE_ROW), "UTF-8")).alias("payload_b64"),
+                F.current_timestamp().alias("ingested_at"),
+            ).writeTo(dlt.sql).append()
+        return converted

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -150,10 +151,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionPlan]:
     """One plan per selected table, from ``--from``, ``--ddl`` and the table's policy."""
-    from icetide.evolution.classify import candidate_schema
-    from icetide.evolution.plan import build_plan
-    from icetide.evolution.policy import Policy
-
     config = pipeline.config
     names = args.table or [t.name for t in config.tables]
     if args.source != "information_schema" and len(names) > 1:
@@ -161,28 +158,32 @@ def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionP
             f"--from {args.source} is one table's schema; say which table with --table",
             hint=f"tables are {', '.join(t.name for t in config.tables)}",
         )
-    plans = []
-    for name in names:
-        table = config.table(name)
-        old = pipeline.schema(table.name)
-        fresh = _fresh(args, pipeline, table.name)
-        evidence = _evidence(args, pipeline, table.name)
-        policy = Policy.from_config(table.evolution)
-        new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
-        refs = pipeline.refs(table.name)
-        plans.append(
-            build_plan(
-                old,
-                new,
-                evidence,
-                policy,
-                has_rows=not args.empty,
-                base=refs.base,
-                ledger=refs.cdc,
-                settings=pipeline.contract(table.name).settings,
-            )
-        )
-    return plans
+    return [table_plan(args, pipeline, name) for name in names]
+
+
+def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> EvolutionPlan:
+    """One table's plan: its schema file's current version against ``--from``."""
+    from icetide.evolution.classify import candidate_schema
+    from icetide.evolution.plan import build_plan
+    from icetide.evolution.policy import Policy
+
+    table = pipeline.config.table(name)
+    old = pipeline.schema(table.name)
+    fresh = _fresh(args, pipeline, table.name)
+    evidence = _evidence(args, pipeline, table.name)
+    policy = Policy.from_config(table.evolution)
+    new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
+    refs = pipeline.refs(table.name)
+    return build_plan(
+        old,
+        new,
+        evidence,
+        policy,
+        has_rows=not args.empty,
+        base=refs.base,
+        ledger=refs.cdc,
+        settings=pipeline.contract(table.name).settings,
+    )
 
 
 def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSchema:
@@ -197,10 +198,9 @@ def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSch
 
 
 def _source_of(pipeline: Pipeline, table: str) -> SourceConfig:
-    config = pipeline.config
-    for source in config.sources:
-        if any(t.name == config.table(table).name for t in config.source_tables(source)):
-            return source
+    source = pipeline.config.source_of(table)
+    if source is not None:
+        return source
     raise ConfigError(
         f"table {table} has no source database in the config to read its catalog from",
         hint="add a sources: entry, or give the new schema with --from FILE",
@@ -256,11 +256,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     """Apply each table's plan; exit 3 when changes stay held."""
-    from icetide.evolution.apply import apply_plan
+    from icetide.evolution.apply import apply_plan, evolution_dir
+    from icetide.evolution.queue import EvolutionQueue
 
     pipeline = context.load_pipeline(args)
     plans = build_plans(args, pipeline)
-    _check_approvals(plans, args.approve)
+    _check_approvals(plans, args.approve, _applied_before(pipeline, plans))
     run_ddl: Callable[[str], None] | None = None
     if not args.no_ddl and any(p.changed or args.approve for p in plans):
         from icetide.spark.errors import jvm_boundary
@@ -275,18 +276,24 @@ def cmd_apply(args: argparse.Namespace) -> int:
         run_ddl = run_sql
 
     results = []
+    queue = EvolutionQueue(evolution_dir(pipeline.config))
     for plan in plans:
-        approve = [a for a in args.approve if _names(plan, a)]
-        results.append(
-            apply_plan(
-                plan,
-                pipeline.schemas,
-                run_ddl=run_ddl,
-                approve=approve,
-                by=args.by,
-                reason=args.reason,
+        with queue.lock(plan.table):
+            # Planned again under the lock: a change another process applied meanwhile
+            # is this plan's starting point, so concurrent applies end as sequential ones
+            # (and one that applied the same change leaves nothing to do here).
+            plan = table_plan(args, pipeline, plan.table)
+            approve = [a for a in args.approve if _names(plan, a)]
+            results.append(
+                apply_plan(
+                    plan,
+                    pipeline.schemas,
+                    run_ddl=run_ddl,
+                    approve=approve,
+                    by=args.by,
+                    reason=args.reason,
+                )
             )
-        )
     if args.output == "json":
         print(json.dumps([r.to_json() for r in results], indent=2, default=str))
     else:
@@ -300,10 +307,29 @@ def _names(plan: EvolutionPlan, approval: str) -> bool:
     return approval.partition("=")[0] in {c.id for c in plan.changes}
 
 
-def _check_approvals(plans: list[EvolutionPlan], approvals: list[str]) -> None:
+def _applied_before(pipeline: Pipeline, plans: list[EvolutionPlan]) -> set[str]:
+    """The ids of the changes the tables' audit logs record as applied: approving one
+    again (a rerun, or a second process that lost the race) has nothing left to do."""
+    from icetide.evolution.audit import audit_path, read_audit
+
+    config = pipeline.config
+    found: set[str] = set()
+    for plan in plans:
+        log = audit_path(config.resolved_path(config.table(plan.table).schema_file))
+        found |= {str(c.get("id")) for r in read_audit(log) for c in r.changes}
+    return found
+
+
+def _check_approvals(
+    plans: list[EvolutionPlan], approvals: list[str], applied: AbstractSet[str] = frozenset()
+) -> None:
     from icetide.errors import SchemaChangeError
 
-    unknown = [a for a in approvals if not any(_names(p, a) for p in plans)]
+    unknown = [
+        a
+        for a in approvals
+        if not any(_names(p, a) for p in plans) and a.partition("=")[0] not in applied
+    ]
     if unknown:
         known = sorted(c.id for p in plans for c in p.changes)
         raise SchemaChangeError(

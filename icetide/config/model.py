@@ -905,6 +905,11 @@ class Config(_Model):
             return self.tables
         return tuple(self.table(name) for name in source.tables)
 
+    def source_of(self, table: str) -> SourceConfig | None:
+        """The configured source that captures ``table`` (None: no source does)."""
+        wanted = self.table(table)
+        return next((s for s in self.sources if wanted in self.source_tables(s)), None)
+
     @property
     def config_dir(self) -> Path:
         """The folder of the config file; relative paths in it resolve against it."""

@@ -23,7 +23,9 @@ DataType(int64)
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icetide.errors import DecodeError
+from icetide.errors import ConfigError, DecodeError
 from icetide.events.project import coerce_value
 from icetide.schema.conversions import Conversion
 from icetide.schema.convert.spark import arrow_type, arrow_value
@@ -85,7 +87,27 @@ def _unary(function: Callable[[pa.Array], pa.Array]) -> Vectorized:
 
 def _sha256(value: Any, args: Mapping[str, Any], out: IcetideType) -> str:
     data = value if isinstance(value, bytes) else str(value).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    salt = hash_salt(args.get("salt_env") or "")
+    if salt is None:
+        return hashlib.sha256(data).hexdigest()
+    return hmac.new(salt, data, hashlib.sha256).hexdigest()
+
+
+def hash_salt(variable: str) -> bytes | None:
+    """The salt ``sha256(salt_env=VARIABLE)`` keys its hash with (None: no salt named).
+
+    Read from the environment, so it lives in no file and is never printed; a missing or
+    empty variable stops the stage (a config error: hashing unsalted instead would put
+    guessable values in the lake) rather than dead-lettering every row."""
+    if not variable:
+        return None
+    value = os.environ.get(variable, "")
+    if not value:
+        raise ConfigError(
+            f"sha256(salt_env={variable}): the environment variable {variable} is not set or empty",
+            hint=f"export {variable} with the salt in the environment of the ledger stage",
+        )
+    return value.encode("utf-8")
 
 
 def _json_struct(value: Any, args: Mapping[str, Any], out: IcetideType) -> Any:

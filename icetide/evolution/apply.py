@@ -39,6 +39,7 @@ from icetide.evolution.queue import EvolutionQueue
 from icetide.schema.quoting import literal
 
 if TYPE_CHECKING:
+    from icetide.config.model import Config
     from icetide.pipeline import SchemaStore
 
 
@@ -104,7 +105,7 @@ def apply_plan(
         plan = plan.with_approvals(approve)
     table = plan.table
     config = store.config
-    directory = state_dir or config.resolved_path(config.state_dir) / "evolution"
+    directory = state_dir or evolution_dir(config)
     queue = EvolutionQueue(directory)
     schema_file = config.resolved_path(config.table(table).schema_file)
     log = audit.audit_path(schema_file)
@@ -184,6 +185,11 @@ def apply_plan(
         record=record,
         properties=properties,
     )
+
+
+def evolution_dir(config: Config) -> Path:
+    """Where the tables' evolution locks, queues and apply progress live."""
+    return config.resolved_path(config.state_dir) / "evolution"
 
 
 def property_statements(plan: EvolutionPlan, properties: dict[str, str]) -> list[str]:

@@ -152,9 +152,9 @@ class Detector:
 
 def capturing_source(config: Config, table: TableConfig) -> SourceConfig:
     """The configured source that captures ``table``."""
-    for source in config.sources:
-        if table in config.source_tables(source):
-            return source
+    source = config.source_of(table.name)
+    if source is not None:
+        return source
     raise ConfigError(
         f"table {table.name!r}: no source in sources: captures it, so its catalog cannot be read",
         hint="list the table under tables: of its source in sources:",

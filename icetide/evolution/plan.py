@@ -530,11 +530,7 @@ def _fills(
                 "change, in key chunks"
             )
         else:
-            detail = (
-                f"re-snapshot table {target.table} (`icetide bootstrap --table {target.table} "
-                "--replace`): chunked by primary key while capture keeps running, reconciled "
-                "by the version-guarded merge"
-            )
+            detail = resnapshot_steps(target.table)
         fills.append(Fill(change.id, path, change.field_id, method, detail))
     # One re-snapshot covers every change that needs one.
     seen_resnapshot = False
@@ -546,6 +542,19 @@ def _fills(
             seen_resnapshot = True
         unique.append(fill)
     return unique
+
+
+def resnapshot_steps(table: str) -> str:
+    """The manual re-snapshot of ``table`` (not run by ``apply``: no running stage can
+    take a change no ALTER expresses, so they are stopped around it)."""
+    return (
+        f"re-snapshot table {table}, by hand (docs/schema-evolution.md, 'Re-snapshot'): "
+        "stop the ledger and merge (`icetide run`; capture keeps running and landing); "
+        f"apply this plan with `--no-ddl`; drop the base and ledger tables of {table} "
+        f"(`DROP TABLE … PURGE`); `icetide bootstrap --table {table}` (chunked by primary "
+        "key, resumable per chunk, reconciled by the version-guarded merge); start the "
+        "ledger and merge again"
+    )
 
 
 def _phases(

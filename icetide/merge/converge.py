@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from icetide.events.project import coerce_value
 from icetide.events.rescue import rescued_fields
+from icetide.merge.backfill import backfill_from_source
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
@@ -77,6 +78,18 @@ def _fill_values(
     return run
 
 
+def new_columns(schema: TableSchema, since: TableSchema) -> list[Column]:
+    """The value columns of ``schema`` whose values ``since``'s code could not project:
+    the added ones, and the renamed ones (an ambiguous rename approved later: while it
+    was held, events carried the new name, so its values went to ``_rescued``)."""
+    known = since.field_ids()
+    return [
+        col
+        for col in schema.value_columns
+        if col.id not in known or since.find(col.id).name != col.name
+    ]
+
+
 def fill_rescued(
     spark: SparkSession,
     pipeline: Pipeline,
@@ -85,12 +98,12 @@ def fill_rescued(
     since: TableSchema,
     end: int,
 ) -> int:
-    """Fill the columns ``run`` has and ``since`` had not from ``_rescued`` values of the
-    ledger up to snapshot ``end``; the number of rescued events considered."""
+    """Fill the columns ``run`` has and ``since`` had not (:func:`new_columns`) from
+    ``_rescued`` values of the ledger up to snapshot ``end``; the number of rescued
+    events considered."""
     refs = pipeline.refs(table)
     schema = run.schema
-    known = since.field_ids()
-    columns = [col for col in schema.value_columns if col.id not in known]
+    columns = new_columns(run.schema, since)
     if not columns:
         return 0
     keys = [k.name for k in schema.key_columns]
@@ -165,9 +178,13 @@ def fill_defaults(
     defaults: dict[int, str],
 ) -> int:
     """Set added columns with a source default (``defaults``: column id → Spark SQL
-    literal) on the base rows older than the change; the number of columns filled."""
-    if change_position is None or not defaults:
+    literal) on the base rows older than the change, and read those only the source
+    knows (a computed default) back from it by key
+    (:func:`~icetide.merge.backfill.backfill_from_source`); the number of columns
+    filled."""
+    if change_position is None:
         return 0
+    computed = backfill_from_source(spark, pipeline, table, run, since, change_position)
     refs = pipeline.refs(table)
     known = since.field_ids()
     columns = [
@@ -179,4 +196,4 @@ def fill_defaults(
             f"WHERE {quote(col.name)} IS NULL AND {b.POSITION} < "
             f"CAST({literal(str(change_position))} AS {c.POSITION_SQL})"
         )
-    return len(columns)
+    return len(columns) + computed

@@ -14,8 +14,8 @@ epoch_millis_to_timestamp   int, long                   timestamptz         –
 epoch_seconds_to_timestamp  int, long                   timestamptz         –
 json_text_to_struct         string, json                the ``type``        ``type``: a
                                                                             struct, with ids
-sha256                      string, json, uuid, enum,   string (64 hex      –
-                            binary                      digits)
+sha256                      string, json, uuid, enum,   string (64 hex      ``salt_env``:
+                            binary                      digits)             a variable name
 mask                        string, json, uuid, enum    string              ``keep`` (4),
                                                                             ``char`` (``*``)
 lower, upper, trim          string, enum                string              –
@@ -31,6 +31,7 @@ TimestamptzType()
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,8 @@ from icetide.schema.types import IcetideType, StringType, StructType, Timestampt
 
 @dataclass(frozen=True)
 class Param:
-    """One argument of a function: its name, kind (``int``, ``char``, ``struct``), default
+    """One argument of a function: its name, kind (``int``, ``char``, ``struct``, ``env``:
+    the name of an environment variable), default
     (``None``: required) and what it is for."""
 
     name: str
@@ -63,6 +65,7 @@ class Function:
 
 
 _TEXT = ("string", "json", "uuid", "enum")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _string(args: Mapping[str, Any], source: IcetideType) -> IcetideType:
@@ -106,10 +109,19 @@ FUNCTIONS: dict[str, Function] = {
         ),
         Function(
             "sha256",
-            "the SHA-256 of the value's UTF-8 text (or bytes), as 64 hex digits",
+            "the SHA-256 of the value's UTF-8 text (or bytes), as 64 hex digits; keyed "
+            "(HMAC-SHA256) by the salt in the environment variable `salt_env` when given",
             (*_TEXT, "binary"),
             _string,
             "string",
+            (
+                Param(
+                    "salt_env",
+                    "env",
+                    "",
+                    "the environment variable holding the salt (its value is never shown)",
+                ),
+            ),
         ),
         Function(
             "mask",
@@ -206,6 +218,10 @@ epoch_seconds_to_timestamp, json_text_to_struct, sha256, mask, lower, upper, tri
             problems.append(((param.name,), "must be a whole number of at least 0"))
         elif param.kind == "char" and (not isinstance(value, str) or len(value) != 1):
             problems.append(((param.name,), "must be one character"))
+        elif param.kind == "env" and (
+            not isinstance(value, str) or (value and not _ENV_NAME.fullmatch(value))
+        ):
+            problems.append(((param.name,), "must name an environment variable, e.g. HASH_SALT"))
         elif param.kind == "struct" and not isinstance(value, StructType):
             problems.append(((param.name,), f"must be a struct type: {param.doc}"))
     return problems

@@ -171,15 +171,3 @@ def target_schema(schema: TableSchema) -> TableSchema:
         version=schema.version,
         last_column_id=max(schema.last_column_id, *sink_ids(sink), 0),
     )
-
-
-def refuse_sink(schema: TableSchema, what: str) -> None:
-    """Raise for a stage that reads the source by its own names and does not apply the
-    sink config yet (``what``: the stage), instead of writing the wrong columns."""
-    if schema.sink.maps:
-        raise SchemaError(
-            f"table {schema.table}: {what} does not apply the sink config (sink.columns: "
-            "mapped names, type overrides, conversions) yet",
-            hint="fill the table through capture (ledger and merge apply it), or remove "
-            "sink.columns from its schema file for this step (docs/sink-config.md)",
-        )

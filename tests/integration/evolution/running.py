@@ -27,17 +27,24 @@ from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.schema.file import dump_schema_file
+from icetide.schema.file import dump_schema_file, schema_from_dict, schema_to_dict
 from icetide.spark.alter import int_property, table_properties
 
 TIMEOUT = 240.0
 
 
 def write_config(
-    root: Path, warehouse: Path, namespace: str, source: dict[str, Any], tables: dict[str, str]
+    root: Path,
+    warehouse: Path,
+    namespace: str,
+    source: dict[str, Any],
+    tables: dict[str, str],
+    settings: dict[str, dict[str, Any]] | None = None,
+    sinks: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """The pipeline file: ``tables`` maps table → source table; schemas are read from the
-    source catalog (as onboarding does)."""
+    """The pipeline file: ``tables`` maps table → source table, ``settings`` adds keys to
+    a table's entry (e.g. its ``evolution`` policy); schemas are read from the source
+    catalog (as onboarding does), with the ``sinks`` given (table → its ``sink:``)."""
     doc = {
         "pipeline": namespace,
         "state_dir": "./state",
@@ -55,6 +62,7 @@ def write_config(
                 "schema": f"schemas/{n}.yaml",
                 "buckets": 2,
                 "primary_key": ["id"],
+                **(settings or {}).get(n, {}),
             }
             for n, s in tables.items()
         ],
@@ -66,6 +74,8 @@ def write_config(
     for name in tables:
         table = config.table(name)
         schema = read_source_schema(capturing_source(config, table), table)
+        if name in (sinks or {}):
+            schema = schema_from_dict({**schema_to_dict(schema), "sink": (sinks or {})[name]})
         dump_schema_file(schema, root / "schemas" / f"{name}.yaml")
     return path
 
@@ -107,6 +117,25 @@ class Running:
             run_capture(self.config, self.source, follow=True, should_stop=self.stop_capture.is_set)
         except BaseException as exc:  # surfaced by the test
             self.capture_error.append(exc)
+
+    def pause_ledger(self) -> None:
+        """Stop the ledger's stream; capture keeps landing files meanwhile."""
+        assert self.query is not None
+        self.query.stop()
+
+    def landed(self, text: str) -> bool:
+        """Whether a published landing file holds ``text`` (the stream reads it next)."""
+        landing = self.config.resolved_path(self.config.transport.path)
+        return any(
+            text.encode() in path.read_bytes()
+            for path in landing.rglob("*")
+            if path.is_file() and not path.name.startswith((".", "_"))
+        )
+
+    def resume_ledger(self) -> None:
+        """Start the ledger's stream again: its first micro-batch takes every file landed
+        while it was paused."""
+        self.query = self.ledger.start(once=False)
 
     def turn(self) -> None:
         """One merge of every table and one ledger tick (what `icetide run` loops on)."""

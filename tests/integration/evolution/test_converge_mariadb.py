@@ -4,10 +4,12 @@ new column before the code knows it keep their values, and ``verify`` matches.""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -23,6 +25,7 @@ from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import table_properties
+from icetide.spark.tables import current_snapshot_id
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 
@@ -38,13 +41,27 @@ TABLES = {
     ),
     "t_drop": "CREATE TABLE {db}.t_drop (id INT PRIMARY KEY, a INT, b VARCHAR(10))",
     "t_rename": "CREATE TABLE {db}.t_rename (id INT PRIMARY KEY, label VARCHAR(20), z INT)",
+    "t_sink": "CREATE TABLE {db}.t_sink (id INT PRIMARY KEY, email VARCHAR(40), created_ms BIGINT)",
 }
+# Iceberg names and conversions: bootstrap, ledger and verify apply the same ones.
+SINKS = {
+    "t_sink": {
+        "columns": {
+            "email": {"name": "email_hash", "convert": "sha256"},
+            "created_ms": {"name": "created_at", "convert": "epoch_millis_to_timestamp"},
+        }
+    }
+}
+CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename"]
 SEED = {
     "t_add": "INSERT INTO {db}.t_add VALUES (1,'a'),(2,'b'),(3,'c')",
     "t_default": "INSERT INTO {db}.t_default VALUES (1,'a'),(2,'b'),(3,'c')",
     "t_widen": "INSERT INTO {db}.t_widen VALUES (1,1,1.25,'x'),(2,2,2.50,'y')",
     "t_drop": "INSERT INTO {db}.t_drop VALUES (1,1,'b1'),(2,2,'b2')",
     "t_rename": "INSERT INTO {db}.t_rename VALUES (1,'l1',1),(2,'l2',2)",
+    # 99: an epoch beyond the timestamp range, which the bootstrap dead-letters
+    "t_sink": "INSERT INTO {db}.t_sink VALUES (1,'a@x',1700000000123),(2,'b@x',0),"
+    "(99,'bad',99999999999999999)",
 }
 CHANGES = [
     # an old-schema event still in flight when the DDL lands: written just before it
@@ -52,8 +69,10 @@ CHANGES = [
     "ALTER TABLE {db}.t_add ADD COLUMN note VARCHAR(20)",
     "INSERT INTO {db}.t_add VALUES (4, 'd', 'n4')",
     "UPDATE {db}.t_add SET note = 'n2' WHERE id = 2",
-    "ALTER TABLE {db}.t_default ADD COLUMN flag INT NOT NULL DEFAULT 7",
-    "INSERT INTO {db}.t_default VALUES (4, 'd', 3)",
+    # a constant default, and a computed one: each old row holds its own value
+    "ALTER TABLE {db}.t_default ADD COLUMN flag INT NOT NULL DEFAULT 7, "
+    "ADD COLUMN made CHAR(36) DEFAULT UUID()",
+    "INSERT INTO {db}.t_default (id, v, flag) VALUES (4, 'd', 3)",
     "UPDATE {db}.t_default SET v = 'b2' WHERE id = 2",
     "ALTER TABLE {db}.t_widen MODIFY n BIGINT",
     "ALTER TABLE {db}.t_widen MODIFY price DECIMAL(12,2)",
@@ -65,6 +84,9 @@ CHANGES = [
     "ALTER TABLE {db}.t_rename RENAME COLUMN label TO title",
     "INSERT INTO {db}.t_rename VALUES (3, 't3', 3)",
     "UPDATE {db}.t_rename SET title = 't1' WHERE id = 1",
+    "DELETE FROM {db}.t_sink WHERE id = 99",
+    "INSERT INTO {db}.t_sink VALUES (3, 'c@x', 1700000000999)",
+    "UPDATE {db}.t_sink SET email = 'a2@x' WHERE id = 1",
 ]
 
 
@@ -90,17 +112,30 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         "server_id": 4800 + next(_runs),
         "heartbeat": "1s",
     }
-    config = write_config(tmp_path, warehouse, db, source, {t: f"{db}.{t}" for t in TABLES})
+    sources = {t: f"{db}.{t}" for t in TABLES}
+    config = write_config(tmp_path, warehouse, db, source, sources, sinks=SINKS)
     running = Running(spark, config).start()
     try:
         tables = list(TABLES)
-        running.until_verified(tables)
+        running.until_verified(CHANGING)
         assert all(running.converged(t, 1) for t in tables)
+        # The bootstrap copied t_sink converted; the row it could not convert is a dead
+        # letter, and verify (converting the source the same way) sees it missing.
+        sink_refs = running.merge_pipeline.refs("t_sink")
+        dead = spark.table(sink_refs.dlt.sql).collect()
+        assert [(d.reason, d.message_id.endswith("/99")) for d in dead] == [
+            ("conversion_failed", True)
+        ], dead
+        (verdict,) = running.verify(["t_sink"])
+        assert not verdict.matches and (verdict.missing, verdict.different) == (1, 0), verdict
 
         _run(mariadb, CHANGES, db)
-        for table in tables:
+        for table in CHANGING:
             running.until(lambda t=table: running.converged(t, 2), f"{table} at version 2")
         running.until_verified(tables)
+        hashed = {r.id: r.email_hash for r in spark.table(sink_refs.base.sql).collect()}
+        emails = {1: "a2@x", 2: "b@x", 3: "c@x"}
+        assert hashed == {i: hashlib.sha256(e.encode()).hexdigest() for i, e in emails.items()}
 
         base = {t: running.spark.table(running.merge_pipeline.refs(t).base.sql) for t in tables}
         notes = {r.id: r.note for r in base["t_add"].collect()}
@@ -111,6 +146,8 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert any('"note":"n4"' in text for text in rescued), rescued
         flags = {r.id: r.flag for r in base["t_default"].collect()}
         assert flags == {1: 7, 2: 7, 3: 7, 4: 3}
+        made = [r.made for r in base["t_default"].collect()]
+        assert None not in made and len(set(made)) == 4  # read back by key (verify too)
         widened = {r.id: (r.n, r.price, r.label) for r in base["t_widen"].collect()}
         assert widened[1][0] == 4398046511104 and widened[3] == (
             1099511627776,
@@ -127,7 +164,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         props = table_properties(spark, running.merge_pipeline.refs("t_add").cdc)
         assert int(props[p.SOURCE_TS]) <= int(props[p.DETECTED]) <= int(props[p.LEDGER_SWITCHED])
         # No dead letters: nothing was refused while the schema changed.
-        for table in tables:
+        for table in CHANGING:
             assert spark.table(running.merge_pipeline.refs(table).dlt.sql).count() == 0
 
         # `icetide status` shows the phase and the timings, checked against the SLA.
@@ -152,18 +189,28 @@ def test_every_supported_change_converges_with_the_pipeline_running(
 def _crash_between_phases_then_resume(
     running: Running, server: MariaDBServer, db: str, config: Path
 ) -> None:
-    """A merge process killed after phase 3 wrote its fill but before it recorded it:
-    the next merge does it again, with nothing applied twice."""
+    """The change lands inside one micro-batch: rows written before and after the ADD
+    COLUMN reach the ledger in one batch, split nothing and duplicate nothing. Then a
+    merge process killed after phase 3 wrote its fill but before it recorded it: the
+    next merge does it again, with nothing applied twice."""
+    refs = running.merge_pipeline.refs("t_add")
+    running.pause_ledger()
+    since = current_snapshot_id(running.spark, refs.cdc)
     _run(
         server,
         [
+            "UPDATE {db}.t_add SET name = 'c3' WHERE id = 3",  # before the DDL
             "ALTER TABLE {db}.t_add ADD COLUMN extra INT",
             "INSERT INTO {db}.t_add VALUES (5, 'e', 'n5', 50)",
-            "UPDATE {db}.t_add SET extra = 10 WHERE id = 1",
+            "UPDATE {db}.t_add SET extra = 10, name = 'last' WHERE id = 1",
         ],
         db,
     )
-    refs = running.merge_pipeline.refs("t_add")
+    deadline = time.monotonic() + 120
+    while not running.landed('"last"'):
+        assert time.monotonic() < deadline, "capture did not land the batch"
+        time.sleep(0.2)
+    running.resume_ledger()
 
     def acked() -> bool:
         running.merger.merge_table("t_add")
@@ -194,11 +241,18 @@ def _crash_between_phases_then_resume(
     base = running.spark.table(refs.base.sql)
     assert base.count() == base.select("id").distinct().count() == 5
     assert {r.id: r.extra for r in base.collect()} == {1: 10, 2: None, 3: None, 4: None, 5: 50}
+    assert {r.id: r.name for r in base.collect()} == {1: "last", 2: "b", 3: "c3", 4: "d", 5: "e"}
+    # One micro-batch held the rows on both sides of the DDL: one ledger append, each
+    # event once.
+    appends = running.spark.sql(
+        f"SELECT summary['added-records'] AS n FROM {refs.cdc.sql}.snapshots "
+        f"WHERE operation = 'append' AND committed_at > "
+        f"(SELECT committed_at FROM {refs.cdc.sql}.snapshots WHERE snapshot_id = {since})"
+    ).collect()
+    assert [int(r.n) for r in appends] == [3], appends
 
 
 def _drive(running: Running, condition: object, what: str, merge: bool = True) -> None:
-    import time
-
     deadline = time.monotonic() + 240
     while True:
         running.ledger.tick()

@@ -98,6 +98,9 @@ def test_schema_plan_then_apply_from_the_command_line(
     assert "no planned change has this id" in capsys.readouterr().err
     assert main(["schema", "apply", *common, "--no-ddl", "--approve", "sensitive:ssn"]) == 0
     assert "schema version 2 → 3" in capsys.readouterr().out
+    # approved again (a rerun, or a second process that lost the race): nothing to do
+    assert main(["schema", "apply", *common, "--no-ddl", "--approve", "sensitive:ssn"]) == 0
+    assert "already applied; nothing to do" in capsys.readouterr().out
     assert main(["schema", "plan", *common]) == 0
     assert "nothing to apply" in capsys.readouterr().out
     lines = (folder / "schemas" / "customers.audit.jsonl").read_text().splitlines()

@@ -5,16 +5,18 @@ alone."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from icetide.errors import ConfigError
 from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.model import UNAVAILABLE
 from icetide.ledger.decode import DEAD, ERROR, REASON, ROW, STATUS, project_batches
-from icetide.schema.conversions import Conversion
+from icetide.schema.conversions import Conversion, conversion_problems
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import Column
 from icetide.schema.types import IntType, LongType, StringType, StructType, TimeType
@@ -174,3 +176,25 @@ def test_an_empty_batch_and_a_time_nested_in_a_converted_struct() -> None:
     )
     assert converted.array.to_pylist() == [{"at": "10:00:00"}, {"at": "00:00:00.000005"}, None]
     assert converted.failed == {}
+
+
+def test_sha256_with_a_salt_from_the_environment_is_keyed_and_never_shows_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    salted = Conversion("sha256", (("salt_env", "ICETIDE_TEST_SALT"),))
+    values = pa.array(["a@example.com", None])
+    monkeypatch.setenv("ICETIDE_TEST_SALT", "pepper-7")
+    hashed = convert_values(values, StringType(), salted).array.to_pylist()
+    assert hashed[0] == hmac.new(b"pepper-7", b"a@example.com", hashlib.sha256).hexdigest()
+    assert hashed[0] != hashlib.sha256(b"a@example.com").hexdigest() and hashed[1] is None
+    assert "pepper" not in salted.describe()
+    monkeypatch.setenv("ICETIDE_TEST_SALT", "other")
+    assert convert_values(values, StringType(), salted).array[0].as_py() != hashed[0]
+    monkeypatch.delenv("ICETIDE_TEST_SALT")
+    with pytest.raises(ConfigError, match="ICETIDE_TEST_SALT is not set") as caught:
+        convert_values(values, StringType(), salted)
+    assert "pepper" not in str(caught.value) + str(caught.value.hint)
+    problems = conversion_problems(
+        Conversion("sha256", (("salt_env", "not a name"),)), StringType()
+    )
+    assert problems == [(("salt_env",), "must name an environment variable, e.g. HASH_SALT")]

@@ -9,7 +9,7 @@ import pytest
 
 from icetide.errors import SchemaError
 from icetide.schema.file import schema_from_dict, schema_to_dict
-from icetide.schema.sink import refuse_sink, target_schema
+from icetide.schema.sink import target_schema
 
 DATA = {
     "table": "users",
@@ -56,13 +56,6 @@ def test_a_renamed_stored_column_keeps_its_id_and_key() -> None:
     target = target_schema(schema_from_dict(DATA))
     assert target.primary_key == ("user_id",) and target.key_ids == (1,)
     assert [c.id for c in target.columns] == [1, 2, 3]
-
-
-def test_bootstrap_and_verify_refuse_a_table_with_sink_columns() -> None:
-    with pytest.raises(SchemaError, match="users: bootstrap does not apply the sink config"):
-        refuse_sink(schema_from_dict(DATA), "bootstrap")
-    plain = {**DATA, "sink": {"logical": {"email": "x"}}}
-    refuse_sink(schema_from_dict(plain), "verify")  # logical hints alone are fine
 
 
 def test_the_settings_of_a_dropped_column_are_moot() -> None:
