@@ -121,3 +121,55 @@ def test_the_hadoop_catalog_has_no_iceberg_views(
             "CREATE VIEW `lake`.`artifacts_views`.`v` AS "
             "SELECT id FROM `lake`.`artifacts_views`.`t`"
         )
+
+
+def test_the_run_watch_publishes_each_version_the_mirror_reaches(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """``icetide run``'s artifacts task: a base table whose ``data-version`` moves gets
+    its new package version (and Avro literal); an unmoved one gets nothing; a watch
+    started after a move the artifacts missed catches up."""
+    from icetide.artifacts.index import LocalIndex
+    from icetide.artifacts.watch import VersionWatch
+    from icetide.artifacts.workspace import index_folder
+    from icetide.schema.contract import phases
+    from icetide.schema.model import Column
+    from icetide.schema.types import StringType
+    from icetide.spark.alter import set_properties
+
+    pipe = Pipeline.custom(
+        tmp_path, warehouse, "artifacts_watch", {"users": USERS}, {"users": "Shop.Users"}, spark
+    )
+    base = pipe.refs("users").base
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `lake`.`{base.namespace}`")
+    spark.sql(TableContract(USERS, TableSettings(2, "merge-on-read")).base_ddl(base))
+    set_properties(spark, base, {phases.DATA_VERSION: "1"})
+    index = LocalIndex(index_folder(pipe.config))
+    said: list[str] = []
+    stages = pipe.pipeline  # one schema store, as in one `icetide run` process
+    watch = VersionWatch(spark, stages, lambda _stage, message, **_: said.append(message))
+
+    def versions() -> list[str]:
+        return [e.version for e in index.versions("icetide-schema-shop-users")]
+
+    assert watch.step() == [] and versions() == []  # first look: nothing moved yet
+
+    def evolve(version: int) -> None:
+        current = stages.schema("users")
+        added = Column(current.last_column_id + 1, f"note{version}", StringType())
+        new = current.with_columns((*current.columns, added), version=version)
+        stages.schemas.record("users", new)
+        set_properties(spark, base, {phases.DATA_VERSION: str(version)})
+
+    evolve(2)
+    [report] = watch.step()
+    assert versions() == ["1.0.0", "1.1.0"]
+    assert said and "1.1.0" in said[-1]
+    (row,) = spark.sql(f"SHOW TBLPROPERTIES {base.sql} ('{PROPERTY}')").collect()
+    assert [f["name"] for f in json.loads(row[1])["fields"]][-1] == "note2"
+    assert watch.step() == []  # no move, no publish
+
+    evolve(3)  # while no watch runs; a new one (a restarted run) catches up
+    later = VersionWatch(spark, stages, lambda *_a, **_k: None)
+    assert len(later.step()) == 1
+    assert versions() == ["1.0.0", "1.1.0", "1.2.0"]
