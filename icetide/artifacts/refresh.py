@@ -123,15 +123,17 @@ class Refresher:
         report = RefreshReport()
         with self.registry.lock():
             known = self.registry.tables()
-            for table in tables:
-                history = self._history(table)
-                if known.get(table) != history.current.version:
-                    known[table] = history.current.version
-                    report.tables.append(table)
+            histories = [self._history(table) for table in tables]
+            for history in histories:
+                if known.get(history.table) != history.current.version:
+                    known[history.table] = history.current.version
+                    report.tables.append(history.table)
+            if report.tables:
                 self.registry.set_tables(known)
+            for history in histories:
                 self.publish_table(history, history.current.version, report)
-            views = {v.name for v in self.registry.all()}
-            self._cascade(views, report, include_start=True)
+            records = self.registry.all()
+            self._cascade({v.name for v in records}, report, include_start=True, records=records)
         return report
 
     def adopt_tables(self, tables: list[str]) -> list[str]:
@@ -254,11 +256,17 @@ class Refresher:
                 missing.append(dep)
         return columns, versions, missing
 
-    def _cascade(self, start: set[str], report: RefreshReport, include_start: bool = False) -> None:
+    def _cascade(
+        self,
+        start: set[str],
+        report: RefreshReport,
+        include_start: bool = False,
+        records: list[ViewRecord] | None = None,
+    ) -> None:
         """Derive again every view above ``start`` (and ``start`` itself when it is a
         view and ``include_start``), in dependency order; pending views whose inputs
-        appeared are derived too."""
-        views = {v.name.casefold(): v for v in self.registry.all()}
+        appeared are derived too. ``records``: the registry's views, when just read."""
+        views = {v.name.casefold(): v for v in (records or self.registry.all())}
         dependents: dict[str, set[str]] = {}
         for view in views.values():
             for dep in view.dependencies:
@@ -280,7 +288,16 @@ class Refresher:
     ) -> ViewRecord:
         columns, versions, missing = self._inputs(record, views)
         report.views.append(record.name)
-        if missing:
+        current = record.current
+        if (
+            not missing
+            and record.status == "ready"
+            and current is not None
+            and record.derived_sql == record.sql
+            and current.inputs == versions
+        ):
+            updated = record  # nothing under it moved and its SQL is the same: no derive
+        elif missing:
             updated = replace(record, status="pending", missing=tuple(missing), error=None)
             report.pending.append(record.name)
         else:
