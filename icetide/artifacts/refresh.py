@@ -318,22 +318,68 @@ class Refresher:
         if updated != record:
             self.registry.put(updated)
         if updated.status == "ready":
-            self.publish_view(updated, report)
+            self.publish_view(updated, report, views)
         return updated
 
-    def publish_view(self, record: ViewRecord, report: RefreshReport) -> None:
-        """Publish every derived version of a view (unchanged ones cost a hash)."""
+    def publish_view(
+        self,
+        record: ViewRecord,
+        report: RefreshReport,
+        views: dict[str, ViewRecord] | None = None,
+    ) -> None:
+        """Publish every derived version of a view (unchanged ones cost a lookup)."""
         if self.publisher is None or not record.versions:
             return
         history = [v.columns for v in record.versions]
-        shapes = [self.view_shape(record, i) for i in range(len(record.versions))]
+        relations = self.relations(record, views)
+        shapes = [
+            self.view_shape(record, i, relations=relations) for i in range(len(record.versions))
+        ]
         versions = column_history_versions(history)
         report.published += self.publisher.publish_all(zip(shapes, versions, strict=True))
 
-    def view_shape(self, record: ViewRecord, index: int = -1) -> Shape:
+    def view_shape(
+        self,
+        record: ViewRecord,
+        index: int = -1,
+        *,
+        relations: tuple[tuple[str, str, str], ...] | None = None,
+    ) -> Shape:
         """The shape of one of a view's versions (the newest by default)."""
         version = record.versions[index]
-        return self.naming.view(record.name, record.sql, version.columns, version.version)
+        if relations is None:
+            relations = self.relations(record)
+        return self.naming.view(
+            record.name, record.sql, version.columns, version.version, relations
+        )
+
+    def relations(
+        self, record: ViewRecord, views: dict[str, ViewRecord] | None = None
+    ) -> tuple[tuple[str, str, str], ...]:
+        """What a view reads, every level down, each input before what reads it
+        (:attr:`~icetide.artifacts.shape.Shape.relations`)."""
+        if views is None:
+            views = {v.name.casefold(): v for v in self.registry.all()}
+        tables = {t.casefold(): t for t in self.registry.tables()}
+        found: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
+
+        def visit(name: str) -> None:
+            key = name.casefold()
+            if key in seen:
+                return
+            seen.add(key)
+            view = views.get(key)
+            if view is not None:
+                for dep in view.dependencies:
+                    visit(dep)
+                found.append((name, "view", view.sql))
+            elif key in tables:
+                found.append((name, "table", self.naming.base_table(tables[key])))
+
+        for dep in record.dependencies:
+            visit(dep)
+        return tuple(found)
 
 
 def _in_dependency_order(todo: set[str], views: dict[str, ViewRecord]) -> list[str]:
