@@ -6,6 +6,7 @@ import argparse
 import json
 
 from icetide.cli import context
+from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, with_config, with_output
 
 
@@ -44,7 +45,7 @@ def cmd_dlt_replay(args: argparse.Namespace) -> int:
     pipeline = context.load_pipeline(args)
     pipeline.config.table(args.table)
     spark = context.spark_session(pipeline.config)
-    with jvm_boundary("dlt replay"):
+    with jvm_boundary("dlt replay"), progress_bars(args, pipeline):
         result = replay(spark, pipeline, args.table, reason=args.reason, ids=args.ids or ())
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))

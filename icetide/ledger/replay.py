@@ -213,6 +213,10 @@ def _in(column: str, ids: Sequence[str]) -> str:
     return f"{quote(column)} IN ({literals})"
 
 
+REPLAY_STEPS = 4
+"""A replay's steps, for its progress bar: read, decode, append, record what still fails."""
+
+
 def replay(
     spark: SparkSession,
     pipeline: Pipeline,
@@ -227,6 +231,18 @@ def replay(
     refs = TableRefs.of(config, table)
     schema = pipeline.schema(table)
     result = ReplayResult(table)
+
+    def step(done: int, what: str) -> None:
+        pipeline.report(
+            "dlt",
+            f"dlt replay {table}: {what}",
+            table=table,
+            done=done,
+            total=REPLAY_STEPS,
+            bar=f"dlt replay {table}",
+        )
+
+    step(0, "reading the dead letters")
     letters = spark.table(refs.dlt.sql).where(_matches(reason))
     if ids:
         letters = letters.where(F.col("message_id").isin(*ids))
@@ -234,6 +250,7 @@ def replay(
     result.replayed = len(rows)
     if not rows:
         return result
+    step(1, f"decoding {len(rows):,} dead letters")
     raws = {str(r.message_id): base64.b64decode(r.payload_b64 or "") for r in rows}
     messages = spark.createDataFrame(list(raws.items()), "message_id STRING, raw BINARY")
     wire = wire_for(config, messages)
@@ -250,6 +267,7 @@ def replay(
     for r in projected.where(F.col("_status") == DEAD).select(c.MESSAGE_ID, "_reason").collect():
         result.still_failing[str(r[c.MESSAGE_ID])] = str(r["_reason"])
     ok_ids = [i for i in routable if i not in result.still_failing]
+    step(2, f"appending {len(ok_ids):,} to the ledger")
     if ok_ids and good is not None:
         held = spark.table(refs.cdc.sql).where(F.col(c.MESSAGE_ID).isin(*ok_ids))
         result.already = sorted(str(r[0]) for r in held.select(c.MESSAGE_ID).collect())
@@ -260,8 +278,10 @@ def replay(
         spark.sql(f"DELETE FROM {refs.dlt.sql} WHERE {_in('message_id', ok_ids)}")
         result.applied = sorted(ok_ids)
     crash_point("dlt.replay.after_dlt_delete")
+    step(3, f"recording the reasons of {len(result.still_failing):,} still failing")
     _update_reasons(spark, refs.dlt.sql, result.still_failing)
     projected.unpersist()
+    step(REPLAY_STEPS, f"{len(result.applied):,} replayed")
     return result
 
 
