@@ -99,6 +99,11 @@ class Supervisor:
                 self.stop.wait(0.25)
         finally:
             self.stop.request("stop")
+            self.report(
+                "run",
+                f"run: stopping on {self.stop.signal_name}: the steps under way finish first",
+                stopping=self.stop.signal_name,
+            )
             for thread in self._threads:
                 thread.join()
 
