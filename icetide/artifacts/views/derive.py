@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -41,25 +41,16 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.schema import MappingSchema
 
 from icetide.artifacts.errors import ViewError
-from icetide.schema.convert.spark import sql_type
+from icetide.errors import SchemaError
+from icetide.schema.convert.spark import from_datatype, sql_type
 from icetide.schema.model import Column
 from icetide.schema.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
     EnumType,
-    FloatType,
     IcetideType,
-    IntType,
     ListType,
     LongType,
     MapType,
-    StringType,
     StructType,
-    TimestampType,
-    TimestamptzType,
 )
 
 DIALECT = "spark"
@@ -311,8 +302,10 @@ class _Tracer:
         try:
             if dtype is None:
                 raise ValueError("no type")
-            return icetide_type(dtype)
-        except ValueError:
+            # Ids inside a derived type are placeholders (0): a view's schema file numbers
+            # its columns when it is written.
+            return from_datatype(dtype, lambda: 0)
+        except (ValueError, SchemaError):
             raise ViewError(
                 f"view {self.view}: cannot infer the type of {node.sql(DIALECT)}",
                 hint="add a CAST(... AS <type>) around it",
@@ -342,52 +335,3 @@ def _field(columns: tuple[Column, ...], name: str) -> Column | None:
         if column.name.casefold() == folded:
             return column
     return None
-
-
-_SIMPLE: dict[Any, IcetideType] = {
-    exp.DataType.Type.BOOLEAN: BooleanType(),
-    exp.DataType.Type.TINYINT: IntType(),
-    exp.DataType.Type.SMALLINT: IntType(),
-    exp.DataType.Type.INT: IntType(),
-    exp.DataType.Type.BIGINT: LongType(),
-    exp.DataType.Type.FLOAT: FloatType(),
-    exp.DataType.Type.DOUBLE: DoubleType(),
-    exp.DataType.Type.DATE: DateType(),
-    exp.DataType.Type.TIMESTAMP: TimestamptzType(),
-    exp.DataType.Type.TIMESTAMPLTZ: TimestamptzType(),
-    exp.DataType.Type.TIMESTAMPTZ: TimestamptzType(),
-    exp.DataType.Type.TIMESTAMPNTZ: TimestampType(),
-    exp.DataType.Type.DATETIME: TimestampType(),
-    exp.DataType.Type.BINARY: BinaryType(),
-    exp.DataType.Type.VARBINARY: BinaryType(),
-}
-
-
-def icetide_type(dtype: exp.DataType) -> IcetideType:
-    """A sqlglot (Spark dialect) type as an icetide type; ids inside are placeholders (0).
-
-    >>> icetide_type(exp.DataType.build("DECIMAL(12, 2)", dialect="spark"))
-    DecimalType(precision=12, scale=2)
-    """
-    kind = dtype.this
-    if kind in _SIMPLE:
-        return _SIMPLE[kind]
-    if dtype.is_type(*exp.DataType.TEXT_TYPES):
-        return StringType()
-    if kind == exp.DataType.Type.DECIMAL:
-        params = [int(p.this.this) for p in dtype.expressions]
-        precision, scale = (params + [10, 0][len(params) :])[:2]
-        return DecimalType(precision, scale)
-    if kind == exp.DataType.Type.ARRAY and dtype.expressions:
-        return ListType(0, icetide_type(dtype.expressions[0]))
-    if kind == exp.DataType.Type.MAP and len(dtype.expressions) == 2:
-        return MapType(0, icetide_type(dtype.expressions[0]), 0, icetide_type(dtype.expressions[1]))
-    if kind == exp.DataType.Type.STRUCT:
-        fields = []
-        for definition in dtype.expressions:
-            kind_type = definition.args.get("kind")
-            if not isinstance(kind_type, exp.DataType):
-                raise ValueError("struct field without a type")
-            fields.append(Column(0, definition.name, icetide_type(kind_type)))
-        return StructType(tuple(fields))
-    raise ValueError(f"no icetide type for {dtype.sql(DIALECT)}")

@@ -30,18 +30,20 @@ map             MAP<…, …>           map<…, …>                  map
 ``string``: the schema file, not the table, keeps their meaning. Spark and Arrow have no
 field ids: reading a nested type takes a :data:`~icetide.schema.convert.NextId` callback;
 a struct's fields take ids first, then what each holds (a list its element id, a map its
-key then value id), depth first. Spark type text is parsed here (``schema/`` sits below
-everything and never imports pyspark).
+key then value id), depth first. Spark type text is parsed by sqlglot here (``schema/``
+sits below everything and never imports pyspark).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import time
 from typing import Any
 
 import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from icetide.errors import SchemaError
 from icetide.schema.convert import NextId
@@ -178,170 +180,78 @@ def arrow_struct(columns: tuple[Column, ...]) -> pa.StructType:
 
 # --- Spark SQL type text → icetide ------------------------------------------------------------
 
-_SPARK_NAMES: dict[str, IcetideType] = {
-    "BOOLEAN": BooleanType(),
-    "TINYINT": IntType(),
-    "BYTE": IntType(),
-    "SMALLINT": IntType(),
-    "SHORT": IntType(),
-    "INT": IntType(),
-    "INTEGER": IntType(),
-    "BIGINT": LongType(),
-    "LONG": LongType(),
-    "FLOAT": FloatType(),
-    "REAL": FloatType(),
-    "DOUBLE": DoubleType(),
-    "STRING": StringType(),
-    "VARCHAR": StringType(),
-    "CHAR": StringType(),
-    "BINARY": BinaryType(),
-    "DATE": DateType(),
-    "TIMESTAMP": TimestamptzType(),
-    "TIMESTAMP_LTZ": TimestamptzType(),
-    "TIMESTAMP_NTZ": TimestampType(),
+# sqlglot reads Spark's spellings (BYTE, SHORT, LONG, REAL, DEC, NUMERIC, TIMESTAMP_LTZ)
+# into its own type names; these are the ones icetide stores without a parameter.
+_SPARK_TYPES: dict[Any, IcetideType] = {
+    exp.DataType.Type.BOOLEAN: BooleanType(),
+    exp.DataType.Type.TINYINT: IntType(),
+    exp.DataType.Type.SMALLINT: IntType(),
+    exp.DataType.Type.INT: IntType(),
+    exp.DataType.Type.BIGINT: LongType(),
+    exp.DataType.Type.FLOAT: FloatType(),
+    exp.DataType.Type.DOUBLE: DoubleType(),
+    exp.DataType.Type.BINARY: BinaryType(),
+    exp.DataType.Type.VARBINARY: BinaryType(),
+    exp.DataType.Type.DATE: DateType(),
+    exp.DataType.Type.TIMESTAMP: TimestamptzType(),
+    exp.DataType.Type.TIMESTAMPLTZ: TimestamptzType(),
+    exp.DataType.Type.TIMESTAMPTZ: TimestamptzType(),
+    exp.DataType.Type.TIMESTAMPNTZ: TimestampType(),
+    exp.DataType.Type.DATETIME: TimestampType(),
 }
 
+_HINT = "write e.g. BIGINT, DECIMAL(12,2), ARRAY<STRING>, STRUCT<a: INT>"
 
-_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)
+
+def from_datatype(dtype: exp.DataType, next_id: NextId) -> IcetideType:
+    """The icetide type of a sqlglot type (as sqlglot's Spark dialect parses or annotates
+    it); nested ids from ``next_id``, a struct's fields first, then what each holds.
+
+    Views derive their column types through sqlglot too, so both read types here.
+    """
+    kind = dtype.this
+    if kind in _SPARK_TYPES:
+        return _SPARK_TYPES[kind]
+    if dtype.is_type(*exp.DataType.TEXT_TYPES):
+        return StringType()
+    if kind == exp.DataType.Type.DECIMAL:
+        params = [int(p.this.this) for p in dtype.expressions]
+        precision, scale = (params + [10, 0][len(params) :])[:2]
+        return DecimalType(precision, scale)
+    if kind == exp.DataType.Type.ARRAY and len(dtype.expressions) == 1:
+        element_id = next_id()
+        return ListType(element_id, from_datatype(dtype.expressions[0], next_id))
+    if kind == exp.DataType.Type.MAP and len(dtype.expressions) == 2:
+        key_id, value_id = next_id(), next_id()
+        key = from_datatype(dtype.expressions[0], next_id)
+        return MapType(key_id, key, value_id, from_datatype(dtype.expressions[1], next_id))
+    if kind == exp.DataType.Type.STRUCT:
+        return _struct(dtype, next_id)
+    raise SchemaError(f"Spark type {dtype.sql('spark')!r} has no icetide type", hint=_HINT)
 
 
-class _SparkText:
-    """A recursive-descent reader of one Spark SQL type (``STRUCT<a: INT, b: ARRAY<…>>``)."""
-
-    def __init__(self, text: str, next_id: NextId) -> None:
-        self.text, self.at, self.next_id = text, 0, next_id
-
-    def fail(self, expected: str) -> SchemaError:
-        return SchemaError(
-            f"Spark type {self.text!r}: expected {expected} at position {self.at}",
-            hint="write e.g. BIGINT, DECIMAL(12,2), ARRAY<STRING>, STRUCT<a: INT>",
+def _struct(dtype: exp.DataType, next_id: NextId) -> StructType:
+    definitions = []
+    for definition in dtype.expressions:
+        kind = definition.args.get("kind")
+        if not isinstance(definition, exp.ColumnDef) or not isinstance(kind, exp.DataType):
+            raise SchemaError(f"Spark type {dtype.sql('spark')!r}: a struct field without a type")
+        required = any(
+            isinstance(c.args.get("kind"), exp.NotNullColumnConstraint)
+            for c in definition.args.get("constraints") or ()
         )
-
-    def skip(self) -> None:
-        while self.at < len(self.text) and self.text[self.at].isspace():
-            self.at += 1
-
-    def peek(self, token: str) -> bool:
-        self.skip()
-        return self.text.startswith(token, self.at)
-
-    def expect(self, token: str) -> None:
-        if not self.peek(token):
-            raise self.fail(repr(token))
-        self.at += len(token)
-
-    def word(self) -> str:
-        self.skip()
-        start = self.at
-        while self.at < len(self.text) and (
-            self.text[self.at].isalnum() or self.text[self.at] == "_"
-        ):
-            self.at += 1
-        if start == self.at:
-            raise self.fail("a name")
-        return self.text[start : self.at]
-
-    def identifier(self) -> str:
-        self.skip()
-        if not self.peek("`"):
-            return self.word()
-        self.at += 1
-        out = []
-        while self.at < len(self.text):
-            if self.text.startswith("``", self.at):
-                out.append("`")
-                self.at += 2
-            elif self.text[self.at] == "`":
-                self.at += 1
-                return "".join(out)
-            else:
-                out.append(self.text[self.at])
-                self.at += 1
-        raise self.fail("a closing backtick")
-
-    def numbers(self) -> list[int]:
-        if not self.peek("("):
-            return []
-        self.at += 1
-        found = [int(self.word())]
-        while self.peek(","):
-            self.at += 1
-            found.append(int(self.word()))
-        self.expect(")")
-        return found
-
-    def read_type(self) -> IcetideType:
-        name = self.word().upper()
-        if name == "ARRAY":
-            self.expect("<")
-            element_id = self.next_id()
-            element = self.read_type()
-            self.expect(">")
-            return ListType(element_id, element)
-        if name == "MAP":
-            self.expect("<")
-            key_id, value_id = self.next_id(), self.next_id()
-            key = self.read_type()
-            self.expect(",")
-            value = self.read_type()
-            self.expect(">")
-            return MapType(key_id, key, value_id, value)
-        if name == "STRUCT":
-            return self.read_struct()
-        numbers = self.numbers()
-        if name in ("DECIMAL", "DEC", "NUMERIC"):
-            precision, scale = (numbers + [10, 0][len(numbers) :])[:2]
-            return DecimalType(precision, scale)
-        if name in _SPARK_NAMES:
-            return _SPARK_NAMES[name]
-        raise self.fail(f"a Spark type icetide reads (not {name})")
-
-    def read_struct(self) -> StructType:
-        self.expect("<")
-        parts: list[tuple[str, str, bool]] = []
-        while not self.peek(">"):
-            if parts:
-                self.expect(",")
-            name = self.identifier()
-            if self.peek(":"):
-                self.at += 1
-            self.skip()
-            start, depth = self.at, 0
-            # Take the field's type text as it is; it gets its ids after the fields'.
-            while self.at < len(self.text):
-                char = self.text[self.at]
-                if char in "<(":
-                    depth += 1
-                elif char in ">," and depth == 0:
-                    break
-                elif char in ">)":
-                    depth -= 1
-                elif char == "`":
-                    self.identifier()
-                    continue
-                self.at += 1
-            type_text, required = _NOT_NULL.subn("", self.text[start : self.at].strip())
-            parts.append((name, type_text, not required))
-        self.expect(">")
-        ids = [self.next_id() for _ in parts]
-        fields = tuple(
-            Column(field_id, name, _read(text, self.next_id), nullable)
-            for field_id, (name, text, nullable) in zip(ids, parts, strict=True)
+        definitions.append((next_id(), definition.name, kind, not required))
+    return StructType(
+        tuple(
+            Column(field_id, name, from_datatype(kind, next_id), nullable)
+            for field_id, name, kind, nullable in definitions
         )
-        return StructType(fields)
-
-
-def _read(text: str, next_id: NextId) -> IcetideType:
-    reader = _SparkText(text, next_id)
-    found = reader.read_type()
-    reader.skip()
-    if reader.at != len(text):
-        raise reader.fail("the end")
-    return found
+    )
 
 
 def from_sql(text: str, next_id: NextId) -> IcetideType:
-    """The icetide type of a Spark SQL type text; nested ids from ``next_id``.
+    """The icetide type of a Spark SQL type text, parsed by sqlglot; nested ids from
+    ``next_id``.
 
     >>> from icetide.schema.convert import ids_from
     >>> from_sql("STRUCT<a: BIGINT, `b c`: ARRAY<DECIMAL(12,2)>>", ids_from(10))
@@ -351,7 +261,16 @@ def from_sql(text: str, next_id: NextId) -> IcetideType:
         element=DecimalType(precision=12, scale=2), element_nullable=True),
         nullable=True, doc=None)))
     """
-    return _read(text, next_id)
+    try:
+        # Inside a CAST the parser must consume the whole text (a bare type parse stops
+        # early and accepts ``ARRAY<INT``).
+        cast = sqlglot.parse_one(f"CAST(NULL AS {text})", read="spark")
+    except ParseError as error:
+        reason = error.errors[0].get("description", "unreadable") if error.errors else "unreadable"
+        raise SchemaError(f"Spark type {text!r}: {reason}", hint=_HINT) from None
+    if not isinstance(cast, exp.Cast):
+        raise SchemaError(f"Spark type {text!r}: not a single type", hint=_HINT)
+    return from_datatype(cast.to, next_id)
 
 
 # --- Arrow type → icetide ---------------------------------------------------------------------
