@@ -166,10 +166,12 @@ class Refresher:
         known = self.registry.tables()
         if known.get(event.table, 0) >= event.version:
             return
+        # Published first, recorded second: a publish that fails (no `build` installed,
+        # a full disk) leaves the table at its old version, so the next event retries it.
+        self.publish_table(history, event.version, report)
         known[event.table] = event.version
         self.registry.set_tables(known)
         report.tables.append(event.table)
-        self.publish_table(history, event.version, report)
 
     def publish_table(self, history: SchemaHistory, upto: int, report: RefreshReport) -> None:
         """Publish every version of ``history`` up to ``upto`` (unchanged ones cost a

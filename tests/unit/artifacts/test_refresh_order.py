@@ -173,3 +173,33 @@ def test_a_snapshot_with_no_change_generates_and_derives_nothing(
     built = [(o.name, o.version) for o in changed.published if o.action == "published"]
     # 2.0.0 for the new columns; 1.0.1 as every version of a view carries its SQL
     assert built == [("V2", "1.0.1"), ("V2", "2.0.0")] and calls["derive"] == 1
+
+
+def test_a_table_event_whose_publish_failed_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table's version is recorded only once its packages are published: the same
+    event, sent again after a failed build, publishes it (it is not taken as done)."""
+    import icetide.artifacts.publish as publish
+    from icetide.artifacts.errors import ArtifactError
+
+    def broken(files: dict[str, str], outdir: Path) -> Path:
+        raise ArtifactError("building artifacts needs pypa build and hatchling")
+
+    def fake_wheel(files: dict[str, str], outdir: Path) -> Path:
+        outdir.mkdir(parents=True, exist_ok=True)
+        wheel = outdir / f"w{len(list(outdir.iterdir()))}.whl"
+        wheel.write_text(files["pyproject.toml"])
+        return wheel
+
+    monkeypatch.setattr(publish, "build_wheel", broken)
+    r = refresher(tmp_path, publish=True)
+    with pytest.raises(ArtifactError):
+        r.refresh(TableChanged("T", 1))
+    assert r.registry.tables() == {}
+    monkeypatch.setattr(publish, "build_wheel", fake_wheel)
+    report = r.refresh(TableChanged("T", 1))
+    assert [(o.package, o.version) for o in report.published] == [
+        ("icetide-schema-shop-t", "1.0.0")
+    ]
+    assert r.registry.tables() == {"T": 1}
