@@ -8,16 +8,42 @@ Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly li
 ``capture.files.before_rename``, ``capture.offsets.before_rename``,
 ``bootstrap.after_chunk`` and ``evolution.between_versions`` (a carried schema version
 applied, the next one not yet).
+
+``ICETIDE_PAUSE=<point>:<folder>`` instead holds the process at that point, once, when
+a test asks: if ``<folder>/armed`` exists when the point is reached, it is removed,
+``<folder>/paused`` is created, and the thread waits there until the test removes
+``paused``. So a test can act (send a signal) at a moment it knows, e.g. with a merge
+under way, without sleeping and hoping.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 KILLED_EXIT_CODE = 137
+PAUSE_LIMIT_SECONDS = 600.0
+"""A paused thread goes on by itself after this, so a broken test cannot hang a run."""
 
 
 def crash_point(name: str) -> None:
-    """Die here when ``ICETIDE_FAULT`` names this point."""
+    """Die here when ``ICETIDE_FAULT`` names this point; pause when ``ICETIDE_PAUSE``
+    names it and the test armed it."""
     if os.environ.get("ICETIDE_FAULT") == name:
         os._exit(KILLED_EXIT_CODE)
+    pause = os.environ.get("ICETIDE_PAUSE")
+    if pause and pause.partition(":")[0] == name:
+        _pause(Path(pause.partition(":")[2]))
+
+
+def _pause(folder: Path) -> None:
+    armed, paused = folder / "armed", folder / "paused"
+    try:
+        armed.unlink()
+    except FileNotFoundError:
+        return  # not armed: go on
+    paused.touch()
+    deadline = time.monotonic() + PAUSE_LIMIT_SECONDS
+    while paused.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)

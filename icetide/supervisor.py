@@ -30,8 +30,9 @@ class Task:
     """One supervised stage."""
 
     name: str
-    step: Callable[[], None]
-    """One round of work; raising means the task failed and is restarted."""
+    step: Callable[[], object]
+    """One round of work (what it returns is ignored); raising means the task failed
+    and is restarted."""
     interval: float
     """Seconds between the end of one round and the start of the next."""
     start: Callable[[], None] | None = None
@@ -98,6 +99,11 @@ class Supervisor:
                 self.stop.wait(0.25)
         finally:
             self.stop.request("stop")
+            self.report(
+                "run",
+                f"run: stopping on {self.stop.signal_name}: the steps under way finish first",
+                stopping=self.stop.signal_name,
+            )
             for thread in self._threads:
                 thread.join()
 

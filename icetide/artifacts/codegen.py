@@ -8,8 +8,10 @@ The package (``icetide_schema_<ns>_<name>``) holds:
 * a Python ``Enum`` per enum column, values the source's symbols;
 * ``spark_schema()``, the Spark ``StructType`` (pyspark imported only when called);
 * ``AVRO_SCHEMA``, the Avro schema (also ``schema.avsc`` inside the package);
-* ``from_arrow(table)`` and, for tables, ``read(warehouse)``: typed records from the base
-  table, converted through Arrow column by column (:mod:`icetide.artifacts.runtime`).
+* ``from_arrow(table)`` and ``read(...)``: typed records, converted through Arrow column
+  by column (:mod:`icetide.artifacts.runtime`) — for a table ``read(warehouse)`` reads
+  the base table with PyIceberg; for a view ``read(spark)`` runs the view's SQL over its
+  inputs in Spark.
 
 Generation is pure text: the same shape and version always give the same bytes, which is
 what the publisher's content hash relies on.
@@ -190,7 +192,7 @@ def module_source(shape: Shape, package_version: str) -> str:
         "from dataclasses import dataclass",
         "from typing import Any",
         "",
-        "from ._runtime import Field, load_json, read_iceberg, table_metadata",
+        "from ._runtime import Field, load_json, read_iceberg, run_view, table_metadata",
         "from ._runtime import from_arrow as _from_arrow",
         "",
         f"__version__ = {package_version!r}",
@@ -245,6 +247,24 @@ def module_source(shape: Shape, package_version: str) -> str:
             "        metadata_location = table_metadata(location)",
             f"    names = [f.source for f in _{root}_FIELDS]",
             "    return from_arrow(read_iceberg(metadata_location, names, row_filter))",
+        ]
+    if shape.kind == "view":
+        tail += [
+            "",
+            "",
+            f"RELATIONS: tuple[tuple[str, str, str], ...] = {shape.relations!r}",
+            "",
+            "",
+            f"def read(spark: Any) -> list[{root}]:",
+            '    """The view\'s current rows as typed records, computed by Spark.',
+            "",
+            "    ``spark`` is a SparkSession with the pipeline's Iceberg catalog configured",
+            "    under the same name. The view's inputs (``RELATIONS``: base tables, and the",
+            "    views between, by their SQL) become temporary views of a new session, so the",
+            "    caller's temporary views are neither used nor touched; ``SQL`` runs there",
+            "    and its result comes back through Arrow.",
+            '    """',
+            "    return from_arrow(run_view(spark, RELATIONS, SQL or ''))",
         ]
     return (
         "\n".join(head) + "\n\n\n" + "\n\n\n".join(mod.blocks) + "\n\n\n" + "\n".join(tail) + "\n"

@@ -4,9 +4,10 @@ The folder is flat (one ``.whl`` per package version), which is what both ``pip 
 --find-links <folder>`` and ``pypiserver`` (``icetide artifacts serve``) read. Beside the
 wheels, ``index.json`` remembers for each package version the content hash of its
 generated sources and the schema version it describes, so a publisher can tell "already
-there" from "changed" without building anything. Writers hold :meth:`LocalIndex.lock`
-(an exclusive ``flock`` on ``.publish.lock``), so two publishers at once run one after
-the other and the second finds the work done.
+there" from "changed" without building anything; ``.hashes.json`` caches each shape's
+content hash by its fingerprint, so it need not even generate the sources. Writers hold
+:meth:`LocalIndex.lock` (an exclusive ``flock`` on ``.publish.lock``), so two publishers
+at once run one after the other and the second finds the work done.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from icetide.artifacts.errors import ArtifactError
 
 STATE = "index.json"
+HASHES = ".hashes.json"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,15 @@ class LocalIndex:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def stamp(self) -> tuple[int, int, int]:
+        """The state file's (inode, size, mtime): it changes with every write (each is a
+        new file renamed into place), so a reader can tell when to read it again."""
+        try:
+            st = (self.folder / STATE).stat()
+        except FileNotFoundError:
+            return (0, 0, 0)
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def entries(self) -> list[Entry]:
         """Every published package version, by package then version order of publishing."""
         path = self.folder / STATE
@@ -93,6 +104,19 @@ class LocalIndex:
             for e in data.get("packages", [])
         ]
 
+    def hashes(self) -> dict[str, str]:
+        """The publishers' cache: shape fingerprint → content hash (empty when absent or
+        unreadable: it is only a cache)."""
+        try:
+            data = json.loads((self.folder / HASHES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def save_hashes(self, hashes: dict[str, str]) -> None:
+        """Keep the cache (call under :meth:`lock`)."""
+        self._atomic(self.folder / HASHES, json.dumps(hashes, sort_keys=True))
+
     def versions(self, package: str) -> list[Entry]:
         """The published versions of ``package``."""
         return [e for e in self.entries() if e.package == package]
@@ -112,7 +136,12 @@ class LocalIndex:
         return entry
 
     def _write(self, entries: list[Entry]) -> None:
-        path = self.folder / STATE
-        tmp = path.with_name(f".{STATE}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"packages": [e.to_dict() for e in entries]}, indent=1))
+        self._atomic(
+            self.folder / STATE, json.dumps({"packages": [e.to_dict() for e in entries]}, indent=1)
+        )
+
+    @staticmethod
+    def _atomic(path: Path, text: str) -> None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text)
         os.replace(tmp, path)

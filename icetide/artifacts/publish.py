@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from icetide.artifacts.codegen import avro_schema, package_files
+from icetide.artifacts.codegen import RUNTIME, avro_schema, package_files
 from icetide.artifacts.index import Entry, LocalIndex
 from icetide.artifacts.shape import Shape
 from icetide.artifacts.wheel import build_wheel
@@ -50,6 +50,37 @@ class Outcome:
         }
 
 
+_GENERATOR: str | None = None
+
+
+def _generator() -> str:
+    """A hash of the code that turns a shape into package files: a cached content hash
+    counts only while this code is the same."""
+    global _GENERATOR
+    if _GENERATOR is None:
+        from icetide.schema.convert import avro, spark
+
+        digest = hashlib.sha256()
+        for module in (codegen_module_path(), RUNTIME, Path(avro.__file__), Path(spark.__file__)):
+            digest.update(module.read_bytes())
+        _GENERATOR = digest.hexdigest()
+    return _GENERATOR
+
+
+def codegen_module_path() -> Path:
+    """The source file of :mod:`icetide.artifacts.codegen`."""
+    from icetide.artifacts import codegen
+
+    return Path(codegen.__file__)
+
+
+def fingerprint(shape: Shape) -> str:
+    """What a shape's content hash follows from: the shape (its ``repr`` spells every
+    field, columns with their types, docs, defaults and tags) and the generator's code.
+    Far cheaper than generating the files, so an unchanged shape is never generated."""
+    return hashlib.sha256(f"{_generator()}\0{shape!r}".encode()).hexdigest()[:32]
+
+
 def content_hash(shape: Shape) -> str:
     """The hash of a shape's generated sources, independent of the package version."""
     digest = hashlib.sha256()
@@ -62,12 +93,21 @@ def content_hash(shape: Shape) -> str:
 
 
 class Publisher:
-    """Publishes shapes into one :class:`LocalIndex` (:meth:`publish_all` locks it)."""
+    """Publishes shapes into one :class:`LocalIndex` (:meth:`publish_all` locks it).
+
+    What the index holds is read once and read again only when its state file changed
+    (another publisher wrote it). Content hashes are kept in the index by
+    :func:`fingerprint`, so a shape published before is not generated again to learn
+    that it is unchanged (a no-change ``publish --all`` generates nothing).
+    """
 
     def __init__(self, index: LocalIndex, build_dir: Path | None = None) -> None:
         self.index = index
         self.build_dir = build_dir or index.folder / ".build"
         self._entries: dict[str, list[Entry]] | None = None
+        self._stamp: tuple[int, int, int] | None = None
+        self._hashes: dict[str, str] | None = None
+        self._hashes_changed = False
 
     def _known(self, package: str) -> list[Entry]:
         if self._entries is None:
@@ -81,7 +121,7 @@ class Publisher:
     ) -> Outcome:
         """Publish ``shape`` as ``major.minor.<patch>`` unless that content is there."""
         major, minor = major_minor
-        digest = content_hash(shape)
+        digest = self._content_hash(shape)
         prefix = f"{major}.{minor}."
         same = [e for e in self._known(shape.package) if e.version.startswith(prefix)]
         for entry in same:
@@ -97,6 +137,7 @@ class Publisher:
             self.index.add(wheel, entry)
             wheel.unlink(missing_ok=True)
             self._known(shape.package).append(entry)
+            self._stamp = self.index.stamp()  # our own write: what we hold is current
         return self._outcome(shape, version, "published")
 
     def publish_all(
@@ -105,8 +146,25 @@ class Publisher:
         """:meth:`publish` each of ``shapes``, holding the index lock (what the index
         holds is read again under it, so a concurrent publisher's work counts)."""
         with self.index.lock():
-            self._entries = None
-            return [self.publish(s, v, dry_run=dry_run) for s, v in shapes]
+            stamp = self.index.stamp()
+            if stamp != self._stamp:
+                self._entries, self._stamp = None, stamp
+            done = [self.publish(s, v, dry_run=dry_run) for s, v in shapes]
+            if self._hashes_changed and not dry_run:
+                self.index.save_hashes(self._hashes or {})
+                self._hashes_changed = False
+            return done
+
+    def _content_hash(self, shape: Shape) -> str:
+        """The shape's content hash, from the index's cache of fingerprints when there."""
+        if self._hashes is None:
+            self._hashes = self.index.hashes()
+        key = fingerprint(shape)
+        digest = self._hashes.get(key)
+        if digest is None:
+            digest = self._hashes[key] = content_hash(shape)
+            self._hashes_changed = True
+        return digest
 
     @staticmethod
     def _outcome(shape: Shape, version: str, action: Action) -> Outcome:

@@ -123,15 +123,17 @@ class Refresher:
         report = RefreshReport()
         with self.registry.lock():
             known = self.registry.tables()
-            for table in tables:
-                history = self._history(table)
-                if known.get(table) != history.current.version:
-                    known[table] = history.current.version
-                    report.tables.append(table)
+            histories = [self._history(table) for table in tables]
+            for history in histories:
+                if known.get(history.table) != history.current.version:
+                    known[history.table] = history.current.version
+                    report.tables.append(history.table)
+            if report.tables:
                 self.registry.set_tables(known)
+            for history in histories:
                 self.publish_table(history, history.current.version, report)
-            views = {v.name for v in self.registry.all()}
-            self._cascade(views, report, include_start=True)
+            records = self.registry.all()
+            self._cascade({v.name for v in records}, report, include_start=True, records=records)
         return report
 
     def adopt_tables(self, tables: list[str]) -> list[str]:
@@ -164,10 +166,12 @@ class Refresher:
         known = self.registry.tables()
         if known.get(event.table, 0) >= event.version:
             return
+        # Published first, recorded second: a publish that fails (no `build` installed,
+        # a full disk) leaves the table at its old version, so the next event retries it.
+        self.publish_table(history, event.version, report)
         known[event.table] = event.version
         self.registry.set_tables(known)
         report.tables.append(event.table)
-        self.publish_table(history, event.version, report)
 
     def publish_table(self, history: SchemaHistory, upto: int, report: RefreshReport) -> None:
         """Publish every version of ``history`` up to ``upto`` (unchanged ones cost a
@@ -254,11 +258,17 @@ class Refresher:
                 missing.append(dep)
         return columns, versions, missing
 
-    def _cascade(self, start: set[str], report: RefreshReport, include_start: bool = False) -> None:
+    def _cascade(
+        self,
+        start: set[str],
+        report: RefreshReport,
+        include_start: bool = False,
+        records: list[ViewRecord] | None = None,
+    ) -> None:
         """Derive again every view above ``start`` (and ``start`` itself when it is a
         view and ``include_start``), in dependency order; pending views whose inputs
-        appeared are derived too."""
-        views = {v.name.casefold(): v for v in self.registry.all()}
+        appeared are derived too. ``records``: the registry's views, when just read."""
+        views = {v.name.casefold(): v for v in (records or self.registry.all())}
         dependents: dict[str, set[str]] = {}
         for view in views.values():
             for dep in view.dependencies:
@@ -280,7 +290,16 @@ class Refresher:
     ) -> ViewRecord:
         columns, versions, missing = self._inputs(record, views)
         report.views.append(record.name)
-        if missing:
+        current = record.current
+        if (
+            not missing
+            and record.status == "ready"
+            and current is not None
+            and record.derived_sql == record.sql
+            and current.inputs == versions
+        ):
+            updated = record  # nothing under it moved and its SQL is the same: no derive
+        elif missing:
             updated = replace(record, status="pending", missing=tuple(missing), error=None)
             report.pending.append(record.name)
         else:
@@ -301,22 +320,68 @@ class Refresher:
         if updated != record:
             self.registry.put(updated)
         if updated.status == "ready":
-            self.publish_view(updated, report)
+            self.publish_view(updated, report, views)
         return updated
 
-    def publish_view(self, record: ViewRecord, report: RefreshReport) -> None:
-        """Publish every derived version of a view (unchanged ones cost a hash)."""
+    def publish_view(
+        self,
+        record: ViewRecord,
+        report: RefreshReport,
+        views: dict[str, ViewRecord] | None = None,
+    ) -> None:
+        """Publish every derived version of a view (unchanged ones cost a lookup)."""
         if self.publisher is None or not record.versions:
             return
         history = [v.columns for v in record.versions]
-        shapes = [self.view_shape(record, i) for i in range(len(record.versions))]
+        relations = self.relations(record, views)
+        shapes = [
+            self.view_shape(record, i, relations=relations) for i in range(len(record.versions))
+        ]
         versions = column_history_versions(history)
         report.published += self.publisher.publish_all(zip(shapes, versions, strict=True))
 
-    def view_shape(self, record: ViewRecord, index: int = -1) -> Shape:
+    def view_shape(
+        self,
+        record: ViewRecord,
+        index: int = -1,
+        *,
+        relations: tuple[tuple[str, str, str], ...] | None = None,
+    ) -> Shape:
         """The shape of one of a view's versions (the newest by default)."""
         version = record.versions[index]
-        return self.naming.view(record.name, record.sql, version.columns, version.version)
+        if relations is None:
+            relations = self.relations(record)
+        return self.naming.view(
+            record.name, record.sql, version.columns, version.version, relations
+        )
+
+    def relations(
+        self, record: ViewRecord, views: dict[str, ViewRecord] | None = None
+    ) -> tuple[tuple[str, str, str], ...]:
+        """What a view reads, every level down, each input before what reads it
+        (:attr:`~icetide.artifacts.shape.Shape.relations`)."""
+        if views is None:
+            views = {v.name.casefold(): v for v in self.registry.all()}
+        tables = {t.casefold(): t for t in self.registry.tables()}
+        found: list[tuple[str, str, str]] = []
+        seen: set[str] = set()
+
+        def visit(name: str) -> None:
+            key = name.casefold()
+            if key in seen:
+                return
+            seen.add(key)
+            view = views.get(key)
+            if view is not None:
+                for dep in view.dependencies:
+                    visit(dep)
+                found.append((name, "view", view.sql))
+            elif key in tables:
+                found.append((name, "table", self.naming.base_table(tables[key])))
+
+        for dep in record.dependencies:
+            visit(dep)
+        return tuple(found)
 
 
 def _in_dependency_order(todo: set[str], views: dict[str, ViewRecord]) -> list[str]:

@@ -179,6 +179,24 @@ def read_iceberg(
     return scan.to_arrow()
 
 
+def run_view(spark: Any, relations: Sequence[tuple[str, str, str]], sql: str) -> Any:
+    """A view's rows as one Arrow table: in a new Spark session (its own temporary
+    views, the same catalogs), each input becomes a temporary view in order (a base
+    table by its quoted name, a view by its SQL), then ``sql`` runs."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    session = spark.newSession()
+    for name, kind, target in relations:
+        text = f"SELECT * FROM {target}" if kind == "table" else target
+        session.sql(text).createOrReplaceTempView(name)
+    frame = session.sql(sql)
+    if hasattr(frame, "toArrow"):  # Spark 4
+        return frame.toArrow()
+    batches = frame._collect_as_arrow()  # Spark 3.5: no public Arrow collect
+    return pa.Table.from_batches(batches, schema=to_arrow_schema(frame.schema))
+
+
 def load_json(text: str) -> Any:
     """Parse embedded JSON (the Avro schema, the Spark schema)."""
     return json.loads(text)

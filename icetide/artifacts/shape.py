@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from icetide.config.model import Config, TableConfig
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import Column, TableSchema
 
 
@@ -38,6 +39,10 @@ class Shape:
     iceberg: tuple[str, str] | None = None
     """``(namespace, table)`` of the base table a table's reader reads."""
     sql: str | None = None
+    relations: tuple[tuple[str, str, str], ...] = ()
+    """A view's inputs, every level of them, each before what reads it: ``(name, "table",
+    quoted base table)`` or ``(name, "view", its SQL)``; what a view's ``read()`` makes
+    into temporary views before it runs ``sql``."""
 
     @property
     def package(self) -> str:
@@ -91,13 +96,20 @@ class Naming:
     sources: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     """Table → ``(source database, source table)``; a table not listed uses the Iceberg
     namespace and its own name."""
+    catalog: str = "lake"
+    """The Spark catalog the base tables are read through (a view's ``read()``)."""
 
     @classmethod
     def from_config(cls, config: Config) -> Naming:
         return cls(
             config.catalog.namespace,
             {t.name: source_names(config, t) for t in config.tables},
+            config.catalog.name,
         )
+
+    def base_table(self, table: str) -> str:
+        """The quoted ``catalog.namespace.table`` of a table's base table."""
+        return TableName(self.catalog, self.iceberg_namespace, table).sql
 
     def table(self, schema: TableSchema) -> Shape:
         """The shape of one version of a table."""
@@ -112,6 +124,22 @@ class Naming:
             iceberg=(self.iceberg_namespace, schema.table),
         )
 
-    def view(self, name: str, sql: str, columns: tuple[Column, ...], version: int) -> Shape:
-        """The shape of one version of a view."""
-        return Shape("view", name, name, self.iceberg_namespace, columns, version, sql=sql)
+    def view(
+        self,
+        name: str,
+        sql: str,
+        columns: tuple[Column, ...],
+        version: int,
+        relations: tuple[tuple[str, str, str], ...] = (),
+    ) -> Shape:
+        """The shape of one version of a view (``relations``: :attr:`Shape.relations`)."""
+        return Shape(
+            "view",
+            name,
+            name,
+            self.iceberg_namespace,
+            columns,
+            version,
+            sql=sql,
+            relations=relations,
+        )

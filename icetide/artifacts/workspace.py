@@ -63,6 +63,12 @@ def refresher(pipeline: Pipeline, *, publish: bool = True, index: Path | None = 
     )
 
 
+def known_versions(pipeline: Pipeline) -> dict[str, int]:
+    """Table → the schema version the artifacts last refreshed it to (tables they never
+    heard of are absent)."""
+    return ViewRegistry(views_folder(pipeline.config)).tables()
+
+
 def publish_all(pipeline: Pipeline, *, index: Path | None = None) -> RefreshReport:
     """``icetide artifacts publish --all``: every table and view, only what changed."""
     return refresher(pipeline, index=index).snapshot([t.name for t in pipeline.config.tables])

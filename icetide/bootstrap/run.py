@@ -226,6 +226,7 @@ class Bootstrap:
         stamp = F.lit(str(state["position"])).cast("decimal(38,0)").alias(POSITION)
         loaded_at = F.lit(datetime.now(UTC).replace(tzinfo=None)).cast("timestamp").alias(SOURCE_TS)
         rows = 0
+        finished = len(done)
         for chunk in chunks:
             if chunk.index in done:
                 continue
@@ -240,10 +241,16 @@ class Bootstrap:
             rows += write_chunk(self.spark, frame, base, table.name, state["id"], chunk.index)
             if converted is not None:
                 converted.unpersist()
+            finished += 1
             self.pipeline.report(
                 "bootstrap",
                 f"bootstrap {table.name}: chunk {chunk.index + 1}/{len(chunks)}, "
                 f"{rows:,} rows ({rows / max(time.monotonic() - started, 1e-9):,.0f} rows/s)",
+                table=table.name,
+                rows=rows,
+                done=finished,
+                total=len(chunks),
+                bar=f"bootstrap {table.name}",
             )
         return TableBootstrap(table.name, rows, len(chunks), len(done), time.monotonic() - started)
 

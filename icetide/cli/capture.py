@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
+from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, log, positive_int, with_config, with_metrics
 from icetide.errors import ConfigError
 
@@ -63,16 +64,17 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
     pipeline = context.load_pipeline(args)
     sources = chosen_sources(pipeline.config, args.source)
     spark = context.spark_session(pipeline.config)
-    for source in sources:
-        context.state.stop.check()
-        with jvm_boundary(f"bootstrap of {source.name}"):
-            Bootstrap(
-                spark,
-                pipeline,
-                source,
-                chunk_rows=args.chunk_rows,
-                between_chunks=context.state.stop.check,
-            ).run(args.table or None, replace=args.replace)
+    with progress_bars(args, pipeline):  # a bar per table, moved by its chunk records
+        for source in sources:
+            context.state.stop.check()
+            with jvm_boundary(f"bootstrap of {source.name}"):
+                Bootstrap(
+                    spark,
+                    pipeline,
+                    source,
+                    chunk_rows=args.chunk_rows,
+                    between_chunks=context.state.stop.check,
+                ).run(args.table or None, replace=args.replace)
     log("bootstrap done: start `icetide capture` (it resumes from the recorded position)")
     return 0
 

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from icetide.cli import context
+from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, with_config, with_output
 
 
@@ -60,7 +61,7 @@ def cmd_dlt_replay(args: argparse.Namespace) -> int:
         config.table(args.table)
     spark = context.spark_session(config)
     walker = VersionWalker(spark, pipeline)
-    with jvm_boundary("dlt replay"):
+    with jvm_boundary("dlt replay"), progress_bars(args, pipeline):
         if args.unrouted:
             result = replay_unrouted(
                 spark,

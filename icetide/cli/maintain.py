@@ -4,28 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 from icetide.cli import context
+from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, with_config, with_output
-
-
-@contextmanager
-def progress_bar(what: str, total: int) -> Iterator[Callable[[str], None]]:
-    """A Rich progress bar on a terminal; off a terminal nothing (the progress records
-    already say what happens, line by line)."""
-    if not sys.stderr.isatty():
-        yield lambda _: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(what, total=total)
-        yield lambda name: bar.update(task, advance=1, description=f"{what}: {name} done")
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
@@ -39,11 +21,11 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         config.table(name)  # unknown names fail before Spark starts
     spark = context.spark_session(config)
     results = []
-    with progress_bar("maintain", len(names)) as advance:
-        for name in names:
+    with progress_bars(args) as bars:
+        for number, name in enumerate(names):
+            bars.update("maintain", number, len(names), name)
             context.state.stop.check()
             results.append(maintain_table(spark, pipeline, name))
-            advance(name)
     if args.output == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     else:

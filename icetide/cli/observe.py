@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from icetide.cli import context, tables
+from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, log, with_config, with_output
 from icetide.errors import ConfigError
 
@@ -29,7 +30,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             hint="add a sources: section with the source database's connection",
         )
     spark = context.spark_session(config, abandon_at_once=True)
-    with jvm_boundary("verify"):
+    with jvm_boundary("verify"), progress_bars(args, pipeline):
         verdicts = run_verify(pipeline, spark, args.table or None)
     context.state.stop.check()
     if args.output == "json":

@@ -241,6 +241,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     observer = Observer(spark, pipeline, quiet)
     supervisor.add(Task("observe", observer.step, args.observe_interval))
     names += ["stream", "merge", "maintenance", "observe"]
+    if config.artifacts.refresh == "auto":
+        from icetide.artifacts.watch import VersionWatch
+
+        watch = VersionWatch(spark, pipeline, pipeline.report)
+        supervisor.add(Task("artifacts", watch.step, args.observe_interval))
+        names.append("artifacts")
     log(
         f"running: {', '.join(names)}; ledger every "
         f"{format_duration(config.schedule.stream_interval)}, merge every "

@@ -21,7 +21,10 @@ from icetide.cli.context import command_parser, with_config, with_output
 from icetide.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from icetide.config.model import SourceConfig
+    from icetide.evolution.apply import ApplyResult
     from icetide.evolution.evidence import TableEvidence
     from icetide.evolution.plan import EvolutionPlan
     from icetide.pipeline import Pipeline
@@ -263,6 +266,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plans = build_plans(args, pipeline)
     _check_approvals(plans, args.approve, _applied_before(pipeline, plans))
     run_ddl: Callable[[str], None] | None = None
+    spark: SparkSession | None = None
     if not args.no_ddl and any(p.changed or args.approve for p in plans):
         from icetide.spark.errors import jvm_boundary
 
@@ -294,11 +298,46 @@ def cmd_apply(args: argparse.Namespace) -> int:
                     reason=args.reason,
                 )
             )
+    refreshed = refresh_artifacts(pipeline, results, spark if run_ddl is not None else None)
     if args.output == "json":
-        print(json.dumps([r.to_json() for r in results], indent=2, default=str))
+        out = [r.to_json() | {"artifacts": refreshed.get(r.table)} for r in results]
+        print(json.dumps(out, indent=2, default=str))
     else:
         print("\n".join(r.render() for r in results))
+        for table, built in refreshed.items():
+            print(f"table {table}: artifacts published: {', '.join(built) or 'nothing new'}")
     return 3 if any(r.held for r in results) else 0
+
+
+def refresh_artifacts(
+    pipeline: Pipeline, results: list[ApplyResult], spark: SparkSession | None
+) -> dict[str, list[str]]:
+    """With ``artifacts.refresh: auto``, publish each table's newly applied version and
+    the views above it (with ``spark``, the base table's ``avro.schema.literal`` too);
+    table → the package versions built. A failure here leaves the applied change in
+    place and says how to publish later."""
+    if pipeline.config.artifacts.refresh != "auto":
+        return {}
+    from icetide.artifacts.workspace import on_table_changed
+    from icetide.errors import IcetideError
+
+    refreshed: dict[str, list[str]] = {}
+    for result in results:
+        if result.noop or result.version == result.from_version:
+            continue
+        try:
+            report = on_table_changed(pipeline, result.table, result.version, spark)
+        except IcetideError as exc:
+            context.log(
+                f"WARNING table {result.table}: schema version {result.version} applied, but "
+                f"its artifacts were not published: {exc.message}; publish them with "
+                "`icetide artifacts publish --all` (or set artifacts.refresh: off)"
+            )
+            continue
+        refreshed[result.table] = [
+            f"{o.package} {o.version}" for o in report.published if o.action == "published"
+        ]
+    return refreshed
 
 
 def _names(plan: EvolutionPlan, approval: str) -> bool:

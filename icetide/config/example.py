@@ -117,6 +117,13 @@ dead_letter:
   # Default: icetide_unrouted
   unrouted_table: icetide_unrouted
 
+artifacts:
+  # Typed schema packages of the tables and views (docs/artifacts.md). auto: `icetide
+  # schema apply` publishes a table's new schema version and the views above it, and
+  # `icetide run` does once the mirror holds the new version's data; off: only
+  # `icetide artifacts publish` does. Default: auto
+  refresh: auto
+
 # The tables to replicate (at least one).
 tables:
     # Iceberg table name in the namespace (letters, digits, _). Required.

@@ -519,6 +519,15 @@ class MaintenanceConfig(_Model):
     """Files no snapshot references are removed once older than this."""
 
 
+class ArtifactsConfig(_Model):
+    """Typed schema packages (docs/artifacts.md)."""
+
+    refresh: Literal["auto", "off"] = "auto"
+    """``auto``: ``icetide schema apply`` publishes a table's new schema version (and the
+    views above it) right after applying it, and ``icetide run`` does once the mirror holds
+    a new version's data; ``off``: only ``icetide artifacts publish`` publishes."""
+
+
 class DeadLetterConfig(_Model):
     """Names of the dead-letter tables."""
 
@@ -722,6 +731,7 @@ class Config(_Model):
     merge: MergeConfig = Field({}, validate_default=True)
     maintenance: MaintenanceConfig = Field({}, validate_default=True)
     dead_letter: DeadLetterConfig = Field({}, validate_default=True)
+    artifacts: ArtifactsConfig = Field({}, validate_default=True)
     sources: tuple[SourceConfig, ...] = ()
     tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]
 

@@ -21,13 +21,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
-from types import TracebackType
 
 from icetide.devservers.errors import LocalServerError
+from icetide.devservers.lifecycle import LocalServer, terminate
 from icetide.devservers.ports import free_port
 from icetide.spark.jars import DEV_PACKAGES, Coordinate, default_jars_dir, fetched
 
@@ -80,8 +79,10 @@ def server_properties(base: Path, port: int, controller_port: int) -> str:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
-class KafkaServer:
+class KafkaServer(LocalServer):
     """A private KRaft broker with its logs in ``base`` (a new temp folder by default)."""
+
+    STOP_TIMEOUT = 60.0
 
     def __init__(
         self,
@@ -91,13 +92,10 @@ class KafkaServer:
         startup_timeout: float = 120.0,
         keep: bool = False,
     ) -> None:
-        self._owns_base = base is None
-        self.base = Path(tempfile.mkdtemp(prefix="icetide-kafka-")) if base is None else base
+        super().__init__(base, "icetide-kafka-", keep)
         self._jars_dir = jars_dir
-        self.port = free_port()
         self.controller_port = free_port()
         self._startup_timeout = startup_timeout
-        self._keep = keep
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -142,18 +140,9 @@ class KafkaServer:
             process.send_signal(signal.SIGKILL)
             process.wait(30)
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """Shut the broker down (SIGTERM, then SIGKILL) and remove a folder it created."""
+    def _terminate(self, timeout: float = 60.0) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout)
-        if self._owns_base and not self._keep:
-            shutil.rmtree(self.base, ignore_errors=True)
+        terminate(process, timeout)
 
     def restart(self) -> KafkaServer:
         """Kill the broker and start it again on the same ports and logs."""
@@ -165,17 +154,6 @@ class KafkaServer:
         path = self.base / "kafka.out"
         text = path.read_text(errors="replace").splitlines() if path.exists() else []
         return "\n".join(text[-lines:])
-
-    def __enter__(self) -> KafkaServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # --- internals ----------------------------------------------------------------------
 

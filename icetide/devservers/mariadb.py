@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pymysql
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.ports import free_port
+from icetide.devservers.lifecycle import LocalServer, overridden, terminate
 
 _SEARCH_PATH = os.pathsep.join(
     [os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
@@ -86,7 +82,7 @@ def render_options(options: Mapping[str, str | None]) -> list[str]:
     ]
 
 
-class MariaDBServer:
+class MariaDBServer(LocalServer):
     """A private ``mariadbd`` with its data in ``base`` (a new temp folder by default).
 
     ``options`` overrides the :func:`default_options`; a key mapped to ``None`` in
@@ -104,14 +100,10 @@ class MariaDBServer:
         startup_timeout: float = 60.0,
         keep: bool = False,
     ) -> None:
-        self._owns_base = base is None
-        self.base = Path(tempfile.mkdtemp(prefix="icetide-mariadb-")) if base is None else base
-        self.port = free_port()
+        super().__init__(base, "icetide-mariadb-", keep)
         self._overrides = dict(options or {})
         self._extra_args = list(extra_args)
         self._startup_timeout = startup_timeout
-        self._keep = keep
-        self._socket_dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.socket_path = self._pick_socket_path()
         self.user = "root"
@@ -122,13 +114,7 @@ class MariaDBServer:
     @property
     def options(self) -> dict[str, str | None]:
         """The server options after overrides (``None``-valued overrides removed)."""
-        merged = default_options(self.base, self.port, self.socket_path)
-        for name, value in self._overrides.items():
-            if value is None:
-                merged.pop(name, None)
-            else:
-                merged[name] = value
-        return merged
+        return overridden(default_options(self.base, self.port, self.socket_path), self._overrides)
 
     @property
     def binlog_dir(self) -> Path:
@@ -160,29 +146,16 @@ class MariaDBServer:
         self.binlog_dir.mkdir(exist_ok=True)
         if not (self.base / "data" / "mysql").is_dir():
             self._install()
-        for attempt in range(3):
+        log_start = 0
+
+        def attempt() -> None:
+            nonlocal log_start
             log_start = self._log_size()
             self._launch()
-            try:
-                self._wait_ready()
-                return self
-            except BaseException as exc:
-                # Another process may have taken the free port in the meantime: try another.
-                port_taken = "already in use" in self._log_since(log_start)
-                self._terminate()
-                if not isinstance(exc, LocalServerError) or not port_taken or attempt == 2:
-                    self.stop()
-                    raise
-                self.port = free_port()
-        return self
+            self._wait_ready()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Shut the server down cleanly (SIGTERM, then SIGKILL) and clean up."""
-        self._terminate(timeout)
-        if self._socket_dir is not None:
-            shutil.rmtree(self._socket_dir, ignore_errors=True)
-        if self._owns_base and not self._keep:
-            shutil.rmtree(self.base, ignore_errors=True)
+        self._start_on_a_free_port(attempt, lambda: "already in use" in self._log_since(log_start))
+        return self
 
     @property
     def running(self) -> bool:
@@ -198,25 +171,13 @@ class MariaDBServer:
                 text += path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
-    def __enter__(self) -> MariaDBServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # --- internals ----------------------------------------------------------------------
 
     def _pick_socket_path(self) -> Path:
         path = self.base / "mysqld.sock"
         if len(str(path)) <= _MAX_SOCKET_PATH:
             return path
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="itm-"))
-        return self._socket_dir / "mysqld.sock"
+        return self._scratch_folder("itm-") / "mysqld.sock"
 
     def _launch(self) -> None:
         args = [find_program("mariadbd", "mysqld"), "--no-defaults"]
@@ -228,14 +189,7 @@ class MariaDBServer:
 
     def _terminate(self, timeout: float = 30.0) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout)
+        terminate(process, timeout)
 
     def _log_size(self) -> int:
         path = self.base / "mariadbd.err"
@@ -270,9 +224,7 @@ class MariaDBServer:
             )
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self._startup_timeout
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
+        def alive() -> None:
             if self._process is None or self._process.poll() is not None:
                 code = None if self._process is None else self._process.returncode
                 raise LocalServerError(
@@ -280,16 +232,11 @@ class MariaDBServer:
                     + self.error_log(),
                     hint="check the server options; the lines above are its error log",
                 )
-            try:
-                conn = self.connect(connect_timeout=2)
-            except pymysql.err.OperationalError as exc:
-                last_error = exc
-                time.sleep(0.2)
-                continue
-            conn.close()
-            return
-        raise LocalServerError(
-            f"mariadbd did not accept connections on port {self.port} within "
-            f"{self._startup_timeout:.0f}s (last error: {last_error}):\n" + self.error_log(),
-            hint="the machine may be overloaded; try again or raise startup_timeout",
+
+        self._wait_until_it_connects(
+            "mariadbd",
+            lambda: self.connect(connect_timeout=2),
+            pymysql.err.OperationalError,
+            self.error_log,
+            alive,
         )

@@ -27,11 +27,9 @@ import pwd
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import psycopg2
@@ -39,7 +37,7 @@ import psycopg2.extensions
 from psycopg2 import sql
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.ports import free_port
+from icetide.devservers.lifecycle import LocalServer, overridden
 
 _INSTALL_HINT = "install it with `apt-get install postgresql` (or run `make install`)"
 _OS_USER = "postgres"
@@ -112,7 +110,7 @@ host    replication     all     127.0.0.1/32    trust
 """
 
 
-class PostgresServer:
+class PostgresServer(LocalServer):
     """A private PostgreSQL server with its data in ``base`` (a new temp folder by default).
 
     ``settings`` overrides the :func:`default_settings` (values as written in
@@ -132,14 +130,10 @@ class PostgresServer:
         keep: bool = False,
         wal_start: str | None = None,
     ) -> None:
-        self._owns_base = base is None
-        self.base = Path(tempfile.mkdtemp(prefix="icetide-pg-")) if base is None else base
+        super().__init__(base, "icetide-pg-", keep)
         self._wal_start = wal_start
-        self.port = free_port()
         self._overrides = dict(settings or {})
         self._startup_timeout = startup_timeout
-        self._keep = keep
-        self._socket_tmp: Path | None = None
         self._started = False
         self.socket_dir = self._pick_socket_dir()
         self.user = "postgres"
@@ -155,13 +149,7 @@ class PostgresServer:
     @property
     def settings(self) -> dict[str, str]:
         """The server settings after overrides (``None``-valued overrides removed)."""
-        merged = default_settings(self.port, self.socket_dir)
-        for name, value in self._overrides.items():
-            if value is None:
-                merged.pop(name, None)
-            else:
-                merged[name] = value
-        return merged
+        return overridden(default_settings(self.port, self.socket_dir), self._overrides)
 
     def connection_settings(self, dbname: str = "postgres") -> dict[str, Any]:
         """psycopg2 connection keywords for this server (TCP on 127.0.0.1)."""
@@ -224,38 +212,20 @@ class PostgresServer:
                     [find_pg_program("pg_resetwal"), "-l", self._wal_start, str(self.data_dir)],
                     "pg_resetwal",
                 )
-        for attempt in range(3):
+
+        def attempt() -> None:
             self._write_config()
-            try:
-                self._pg_ctl("start", "-w", "-t", str(int(self._startup_timeout)), "-l", self._log)
-                self._started = True
-                self._wait_ready()
-                return self
-            except LocalServerError:
-                # Another process may have taken the free port in the meantime: try another.
-                port_taken = "already in use" in self.server_log(200)
-                self._terminate()
-                if not port_taken or attempt == 2:
-                    self.stop()
-                    raise
-                self.port = free_port()
-            except BaseException:
-                self.stop()
-                raise
+            self._pg_ctl("start", "-w", "-t", str(int(self._startup_timeout)), "-l", self._log)
+            self._started = True
+            self._wait_ready()
+
+        self._start_on_a_free_port(attempt, lambda: "already in use" in self.server_log(200))
         return self
 
     def restart(self) -> None:
         """Stop and start again (after ``ALTER SYSTEM`` of a restart-only setting)."""
         self._terminate()
         self.start()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Shut the server down (fast mode, then SIGKILL) and clean up."""
-        self._terminate(timeout)
-        if self._socket_tmp is not None:
-            shutil.rmtree(self._socket_tmp, ignore_errors=True)
-        if self._owns_base and not self._keep:
-            shutil.rmtree(self.base, ignore_errors=True)
 
     @property
     def running(self) -> bool:
@@ -276,17 +246,6 @@ class PostgresServer:
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
 
-    def __enter__(self) -> PostgresServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # --- internals ----------------------------------------------------------------------
 
     @property
@@ -300,8 +259,7 @@ class PostgresServer:
     def _pick_socket_dir(self) -> Path:
         if len(str(self.base)) <= _MAX_SOCKET_DIR:
             return self.base
-        self._socket_tmp = Path(tempfile.mkdtemp(prefix="itp-"))
-        return self._socket_tmp
+        return self._scratch_folder("itp-")
 
     def _prepare_base(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
@@ -401,19 +359,9 @@ class PostgresServer:
             time.sleep(0.1)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self._startup_timeout
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                conn = self.connect(connect_timeout=2)
-            except psycopg2.OperationalError as exc:
-                last_error = exc
-                time.sleep(0.2)
-                continue
-            conn.close()
-            return
-        raise LocalServerError(
-            f"postgres did not accept connections on port {self.port} within "
-            f"{self._startup_timeout:.0f}s (last error: {last_error}):\n" + self.server_log(),
-            hint="the machine may be overloaded; try again or raise startup_timeout",
+        self._wait_until_it_connects(
+            "postgres",
+            lambda: self.connect(connect_timeout=2),
+            psycopg2.OperationalError,
+            self.server_log,
         )

@@ -228,6 +228,10 @@ def _in(column: str, ids: Sequence[str]) -> str:
     return f"{quote(column)} IN ({literals})"
 
 
+REPLAY_STEPS = 4
+"""A replay's steps, for its progress bar: read, decode, append, record what still fails."""
+
+
 def replay(
     spark: SparkSession,
     pipeline: Pipeline,
@@ -309,10 +313,23 @@ def _replay(
     still fails), in the module doc's safe order."""
     config = pipeline.config
     result = ReplayResult(label)
+
+    def step(done: int, what: str) -> None:
+        pipeline.report(
+            "dlt",
+            f"dlt replay {label}: {what}",
+            table=label,
+            done=done,
+            total=REPLAY_STEPS,
+            bar=f"dlt replay {label}",
+        )
+
+    step(0, "reading the dead letters")
     raws = _letters(spark, dlt, reason, ids)
     result.replayed = len(raws)
     if not raws:
         return result
+    step(1, f"decoding {len(raws):,} dead letters")
     messages = spark.createDataFrame(list(raws.items()), "message_id STRING, raw BINARY")
     wire = wire_for(config, messages)
     routes = routes_of(config)
@@ -324,6 +341,7 @@ def _replay(
             targets.setdefault(target, []).append(message_id)
         else:
             result.still_failing[message_id] = found[2] if found[1] == DEAD else "routing"
+    step(2, f"appending {sum(map(len, targets.values())):,} to the ledger")
     for table in sorted(targets):
         part = ReplayResult(table)
         _into_ledger(spark, pipeline, table, raws, targets[table], wire, on_versions, part)
@@ -334,7 +352,9 @@ def _replay(
     result.already.sort()
     _delete_letters(spark, dlt, result.applied)
     crash_point("dlt.replay.after_dlt_delete")
+    step(3, f"recording the reasons of {len(result.still_failing):,} still failing")
     _update_reasons(spark, dlt, result.still_failing)
+    step(REPLAY_STEPS, f"{len(result.applied):,} replayed")
     return result
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 Phase = Literal["schema", "code", "data", "converged"]
 """The phase a change is *in*: ``schema`` (1: tables being ALTERed), ``code`` (2: the
 merge and ledger switching), ``data`` (3: filling the mirror), or ``converged``."""
+PHASES: tuple[Phase, ...] = ("schema", "code", "data", "converged")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,16 @@ class Convergence:
     seconds_to_data: float | None
     sla_seconds: float
     breached: bool
+
+    def seconds(self) -> dict[str, float | None]:
+        """Seconds from the source change to each step reached: ``detected``, and the
+        ends of ``schema`` (1), ``code`` (2) and ``data`` (3); None while not reached."""
+        return {
+            "detected": self.seconds_to_detect,
+            "schema": self.seconds_to_schema,
+            "code": self.seconds_to_code,
+            "data": self.seconds_to_data,
+        }
 
     def render(self) -> str:
         """One line for people."""
@@ -90,8 +101,7 @@ def table_convergence(spark: SparkSession, config: Config, table: str) -> Conver
 
     altered = [int_property(ledger, p.LEDGER_ALTERED), int_property(base, p.BASE_ALTERED)]
     schema_at = max(a for a in altered if a is not None) if all(altered) else None
-    order = ["schema", "code", "data", "converged"]
-    reached = order.index(phase)
+    reached = PHASES.index(phase)
     sla = config.schedule.convergence_sla.total_seconds()
     data_s = since(int_property(base, p.DATA_FILLED), reached >= 3)
     elapsed = (

@@ -7,18 +7,20 @@ applied: the ledger rows up to the merge watermark's snapshot (Iceberg answers t
 freshness, and breaches its SLA too (nothing of the source has arrived).
 
 ``observe_table`` also gathers what the metrics and the status page show beside it:
-the lag in events, the files and snapshots of the base table.
+the lag in events, the files and snapshots of the base table, and where its latest
+schema change is in its three phases (:mod:`icetide.observe.convergence`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
 from icetide.maintenance.files import file_counts
+from icetide.observe.convergence import table_convergence
 from icetide.schema.contract import ledger as c
 from icetide.spark.progress import read_new_events, read_watermark
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
@@ -49,6 +51,14 @@ class TableHealth:
     dead_letters: dict[str, int]
     """Dead letters of the table by reason (its dead-letter table)."""
     schema_version: int | None = None
+    schema_phase: str = "converged"
+    """Where the table's latest runtime schema change is (``schema``, ``code``, ``data``
+    or ``converged``; ``converged`` too when none ever happened)."""
+    schema_change_version: int | None = None
+    phase_seconds: dict[str, float | None] = field(default_factory=dict)
+    """Seconds from that change at the source to each step reached
+    (:meth:`~icetide.observe.convergence.Convergence.seconds`)."""
+    convergence_breached: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -119,6 +129,7 @@ def observe_table(
     freshness = (now - applied).total_seconds() if applied is not None else None
     breached = sla is not None and (freshness is None or freshness > sla.total_seconds())
     files = file_counts(spark, refs.base) if has_base else None
+    change = table_convergence(spark, config, name) if has_ledger else None
     return TableHealth(
         table=name,
         observed_at=now.isoformat(timespec="seconds"),
@@ -133,6 +144,10 @@ def observe_table(
         delete_files=files.delete_files if files else 0,
         snapshots=files.snapshots if files else 0,
         dead_letters=dead_letters_by_reason(spark, refs),
+        schema_phase=change.phase if change else "converged",
+        schema_change_version=change.version if change else None,
+        phase_seconds=change.seconds() if change else {},
+        convergence_breached=change.breached if change else False,
     )
 
 

@@ -12,7 +12,8 @@ Records read (stage → figures):
 * ``ledger``: ``events`` {table: n}, ``dead_letters_by_table`` {table: {reason: n}};
 * ``merge``: ``events``, ``seconds``, ``dead_letters`` (key changes it dead-letters);
 * ``maintain``: ``outcome``, ``seconds``, ``<kind>_data_files`` … ;
-* ``observe``: a :class:`~icetide.observe.freshness.TableHealth` as figures;
+* ``observe``: a :class:`~icetide.observe.freshness.TableHealth` as figures (freshness,
+  lag, files, and the schema version and phase with the time to each phase);
 * ``run``: ``restarted`` (a supervised stage restarted after failing).
 
 >>> from icetide.progress import Reporter
@@ -38,6 +39,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from icetide.observe.convergence import PHASES
 from icetide.progress import Progress
 
 _MERGE_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -124,6 +126,29 @@ class Metrics:
         self.maintenance_time = Gauge(
             "icetide_maintenance_last_timestamp_seconds",
             "When the last maintenance ended (Unix time)",
+            ["table"],
+            registry=r,
+        )
+        self.schema_version = Gauge(
+            "icetide_schema_version", "The table's current schema version", ["table"], registry=r
+        )
+        self.schema_phase = Gauge(
+            "icetide_schema_phase",
+            "1 for the phase the table's latest schema change is in (schema, code, data, "
+            "converged), 0 for the others",
+            ["table", "phase"],
+            registry=r,
+        )
+        self.phase_seconds = Gauge(
+            "icetide_schema_phase_seconds",
+            "Seconds from the latest schema change at the source to the end of each phase "
+            "(detected, schema, code, data)",
+            ["table", "phase"],
+            registry=r,
+        )
+        self.convergence_breached = Gauge(
+            "icetide_schema_convergence_sla_breached",
+            "1 while the latest schema change is taking longer than schedule.convergence_sla",
             ["table"],
             registry=r,
         )
@@ -230,6 +255,23 @@ class Metrics:
             value = _number(f.get(key))
             if value is not None:
                 gauge.labels(table, "base").set(value)
+
+        version = _number(f.get("schema_version"))
+        if version is not None:
+            self.schema_version.labels(table).set(version)
+        phase = f.get("schema_phase")
+        if phase in PHASES:
+            for name in PHASES:
+                self.schema_phase.labels(table, name).set(1.0 if name == phase else 0.0)
+            self.convergence_breached.labels(table).set(
+                1.0 if f.get("convergence_breached") else 0.0
+            )
+        took = f.get("phase_seconds")
+        if isinstance(took, Mapping):
+            for name, seconds in took.items():
+                value = _number(seconds)
+                if value is not None:
+                    self.phase_seconds.labels(table, str(name)).set(value)
 
     def _run(self, record: Progress) -> None:
         stage = record.figures.get("restarted")

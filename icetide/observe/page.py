@@ -1,8 +1,9 @@
 """The status page: one HTML document that draws ``/status.json`` every few seconds.
 
 Per table: stage positions (ledger snapshot, merge watermark), lag, freshness against
-its SLA with a chart of the last hour, dead letters by reason, schema version, files,
-last maintenance; below, the supervised stages. Every figure sits in an element with
+its SLA with a chart of the last hour, dead letters by reason, schema version, the
+phase of its latest schema change with the seconds from the source change to each
+phase, files, last maintenance; below, the supervised stages. Every figure sits in an element with
 ``data-table`` and ``data-field`` attributes, so a browser test reads the numbers from
 the rendered page. No external assets: the page works offline.
 """
@@ -25,8 +26,8 @@ svg { vertical-align: middle; }
 <table id="tables"><thead><tr>
 <th>table</th><th>ledger snapshot</th><th>watermark</th><th>lag (events)</th>
 <th>freshness (s)</th><th>SLA (s)</th><th>SLA</th><th>last hour</th>
-<th>dead letters</th><th>schema</th><th>data files</th><th>delete files</th>
-<th>snapshots</th><th>last maintenance</th></tr></thead><tbody></tbody></table>
+<th>dead letters</th><th>schema</th><th>phase</th><th>time to phase</th><th>data files</th>
+<th>delete files</th><th>snapshots</th><th>last maintenance</th></tr></thead><tbody></tbody></table>
 <h2>stages</h2>
 <table id="stages"><thead><tr><th>stage</th><th>restarts</th><th>last</th></tr></thead>
 <tbody></tbody></table>
@@ -87,6 +88,19 @@ async function refresh() {
       line.append(name, n); td.appendChild(line);
     }
     cell(tr, t.table, "schema_version", t.schema_version);
+    const pv = t.schema_change_version;
+    cell(tr, t.table, "schema_phase", t.schema_phase, t.convergence_breached ? "breached" : null)
+      .title = pv ? "schema change to version " + pv : "no schema change at runtime";
+    const took = cell(tr, t.table, "phase_seconds", "");
+    const steps = Object.entries(t.phase_seconds || {}).filter(e => e[1] !== null);
+    if (!steps.length) took.textContent = "-";
+    for (const [phase, seconds] of steps) {
+      const line = document.createElement("div");
+      const name = document.createElement("span"); name.textContent = phase + " ";
+      const n = document.createElement("span"); n.textContent = seconds.toFixed(1);
+      n.dataset.table = t.table; n.dataset.field = "phase_seconds"; n.dataset.phase = phase;
+      line.append(name, n); took.appendChild(line);
+    }
     cell(tr, t.table, "data_files", t.data_files);
     cell(tr, t.table, "delete_files", t.delete_files);
     cell(tr, t.table, "snapshots", t.snapshots);

@@ -571,7 +571,7 @@ def run_verify(
             f"no source captures table(s) {', '.join(orphans)}, so they cannot be verified",
             hint="list them under tables: of their source in sources:",
         )
-    verdicts = []
+    verdicts: list[TableVerdict] = []
     for source, chosen in plan:
         if not chosen:
             continue
@@ -582,6 +582,8 @@ def run_verify(
                     "verify",
                     f"verify {table.name}: checksumming source {source.name} and base …",
                     table=table.name,
+                    done=len(verdicts),
+                    total=len(covered),
                 )
                 verdicts.append(verify_table(spark, pipeline, table, conn))
         finally:

@@ -18,6 +18,7 @@ from icetide.artifacts.properties import PROPERTY, set_avro_literal
 from icetide.artifacts.runtime import read_iceberg, table_metadata
 from icetide.artifacts.shape import Naming
 from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.convert.avro import avro_datum
 from icetide.schema.file import schema_from_dict
 from tests.integration.harness import Pipeline
@@ -66,9 +67,10 @@ ROWS = """
 """
 
 
-def test_records_from_the_base_table_roundtrip_and_the_property_is_set(
+def test_records_roundtrip_the_property_is_set_a_view_reads_and_the_run_watch_publishes(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
+    """One base table for the table's and a view's artifacts (one table to create)."""
     pipe = Pipeline.custom(
         tmp_path, warehouse, "artifacts_avro", {"users": USERS}, {"users": "Shop.Users"}, spark
     )
@@ -106,6 +108,88 @@ def test_records_from_the_base_table_roundtrip_and_the_property_is_set(
     (row,) = spark.sql(f"SHOW TBLPROPERTIES {base.sql} ('{PROPERTY}')").collect()
     assert json.loads(row[1]) == schema
     assert "the user's key" in row[1]
+    run_watch_publishes(pipe, spark, base)
+    view_package_reads(pipe, spark, tmp_path)  # after: no view packages built by the watch
+
+
+def view_package_reads(pipe: Pipeline, spark: SparkSession, tmp_path: Path) -> None:
+    """A view's package has ``read(spark)`` like a table's ``read()``: its SQL runs over
+    its inputs (a base table, a view between) in a session of its own, and the rows come
+    back as the view's typed records, the enum kept."""
+    import importlib
+    import sys
+
+    from icetide.artifacts.codegen import package_files
+    from icetide.artifacts.refresh import TableChanged, ViewChanged
+    from icetide.artifacts.workspace import refresher
+
+    r = refresher(pipe.pipeline, publish=False)
+    r.refresh(TableChanged("users", 1))
+    r.refresh(ViewChanged("active", "SELECT Id, Status, Address.City AS City FROM users"))
+    r.refresh(ViewChanged("active_ids", "SELECT Id, Status, City FROM active WHERE Id < 2"))
+    record = r.registry.get("active_ids")
+    assert record is not None and record.status == "ready"
+    shape = r.view_shape(record)
+    assert [kind for _name, kind, _target in shape.relations] == ["table", "view"]
+    folder = tmp_path / "pkg"
+    for name, text in package_files(shape, "1.0.0").items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module(shape.module)
+        rows = module.read(spark)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(shape.module, None)
+        sys.modules.pop(f"{shape.module}._runtime", None)
+    assert [(r.Id, r.Status, r.City) for r in rows] == [(1, module.ActiveIdsStatus.active, "Oslo")]
+    assert all(isinstance(r, module.ActiveIds) for r in rows)
+    assert "active" not in {t.name for t in spark.catalog.listTables()}  # not the caller's
+
+
+def run_watch_publishes(pipe: Pipeline, spark: SparkSession, base: TableName) -> None:
+    """``icetide run``'s artifacts task: a base table whose ``data-version`` moves gets
+    its new package version (and Avro literal); an unmoved one gets nothing; a watch
+    started after a move the artifacts missed catches up."""
+    from icetide.artifacts.index import LocalIndex
+    from icetide.artifacts.watch import VersionWatch
+    from icetide.artifacts.workspace import index_folder
+    from icetide.schema.contract import phases
+    from icetide.schema.model import Column
+    from icetide.schema.types import StringType
+    from icetide.spark.alter import set_properties
+
+    set_properties(spark, base, {phases.DATA_VERSION: "1"})
+    index = LocalIndex(index_folder(pipe.config))
+    said: list[str] = []
+    stages = pipe.pipeline  # one schema store, as in one `icetide run` process
+    watch = VersionWatch(spark, stages, lambda _stage, message, **_: said.append(message))
+
+    def versions() -> list[str]:
+        return [e.version for e in index.versions("icetide-schema-shop-users")]
+
+    assert watch.step() == [] and versions() == []  # first look: nothing moved yet
+
+    def evolve(version: int) -> None:
+        current = stages.schema("users")
+        added = Column(current.last_column_id + 1, f"note{version}", StringType())
+        new = current.with_columns((*current.columns, added), version=version)
+        stages.schemas.record("users", new)
+        set_properties(spark, base, {phases.DATA_VERSION: str(version)})
+
+    evolve(2)
+    [report] = watch.step()
+    assert versions() == ["1.0.0", "1.1.0"]
+    assert said and "1.1.0" in said[-1]
+    (row,) = spark.sql(f"SHOW TBLPROPERTIES {base.sql} ('{PROPERTY}')").collect()
+    assert [f["name"] for f in json.loads(row[1])["fields"]][-1] == "note2"
+    assert watch.step() == []  # no move, no publish
+
+    evolve(3)  # while no watch runs; a new one (a restarted run) catches up
+    later = VersionWatch(spark, stages, lambda *_a, **_k: None)
+    assert len(later.step()) == 1
+    assert versions() == ["1.0.0", "1.1.0", "1.2.0"]
 
 
 def test_the_hadoop_catalog_has_no_iceberg_views(

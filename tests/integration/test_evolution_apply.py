@@ -16,6 +16,8 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
+from icetide.artifacts.index import LocalIndex
+from icetide.artifacts.workspace import index_folder
 from icetide.cli import main
 from icetide.config import load_config
 from icetide.config.loader import load_schema_file
@@ -157,6 +159,18 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
         "widen:amount",
         "add_with_default:note",
     ]
-    # applying again changes nothing and runs nothing
+    # artifacts.refresh is auto: the apply published the new version (a rename: major)
+    # and set the base table's Avro literal to it
+    index = LocalIndex(index_folder(config))
+    package = f"icetide-schema-{db if kind == 'mysql' else 'public'}-customers".replace("_", "-")
+    assert [e.version for e in index.versions(package)] == ["1.0.0", "2.0.0"]
+    assert [f["name"] for f in json.loads(props["avro.schema.literal"])["fields"]] == [
+        "id",
+        "mail",
+        "amount",
+        "note",
+    ]
+    # applying again changes nothing, runs nothing and publishes nothing
     assert main(["schema", "apply", *cli, "--ddl", str(ddl_file)]) == 0
     assert "nothing to do" in capsys.readouterr().out
+    assert [e.version for e in index.versions(package)] == ["1.0.0", "2.0.0"]

@@ -1,11 +1,14 @@
 """``icetide run`` as people run it, with a MariaDB source: capture (a child process),
 stream, merge and the observer supervised in one process, its metrics scraped over HTTP,
-its status page read in a real headless browser, stopped by SIGTERM while merging and
-restarted, and the mirror verified against the source."""
+stopped by SIGTERM with a merge under way (held there by faults.py's pause, so the signal
+cannot miss it) and restarted after a column was added at the source; the restarted run
+converges the change (its phases in the metrics and on the status page, read in a real
+headless browser) and publishes the table's new package version; the mirror is verified
+against the source."""
 
 from __future__ import annotations
 
-import re
+import json
 import shutil
 import signal
 import urllib.request
@@ -19,8 +22,11 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
+from icetide.artifacts.index import LocalIndex
+from icetide.artifacts.workspace import index_folder, publish_all
 from icetide.bootstrap.run import Bootstrap
 from icetide.config import load_config
+from icetide.config.loader import load_table_schemas
 from icetide.demo.live import start_shop
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.observe.verify import render_verdicts, run_verify
@@ -82,16 +88,26 @@ def read_page(port: int, table: str) -> dict[str, str]:
             str(e.get_attribute("data-field")): e.text
             for e in driver.find_elements(By.CSS_SELECTOR, f'td[data-table="{table}"]')
         }
-        for e in driver.find_elements(
-            By.CSS_SELECTOR, f'span[data-table="{table}"][data-field="dead_letters"]'
-        ):
-            figures[f"dead_letters.{e.get_attribute('data-reason')}"] = e.text
+        for key in ("reason", "phase"):
+            css = f'span[data-table="{table}"][data-{key}]'
+            for e in driver.find_elements(By.CSS_SELECTOR, css):
+                name = f"{e.get_attribute('data-field')}.{e.get_attribute(f'data-{key}')}"
+                figures[name] = e.text
         # The chart is drawn: one point per observation so far.
         points = driver.find_element(By.CSS_SELECTOR, f'td[data-table="{table}"] polyline')
         figures["chart_points"] = str(len((points.get_attribute("points") or "").split()))
         return figures
     finally:
         driver.quit()
+
+
+def progress(lines: list[str], stage: str) -> list[dict[str, Any]]:
+    """The JSON progress records of one stage (``--progress json``)."""
+    records = []
+    for line in lines:
+        if line.startswith("{") and f'"stage": "{stage}"' in line:
+            records.append(json.loads(line))
+    return records
 
 
 def test_run_supervised_metrics_page_sigterm_restart_and_verify(
@@ -131,10 +147,12 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     bad = bad.replace('"name": "srv"', f'"name": "{source.name}"')
     p.land(['{"before": null, "after": {"id": 3', bad], name="manual-000001.json")
 
+    gate = tmp_path / "gate"  # faults.py's pause: hold the next merge of customers
+    gate.mkdir()
     port = free_port()
     args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
     args += ["--observe-interval", "1", "--progress", "json"]
-    with child(args) as run:
+    with child(args, {"ICETIDE_PAUSE": f"merge.before_commit:{gate}"}) as run:
         run.wait_for_line(r"status page: ")
 
         def merged(n: int) -> bool:
@@ -169,16 +187,75 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         )
         assert sample(s, "icetide_freshness_sla_seconds", table="customers") == 3600
         assert sample(s, "icetide_freshness_sla_breached", table="customers") == 0
+        assert sample(s, "icetide_schema_phase", table="customers", phase="converged") == 1
+        assert sample(s, "icetide_schema_version", table="customers") == 1
 
-        wait_until(
-            lambda: (
-                sample(
-                    scrape(port), "icetide_maintenance_runs_total", table="customers", outcome="ok"
-                )
-                >= 1
-            ),
-            "a scheduled maintenance of customers",
+        # More changes. The merge that takes them is held just before its commit (the
+        # pause armed here), so the SIGTERM lands while it is under way; it is let go
+        # once the run has taken the signal, and must finish, and no merge after it.
+        (gate / "armed").touch()
+        execute(
+            server,
+            "UPDATE shop.customers SET balance = balance + 1 WHERE id < 100010",
+            "DELETE FROM shop.customers WHERE id >= 100025",
         )
+        wait_until(lambda: (gate / "paused").exists(), "a merge of the changes under way")
+        run.proc.send_signal(signal.SIGTERM)
+        run.wait_for_line(r"run: stopping on SIGTERM")
+        signalled = len(run.lines)
+        (gate / "paused").unlink()
+        assert run.finish() == 0, run.output
+        assert "icetide run stopped by SIGTERM" in run.output, run.output
+        assert "Traceback" not in run.output, run.output
+        after = [r for r in progress(run.lines[signalled:], "merge") if "seconds" in r]
+        assert [(r["table"], r["events"] > 0) for r in after] == [("customers", True)], after
+
+    # Changed while stopped, a column added at the source among them: the restarted run
+    # catches up, converges the schema change (its phases on the page and in the
+    # metrics) and publishes the table's new package version (artifacts.refresh: auto;
+    # the index had version 1 of every table).
+    publish_all(p.pipeline)
+    index = LocalIndex(index_folder(p.config))
+    package = "icetide-schema-shop-customers"
+    assert [e.version for e in index.versions(package)] == ["1.0.0"]
+    execute(
+        server,
+        "ALTER TABLE shop.customers ADD COLUMN note VARCHAR(16) NULL",
+        "UPDATE shop.customers SET name = CONCAT(name, '!'), note = 'n' WHERE id % 3 = 0",
+    )
+    port = free_port()
+    args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
+    args += ["--observe-interval", "1"]
+    with child(args) as again:
+        again.wait_for_line(r"status page: ")
+
+        def converged() -> bool:
+            s = scrape(port)
+            return (
+                sample(s, "icetide_events_captured_total", source=str(source.name)) > 0
+                and s.get(("icetide_lag_events", (("table", "customers"),))) == 0
+                and sample(s, "icetide_schema_version", table="customers") == 2
+                and sample(s, "icetide_schema_phase", table="customers", phase="converged") == 1
+                and sample(s, "icetide_maintenance_runs_total", table="customers", outcome="ok")
+                >= 1
+                and "1.1.0" in [e.version for e in index.versions(package)]
+            )
+
+        try:
+            wait_until(converged, "the restarted run to converge customers and publish 1.1.0")
+        except AssertionError as exc:
+            s = scrape(port)
+            figures = {k: v for k, v in s.items() if "customers" in str(k) or "restart" in k[0]}
+            raise AssertionError(f"{exc}\n{figures}\n" + "\n".join(again.lines[-40:])) from None
+        s = scrape(port)
+        took = {
+            phase: sample(s, "icetide_schema_phase_seconds", table="customers", phase=phase)
+            for phase in ("detected", "schema", "code", "data")
+        }
+        assert 0 < took["schema"] <= took["code"] <= took["data"], took
+        assert sample(s, "icetide_schema_phase", table="customers", phase="data") == 0
+        assert sample(s, "icetide_schema_phase", table="orders", phase="converged") == 1
+
         page = read_page(port, "customers")
         seconds_since = (datetime.now(UTC) - inserted_at).total_seconds()
         assert 0 <= float(page["freshness_seconds"]) <= seconds_since + 2, page
@@ -186,44 +263,11 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         assert page["sla"] == "ok" and page["sla_seconds"] == "3600", page
         assert int(page["chart_points"]) >= 1, page
         assert page["last_maintenance"].startswith("ok at "), page
-
-        # More changes; SIGTERM as soon as their ledger batch is reported, while the
-        # merge thread merges every second.
-        execute(
-            server,
-            "UPDATE shop.customers SET balance = balance + 1 WHERE id < 100010",
-            "DELETE FROM shop.customers WHERE id >= 100025",
-        )
-        seen = len(run.lines)
-        batch = re.compile(r'"stage": "ledger".*"events": \{[^}]*"customers": [1-9]')
-        wait_until(
-            lambda: any(batch.search(line) for line in run.lines[seen:]),
-            "the ledger batch of the changes",
-        )
-        run.proc.send_signal(signal.SIGTERM)
-        assert run.finish() == 0, run.output
-        assert "icetide run stopped by SIGTERM" in run.output, run.output
-        assert "Traceback" not in run.output, run.output
-
-    # Changed while stopped; the restarted run catches up from where each stage was.
-    execute(server, "UPDATE shop.customers SET name = CONCAT(name, '!') WHERE id % 3 = 0")
-    port = free_port()
-    args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
-    args += ["--observe-interval", "1"]
-    with child(args) as again:
-        again.wait_for_line(r"status page: ")
-
-        def caught_up() -> bool:
-            s = scrape(port)
-            return (
-                sample(s, "icetide_events_captured_total", source=str(source.name)) > 0
-                and sample(s, "icetide_lag_events", table="customers") == 0
-                and s.get(("icetide_lag_events", (("table", "customers"),))) is not None
-                and sample(s, "icetide_events_merged_total", table="customers") > 0
-            )
-
-        wait_until(caught_up, "the restarted run to catch up")
+        assert page["schema_version"] == "2" and page["schema_phase"] == "converged", page
+        assert float(page["phase_seconds.data"]) == pytest.approx(took["data"], abs=0.06), page
         again.proc.send_signal(signal.SIGTERM)
         assert again.finish() == 0, again.output
-    verdicts = run_verify(p.pipeline, spark)
+    stages = Pipeline(p.root, p.config_path, p.config, load_table_schemas(p.config), spark)
+    assert [c.name for c in stages.pipeline.schema("customers").columns][-1] == "note"
+    verdicts = run_verify(stages.pipeline, spark)
     assert all(v.matches for v in verdicts), render_verdicts(verdicts)

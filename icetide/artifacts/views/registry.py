@@ -65,6 +65,9 @@ class ViewRecord:
     versions: tuple[ViewVersion, ...] = ()
     error: str | None = None
     """Why the last derivation failed (status ``failed``; older versions stay)."""
+    derived_sql: str | None = None
+    """The SQL the newest version was derived from: with the same inputs, deriving it
+    again would give the same columns, so a refresh skips it."""
 
     @property
     def current(self) -> ViewVersion | None:
@@ -78,15 +81,23 @@ class ViewRecord:
         current = self.current
         if current is not None and current.columns == columns:
             if current.inputs == inputs:
-                return replace(self, status="ready", missing=(), error=None)
+                return replace(self, status="ready", missing=(), error=None, derived_sql=self.sql)
             versions = (*self.versions[:-1], replace(current, inputs=inputs))
-            return replace(self, status="ready", missing=(), error=None, versions=versions)
+            return replace(
+                self,
+                status="ready",
+                missing=(),
+                error=None,
+                versions=versions,
+                derived_sql=self.sql,
+            )
         number = current.version + 1 if current else 1
         return replace(
             self,
             status="ready",
             missing=(),
             error=None,
+            derived_sql=self.sql,
             last_column_id=last_id,
             versions=(*self.versions, ViewVersion(number, columns, inputs)),
         )
@@ -100,6 +111,7 @@ class ViewRecord:
             "missing": list(self.missing),
             "last_column_id": self.last_column_id,
             "error": self.error,
+            "derived_sql": self.derived_sql,
             "versions": [
                 {
                     "version": v.version,
@@ -128,6 +140,7 @@ class ViewRecord:
                 for v in data.get("versions", ())
             ),
             data.get("error"),
+            data.get("derived_sql"),
         )
 
 

@@ -5,6 +5,7 @@ orders, end with V1 and V2 on T's second schema (published, too)."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,83 @@ def test_sql_that_cannot_work_is_refused_and_a_view_broken_later_is_marked_faile
     a, b = r.registry.get("A"), r.registry.get("B")
     assert a is not None and a.status == "failed" and a.current is not None  # v1 kept
     assert b is not None and b.status == "ready"
+
+
+def test_a_snapshot_with_no_change_generates_and_derives_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``publish --all`` twice: the second run (a new process: new refresher and
+    publisher) finds every content hash in the index's fingerprint cache and every view's
+    inputs unchanged, so it neither generates a package's sources nor derives a view; a
+    view whose SQL changed is derived and published again."""
+    import icetide.artifacts.publish as publish
+    import icetide.artifacts.refresh as refresh
+
+    calls = {"generate": 0, "derive": 0}
+
+    def fake_wheel(files: dict[str, str], outdir: Path) -> Path:  # the bookkeeping is real
+        outdir.mkdir(parents=True, exist_ok=True)
+        wheel = outdir / f"w{len(list(outdir.iterdir()))}.whl"
+        wheel.write_text(files["pyproject.toml"])
+        return wheel
+
+    def counted(name: str, real: object) -> object:
+        def call(*args: object, **kwargs: object) -> object:
+            calls[name] += 1
+            return real(*args, **kwargs)  # type: ignore[operator]
+
+        return call
+
+    monkeypatch.setattr(publish, "build_wheel", fake_wheel)
+    monkeypatch.setattr(publish, "package_files", counted("generate", publish.package_files))
+    monkeypatch.setattr(refresh, "derive", counted("derive", refresh.derive))
+    r = refresher(tmp_path, publish=True)
+    for name in ("E2", "E3"):
+        r.refresh(EVENTS[name])
+    first = r.snapshot(["T"])
+    assert sum(o.action == "published" for o in first.published) == 4
+    calls.update(generate=0, derive=0)
+
+    again = refresher(tmp_path, publish=True).snapshot(["T"])
+    assert calls == {"generate": 0, "derive": 0}
+    assert again.published and all(o.action == "unchanged" for o in again.published)
+
+    # The view's SQL edited in its file (the registry is reviewed like code).
+    registry = ViewRegistry(tmp_path / "views")
+    record = registry.get("V2")
+    assert record is not None
+    registry.put(replace(record, sql="SELECT Id, State FROM V1"))
+    changed = refresher(tmp_path, publish=True).snapshot(["T"])
+    built = [(o.name, o.version) for o in changed.published if o.action == "published"]
+    # 2.0.0 for the new columns; 1.0.1 as every version of a view carries its SQL
+    assert built == [("V2", "1.0.1"), ("V2", "2.0.0")] and calls["derive"] == 1
+
+
+def test_a_table_event_whose_publish_failed_is_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table's version is recorded only once its packages are published: the same
+    event, sent again after a failed build, publishes it (it is not taken as done)."""
+    import icetide.artifacts.publish as publish
+    from icetide.artifacts.errors import ArtifactError
+
+    def broken(files: dict[str, str], outdir: Path) -> Path:
+        raise ArtifactError("building artifacts needs pypa build and hatchling")
+
+    def fake_wheel(files: dict[str, str], outdir: Path) -> Path:
+        outdir.mkdir(parents=True, exist_ok=True)
+        wheel = outdir / f"w{len(list(outdir.iterdir()))}.whl"
+        wheel.write_text(files["pyproject.toml"])
+        return wheel
+
+    monkeypatch.setattr(publish, "build_wheel", broken)
+    r = refresher(tmp_path, publish=True)
+    with pytest.raises(ArtifactError):
+        r.refresh(TableChanged("T", 1))
+    assert r.registry.tables() == {}
+    monkeypatch.setattr(publish, "build_wheel", fake_wheel)
+    report = r.refresh(TableChanged("T", 1))
+    assert [(o.package, o.version) for o in report.published] == [
+        ("icetide-schema-shop-t", "1.0.0")
+    ]
+    assert r.registry.tables() == {"T": 1}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.request
 
 from icetide.observe.board import StatusBoard
+from icetide.observe.convergence import PHASES
 from icetide.observe.metrics import Metrics, MetricsServer
 from icetide.progress import Reporter
 
@@ -36,6 +37,10 @@ def test_progress_records_become_metrics_and_are_served() -> None:
         delete_files=0,
         snapshots=9,
         dead_letters={"type_mismatch": 2},
+        schema_version=3,
+        schema_phase="data",
+        phase_seconds={"detected": 0.5, "schema": 2.0, "code": 4.25, "data": None},
+        convergence_breached=False,
     )
     reporter.report("run", "r", restarted="merge", error="x")
     v = metrics.value
@@ -53,6 +58,12 @@ def test_progress_records_become_metrics_and_are_served() -> None:
     assert v("icetide_freshness_seconds", table="orders") == 12.5
     assert v("icetide_freshness_sla_breached", table="orders") == 1
     assert v("icetide_stage_restarts_total", stage="merge") == 1
+    assert v("icetide_schema_version", table="orders") == 3
+    phases = {p: v("icetide_schema_phase", table="orders", phase=p) for p in PHASES}
+    assert phases == {"schema": 0, "code": 0, "data": 1, "converged": 0}
+    assert v("icetide_schema_phase_seconds", table="orders", phase="code") == 4.25
+    assert v("icetide_schema_phase_seconds", table="orders", phase="data") is None
+    assert v("icetide_schema_convergence_sla_breached", table="orders") == 0
     snapshot = board.snapshot()
     [orders] = snapshot["tables"]
     assert orders["lag_events"] == 7 and orders["last_maintenance"]["outcome"] == "ok"
