@@ -408,6 +408,14 @@ class MergeConfig(_Model):
     """How long a delete is remembered, so a late, older insert cannot resurrect the row."""
 
 
+class TableMergeConfig(_Model):
+    """Per-table merge settings (``tables[i].merge``)."""
+
+    strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned"] = "auto"
+    """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
+    from the base's size and the batch's."""
+
+
 class DeadLetterConfig(_Model):
     """Names of the dead-letter tables."""
 
@@ -494,6 +502,7 @@ class TableConfig(_Model):
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+    merge: TableMergeConfig = Field({}, validate_default=True)
 
     @model_validator(mode="before")
     @classmethod

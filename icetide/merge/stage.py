@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
@@ -20,16 +19,19 @@ from pyspark.sql import functions as F
 from icetide.faults import crash_point
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
+from icetide.merge.strategy import apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.commit import append_with_properties, with_commit_properties
-from icetide.spark.progress import read_bootstrap_state, read_new_events, read_watermark
+from icetide.spark.commit import append_with_properties
+from icetide.spark.progress import MergeProgress, read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
+    base_rows,
+    current_snapshot,
     current_snapshot_id,
     ensure_namespace,
     table_exists,
@@ -67,6 +69,9 @@ class MergeStage:
         self.spark = spark
         self.pipeline = pipeline
         self.config = pipeline.config
+        self._progress: dict[str, tuple[int, MergeProgress]] = {}
+        """Table → (base snapshot this stage committed, the progress as of it): the next
+        merge skips the metadata query when the base has not moved since."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -93,7 +98,13 @@ class MergeStage:
         contract = self.pipeline.contract(name)  # one schema for the whole batch
         schema = contract.schema
         self.ensure_base(name)
-        bootstrap = read_bootstrap_state(self.spark, refs.base)
+        at = current_snapshot_id(self.spark, refs.base)
+        known = self._progress.get(name)
+        if known is not None and known[0] == at:
+            progress = known[1]
+        else:
+            progress = read_merge_progress(self.spark, refs.base)
+        bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
             self.pipeline.report(
                 "merge",
@@ -105,20 +116,39 @@ class MergeStage:
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
         end = current_snapshot_id(self.spark, refs.cdc)
-        start = read_watermark(self.spark, refs.base)
+        start = progress.watermark
         if end is None or end == start:
             return MergeResult(name, 0, start, end, 0.0)
         events = read_new_events(self.spark, refs.cdc, start, end)
-        stats = events.agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
-            F.max(F.size(c.UNAVAILABLE)).alias("unavailable"),
-            F.max(F.when(key_move(schema), 1)).alias("moves"),
+        history = self._history(refs.cdc, start, schema)
+        # One job for every figure the batch needs up front; the earlier truncates come
+        # from the same job (a scan Iceberg narrows to the row groups holding a 't').
+        figures = events.select(
+            F.lit(1).alias("n"),
+            F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
+            F.col(c.UNAVAILABLE).alias("unavailable"),
+            F.when(key_move(schema), 1).alias("moves"),
+            *touched_buckets(contract, refs.base),
+        )
+        if history is not None:
+            earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
+            figures = figures.unionByName(earlier, allowMissingColumns=True)
+        stats = figures.agg(
+            F.sum("n").alias("n"),
+            F.max("truncate").alias("truncate"),
+            F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
+            F.max("moves").alias("moves"),
+            F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("buckets"),
+            *([F.max("earlier").alias("earlier")] if history is not None else []),
         ).first()
         assert stats is not None
-        count, batch_truncate = int(stats["n"]), stats["truncate"]
-        history = self._history(refs.cdc, start, schema)
-        truncated_before = self._truncated_before(history, batch_truncate)
+        count, batch_truncate = int(stats["n"] or 0), stats["truncate"]
+        marks = [
+            m
+            for m in (batch_truncate, stats["earlier"] if history is not None else None)
+            if m is not None
+        ]
+        truncated_before = max(marks) if marks else None
         if batch_truncate is not None:
             # Its own commit, before the MERGE that carries the watermark: if we die in
             # between, the replay deletes the same rows again and nothing else.
@@ -127,7 +157,10 @@ class MergeStage:
                 f"CAST({literal(str(batch_truncate))} AS {c.POSITION_SQL})"
             )
             crash_point("merge.after_truncate")
-        has_unavailable = (stats["unavailable"] or 0) > 0
+        # Columns some event left out (unchanged TOAST): only they can keep a stored
+        # value, so only they are read from the base by the MERGE.
+        keep = frozenset(stats["unavailable"] or ())
+        has_unavailable = bool(keep)
         moves: DataFrame | None = None
         inheritance: Inheritance | None = None
         try:
@@ -141,20 +174,26 @@ class MergeStage:
                 moves = applicable(resolved, schema)
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
-            view = f"icetide_batch_{name}"
-            source.createOrReplaceTempView(view)
             before = current_snapshot_id(self.spark, refs.base)
             properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
-
-            def apply() -> None:
-                crash_point("merge.before_commit")
-                self.spark.sql(contract.merge_sql(refs.base, view))
-
-            with_commit_properties(self.spark, properties, apply)
+            choice = choose(
+                self.config.table(name).merge.strategy, base_rows(self.spark, refs.base), count
+            )
+            apply_batch(
+                self.spark,
+                choice.strategy,
+                contract,
+                refs.base,
+                source,
+                f"icetide_batch_{name}",
+                properties,
+                keep,
+                sorted(stats["buckets"]),
+            )
             if current_snapshot_id(self.spark, refs.base) == before:
                 self._commit_watermark_only(refs.base, properties)
+            self._remember(name, refs.base, before, MergeProgress(end, bootstrap))
             crash_point("merge.after_commit")
-            self.spark.catalog.dropTempView(view)
         finally:
             if inheritance is not None:
                 inheritance.release()
@@ -184,15 +223,17 @@ class MergeStage:
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
 
-    def _truncated_before(
-        self, history: DataFrame | None, batch_truncate: Decimal | None
-    ) -> Decimal | None:
-        marks = [batch_truncate] if batch_truncate is not None else []
-        if history is not None:
-            row = history.where(F.col(c.OP) == "t").agg(F.max(c.POSITION)).first()
-            if row is not None and row[0] is not None:
-                marks.append(row[0])
-        return max(marks) if marks else None
+    def _remember(
+        self, name: str, base: TableName, before: int | None, progress: MergeProgress
+    ) -> None:
+        """Keep ``progress`` for the base's new snapshot when it is this merge's own
+        commit right after ``before`` (nothing else committed in between)."""
+        self._progress.pop(name, None)
+        snapshot = current_snapshot(self.spark, base)
+        if snapshot is None or before is None or snapshot.parent_id != before:
+            return
+        if snapshot.summary.get(WATERMARK_PROPERTY) == str(progress.watermark):
+            self._progress[name] = (snapshot.snapshot_id, progress)
 
     def _dead_letter_lost(self, name: str, schema: TableSchema, lost: DataFrame) -> None:
         """Dead-letter the key changes whose unavailable values were found nowhere.
