@@ -68,18 +68,27 @@ class Mix:
 
 
 def bench_config(work: Path, buckets: int = BUCKETS, strategy: str = "auto") -> Config:
-    """A pipeline config for the one benchmark table in ``work``."""
-    schema_path = work / "schemas" / "accounts.yaml"
-    dump_schema_file(SCHEMA, schema_path)
+    """A pipeline config for the benchmark tables (one per layout) in ``work``."""
+    tables = [
+        {
+            "name": layout["table"],
+            "schema": str(work / "schemas" / f"{layout['table']}.yaml"),
+            "buckets": buckets,
+            "mode": layout["mode"],
+        }
+        | ({"merge": {"strategy": strategy}} if strategy != "auto" else {})
+        for layout in LAYOUTS.values()
+    ]
+    for layout in LAYOUTS.values():
+        dump_schema_file(
+            SCHEMA.renamed(layout["table"]), work / "schemas" / f"{layout['table']}.yaml"
+        )
     doc = {
         "pipeline": "bench",
         "state_dir": str(work / "state"),
         "catalog": {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": NAMESPACE},
         "spark": {"master": "local[2]", "shuffle_partitions": buckets},
-        "tables": [
-            {"name": "accounts", "schema": str(schema_path), "buckets": buckets}
-            | ({"merge": {"strategy": strategy}} if strategy != "auto" else {})
-        ],
+        "tables": tables,
     }
     path = work / "icetide.yaml"
     path.write_text(json.dumps(doc))
@@ -92,7 +101,8 @@ def work_dir() -> Path:
 
 def pipeline(config: Config, log: list[str] | None = None) -> Pipeline:
     sinks = [Reporter.lines(log)] if log is not None else [lambda _record: None]
-    return Pipeline(config, {"accounts": SCHEMA}, Reporter(*sinks))
+    schemas = {layout["table"]: SCHEMA.renamed(layout["table"]) for layout in LAYOUTS.values()}
+    return Pipeline(config, schemas, Reporter(*sinks))
 
 
 def seed_rows(spark: SparkSession, rows: int) -> DataFrame:
@@ -173,10 +183,12 @@ BASE = TableName(CATALOG, NAMESPACE, "accounts")
 LEDGER = TableName(CATALOG, NAMESPACE, "accounts_cdc")
 SEED = TableName(CATALOG, NAMESPACE, "accounts_seed")
 LAYOUTS: dict[str, dict[str, str]] = {
-    "mor-v2": {"format-version": "2", "mode": "merge-on-read"},
-    "mor-v3": {"format-version": "3", "mode": "merge-on-read"},
-    "cow": {"format-version": "2", "mode": "copy-on-write"},
+    "mor-v2": {"format-version": "2", "mode": "merge-on-read", "table": "accounts"},
+    "mor-v3": {"format-version": "3", "mode": "merge-on-read", "table": "accounts_v3"},
+    "cow": {"format-version": "2", "mode": "copy-on-write", "table": "accounts_cow"},
 }
+"""Base layouts: merge-on-read with v2 position deletes, with v3 deletion vectors, and
+copy-on-write. Each is its own pipeline table, with its own (identical) ledger."""
 
 
 @dataclass
@@ -186,34 +198,49 @@ class Tables:
     spark: SparkSession
     config: Config
     rows: int
-    batch_snapshot: int
-    """The ledger snapshot holding the batch under test."""
-    before_batch: int
-    """The ledger snapshot before it: the seeded base's watermark."""
     seeds: dict[str, int]
     """Layout → the seeded base table's snapshot, to roll back to."""
+    batches: dict[str, int]
+    """Layout → the ledger snapshot holding the batch under test."""
+    before_batch: dict[str, int]
+    """Layout → the ledger snapshot before it: the seeded base's watermark."""
 
-    def base(self, layout: str) -> TableName:
-        return BASE if layout == "mor-v2" else TableName(CATALOG, NAMESPACE, f"accounts_{layout}")
+    @staticmethod
+    def table(layout: str) -> str:
+        return LAYOUTS[layout]["table"]
+
+    @staticmethod
+    def base(layout: str) -> TableName:
+        return TableName(CATALOG, NAMESPACE, LAYOUTS[layout]["table"])
+
+    @staticmethod
+    def ledger(layout: str) -> TableName:
+        return Tables.base(layout).suffixed("_cdc")
 
     def reset(self, layout: str) -> None:
-        """The base of ``layout`` as seeded, the ledger ending at the batch under test."""
-        name = self.base(layout)
-        self.spark.sql(
-            f"CALL {CATALOG}.system.rollback_to_snapshot('{NAMESPACE}.{name.name}', "
-            f"{self.seeds[layout]})"
-        )
-        current = current_snapshot_id(self.spark, LEDGER)
-        if current != self.batch_snapshot:
-            self.spark.sql(
-                f"CALL {CATALOG}.system.rollback_to_snapshot('{NAMESPACE}.accounts_cdc', "
-                f"{self.batch_snapshot})"
-            )
+        """The base of ``layout`` as seeded, its ledger ending at the batch under test."""
+        rollback(self.spark, self.base(layout), self.seeds[layout])
+        if current_snapshot_id(self.spark, self.ledger(layout)) != self.batches[layout]:
+            rollback(self.spark, self.ledger(layout), self.batches[layout])
+
+
+def rollback(spark: SparkSession, table: TableName, snapshot: int) -> None:
+    spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{NAMESPACE}.{table.name}', {snapshot})")
 
 
 def contract(layout: str, buckets: int = BUCKETS) -> TableContract:
     mode = LAYOUTS[layout]["mode"]
     return TableContract(SCHEMA, TableSettings(buckets, mode))  # type: ignore[arg-type]
+
+
+def create_base(spark: SparkSession, layout: str, buckets: int = BUCKETS) -> TableName:
+    """An empty base table of ``layout``."""
+    name = Tables.base(layout)
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    ddl = contract(layout, buckets).base_ddl(name)
+    version = LAYOUTS[layout]["format-version"]
+    spark.sql(ddl.replace("'format-version'='2'", f"'format-version'='{version}'"))
+    return name
 
 
 def build_tables(
@@ -226,34 +253,33 @@ def build_tables(
     layouts: tuple[str, ...] = ("mor-v2",),
     buckets: int = BUCKETS,
 ) -> Tables:
-    """Seed the base (one per layout) and the ledger: ``history`` batches, then the one
+    """Seed the base (one per layout) and its ledger: ``history`` batches, then the one
     under test."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NAMESPACE}")
-    spark.sql(f"DROP TABLE IF EXISTS {LEDGER}")
-    spark.sql(contract("mor-v2", buckets).ledger_ddl(LEDGER))
-    for i in range(history):
-        ledger_batch(spark, rows, change, mix, i, salt=i + 1).writeTo(LEDGER.sql).append()
-    before = current_snapshot_id(spark, LEDGER)
-    assert before is not None
     seed_rows(spark, rows).writeTo(SEED.sql).using("iceberg").createOrReplace()
-    seeds: dict[str, int] = {}
-    tables = Tables(spark, config, rows, 0, before, seeds)
+    tables = Tables(spark, config, rows, {}, {}, {})
     for layout in layouts:
-        name = tables.base(layout)
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-        ddl = contract(layout, buckets).base_ddl(name)
-        version = LAYOUTS[layout]["format-version"]
-        spark.sql(ddl.replace("'format-version'='2'", f"'format-version'='{version}'"))
+        ledger = Tables.ledger(layout)
+        spark.sql(f"DROP TABLE IF EXISTS {ledger}")
+        spark.sql(contract(layout, buckets).ledger_ddl(ledger))
+        for i in range(history):
+            ledger_batch(spark, rows, change, mix, i, salt=i + 1).writeTo(ledger.sql).append()
+        before = current_snapshot_id(spark, ledger)
+        assert before is not None
+        name = create_base(spark, layout, buckets)
         append_with_properties(
             spark.table(SEED.sql).repartition(buckets * 2, "id"),
             name,
             {WATERMARK_PROPERTY: str(before)},
         )
-        snapshot = current_snapshot_id(spark, name)
-        assert snapshot is not None
-        seeds[layout] = snapshot
-    ledger_batch(spark, rows, change, mix, history).writeTo(LEDGER.sql).append()
-    end = current_snapshot_id(spark, LEDGER)
-    assert end is not None
-    tables.batch_snapshot = end
+        seed = current_snapshot_id(spark, name)
+        assert seed is not None
+        ledger_batch(spark, rows, change, mix, history).writeTo(ledger.sql).append()
+        end = current_snapshot_id(spark, ledger)
+        assert end is not None
+        tables.seeds[layout], tables.before_batch[layout], tables.batches[layout] = (
+            seed,
+            before,
+            end,
+        )
     return tables

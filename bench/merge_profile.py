@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     tables = build_tables(spark, config, args.rows, args.change, Mix(), history=args.history)
     print(f"seeded in {time.perf_counter() - started:.1f}s", file=sys.stderr)
-    new = spark.read.format("iceberg").option("start-snapshot-id", tables.before_batch)
+    new = spark.read.format("iceberg").option("start-snapshot-id", tables.before_batch["mor-v2"])
     print(f"batch events: {new.load(LEDGER.dotted).count():,}", file=sys.stderr)
     strategies = args.strategy.split(",")
     stages = {

@@ -21,17 +21,21 @@ from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.merge.strategy import apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
-from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.base import (
+    EVENTS_PROPERTY,
+    POSITION,
+    STRATEGY_PROPERTY,
+    WATERMARK_PROPERTY,
+)
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.commit import append_with_properties
-from icetide.spark.progress import MergeProgress, read_merge_progress, read_new_events
+from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
     base_rows,
-    current_snapshot,
     current_snapshot_id,
     ensure_namespace,
     table_exists,
@@ -50,6 +54,12 @@ class MergeResult:
     start_snapshot: int | None
     end_snapshot: int | None
     seconds: float
+    strategy: str | None = None
+    """How the batch met the base (:mod:`icetide.merge.strategy`), None when nothing merged."""
+    reason: str = ""
+    """Why that strategy: configured, or what ``auto`` saw."""
+    touched_buckets: int | None = None
+    buckets: int | None = None
 
     def render(self) -> str:
         """One progress line."""
@@ -59,7 +69,15 @@ class MergeResult:
             span = f"the ledger up to snapshot {self.end_snapshot} (first merge)"
         else:
             span = f"ledger snapshots after {self.start_snapshot} up to {self.end_snapshot}"
-        return f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
+        line = f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
+        if self.strategy is None:
+            return line
+        touched = (
+            f", {self.touched_buckets}/{self.buckets} buckets touched"
+            if self.touched_buckets is not None and self.strategy != "shuffle"
+            else ""
+        )
+        return f"{line} by {self.strategy} ({self.reason}{touched})"
 
 
 class MergeStage:
@@ -69,9 +87,6 @@ class MergeStage:
         self.spark = spark
         self.pipeline = pipeline
         self.config = pipeline.config
-        self._progress: dict[str, tuple[int, MergeProgress]] = {}
-        """Table → (base snapshot this stage committed, the progress as of it): the next
-        merge skips the metadata query when the base has not moved since."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -98,12 +113,7 @@ class MergeStage:
         contract = self.pipeline.contract(name)  # one schema for the whole batch
         schema = contract.schema
         self.ensure_base(name)
-        at = current_snapshot_id(self.spark, refs.base)
-        known = self._progress.get(name)
-        if known is not None and known[0] == at:
-            progress = known[1]
-        else:
-            progress = read_merge_progress(self.spark, refs.base)
+        progress = read_merge_progress(self.spark, refs.base)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
             self.pipeline.report(
@@ -175,11 +185,15 @@ class MergeStage:
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
             before = current_snapshot_id(self.spark, refs.base)
-            properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
             choice = choose(
                 self.config.table(name).merge.strategy, base_rows(self.spark, refs.base), count
             )
-            apply_batch(
+            properties = {
+                WATERMARK_PROPERTY: str(end),
+                EVENTS_PROPERTY: str(count),
+                STRATEGY_PROPERTY: f"{choice.strategy}: {choice.reason}",
+            }
+            applied = apply_batch(
                 self.spark,
                 choice.strategy,
                 contract,
@@ -192,12 +206,21 @@ class MergeStage:
             )
             if current_snapshot_id(self.spark, refs.base) == before:
                 self._commit_watermark_only(refs.base, properties)
-            self._remember(name, refs.base, before, MergeProgress(end, bootstrap))
             crash_point("merge.after_commit")
         finally:
             if inheritance is not None:
                 inheritance.release()
-        result = MergeResult(name, count, start, end, time.monotonic() - started)
+        result = MergeResult(
+            name,
+            count,
+            start,
+            end,
+            time.monotonic() - started,
+            choice.strategy,
+            choice.reason,
+            applied.touched_buckets,
+            applied.buckets,
+        )
         self.pipeline.report(
             "merge",
             result.render(),
@@ -206,6 +229,9 @@ class MergeStage:
             start_snapshot=start,
             end_snapshot=end,
             seconds=round(result.seconds, 3),
+            strategy=choice.strategy,
+            strategy_reason=choice.reason,
+            touched_buckets=applied.touched_buckets,
         )
         return result
 
@@ -222,18 +248,6 @@ class MergeStage:
             .where(F.col(c.INGESTED_AT) >= F.lit(cutoff))
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
-
-    def _remember(
-        self, name: str, base: TableName, before: int | None, progress: MergeProgress
-    ) -> None:
-        """Keep ``progress`` for the base's new snapshot when it is this merge's own
-        commit right after ``before`` (nothing else committed in between)."""
-        self._progress.pop(name, None)
-        snapshot = current_snapshot(self.spark, base)
-        if snapshot is None or before is None or snapshot.parent_id != before:
-            return
-        if snapshot.summary.get(WATERMARK_PROPERTY) == str(progress.watermark):
-            self._progress[name] = (snapshot.snapshot_id, progress)
 
     def _dead_letter_lost(self, name: str, schema: TableSchema, lost: DataFrame) -> None:
         """Dead-letter the key changes whose unavailable values were found nowhere.

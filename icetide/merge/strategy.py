@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -83,7 +83,7 @@ def choose(configured: str, base_rows: int, batch_events: int) -> Choice:
     if configured != "auto":
         if configured not in STRATEGIES:
             raise ValueError(f"unknown merge strategy {configured!r}")
-        return Choice(configured, "configured")  # type: ignore[arg-type]
+        return Choice(cast(Strategy, configured), "configured")
     if base_rows < SMALL_BASE_ROWS:
         return Choice(
             "shuffle",
@@ -126,11 +126,11 @@ def spj_conf(spark: SparkSession) -> Iterator[None]:
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from icetide.schema.contract.base import BOOTSTRAP_ID, BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.sql import literal
-from icetide.spark.tables import latest_snapshot_property
+from icetide.spark.tables import latest_snapshot_property, lineage_summaries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,21 +43,22 @@ class MergeProgress:
 
 
 def read_merge_progress(spark: SparkSession, base: TableName) -> MergeProgress:
-    """:func:`read_watermark` and :func:`read_bootstrap_state` in one metadata query
-    (one Spark job instead of two: they run before every merge)."""
-    wm, state, bid = (literal(k) for k in (WATERMARK_PROPERTY, BOOTSTRAP_STATE, BOOTSTRAP_ID))
-    order = "struct(h.made_current_at, s.committed_at)"
-    row = spark.sql(
-        f"SELECT max_by(s.summary[{wm}], {order}) FILTER (WHERE s.summary[{wm}] IS NOT NULL), "
-        f"max_by(s.summary[{state}], {order}) FILTER (WHERE s.summary[{state}] IS NOT NULL), "
-        f"max_by(coalesce(s.summary[{bid}], ''), {order}) "
-        f"FILTER (WHERE s.summary[{state}] IS NOT NULL) "
-        f"FROM {base.child('snapshots')} s JOIN {base.child('history')} h "
-        "ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor"
-    ).first()
-    assert row is not None
-    watermark = int(row[0]) if row[0] is not None else None
-    bootstrap = (row[2], row[1]) if row[1] is not None else None
+    """:func:`read_watermark` and :func:`read_bootstrap_state` at once, from the table's
+    metadata file (its snapshots and their summaries) rather than a Spark query over
+    the metadata tables: no Spark job before every merge.
+
+    The newest snapshot on the current lineage carrying each property wins, as in
+    :func:`~icetide.spark.tables.latest_snapshot_property`.
+    """
+    watermark: int | None = None
+    bootstrap: tuple[str, str] | None = None
+    for summary in lineage_summaries(spark, base):
+        if watermark is None and WATERMARK_PROPERTY in summary:
+            watermark = int(summary[WATERMARK_PROPERTY])
+        if bootstrap is None and BOOTSTRAP_STATE in summary:
+            bootstrap = (summary.get(BOOTSTRAP_ID, ""), summary[BOOTSTRAP_STATE])
+        if watermark is not None and bootstrap is not None:
+            break
     return MergeProgress(watermark, bootstrap)
 
 

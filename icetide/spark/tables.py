@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +101,28 @@ def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
     parent = snapshot.parentId()
     summary = {str(k): str(v) for k, v in dict(snapshot.summary()).items()}
     return Snapshot(int(snapshot.snapshotId()), None if parent is None else int(parent), summary)
+
+
+def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[str, str]]:
+    """The summaries of ``table``'s current snapshot and its ancestors, newest first.
+
+    Read from the table's current metadata file in one call (Iceberg's own JSON of it),
+    so walking a long lineage costs no Spark job and no call per snapshot.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    metadata = _jvm_table(spark, table).operations().current()
+    parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
+    snapshots = {s["snapshot-id"]: s for s in parsed.get("snapshots", [])}
+    current = parsed.get("current-snapshot-id")
+    seen: set[int] = set()
+    while current is not None and current != -1 and current in snapshots:
+        if current in seen:  # a malformed lineage must not loop forever
+            return
+        seen.add(current)
+        snapshot = snapshots[current]
+        yield {str(k): str(v) for k, v in (snapshot.get("summary") or {}).items()}
+        current = snapshot.get("parent-snapshot-id")
 
 
 def base_rows(spark: SparkSession, table: TableName) -> int:
