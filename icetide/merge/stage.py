@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from icetide.faults import crash_point
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
-from icetide.merge.strategy import apply_batch, choose, touched_buckets
+from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import (
     EVENTS_PROPERTY,
@@ -130,6 +130,11 @@ class MergeStage:
         if end is None or end == start:
             return MergeResult(name, 0, start, end, 0.0)
         events = read_new_events(self.spark, refs.cdc, start, end)
+        configured = self.config.table(name).merge.strategy
+        rows = base_rows(self.spark, refs.base)
+        may_prune = configured == "bucket_join_pruned" or (
+            configured == "auto" and rows >= SMALL_BASE_ROWS
+        )
         history = self._history(refs.cdc, start, schema)
         # One job for every figure the batch needs up front; the earlier truncates come
         # from the same job (a scan Iceberg narrows to the row groups holding a 't').
@@ -138,7 +143,7 @@ class MergeStage:
             F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
             F.col(c.UNAVAILABLE).alias("unavailable"),
             F.when(key_move(schema), 1).alias("moves"),
-            *touched_buckets(contract, refs.base),
+            *(touched_buckets(contract, refs.base) if may_prune else ()),
         )
         if history is not None:
             earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
@@ -148,7 +153,11 @@ class MergeStage:
             F.max("truncate").alias("truncate"),
             F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
             F.max("moves").alias("moves"),
-            F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("buckets"),
+            *(
+                [F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("b")]
+                if may_prune
+                else []
+            ),
             *([F.max("earlier").alias("earlier")] if history is not None else []),
         ).first()
         assert stats is not None
@@ -185,9 +194,7 @@ class MergeStage:
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
             before = current_snapshot_id(self.spark, refs.base)
-            choice = choose(
-                self.config.table(name).merge.strategy, base_rows(self.spark, refs.base), count
-            )
+            choice = choose(configured, rows, count)
             properties = {
                 WATERMARK_PROPERTY: str(end),
                 EVENTS_PROPERTY: str(count),
@@ -202,7 +209,7 @@ class MergeStage:
                 f"icetide_batch_{name}",
                 properties,
                 keep,
-                sorted(stats["buckets"]),
+                sorted(stats["b"]) if may_prune else None,
             )
             if current_snapshot_id(self.spark, refs.base) == before:
                 self._commit_watermark_only(refs.base, properties)
