@@ -26,6 +26,7 @@ from icetide.config.model import Config, TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.progress import Reporter
 from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
 from icetide.schema.model import TableSchema
 from icetide.spark.tables import TableRefs
@@ -76,6 +77,26 @@ class SchemaStore:
         """Every table's current schema, keyed by table name."""
         return {t.name: self.current(t.name) for t in self.config.tables}
 
+    def record(self, table: str, schema: TableSchema, *, key_change: bool = False) -> SchemaHistory:
+        """Make ``schema`` the table's new version: the history first (the step checked;
+        a primary-key change only with ``key_change``), then the schema file, replaced
+        atomically. Recording the version the history already ends with rewrites only
+        the file, so a rerun after a crash between the two completes it."""
+        config = self.config.table(table)
+        path = self._history_file(table)
+        history = SchemaHistory.load(path) if path.is_file() else self.history(table)
+        if history.current != schema:
+            history = history.add(schema, key_change=key_change)
+            history.dump(path)
+        file = self.config.resolved_path(config.schema_file)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        dump_schema_file(schema, tmp)
+        os.replace(tmp, file)
+        self._histories[table] = history
+        self._entries[table] = _Entry(_stamp(config.schema_file), schema)
+        return history
+
     def _read(self, table: TableConfig) -> TableSchema:
         schema = load_schema_file(table.schema_file, f"schema of table {table.name}")
         if schema.table and schema.table.casefold() != table.name.casefold():
@@ -97,6 +118,10 @@ class SchemaStore:
         if history is None:
             history = SchemaHistory(table, (schema,))
         elif history.current == schema:
+            return history
+        elif schema in history.versions:
+            # An older version: evolution wrote the history and has yet to replace the
+            # file (it completes that on its rerun); run with the file until then.
             return history
         elif history.current.version == schema.version:
             # The same version with other content: the file was edited in place; keep

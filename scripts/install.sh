@@ -2,6 +2,8 @@
 # Installs everything icetide needs on a fresh Debian machine, skipping what is there.
 # Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers.
 # Python: icetide itself (editable) with the capture and dev extras.
+# JVM: the packages Spark needs, by Maven coordinates, resolved once by Maven into the
+# jar folder (`icetide jars fetch`; skips what is already there).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -9,6 +11,7 @@ SUDO=""
 
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
@@ -20,9 +23,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cd "$(dirname "$0")/.."
-if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest" 2>/dev/null \
+if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, sqlglot, fastavro, build, hatchling, pypiserver" 2>/dev/null \
    || [ pyproject.toml -nt .install-stamp ]; then
-  echo "install.sh: pip install -e .[dev,capture]"
-  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture]"
+  echo "install.sh: pip install -e .[dev,capture,artifacts]"
+  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture,artifacts]"
   touch .install-stamp
 fi
+
+echo "install.sh: icetide jars fetch"
+python3 -m icetide.cli jars fetch

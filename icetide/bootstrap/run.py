@@ -39,6 +39,7 @@ from icetide.events.position import lsn_position
 from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.schema.sink import refuse_sink
 from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.tables import table_exists
 
@@ -95,6 +96,8 @@ class Bootstrap:
 
         every = self.config.source_tables(self.source)
         chosen = [t for t in every if not tables or t.name in tables]
+        for table in chosen:  # before anything is claimed or started
+            refuse_sink(self.pipeline.schema(table.name), "bootstrap")
         store = offset_store(self.config, self.source)
         with ExitStack() as stack:
             state = load_state(self.state_file)

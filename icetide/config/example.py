@@ -117,6 +117,18 @@ tables:
     buckets: 16
     # merge-on-read (cheap writes) or copy-on-write (cheap reads). Default: merge-on-read
     mode: merge-on-read
+    # What a source schema change does (docs/schema-evolution.md). Defaults shown.
+    evolution:
+      # evolve | freeze | discard_row | discard_value, for every kind of change
+      mode: evolve
+      # per kind, e.g. {type_change: freeze, add_column: discard_value}
+      modes: {}
+      # a dropped source column: soft (kept, commented) or hard (dropped)
+      drop: soft
+      # name patterns of new columns held as sensitive until approved, e.g. ["*ssn*"]
+      sensitive: []
+      # apply allowed changes with no human (false: wait for `icetide schema apply`)
+      auto_apply: true
 """
 
 EXAMPLE_SCHEMA = """\
@@ -140,6 +152,12 @@ columns:
   - {id: 6, name: updated_at, type: timestamp}
 sink:
   logical: {updated_at: io.debezium.time.MicroTimestamp}
+  # How columns are stored in Iceberg, by source column name (docs/sink-config.md):
+  # another name, a wider type, or a conversion (sha256, mask, lower, upper, trim,
+  # epoch_millis_to_timestamp, epoch_seconds_to_timestamp, json_text_to_struct).
+  # columns:
+  #   email: {name: email_sha256, convert: sha256}
+  #   balance: {type: "decimal(18,2)"}
 """
 
 

@@ -38,6 +38,10 @@ _SCHEMA_HINT = (
     "see the commented example schemas/customers.yaml that `icetide init DIR` writes; "
     "ids are whole numbers from 1, never reused"
 )
+_MISSING_SCHEMA_HINT = (
+    "`icetide onboard` writes it from the source database's catalog (and creates the "
+    "tables); or write it by hand: " + _SCHEMA_HINT
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def load_table_schemas(config: Config) -> dict[str, TableSchema]:
                 Problem(
                     where,
                     f"schema file {table.schema_file} not found",
-                    f"write it by hand; {_SCHEMA_HINT}",
+                    _MISSING_SCHEMA_HINT,
                 )
             )
             continue
@@ -145,9 +149,7 @@ def load_schema_file(path: str | Path, used_as: str = "") -> TableSchema:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(
-            f"schema file {file} not found", hint=f"write it by hand; {_SCHEMA_HINT}"
-        ) from None
+        raise ConfigError(f"schema file {file} not found", hint=_MISSING_SCHEMA_HINT) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read schema file {file}: {exc}") from None
     data, lines, problems = _parse(text, file, "schema file", "table, primary_key, columns")

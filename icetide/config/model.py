@@ -349,6 +349,9 @@ class SparkConfig(_Model):
     app_name: Text | None = None
     iceberg_jar: JarSource = "auto"
     extra_jars: tuple[Location, ...] = ()
+    # None: the defaults in icetide.spark.jars (Iceberg, Kafka source, Avro, JDBC drivers).
+    packages: tuple[Text, ...] | None = None
+    jars_dir: Location | None = None
     shuffle_partitions: Count = Field(8, ge=1)
     conf: SecretMap = {}
 
@@ -359,6 +362,17 @@ class SparkConfig(_Model):
         if wrong:
             raise ValueError(f"keys must start with 'spark.', got {', '.join(map(repr, wrong))}")
         return conf
+
+    @field_validator("packages")
+    @classmethod
+    def _coordinates(cls, packages: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        wrong = [p for p in packages or () if len(p.split(":")) != 3 or "" in p.split(":")]
+        if wrong:
+            raise ValueError(
+                f"{', '.join(map(repr, wrong))} is not a Maven coordinate: write "
+                "group:artifact:version, e.g. org.apache.spark:spark-avro_2.12:3.5.7"
+            )
+        return packages
 
     def conf_plain(self) -> dict[str, str]:
         """``conf`` with secrets revealed, for the session builder."""
@@ -485,6 +499,65 @@ def _split_server(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "server": server, "source": rest}
 
 
+EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
+"""dlt's schema-contract modes: ``evolve`` takes the change (held kinds wait for approval),
+``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
+drops the rows that carry it, ``discard_value`` drops just the values it brings."""
+
+CHANGE_KINDS = (
+    "add_column",
+    "add_nested",
+    "add_with_default",
+    "add_required",
+    "widen",
+    "source_only",
+    "optional",
+    "required",
+    "rename",
+    "drop",
+    "ambiguous",
+    "narrow",
+    "type_change",
+    "key_change",
+    "sensitive",
+    "metadata",
+)
+"""Every kind of schema change evolution classifies (``icetide.evolution.classify``); the
+keys an ``evolution.modes`` mapping may use."""
+
+
+def _change_kinds(value: Any) -> Any:
+    if isinstance(value, dict):
+        for kind in value:
+            if kind not in CHANGE_KINDS:
+                close = difflib.get_close_matches(str(kind), CHANGE_KINDS, n=1)
+                raise ValueError(
+                    f"unknown change kind {kind!r}"
+                    + (f"; did you mean {close[0]!r}?" if close else "")
+                    + f" (kinds: {', '.join(CHANGE_KINDS)})"
+                )
+    return value
+
+
+class EvolutionConfig(_Model):
+    """``evolution:`` of a table: what happens when its source schema changes.
+
+    ``mode`` is the contract mode for every kind of change, ``modes`` overrides it per
+    kind (``{type_change: freeze, add_column: discard_value}``). ``drop`` says what a
+    dropped source column does to the tables (``soft``: kept, commented, no longer
+    written; ``hard``: dropped). ``sensitive`` lists name patterns (``fnmatch``, no case)
+    whose new columns are tagged ``sensitive`` and held until approved. ``auto_apply``:
+    changes that need no approval apply without a human (``false``: they wait for
+    ``icetide schema apply``).
+    """
+
+    mode: EvolutionMode = "evolve"
+    modes: Annotated[dict[str, EvolutionMode], BeforeValidator(_change_kinds)] = {}
+    drop: Literal["soft", "hard"] = "soft"
+    sensitive: tuple[Text, ...] = ()
+    auto_apply: bool = True
+
+
 class TableConfig(_Model):
     """One replicated table: its Debezium source, schema file and layout.
 
@@ -503,6 +576,7 @@ class TableConfig(_Model):
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
     merge: TableMergeConfig = Field({}, validate_default=True)
+    evolution: EvolutionConfig = Field({}, validate_default=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -20,15 +20,17 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
+from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
-from icetide.schema.model import TableSchema
+from icetide.schema.model import Column, SinkSettings, TableSchema
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""
@@ -218,7 +220,8 @@ def classify_batches(
 
 
 def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
-    """Arrow schema of :func:`project_batches` output: ledger columns + status columns."""
+    """Arrow schema of :func:`project_batches` output: ledger columns + status columns
+    (the ledger's Iceberg names and types, after the sink config)."""
     fields = TableContract(schema).ledger_arrow()
     fields += [
         pa.field(STATUS, pa.string()),
@@ -286,11 +289,26 @@ def project_one(raw: bytes, schema: TableSchema) -> dict[str, Any]:
         return {STATUS: DEAD, REASON: DECODE_FAILED, ERROR: _error_text(exc), RAW: raw}
 
 
+def unmapped(schema: TableSchema) -> TableSchema:
+    """``schema`` without its sink mappings: the shape events are projected in before
+    :func:`to_sink` converts them."""
+    if not schema.sink.maps:
+        return schema
+    return schema.with_columns(schema.columns, sink=SinkSettings(schema.sink.logical))
+
+
 def project_batches(
     schema: TableSchema,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function that turns one table's messages into ledger rows."""
+    """The ``mapInArrow`` function that turns one table's messages into ledger rows.
+
+    Each message is typed by the source schema (:func:`project_one`); when the table's
+    sink config maps, renames or converts columns, the whole batch is then converted at
+    once (:func:`to_sink`).
+    """
     arrow_schema = projected_arrow_schema(schema)
+    contract = TableContract(schema)
+    source_arrow = projected_arrow_schema(unmapped(schema))
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -301,9 +319,70 @@ def project_batches(
                 row = project_one(raw or b"", schema)
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
-            yield to_arrow(rows, raws, arrow_schema)
+            if schema.sink.maps:
+                yield to_sink(to_arrow(rows, raws, source_arrow), contract, raws, arrow_schema)
+            else:
+                yield to_arrow(rows, raws, arrow_schema)
 
     return run
+
+
+def to_sink(
+    batch: pa.RecordBatch, contract: TableContract, raws: list[bytes | None], out: pa.Schema
+) -> pa.RecordBatch:
+    """A projected batch in the source's names and types → the ledger's (the contract's
+    target schema): key columns and both row images renamed, cast or converted column by
+    column (:func:`icetide.events.convert.convert_values`), ``_unavailable`` renamed.
+
+    A row with a value the sink cannot convert becomes a dead letter
+    (:data:`~icetide.events.convert.CONVERSION_FAILED`) naming the column and value.
+    """
+    source, target, sink = contract.schema, contract.target, contract.schema.sink
+    failed: dict[int, str] = {}
+
+    def column(values: pa.Array, src: Column, stored: Column) -> pa.Array:
+        converted = convert_values(values, src.type, sink.conversions.get(src.id), stored.type)
+        for row, why in converted.failed.items():
+            failed.setdefault(row, f"column {src.name} of table {source.table}: {why}")
+        return converted.array
+
+    stored_by_id = {col.id: col for col in target.columns}
+    arrays: dict[str, pa.Array] = {}
+    for src in source.key_columns:
+        stored = stored_by_id[src.id]
+        arrays[stored.name] = column(batch.column(src.name), src, stored)
+    for image in c.ROW_IMAGES:
+        struct = batch.column(image)
+        children = [
+            column(child, src, stored_by_id[src.id])
+            for child, src in zip(struct.flatten(), source.columns, strict=True)
+        ]
+        arrays[image] = pa.StructArray.from_arrays(
+            children, fields=list(out.field(image).type), mask=pc.is_null(struct)
+        )
+    names = {src.name: stored_by_id[src.id].name for src in source.columns}
+    unavailable = batch.column(c.UNAVAILABLE).to_pylist()
+    arrays[c.UNAVAILABLE] = pa.array(
+        [None if u is None else [names.get(n, n) for n in u] for u in unavailable],
+        out.field(c.UNAVAILABLE).type,
+    )
+    converted = pa.RecordBatch.from_arrays(
+        [arrays[f.name] if f.name in arrays else batch.column(f.name) for f in out],
+        schema=out,
+    )
+    if not failed:
+        return converted
+    rows = converted.to_pylist()
+    for row, why in failed.items():
+        if rows[row][STATUS] == ROW:
+            rows[row] = {
+                STATUS: DEAD,
+                REASON: CONVERSION_FAILED,
+                ERROR: why,
+                RAW: raws[row],
+                c.MESSAGE_ID: rows[row][c.MESSAGE_ID],
+            }
+    return pa.RecordBatch.from_pylist(rows, schema=out)
 
 
 def to_arrow(

@@ -265,7 +265,8 @@ class LedgerStage:
                     extra = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
                 stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
-                ledger_cols = [quote(col.name) for col in schema.key_columns] + [
+                stored = TableContract(schema).target  # the ledger's own column names
+                ledger_cols = [quote(col.name) for col in stored.key_columns] + [
                     m for m in c.META_COLUMNS if m not in stamped
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(

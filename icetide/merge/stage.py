@@ -111,7 +111,7 @@ class MergeStage:
         started = time.monotonic()
         refs = self.refs(name)
         contract = self.pipeline.contract(name)  # one schema for the whole batch
-        schema = contract.schema
+        schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name)
         progress = read_merge_progress(self.spark, refs.base)
         bootstrap = progress.bootstrap

@@ -136,7 +136,7 @@ def spj_conf(spark: SparkSession) -> Iterator[None]:
 def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:
     """Write the deduplicated batch to ``staging``, bucketed like the base: one file per
     bucket."""
-    first = contract.schema.primary_key[0]
+    first = contract.target.primary_key[0]
     (
         source.writeTo(staging.sql)
         .using("iceberg")
@@ -151,12 +151,12 @@ def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
     """Per ledger event, the base bucket its key falls in (``bucket``) and, for a key
     change, its old key's (``old_bucket``): the buckets a batch touches, computed in the
     merge's first aggregate rather than by another job."""
-    first = contract.schema.primary_key[0]
+    first = contract.target.primary_key[0]
     function = f"{quote(base.catalog)}.system.bucket({contract.settings.buckets}, "
     return [
         F.expr(f"{function}{quote(first)})").alias("bucket"),
         F.when(
-            key_changed(contract.schema), F.expr(f"{function}{qualified(BEFORE, first)})")
+            key_changed(contract.target), F.expr(f"{function}{qualified(BEFORE, first)})")
         ).alias("old_bucket"),
     ]
 

@@ -42,6 +42,7 @@ from icetide.config import SourceConfig, TableConfig
 from icetide.errors import ConfigError, IcetideError, Terminal
 from icetide.observe import checksum as ck
 from icetide.schema.model import Column, TableSchema
+from icetide.schema.sink import refuse_sink
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.errors import SourceUnavailableError
 from icetide.sources.quoting import postgres_quote
@@ -419,6 +420,7 @@ def verify_table(
     """Compare one base table with its source table; see the module docs."""
     table = pipeline.config.table(table) if isinstance(table, str) else table
     schema = pipeline.schema(table.name)
+    refuse_sink(schema, "verify")
     refs = pipeline.refs(table.name)
     keys, columns = schema.key_columns, schema.columns
     frame, snapshot = _base_frame(spark, refs, schema)

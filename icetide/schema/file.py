@@ -18,7 +18,13 @@ Example schema file (``schemas/customers.yaml``)::
       - {id: 9, name: tags, type: {list: {element_id: 10, element: string}}}
     sink:
       logical: {updated_at: io.debezium.time.MicroTimestamp}
+      columns:                       # the sink config (docs/sink-config.md)
+        email: {name: email_hash, convert: sha256}
+        balance: {type: "decimal(14,2)"}
 
+``sink.columns`` says how a column is stored in Iceberg, keyed by its source name:
+``name`` (the Iceberg name), ``type`` (a widening override) or ``convert`` (a function of
+:mod:`icetide.schema.conversions`, as its name or ``{function: mask, keep: 4}``).
 ``sink.logical`` optionally names the Debezium/Kafka Connect logical type the source uses
 for a column; it is only needed to decode events that arrive without an inline schema.
 Files written before it existed carried ``logical:`` on the column itself; they still
@@ -27,6 +33,7 @@ load: the value moves to ``sink.logical`` and :data:`MIGRATION_NOTE` says so.
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
@@ -46,6 +53,8 @@ from pydantic import (
 )
 
 from icetide.errors import SchemaError
+from icetide.schema.conversions import FUNCTIONS, Conversion
+from icetide.schema.defaults import DefaultError, default_from_data, default_to_data
 from icetide.schema.model import (
     Column,
     Loc,
@@ -55,6 +64,7 @@ from icetide.schema.model import (
     loc_text,
     schema_problems,
 )
+from icetide.schema.sink import sink_ids, sink_problems
 from icetide.schema.types import (
     DecimalType,
     EnumType,
@@ -171,7 +181,7 @@ def _type(value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> IcetideType 
     return MapType(ids["key_id"], types["key"], ids["value_id"], types["value"], bool(nullable))
 
 
-_FIELD_KEYS = ("id", "name", "type", "nullable", "doc")
+_FIELD_KEYS = ("id", "name", "type", "nullable", "doc", "default", "tags")
 
 
 def _field(entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Column | None:
@@ -197,10 +207,37 @@ def _field(entry: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Column | No
         problems.append(((*loc, "nullable"), "must be true or false (without quotes)"))
         ok = False
     ftype = _type(entry["type"], (*loc, "type"), problems) if "type" in entry else None
-    if not ok or ftype is None:
+    tags = _tags(entry.get("tags"), (*loc, "tags"), problems)
+    if not ok or ftype is None or tags is None:
         return None
+    default = _default(ftype, entry.get("default"), (*loc, "default"), problems)
     doc = entry.get("doc")
-    return Column(int(fid), str(name), ftype, nullable, doc if isinstance(doc, str) else None)  # type: ignore[arg-type]
+    return Column(
+        int(fid),  # type: ignore[arg-type]
+        str(name),
+        ftype,
+        nullable,
+        doc if isinstance(doc, str) else None,
+        default,
+        tags,
+    )
+
+
+def _tags(value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> frozenset[str] | None:
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list | tuple) or not all(isinstance(t, str) and t for t in value):
+        problems.append((loc, "must be a list of tags, e.g. [sensitive]"))
+        return None
+    return frozenset(value)
+
+
+def _default(ctype: IcetideType, value: Any, loc: Loc, problems: list[tuple[Loc, str]]) -> Any:
+    try:
+        return default_from_data(ctype, value)
+    except DefaultError as exc:
+        problems.append((loc, f"{exc} (the column is {ctype})"))
+        return None
 
 
 def type_to_data(ctype: IcetideType) -> Any:
@@ -241,6 +278,10 @@ def column_to_data(column: Column) -> dict[str, Any]:
         entry["nullable"] = False
     if column.doc:
         entry["doc"] = column.doc
+    if column.default is not None:
+        entry["default"] = default_to_data(column.default)
+    if column.tags:
+        entry["tags"] = sorted(column.tags)
     return entry
 
 
@@ -256,9 +297,42 @@ def schema_to_dict(schema: TableSchema) -> dict[str, Any]:
         data["last_column_id"] = schema.last_column_id
     data["columns"] = [column_to_data(c) for c in schema.columns]
     names = {c.id: c.name for c in schema.columns}
+    sink: dict[str, Any] = {}
     if schema.sink.logical:
-        data["sink"] = {"logical": {names[i]: v for i, v in schema.sink.logical.items()}}
+        sink["logical"] = {names[i]: v for i, v in schema.sink.logical.items()}
+    columns = sink_columns_to_data(schema)
+    if columns:
+        sink["columns"] = columns
+    if sink:
+        data["sink"] = sink
     return data
+
+
+def conversion_to_data(conversion: Conversion) -> Any:
+    """A ``convert:`` value: the function's name, or a mapping when it has arguments."""
+    if not conversion.arguments:
+        return conversion.function
+    body: dict[str, Any] = {"function": conversion.function}
+    for key, value in conversion.arguments:
+        body[key] = type_to_data(value) if isinstance(value, IcetideType) else value
+    return body
+
+
+def sink_columns_to_data(schema: TableSchema) -> dict[str, Any]:
+    """The ``sink.columns:`` block of ``schema``, keyed by source column name."""
+    sink = schema.sink
+    columns: dict[str, Any] = {}
+    for column in schema.columns:
+        entry: dict[str, Any] = {}
+        if column.id in sink.names:
+            entry["name"] = sink.names[column.id]
+        if column.id in sink.types:
+            entry["type"] = type_to_data(sink.types[column.id])
+        if column.id in sink.conversions:
+            entry["convert"] = conversion_to_data(sink.conversions[column.id])
+        if entry:
+            columns[column.name] = entry
+    return columns
 
 
 # -- the file's model ---------------------------------------------------------------------
@@ -272,6 +346,12 @@ def _names_list(value: Any) -> Any:
     # pydantic's own message ("must be a list") does not show how to write one.
     if isinstance(value, str):
         raise ValueError(f"must be a list of column names, e.g. [{value}]")
+    return value
+
+
+def _tags_list(value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        raise ValueError("must be a list of tags, e.g. [sensitive]")
     return value
 
 
@@ -311,14 +391,63 @@ class ColumnEntry(_Entry):
     name: Name
     type: Annotated[IcetideType, BeforeValidator(_type_field)]
     nullable: StrictBool | None = None
+    default: Any = None
+    """A literal of the column's type, or ``{sql: TEXT}`` (see :mod:`icetide.schema.defaults`)."""
+    tags: Annotated[tuple[Name, ...], BeforeValidator(_tags_list)] = ()
+    """Labels such as ``sensitive``."""
     logical: Name | None = None
     doc: StrictStr | None = None
 
 
+def _convert_field(value: Any) -> Conversion:
+    """``convert:`` as written: a function name, or ``{function: name, arg: value}``."""
+    if isinstance(value, str) and value:
+        return Conversion(value)
+    if not isinstance(value, dict) or not isinstance(value.get("function"), str):
+        raise ValueError(
+            "must be a function name, e.g. sha256, or a mapping such as "
+            f"{{function: mask, keep: 4}} (functions: {', '.join(FUNCTIONS)})"
+        )
+    args = []
+    problems: list[tuple[Loc, str]] = []
+    for key, arg in value.items():
+        if key == "function":
+            continue
+        if key == "type":
+            parsed = _type(arg, (key,), problems)
+            if parsed is not None:
+                args.append((str(key), parsed))
+        else:
+            args.append((str(key), arg))
+    if problems:
+        raise SchemaFileProblems(problems)
+    return Conversion(value["function"], tuple(args))
+
+
+class SinkColumnEntry(_Entry):
+    """One entry of ``sink.columns:``: how a source column is stored in Iceberg."""
+
+    name: Name | None = None
+    type: Annotated[IcetideType, BeforeValidator(_type_field)] | None = None
+    convert: Annotated[Conversion, BeforeValidator(_convert_field)] | None = None
+
+
 class SinkEntry(_Entry):
-    """``sink:``: how the table's values arrive (see :class:`SinkSettings`)."""
+    """``sink:``: how the table's values arrive (``logical``) and how each column is
+    stored (``columns``; see :class:`SinkSettings`)."""
 
     logical: dict[Name, Name] = Field(default_factory=dict)
+    columns: dict[Name, SinkColumnEntry] = Field(default_factory=dict)
+
+    def settings(self, ids: dict[str, int], logical: dict[int, str]) -> SinkSettings:
+        """The settings by column id (names the file does not have are left out)."""
+        known = {n: e for n, e in self.columns.items() if n in ids}
+        return SinkSettings(
+            logical,
+            {ids[n]: e.name for n, e in known.items() if e.name is not None},
+            {ids[n]: e.type for n, e in known.items() if e.type is not None},
+            {ids[n]: e.convert for n, e in known.items() if e.convert is not None},
+        )
 
 
 class SchemaFile(_Entry):
@@ -337,10 +466,25 @@ class SchemaFile(_Entry):
         # A key column left without nullable: is not null, so only an explicit
         # nullable: true on one is reported.
         problems = schema_problems(self._built(), self.primary_key)
+        for i, entry in enumerate(self.columns):
+            _default(entry.type, entry.default, ("columns", i, "default"), problems)
         names = {e.name for e in self.columns}
         for name in self.sink.logical:
             if name not in names:
                 problems.append((("sink", "logical", name), "no column has this name"))
+        for name in self.sink.columns:
+            if name not in names:
+                close = difflib.get_close_matches(name, sorted(names), n=1)
+                problems.append(
+                    (
+                        ("sink", "columns", name),
+                        "no column has this name (the keys are source column names)"
+                        + (f"; did you mean {close[0]!r}?" if close else ""),
+                    )
+                )
+        ids = {e.name: e.id for e in self.columns}
+        key_ids = tuple(ids[k] for k in self.primary_key if k in ids)
+        problems += sink_problems(self._built(), key_ids, self.sink.settings(ids, {}))
         for i, entry in enumerate(self.columns):
             if entry.logical and entry.name in self.sink.logical:
                 problems.append(
@@ -368,6 +512,8 @@ class SchemaFile(_Entry):
                 type=e.type,
                 nullable=(e.name not in key) if e.nullable is None else e.nullable,
                 doc=e.doc,
+                default=_default(e.type, e.default, (), []),
+                tags=frozenset(e.tags),
             )
             for e in self.columns
         )
@@ -381,13 +527,19 @@ class SchemaFile(_Entry):
         ids = {e.name: e.id for e in self.columns}
         logical = {ids[n]: v for n, v in self.sink.logical.items()}
         logical.update({e.id: e.logical for e in self.columns if e.logical})
+        sink = self.sink.settings(ids, logical)
+        last = self.last_column_id
+        extra = sink_ids(sink)
+        if extra:
+            # Fields a conversion introduces take ids too: never reused by a new column.
+            last = max(last or 0, *extra, *column_ids(self._built()))
         return TableSchema(
             self.table,
             self._built(),
             self.primary_key,
             self.version,
-            last_column_id=self.last_column_id,
-            sink=SinkSettings(logical),
+            last_column_id=last,
+            sink=sink,
         )
 
 

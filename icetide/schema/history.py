@@ -24,6 +24,7 @@ without the ``table:`` key, which is said once at the top.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,7 @@ class SchemaHistory:
     def dump(self, path: Path) -> None:
         """Write the history as one YAML file, atomically (stages may run side by side)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
         os.replace(tmp, path)
 

@@ -1,11 +1,20 @@
 """A first schema for a source table, inferred from its columns: written once for every
-source system, which only says how one of its column types maps to an icetide type."""
+source system, which only says how one of its column types maps to an icetide type.
+
+A source column may also carry its catalog ``DEFAULT`` (``information_schema.COLUMNS.
+COLUMN_DEFAULT`` on MySQL/MariaDB, ``pg_get_expr(adbin, adrelid)`` on PostgreSQL) as
+``default`` text and the dialect it is written in as ``dialect``; the inferred column then
+carries it as a typed :class:`~icetide.schema.model.ColumnDefault`
+(:func:`icetide.schema.defaults.default_from_source`). Readers without them (the binlog's
+table map) infer columns without defaults.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
+from icetide.schema.defaults import Dialect, default_from_source
 from icetide.schema.model import Column, SinkSettings, TableSchema
 from icetide.schema.types import parse_type
 
@@ -42,12 +51,18 @@ def infer_table_schema(
     logical: dict[int, str] = {}
     for number, info in enumerate(columns, start=1):
         type_name, hint = type_of(info)
+        ctype = parse_type(type_name)
+        default_text = getattr(info, "default", None)
+        dialect: Dialect = "postgres" if getattr(info, "dialect", None) == "postgres" else "mysql"
         built.append(
             Column(
                 id=number,
                 name=info.name,
-                type=parse_type(type_name),
+                type=ctype,
                 nullable=info.nullable and info.name not in key,
+                default=None
+                if default_text is None or ctype.is_nested
+                else default_from_source(ctype, default_text, dialect),
             )
         )
         if hint:

@@ -21,43 +21,121 @@ from types import MappingProxyType
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.conversions import Conversion
 from icetide.schema.types import IcetideType, ListType, MapType, StructType
 
 
 @dataclass(frozen=True)
+class ColumnDefault:
+    """A column's source ``DEFAULT``: a typed literal, or the source's SQL when it is not
+    a constant.
+
+    ``value`` is a Python value of the column's type (``int`` for int/long, ``Decimal``
+    for decimal, ``str`` for string/uuid/json/enum, ``bool``, ``float``, ``date``,
+    ``time``, ``datetime`` (aware for timestamptz), ``bytes`` for binary): what every
+    old row holds after the source added the column, so Iceberg's ``initial-default`` or
+    a fill can write it. ``sql`` is the default's text when it is computed
+    (``CURRENT_TIMESTAMP``, ``nextval('s')``, ``uuid()``): then old rows hold values
+    only the source knows, and a fill has to read them from there.
+    A ``DEFAULT NULL`` is no default (``Column.default is None``).
+    """
+
+    value: Any = None
+    sql: str | None = None
+
+    @property
+    def constant(self) -> bool:
+        """Whether every old row holds the same, known value."""
+        return self.sql is None
+
+
+SENSITIVE = "sensitive"
+"""The tag of a column whose values must not be copied before someone approves it."""
+
+
+@dataclass(frozen=True)
 class Column:
-    """A column, or a field nested in a struct; ``id`` is stable for the life of the table."""
+    """A column, or a field nested in a struct; ``id`` is stable for the life of the table.
+
+    ``default`` is the source's ``DEFAULT`` (``None``: none); ``tags`` are free-form
+    labels such as :data:`SENSITIVE` that evolution and the sink read.
+    """
 
     id: int
     name: str
     type: IcetideType
     nullable: bool = True
     doc: str | None = None
+    default: ColumnDefault | None = None
+    tags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tags, frozenset):
+            object.__setattr__(self, "tags", frozenset(self.tags))
+
+    def __repr__(self) -> str:
+        # default and tags only when set, so columns without them print as they always did
+        text = (
+            f"Column(id={self.id!r}, name={self.name!r}, type={self.type!r}, "
+            f"nullable={self.nullable!r}, doc={self.doc!r}"
+        )
+        if self.default is not None:
+            text += f", default={self.default!r}"
+        if self.tags:
+            text += f", tags={sorted(self.tags)!r}"
+        return text + ")"
 
 
 @dataclass(frozen=True)
 class SinkSettings:
-    """How one table's values arrive, beside (not inside) its columns.
+    """How one table's values arrive and how they are stored, beside (not inside) its
+    columns; every mapping is keyed by (top-level) column id, so a source rename keeps it.
 
     ``logical`` maps a column id to the Debezium/Kafka Connect logical type name the
     source uses for it (``io.debezium.time.MicroTimestamp``); it is only needed to decode
     events that arrive without an inline schema.
+
+    The rest is the sink config (docs/sink-config.md), from which the table-contract
+    builder generates the Iceberg tables, the ledger projection and the merge:
+    ``names`` the Iceberg name of a column whose name differs from the source's,
+    ``types`` a type override (a widening :func:`~icetide.schema.promote.promote`
+    allows), ``conversions`` a function of :mod:`icetide.schema.conversions`.
     """
 
     logical: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    names: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    types: Mapping[int, IcetideType] = field(default_factory=lambda: MappingProxyType({}))
+    conversions: Mapping[int, Conversion] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "logical", MappingProxyType(dict(self.logical)))
+        for name in _SINK_MAPPINGS:
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+    def _items(self) -> tuple[tuple[tuple[int, Any], ...], ...]:
+        return tuple(tuple(sorted(getattr(self, n).items())) for n in _SINK_MAPPINGS)
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted(self.logical.items())))
+        return hash(self._items())
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A mapping proxy does not pickle; Spark ships schemas to Python workers.
-        return (SinkSettings, (dict(self.logical),))
+        return (SinkSettings, tuple(dict(getattr(self, n)) for n in _SINK_MAPPINGS))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SinkSettings) and dict(self.logical) == dict(other.logical)
+        return isinstance(other, SinkSettings) and self._items() == other._items()
+
+    @property
+    def maps(self) -> bool:
+        """True when the sink renames, retypes or converts any column (the ledger then
+        converts each projected batch; without it the source values are stored as is)."""
+        return bool(self.names or self.types or self.conversions)
+
+    def configured(self) -> frozenset[int]:
+        """The ids of the columns the sink config renames, retypes or converts."""
+        return frozenset(self.names) | frozenset(self.types) | frozenset(self.conversions)
+
+
+_SINK_MAPPINGS = ("logical", "names", "types", "conversions")
 
 
 RESERVED_PREFIX = "_icetide"

@@ -28,12 +28,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
+    from icetide.config.model import SparkConfig
+    from icetide.spark.jars import Coordinate
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 _DEBIAN_JDBC_JARS = (
     "/usr/share/java/mariadb-java-client.jar",
     "/usr/share/java/postgresql.jar",
 )
+# Which Maven artifact each Debian driver jar stands in for.
+_DEBIAN_JDBC_ARTIFACTS = {
+    "mariadb-java-client.jar": "mariadb-java-client",
+    "postgresql.jar": "postgresql",
+}
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 _CATALOG_IMPLS = {
     "glue": "org.apache.iceberg.aws.glue.GlueCatalog",
@@ -41,40 +48,103 @@ _CATALOG_IMPLS = {
 
 
 def iceberg_runtime_jar(setting: str) -> Path | None:
-    """The Iceberg runtime jar to put on ``spark.jars``; None when the cluster has it.
+    """The Iceberg runtime jar given by ``spark.iceberg_jar`` when it is not ``auto``.
 
-    ``auto`` takes the jar from the ``snowpark-connect-deps-iceberg`` wheel, ``provided``
-    adds nothing, anything else is a path to a jar.
+    ``provided`` (the cluster has it) gives None; anything else is a path to a jar. For
+    ``auto`` see :func:`jvm_jars`: the Maven-fetched runtime, else the bundled wheel.
     """
     if setting == "provided":
         return None
     if setting == "auto":
-        try:
-            import snowpark_connect_deps_iceberg as wheel
-        except ImportError:
-            raise ConfigError(
-                "the Iceberg runtime wheel is not installed",
-                path="spark.iceberg_jar",
-                hint="pip install snowpark-connect-deps-iceberg==1.0.2, or set "
-                "spark.iceberg_jar to a jar path or 'provided'",
-            ) from None
-        return Path(wheel.get_jar_path(ICEBERG_JAR))
+        return bundled_iceberg_jar()
     jar = Path(setting).expanduser()
     if not jar.is_file():
         raise ConfigError(
             f"Iceberg runtime jar {jar} does not exist",
             path="spark.iceberg_jar",
-            hint="use 'auto' (bundled 1.10.2), 'provided', or an existing jar path",
+            hint="use 'auto' (fetched by Maven, or the bundled 1.10.2), 'provided', or an "
+            "existing jar path",
         )
     return jar
 
 
-def jdbc_driver_jars() -> list[Path]:
-    """Debian's MariaDB and PostgreSQL JDBC drivers, where installed, for ``bootstrap``.
+def bundled_iceberg_jar() -> Path:
+    """The offline fallback: the Iceberg runtime carried by a PyPI wheel."""
+    try:
+        import snowpark_connect_deps_iceberg as wheel
+    except ImportError:
+        raise ConfigError(
+            "the Iceberg runtime was not fetched and its fallback wheel is not installed",
+            path="spark.iceberg_jar",
+            hint="run `icetide jars fetch`, or pip install snowpark-connect-deps-iceberg==1.0.2, "
+            "or set spark.iceberg_jar to a jar path or 'provided'",
+        ) from None
+    return Path(wheel.get_jar_path(ICEBERG_JAR))
 
-    ``spark.extra_jars`` adds others (a MySQL Connector/J, say) on machines without them.
-    """
+
+def jdbc_driver_jars() -> list[Path]:
+    """Debian's MariaDB and PostgreSQL JDBC drivers, where installed: the fallback when
+    Maven did not fetch them. ``spark.extra_jars`` adds others (a MySQL Connector/J)."""
     return [jar for jar in map(Path, _DEBIAN_JDBC_JARS) if jar.is_file()]
+
+
+def jvm_jars(spark: SparkConfig) -> list[Path]:
+    """Everything for ``spark.jars``: extra jars, then the configured Maven packages as
+    fetched into the jar folder, with the offline fallbacks for what is missing.
+
+    Packages left at their defaults may be missing (the fallbacks cover Iceberg and the
+    JDBC drivers; Kafka and Avro are then unavailable); packages the config names must
+    have been fetched.
+    """
+    from icetide.spark import jars as maven
+
+    explicit = spark.packages is not None
+    coordinates = [
+        maven.Coordinate.parse(text)
+        for text in (spark.packages if spark.packages is not None else maven.DEFAULT_PACKAGES)
+    ]
+    if spark.iceberg_jar != "auto":  # the cluster's, or an explicit path, wins
+        coordinates = [c for c in coordinates if not _is_iceberg_runtime(c)]
+    folder = Path(spark.jars_dir).expanduser() if spark.jars_dir else maven.default_jars_dir()
+    found: list[Path] = []
+    missing = []
+    for coordinate in coordinates:
+        got = maven.fetched(folder, coordinate)
+        if got is None:
+            missing.append(coordinate)
+        else:
+            found += got
+    if explicit and missing:
+        raise ConfigError(
+            f"JVM packages not fetched into {folder}: {', '.join(map(str, missing))}",
+            path="spark.packages",
+            hint="run `icetide jars fetch -c <config>` once on this machine",
+        )
+    provided = maven.spark_home_jars()
+    result = [Path(j) for j in spark.extra_jars]
+    names = {j.name for j in result}
+    for jar in maven.classpath(found, provided):
+        if jar.name not in names:
+            names.add(jar.name)
+            result.append(jar)
+    have = [c for c in coordinates if c not in missing]
+    if spark.iceberg_jar != "auto":
+        runtime = iceberg_runtime_jar(spark.iceberg_jar)
+        if runtime is not None:
+            result.insert(0, runtime)
+    elif not any(_is_iceberg_runtime(c) for c in have):
+        result.insert(0, bundled_iceberg_jar())
+    # Debian's driver only where Maven did not fetch that database's driver.
+    fetched_drivers = {c.artifact for c in have}
+    for jar in jdbc_driver_jars():
+        artifact = _DEBIAN_JDBC_ARTIFACTS[jar.name]
+        if artifact not in fetched_drivers and jar.name not in names:
+            result.append(jar)
+    return result
+
+
+def _is_iceberg_runtime(coordinate: Coordinate) -> bool:
+    return coordinate.artifact.startswith("iceberg-spark-runtime")
 
 
 def spark_conf(config: Config) -> dict[str, str]:
@@ -98,11 +168,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
-    jars = [str(j) for j in spark.extra_jars]
-    runtime = iceberg_runtime_jar(spark.iceberg_jar)
-    if runtime is not None:
-        jars.insert(0, str(runtime))
-    jars += [str(j) for j in jdbc_driver_jars() if str(j) not in jars]
+    jars = [str(j) for j in jvm_jars(spark)]
     if jars:
         conf["spark.jars"] = ",".join(jars)
     prefix = f"spark.sql.catalog.{catalog.name}"

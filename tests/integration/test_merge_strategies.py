@@ -100,7 +100,7 @@ def _bucket_join_setup(pipeline: Pipeline, spark: SparkSession) -> tuple[str, in
     pipeline.merge()
     contract = pipeline.pipeline.contract("customers")
     base = pipeline.refs("customers").base
-    key = contract.schema.primary_key[0]
+    key = contract.target.primary_key[0]
     batch = (
         spark.table(base.sql)
         .limit(2)
@@ -109,7 +109,7 @@ def _bucket_join_setup(pipeline: Pipeline, spark: SparkSession) -> tuple[str, in
             "_icetide_position + 1 AS _position",
             "'u' AS _op",
             "_icetide_source_ts AS _source_ts",
-            *[f"named_struct('v', `{c.name}`) AS _v{c.id}" for c in contract.schema.value_columns],
+            *[f"named_struct('v', `{c.name}`) AS _v{c.id}" for c in contract.target.value_columns],
         )
     )
     staging = staging_table(base)

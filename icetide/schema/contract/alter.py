@@ -61,7 +61,7 @@ def alter_plan(
     ``drop`` says what a column that left the schema does: ``soft`` keeps it in the
     tables (no longer written, its values stay readable), ``hard`` drops it.
     """
-    was, now = old.schema, new.schema
+    was, now = old.target, new.target  # the tables' own names and types
     if was.key_ids != now.key_ids:
         raise SchemaError(
             f"table {now.table}: the primary key changed from {list(was.primary_key)} to "

@@ -2,15 +2,18 @@
 Arrow shape out.
 
 Everything that turns a schema into a table definition or a statement over it lives
-here, so the ledger's columns as SQL and as Arrow, the base DDL, the merge's value slots
-and its MERGE cannot drift apart. Identifiers are quoted by the one quoting helper; table
-names arrive as :class:`~icetide.schema.contract.names.TableName`.
+here, generated from the table's Iceberg-side schema (the schema file after its sink
+config: mapped names, overridden or converted types, :mod:`icetide.schema.sink`), so
+the ledger's columns as SQL and as Arrow, the base DDL, the merge's value slots, its
+MERGE and the ledger projection plan cannot drift apart. Identifiers are quoted by the
+one quoting helper; table names arrive as :class:`~icetide.schema.contract.names.TableName`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow as pa
 
@@ -20,6 +23,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import arrow_struct, arrow_type, sql_type, struct_sql
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
+from icetide.schema.sink import target_schema
 
 
 @dataclass(frozen=True)
@@ -43,17 +47,68 @@ def value_slot(column_id: int) -> str:
 
 
 @dataclass(frozen=True)
+class ProjectionStep:
+    """How the ledger projection fills one column (see :meth:`TableContract.projection`)."""
+
+    id: int
+    source_name: str
+    source_type: str
+    how: str
+    """``as is``, ``cast`` (a type override) or the conversion call."""
+    name: str
+    type: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.id}: {self.source_name} {self.source_type} -> {self.how} -> "
+            f"{self.name} {self.type}"
+        )
+
+
+@dataclass(frozen=True)
 class TableContract:
     """Everything built from one version of a table's schema."""
 
     schema: TableSchema
+    """The source-side schema (the schema file, with its sink config)."""
     settings: TableSettings = TableSettings()
+
+    @cached_property
+    def target(self) -> TableSchema:
+        """The Iceberg-side schema every table and statement is generated from: the
+        sink config's names and types, the same ids (:func:`~icetide.schema.sink.
+        target_schema`)."""
+        return target_schema(self.schema)
+
+    def projection(self) -> list[ProjectionStep]:
+        """The ledger projection plan: per column, from its source name and type to its
+        Iceberg name and type, and the conversion or cast between them."""
+        sink = self.schema.sink
+        steps = []
+        for source, stored in zip(self.schema.columns, self.target.columns, strict=True):
+            conversion = sink.conversions.get(source.id)
+            if conversion is not None:
+                how = conversion.describe()
+            elif source.id in sink.types:
+                how = "cast"
+            else:
+                how = "as is"
+            steps.append(
+                ProjectionStep(
+                    source.id, source.name, str(source.type), how, stored.name, str(stored.type)
+                )
+            )
+        return steps
+
+    def projection_text(self) -> str:
+        """:meth:`projection` as lines, for ``schema show --sql`` and the golden files."""
+        return "\n".join(str(step) for step in self.projection())
 
     # -- the ledger -------------------------------------------------------------------
     def ledger_columns(self) -> list[str]:
         """Column definitions of ``<table>_cdc``, in table order."""
-        keys = [f"{quote(k.name)} {sql_type(k.type)}" for k in self.schema.key_columns]
-        row = struct_sql(self.schema.columns)
+        keys = [f"{quote(k.name)} {sql_type(k.type)}" for k in self.target.key_columns]
+        row = struct_sql(self.target.columns)
         return keys + [
             f"{c.OP} STRING",
             f"{c.AFTER} {row}",
@@ -76,8 +131,8 @@ class TableContract:
 
     def ledger_arrow(self) -> list[pa.Field]:
         """The Arrow fields of :meth:`ledger_written_columns`, for ``mapInArrow`` output."""
-        row = arrow_struct(self.schema.columns)
-        keys = [pa.field(k.name, arrow_type(k.type)) for k in self.schema.key_columns]
+        row = arrow_struct(self.target.columns)
+        keys = [pa.field(k.name, arrow_type(k.type)) for k in self.target.key_columns]
         return keys + [
             pa.field(c.OP, pa.string()),
             pa.field(c.AFTER, row),
@@ -98,7 +153,7 @@ class TableContract:
             f"PARTITIONED BY (days({c.INGESTED_AT})) "
             "TBLPROPERTIES ('format-version'='2', 'write.distribution-mode'='none', "
             f"'{c.KIND_PROPERTY}'='ledger', "
-            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.schema.version}')"
+            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.target.version}')"
         )
 
     def ledger_upgrades(self, table: TableName, present: set[str]) -> list[str]:
@@ -119,17 +174,17 @@ class TableContract:
         Non-key columns are nullable whatever the source says: a mirror must accept every
         row the source had, and required→optional is a safe evolution anyway.
         """
-        keys = set(self.schema.key_ids)
+        keys = set(self.target.key_ids)
         columns = [
             f"{quote(col.name)} {sql_type(col.type)}" + (" NOT NULL" if col.id in keys else "")
-            for col in self.schema.columns
+            for col in self.target.columns
         ]
         return columns + [f"{b.POSITION} DECIMAL(38,0)", f"{b.SOURCE_TS} TIMESTAMP"]
 
     def base_ddl(self, table: TableName) -> str:
         """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2, hash distribution."""
         mode = self.settings.mode
-        bucket_column = quote(self.schema.primary_key[0])
+        bucket_column = quote(self.target.primary_key[0])
         body = ",\n  ".join(self.base_columns())
         return (
             f"CREATE TABLE IF NOT EXISTS {table} (\n  {body}\n) USING iceberg "
@@ -138,12 +193,12 @@ class TableContract:
             f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', "
             f"'write.merge.mode'='{mode}', "
             f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "
-            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.schema.version}')"
+            f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.target.version}')"
         )
 
     def identifier_fields_sql(self, table: TableName) -> str:
         """Mark the primary key as Iceberg identifier fields (readers and Flink use them)."""
-        keys = ", ".join(quote(k) for k in self.schema.primary_key)
+        keys = ", ".join(quote(k) for k in self.target.primary_key)
         return f"ALTER TABLE {table} SET IDENTIFIER FIELDS {keys}"
 
     # -- the dead letters -------------------------------------------------------------
@@ -160,7 +215,7 @@ class TableContract:
     # -- the merge --------------------------------------------------------------------
     def value_slots(self) -> dict[int, str]:
         """Column id → the batch column holding its deduplicated value (non-key columns)."""
-        return {col.id: value_slot(col.id) for col in self.schema.value_columns}
+        return {col.id: value_slot(col.id) for col in self.target.value_columns}
 
     def merge_sql(self, base: TableName, source: str, keep: Collection[str] | None = None) -> str:
         """MERGE the deduplicated batch view ``source`` into ``base``.
@@ -191,7 +246,7 @@ class TableContract:
         """
         touched = None
         if buckets is not None:
-            first = quote(self.schema.primary_key[0])
+            first = quote(self.target.primary_key[0])
             ids = ", ".join(str(int(i)) for i in sorted(buckets)) or "NULL"
             function = f"{quote(base.catalog)}.system.bucket"
             touched = f"{function}({self.settings.buckets}, t.{first}) IN ({ids})"
@@ -204,7 +259,7 @@ class TableContract:
         extra_on: str | None = None,
         keep: Collection[str] | None = None,
     ) -> str:
-        schema, keys = self.schema, set(self.schema.key_ids)
+        schema, keys = self.target, set(self.target.key_ids)
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
         if extra_on:
             on = f"{on} AND {extra_on}"
@@ -235,7 +290,7 @@ class TableContract:
 
         Not used by icetide; benchmarks run it to measure what the real merge gains.
         """
-        schema, keys_ids = self.schema, set(self.schema.key_ids)
+        schema, keys_ids = self.target, set(self.target.key_ids)
         keys = ", ".join(quote(k) for k in schema.primary_key)
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
         cols = [quote(col.name) for col in schema.columns]

@@ -132,10 +132,31 @@ def arrow_type(ctype: IcetideType) -> pa.DataType:
 
 
 def arrow_value(value: Any, ctype: IcetideType) -> Any:
-    """A decoded Python value in the form Arrow takes for :func:`arrow_type`."""
-    if value is not None and ctype.name == "time" and isinstance(value, time):
+    """A decoded Python value in the form Arrow takes for :func:`arrow_type` (a time of
+    day as its text, inside structs, lists and maps too).
+
+    >>> from icetide.schema.types import TimeType
+    >>> arrow_value({"at": time(10, 30)}, StructType((Column(1, "at", TimeType()),)))
+    {'at': '10:30:00'}
+    """
+    if value is None:
+        return None
+    if ctype.name == "time" and isinstance(value, time):
         return value.isoformat()
+    if isinstance(ctype, StructType) and isinstance(value, dict):
+        return {f.name: arrow_value(value.get(f.name), f.type) for f in ctype.fields}
+    if (
+        isinstance(ctype, ListType)
+        and isinstance(value, list)
+        and ctype.element.name in _HOLDS_TIME
+    ):
+        return [arrow_value(v, ctype.element) for v in value]
+    if isinstance(ctype, MapType) and isinstance(value, list):
+        return [(arrow_value(k, ctype.key), arrow_value(v, ctype.value)) for k, v in value]
     return value
+
+
+_HOLDS_TIME = ("time", "struct", "list", "map")
 
 
 def struct_sql(columns: tuple[Column, ...]) -> str:
@@ -386,3 +407,62 @@ def from_arrow(dtype: pa.DataType, next_id: NextId) -> IcetideType:
         hint="icetide reads Arrow booleans, integers, floats, strings, binaries, date32, "
         "timestamps, decimals, structs, lists and maps",
     )
+
+
+# --- icetide → Spark's JSON form of a type (StructType.fromJson) -------------------------------
+
+_SPARK_JSON_NAMES = {
+    "BOOLEAN": "boolean",
+    "INT": "integer",
+    "BIGINT": "long",
+    "FLOAT": "float",
+    "DOUBLE": "double",
+    "STRING": "string",
+    "BINARY": "binary",
+    "DATE": "date",
+    "TIMESTAMP_NTZ": "timestamp_ntz",
+    "TIMESTAMP": "timestamp",
+}
+
+
+def spark_json_type(ctype: IcetideType) -> Any:
+    """The type in Spark's JSON form, which ``pyspark.sql.types`` reads without a JVM
+    (``StructType.fromJson``); generated code builds its ``StructType`` from it.
+
+    >>> spark_json_type(DecimalType(12, 2)), spark_json_type(LongType())
+    ('decimal(12,2)', 'long')
+    """
+    if isinstance(ctype, StructType):
+        return spark_json_struct(ctype.fields)
+    if isinstance(ctype, ListType):
+        return {
+            "type": "array",
+            "elementType": spark_json_type(ctype.element),
+            "containsNull": ctype.element_nullable,
+        }
+    if isinstance(ctype, MapType):
+        return {
+            "type": "map",
+            "keyType": spark_json_type(ctype.key),
+            "valueType": spark_json_type(ctype.value),
+            "valueContainsNull": ctype.value_nullable,
+        }
+    if isinstance(ctype, DecimalType):
+        return f"decimal({ctype.precision},{ctype.scale})"
+    return _SPARK_JSON_NAMES[sql_type(ctype)]
+
+
+def spark_json_struct(columns: tuple[Column, ...]) -> dict[str, Any]:
+    """A ``struct`` of ``columns`` in Spark's JSON form, docs as field comments."""
+    return {
+        "type": "struct",
+        "fields": [
+            {
+                "name": c.name,
+                "type": spark_json_type(c.type),
+                "nullable": c.nullable,
+                "metadata": {"comment": c.doc} if c.doc else {},
+            }
+            for c in columns
+        ],
+    }

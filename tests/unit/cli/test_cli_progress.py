@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from icetide import cli
+from icetide.cli import context
 from icetide.config.example import write_example
 
 
@@ -19,7 +20,7 @@ def test_progress_goes_to_stderr_as_text_or_json_lines(
     args = cli.build_parser().parse_args(
         ["merge", "-c", str(tmp_path / "icetide.yaml"), "--progress", mode]
     )
-    pipeline = cli._load(args)
+    pipeline = context.load_pipeline(args)
     pipeline.report("merge", "merge customers: 2 events", table="customers", events=2)
     out, err = capsys.readouterr()
     assert out == ""

@@ -372,6 +372,7 @@ def test_every_problem_is_reported_and_nothing_else(fail: Fail) -> None:
         (MINIMAL + "catalog: {type: iceberg}\n", "catalog.type", "'hadoop'"),
         (MINIMAL + "spark: {iceberg_jar: latest}\n", "spark.iceberg_jar", ".jar"),
         (MINIMAL + "spark: {conf: {sql.ansi: 1}}\n", "spark.conf", "spark."),
+        (MINIMAL + "spark: {packages: [org.x:y]}\n", "spark.packages", "group:artifact:version"),
         (MINIMAL + "transport: {type: s3}\n", "transport.type", "'files' or 'kafka'"),
         (MINIMAL + "state_dir: ''\n", "state_dir", "must not be empty"),
         (MINIMAL + "merge: {tombstone_retention: 0}\n", "merge.tombstone_retention", "positive"),

@@ -162,6 +162,8 @@ def test_problems_of_several_files_are_reported_together(
     assert "columns[1].id: must be a whole number (got 'two') (line 5)" in err
     assert "tables[1].schema: schema file" in err and "orders.yaml not found" in err
     assert "schema infer" not in err and "icetide init" in err
+    # The fix a missing file points to is a command that exists.
+    assert "`icetide onboard` writes it from the source database's catalog" in err
 
 
 def test_schemas_written_in_code_are_checked_too() -> None:

@@ -69,6 +69,8 @@ def build(case: dict[str, Any]) -> str:
         return c.naive_merge_sql(BASE, LEDGER)
     if what == "arrow":
         return str(pa.schema(c.ledger_arrow()))
+    if what == "projection":
+        return c.projection_text()
     raise AssertionError(f"unknown build {what!r}")
 
 

@@ -41,7 +41,7 @@ def test_settings_in_each_drivers_form() -> None:
         "password": "pw",
     }
     assert mysql_settings(shop, "shop")["database"] == "shop"
-    assert jdbc_url(shop, "shop") == "jdbc:mysql://127.0.0.1:3307/shop"
+    assert jdbc_url(shop, "shop") == "jdbc:mysql://127.0.0.1:3307/shop?permitMysqlScheme"
     app = postgres_source(user="cdc", password="p'w")
     assert postgres_dsn(app) == (
         "host='127.0.0.1' port='5432' user='cdc' dbname='app' password='p\\'w'"

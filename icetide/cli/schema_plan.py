@@ -1,0 +1,312 @@
+"""``icetide schema plan`` and ``icetide schema apply``: a table's schema change, reviewed
+and then applied with an audit record.
+
+Both join the ``schema`` command group through :func:`register_schema_group`: it returns
+the group's subparsers, creating the group only when no module made it yet (another
+module's ``schema`` parser, e.g. ``schema show``'s, is found and extended), so the group
+exists once whichever module names it first in ``main.GROUPS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from icetide.cli import context
+from icetide.cli.context import command_parser, with_config, with_output
+from icetide.errors import ConfigError
+
+if TYPE_CHECKING:
+    from icetide.config.model import SourceConfig
+    from icetide.evolution.evidence import TableEvidence
+    from icetide.evolution.plan import EvolutionPlan
+    from icetide.pipeline import Pipeline
+    from icetide.schema.model import TableSchema
+
+_GROUP_ATTR = "_icetide_schema_group"
+
+
+def register_schema_group(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The ``schema`` command group's subparsers, created on first call; every module
+    adding a ``schema`` subcommand calls this."""
+    existing = getattr(sub, _GROUP_ATTR, None)
+    if existing is not None:
+        return existing
+    made = sub.choices.get("schema")
+    if made is not None:  # another module made the group: extend its subcommands
+        for action in made._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                setattr(sub, _GROUP_ATTR, action)
+                return action
+    p = command_parser(
+        sub,
+        "schema",
+        help="inspect, review and apply table schemas (show, plan, apply)",
+        description="A table's schema file is its source of truth: show prints it and what is "
+        "generated from it; plan and apply compare "
+        "it with the source, classify each change, and apply the allowed and approved "
+        "ones with an audit record.",
+        example=(
+            "icetide schema show customers --sql",
+            "icetide schema plan --table customers",
+            "icetide schema apply --table customers --approve sensitive:ssn --reason 'PII ok'",
+        ),
+    )
+    group = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    setattr(sub, _GROUP_ATTR, group)
+    return group
+
+
+def _source_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--table", action="append", help="only this table (repeatable)")
+    p.add_argument(
+        "--from",
+        dest="source",
+        default="information_schema",
+        metavar="information_schema|FILE",
+        help="the source's new schema: read from the source's catalog (default), or a "
+        "schema file (YAML; ids are matched, not trusted)",
+    )
+    p.add_argument(
+        "--ddl",
+        type=Path,
+        help="a file of the DDL the source ran (evidence of renames, defaults, positions); "
+        "MySQL sources also use capture's schema history",
+    )
+    p.add_argument(
+        "--dialect",
+        choices=("mysql", "postgres"),
+        help="the --ddl file's SQL dialect (default: the table's source type)",
+    )
+    p.add_argument(
+        "--empty",
+        action="store_true",
+        help="the tables hold no rows yet (a column added with a default needs no fill)",
+    )
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``schema plan`` and ``schema apply``."""
+    group = register_schema_group(sub)
+    p = with_output(
+        with_config(
+            command_parser(
+                group,
+                "plan",
+                help="show what changed at the source, how each change is classified, the "
+                "policy's decision and the phases (changes nothing)",
+                example=(
+                    "icetide schema plan",
+                    "icetide schema plan --table customers --output json",
+                    "icetide schema plan --table orders --from new-orders.yaml --ddl migration.sql",
+                ),
+            )
+        )
+    )
+    _source_args(p)
+    p.add_argument(
+        "--approve", action="append", default=[], metavar="ID", help="plan as if approved"
+    )
+    p.set_defaults(func=cmd_plan)
+
+    p = with_output(
+        with_config(
+            command_parser(
+                group,
+                "apply",
+                help="apply a table's allowed and approved changes: ALTERs, the new schema "
+                "version, an audit record",
+                example=(
+                    "icetide schema apply --table customers",
+                    "icetide schema apply --table customers --approve narrow:amount "
+                    "--by ana --reason 'ticket 42'",
+                    "icetide schema apply --table t --approve 'ambiguous:email>mail=rename'",
+                ),
+            )
+        )
+    )
+    _source_args(p)
+    p.add_argument(
+        "--approve",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="apply this held change too (repeatable; ids as `schema plan` prints them)",
+    )
+    p.add_argument("--by", help="who applies (default: $USER)")
+    p.add_argument("--reason", help="why, for the audit log")
+    p.add_argument(
+        "--no-ddl",
+        action="store_true",
+        help="do not run the ALTERs (the tables are altered elsewhere); record the version",
+    )
+    p.set_defaults(func=cmd_apply)
+
+
+def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionPlan]:
+    """One plan per selected table, from ``--from``, ``--ddl`` and the table's policy."""
+    from icetide.evolution.classify import candidate_schema
+    from icetide.evolution.plan import build_plan
+    from icetide.evolution.policy import Policy
+
+    config = pipeline.config
+    names = args.table or [t.name for t in config.tables]
+    if args.source != "information_schema" and len(names) > 1:
+        raise ConfigError(
+            f"--from {args.source} is one table's schema; say which table with --table",
+            hint=f"tables are {', '.join(t.name for t in config.tables)}",
+        )
+    plans = []
+    for name in names:
+        table = config.table(name)
+        old = pipeline.schema(table.name)
+        fresh = _fresh(args, pipeline, table.name)
+        evidence = _evidence(args, pipeline, table.name)
+        policy = Policy.from_config(table.evolution)
+        new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
+        refs = pipeline.refs(table.name)
+        plans.append(
+            build_plan(
+                old,
+                new,
+                evidence,
+                policy,
+                has_rows=not args.empty,
+                base=refs.base,
+                ledger=refs.cdc,
+                settings=pipeline.contract(table.name).settings,
+            )
+        )
+    return plans
+
+
+def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSchema:
+    from icetide.config.loader import load_schema_file
+    from icetide.evolution.source_schema import read_source_schema
+
+    if args.source != "information_schema":
+        schema = load_schema_file(args.source, f"--from for table {table}")
+        return schema.renamed(table)
+    source = _source_of(pipeline, table)
+    return read_source_schema(source, pipeline.config.table(table))
+
+
+def _source_of(pipeline: Pipeline, table: str) -> SourceConfig:
+    config = pipeline.config
+    for source in config.sources:
+        if any(t.name == config.table(table).name for t in config.source_tables(source)):
+            return source
+    raise ConfigError(
+        f"table {table} has no source database in the config to read its catalog from",
+        hint="add a sources: entry, or give the new schema with --from FILE",
+    )
+
+
+def _evidence(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableEvidence:
+    from icetide.evolution.evidence import NO_EVIDENCE, TableEvidence, collect, from_mysql_history
+
+    config = pipeline.config
+    table_config = config.table(table)
+    items: list[TableEvidence] = []
+    source = None
+    try:
+        source = _source_of(pipeline, table)
+    except ConfigError:
+        pass
+    if source is not None and source.type == "mysql" and "." in table_config.source:
+        db, name = table_config.source.split(".", 1)
+        history = (
+            config.resolved_path(config.state_dir) / "capture" / f"{source.name}.history.jsonl"
+        )
+        items.append(from_mysql_history(history, db, name))
+    if args.ddl is not None:
+        dialect = args.dialect or (source.type if source is not None else "mysql")
+        try:
+            text = args.ddl.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read --ddl {args.ddl}: {exc}") from None
+        items.append(collect([text], dialect, table_config.source.rsplit(".", 1)[-1]))
+    if not items:
+        return NO_EVIDENCE
+    return TableEvidence(
+        table,
+        tuple(i for ev in items for i in ev.items),
+        tuple(u for ev in items for u in ev.unparsed),
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Print each table's plan; exit 0 (a plan with held changes is not an error)."""
+    pipeline = context.load_pipeline(args)
+    plans = build_plans(args, pipeline)
+    _check_approvals(plans, args.approve)
+    if args.approve:
+        plans = [p.with_approvals([a for a in args.approve if _names(p, a)]) for p in plans]
+    if args.output == "json":
+        print(json.dumps([p.to_json() for p in plans], indent=2, default=str))
+    else:
+        print("\n\n".join(p.render() for p in plans))
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    """Apply each table's plan; exit 3 when changes stay held."""
+    from icetide.evolution.apply import apply_plan
+
+    pipeline = context.load_pipeline(args)
+    plans = build_plans(args, pipeline)
+    _check_approvals(plans, args.approve)
+    run_ddl: Callable[[str], None] | None = None
+    if not args.no_ddl and any(p.changed or args.approve for p in plans):
+        from icetide.spark.errors import jvm_boundary
+
+        spark = context.spark_session(pipeline.config)
+
+        def run_sql(statement: str) -> None:
+            context.log(f"  {statement}")
+            with jvm_boundary("schema apply"):
+                spark.sql(statement)
+
+        run_ddl = run_sql
+
+    results = []
+    for plan in plans:
+        approve = [a for a in args.approve if _names(plan, a)]
+        results.append(
+            apply_plan(
+                plan,
+                pipeline.schemas,
+                run_ddl=run_ddl,
+                approve=approve,
+                by=args.by,
+                reason=args.reason,
+            )
+        )
+    if args.output == "json":
+        print(json.dumps([r.to_json() for r in results], indent=2, default=str))
+    else:
+        print("\n".join(r.render() for r in results))
+    return 3 if any(r.held for r in results) else 0
+
+
+def _names(plan: EvolutionPlan, approval: str) -> bool:
+    """Whether ``approval`` names a change of ``plan`` (with several tables, each takes
+    its own)."""
+    return approval.partition("=")[0] in {c.id for c in plan.changes}
+
+
+def _check_approvals(plans: list[EvolutionPlan], approvals: list[str]) -> None:
+    from icetide.errors import SchemaChangeError
+
+    unknown = [a for a in approvals if not any(_names(p, a) for p in plans)]
+    if unknown:
+        known = sorted(c.id for p in plans for c in p.changes)
+        raise SchemaChangeError(
+            f"--approve {', '.join(unknown)}: no planned change has this id",
+            hint="changes planned: " + (", ".join(known) or "none"),
+        )

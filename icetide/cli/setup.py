@@ -1,0 +1,53 @@
+"""``icetide init`` and ``icetide config show``: start a pipeline and inspect its config."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from icetide.cli import context
+from icetide.cli.context import command_parser, log, with_config
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a commented example config and schema file."""
+    from icetide.config import write_example
+
+    for path in write_example(Path(args.directory), force=args.force):
+        log(f"wrote {path}")
+    log("next: edit icetide.yaml and schemas/, then `icetide run`")
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    """Print the effective config (defaults filled in, secrets as ***)."""
+    import yaml
+
+    config = context.load_pipeline(args).config
+    print(yaml.safe_dump(config.redacted(), sort_keys=False), end="")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``init`` and the ``config`` group."""
+    p = command_parser(
+        sub,
+        "init",
+        help="write a commented example icetide.yaml and schema file",
+        example=("icetide init", "icetide init pipelines/shop --force"),
+    )
+    p.add_argument("directory", nargs="?", default=".", help="where to write (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("config", help="inspect the pipeline config")
+    config_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = with_config(
+        command_parser(
+            config_sub,
+            "show",
+            help="print the effective config, secrets hidden",
+            example=("icetide config show -c icetide.yaml",),
+        )
+    )
+    p.set_defaults(func=cmd_config_show)

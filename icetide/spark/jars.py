@@ -1,0 +1,189 @@
+"""JVM dependencies by Maven coordinates, resolved once into a local jar folder.
+
+Spark users name JVM dependencies by coordinates (``spark.jars.packages``); icetide does
+the same (``spark.packages`` in the config, defaults below) but resolves them **once, as
+the machine is set up** (``icetide jars fetch``, which ``scripts/install.sh`` runs), with
+Maven as the machine is configured — no registry host is named here, so a mirror in
+``~/.m2/settings.xml`` is honoured. Sessions then only read the folder: starting Spark
+never reaches the network, and a machine without Maven Central still starts from what
+was fetched (or from the offline fallbacks: the Iceberg runtime carried by the
+``snowpark-connect-deps-iceberg`` wheel, Debian's JDBC drivers).
+
+Layout: ``<folder>/<group>/<artifact>/<version>/`` holds that coordinate's runtime
+closure and a ``.complete`` marker written last, so an interrupted fetch is redone and
+never half-used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from icetide.errors import ConfigError
+
+ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+DEFAULT_PACKAGES: tuple[str, ...] = (
+    ICEBERG_RUNTIME,
+    "org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.7",
+    "org.apache.spark:spark-avro_2.12:3.5.7",
+    "org.mariadb.jdbc:mariadb-java-client:3.5.7",
+    "org.postgresql:postgresql:42.7.8",
+)
+"""What a pipeline may need: Iceberg, Spark's Kafka source and Avro, the JDBC drivers."""
+
+JARS_DIR_ENV = "ICETIDE_JARS_DIR"
+_COMPLETE = ".complete"
+_PART = re.compile(r"^[A-Za-z0-9_.\-]+$")
+# A jar file name: artifact, then "-" and a version starting with a digit.
+_JAR_NAME = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d[^/]*)\.jar$")
+
+
+@dataclass(frozen=True, order=True)
+class Coordinate:
+    """A Maven coordinate ``group:artifact:version``.
+
+    >>> Coordinate.parse("org.postgresql:postgresql:42.7.8").folder
+    'org.postgresql/postgresql/42.7.8'
+    """
+
+    group: str
+    artifact: str
+    version: str
+
+    @classmethod
+    def parse(cls, text: str, *, path: str = "spark.packages") -> Coordinate:
+        """Read ``group:artifact:version``; anything else is a config error saying so."""
+        parts = text.strip().split(":")
+        if len(parts) != 3 or not all(_PART.match(p) for p in parts):
+            raise ConfigError(
+                f"{text!r} is not a Maven coordinate",
+                path=path,
+                hint="write group:artifact:version, e.g. org.apache.spark:spark-avro_2.12:3.5.7",
+            )
+        return cls(*parts)
+
+    @property
+    def folder(self) -> str:
+        """Where this coordinate's jars live inside the jar folder."""
+        return f"{self.group}/{self.artifact}/{self.version}"
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+
+def default_jars_dir() -> Path:
+    """``$ICETIDE_JARS_DIR``, else ``~/.cache/icetide/jars``."""
+    configured = os.environ.get(JARS_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "icetide" / "jars"
+
+
+def fetched(folder: Path, coordinate: Coordinate) -> list[Path] | None:
+    """The jars of a completely fetched coordinate (closure included), or None."""
+    where = folder / coordinate.folder
+    if not (where / _COMPLETE).is_file():
+        return None
+    return sorted(where.glob("*.jar"))
+
+
+def spark_home_jars() -> set[str]:
+    """Artifact names of the jars pyspark already ships (left to Spark, never doubled)."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    return {_artifact_of(jar.name) for jar in jars.glob("*.jar")}
+
+
+def _artifact_of(name: str) -> str:
+    match = _JAR_NAME.match(name)
+    return match.group("artifact") if match else name
+
+
+def classpath(jars: list[Path], provided: set[str]) -> list[Path]:
+    """``jars`` minus libraries whose artifact Spark already has (in any version).
+
+    A second copy of, say, ``slf4j-api`` or ``hadoop-client-api`` on the classpath is at
+    best dead weight and at worst a version clash, so Spark's own copy wins.
+
+    >>> [p.name for p in classpath([Path("kafka-clients-3.4.1.jar"),
+    ...     Path("slf4j-api-1.7.36.jar")], {"slf4j-api"})]
+    ['kafka-clients-3.4.1.jar']
+    """
+    return [jar for jar in jars if _artifact_of(jar.name) not in provided]
+
+
+def pom_for(coordinate: Coordinate) -> str:
+    """A throwaway POM whose only dependency is ``coordinate`` (Maven resolves the rest)."""
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>dev.icetide.jars</groupId><artifactId>fetch</artifactId>"
+        "<version>1</version><packaging>pom</packaging>\n"
+        "  <dependencies><dependency>"
+        f"<groupId>{escape(coordinate.group)}</groupId>"
+        f"<artifactId>{escape(coordinate.artifact)}</artifactId>"
+        f"<version>{escape(coordinate.version)}</version>"
+        "</dependency></dependencies>\n"
+        "</project>\n"
+    )
+
+
+class FetchError(ConfigError):
+    """Maven could not resolve a coordinate (offline, unknown version, no Maven)."""
+
+
+def fetch(coordinates: list[Coordinate], folder: Path, *, mvn: str = "mvn") -> list[Coordinate]:
+    """Resolve each coordinate missing from ``folder`` with Maven; return those fetched.
+
+    Idempotent: a coordinate already complete is skipped, so rerunning costs nothing.
+    """
+    executable = shutil.which(mvn)
+    if executable is None:
+        raise FetchError(
+            "Maven (mvn) is not installed, so JVM packages cannot be resolved",
+            path="spark.packages",
+            hint="install Maven (apt-get install maven), or put the jars on spark.extra_jars",
+        )
+    done = []
+    for coordinate in coordinates:
+        if fetched(folder, coordinate) is not None:
+            continue
+        target = folder / coordinate.folder
+        if target.exists():
+            shutil.rmtree(target)  # an interrupted fetch: start it again
+        with tempfile.TemporaryDirectory(prefix="icetide-jars-") as work:
+            pom = Path(work) / "pom.xml"
+            pom.write_text(pom_for(coordinate))
+            result = subprocess.run(
+                [
+                    executable,
+                    "-q",
+                    "-B",
+                    "-f",
+                    str(pom),
+                    "dependency:copy-dependencies",
+                    "-DincludeScope=runtime",
+                    f"-DoutputDirectory={target}",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+            raise FetchError(
+                f"Maven could not resolve {coordinate}:\n{tail}",
+                path="spark.packages",
+                hint="check the coordinate and that Maven reaches its repository "
+                "(~/.m2/settings.xml)",
+            )
+        (target / _COMPLETE).write_text(str(coordinate) + "\n")
+        done.append(coordinate)
+    return done
