@@ -307,6 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         layout for flag, layout in (("v3", "mor-v3"), ("cow", "cow")) if flag in wanted
     )
     spark = build_session(bench_config(work))
+    if args.variants == "none":  # only the 20-merge read test
+        acc = accumulate(spark, work, args.accumulate)
+        text = render_accumulated(acc, args.accumulate, load_at_start)
+        print(text)
+        if args.results:
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(text)
+        return 0
     mix = MIXES[args.mix]
     print(f"bench: {args.rows:,} rows, {args.change:.2%} changed, mix {mix.label}", file=sys.stderr)
     tables = build_tables(spark, bench_config(work), args.rows, args.change, mix, layouts=layouts)
@@ -390,15 +398,20 @@ def render(
     if notes:
         lines += ["", *notes]
     if acc:
-        lines += [
-            "",
-            f"Base read after {acc['merges']:.0f} bucket-join merges (0.1% each, "
-            f"{args.accumulate:,} rows): {acc['read_after_merges_s']:.2f} s with "
-            f"{acc['data_files']:.0f} data + {acc['delete_files']:.0f} delete files; freshly "
-            f"compacted: {acc['read_compacted_s']:.2f} s ({acc['data_files_compacted']:.0f} + "
-            f"{acc['delete_files_compacted']:.0f}); ratio {acc['ratio']:.2f}x.",
-        ]
+        lines += ["", render_accumulated(acc, args.accumulate, None)]
     return "\n".join(lines) + "\n"
+
+
+def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> str:
+    """The 20-merge read test as one paragraph."""
+    text = (
+        f"Base read after {acc['merges']:.0f} bucket-join merges (0.1% of keys each, "
+        f"{rows:,}-row base): {acc['read_after_merges_s']:.2f} s with "
+        f"{acc['data_files']:.0f} data + {acc['delete_files']:.0f} delete files; freshly "
+        f"compacted: {acc['read_compacted_s']:.2f} s ({acc['data_files_compacted']:.0f} + "
+        f"{acc['delete_files_compacted']:.0f} files); ratio {acc['ratio']:.2f}x."
+    )
+    return text + (f"\n\nMachine: {where}.\n" if where else "")
 
 
 LAYOUT_FREE_STRATEGIES = ("shuffle", "bucket_join", "bucket_join_pruned", "auto")

@@ -122,7 +122,8 @@ def test_the_bucket_join_reads_the_base_in_place(pipeline: Pipeline, spark: Spar
     base = pipeline.refs("customers").base
     with spj_conf(spark):
         tree = _plan_tree(spark, sql)
-    [scan] = [i for i, line in enumerate(tree) if f"BatchScan {base.dotted}" in line]
+    own_scan = re.compile(rf"BatchScan {re.escape(base.dotted)} \(\d+\)$")
+    [scan] = [i for i, line in enumerate(tree) if own_scan.search(line)]
     path = _ancestors(tree, scan)
     joins = [i for i, line in enumerate(path) if "Join" in line]
     assert joins, "\n".join(tree)
