@@ -85,5 +85,10 @@ class StageError(IcetideError, Terminal):
     """A stage (ledger, merge) failed in a way that needs the user's attention."""
 
 
+class CommitConflictError(IcetideError, Transient):
+    """Another writer committed first and Iceberg refused our commit (a maintenance
+    rewrite racing a merge): nothing of ours was committed, so redoing the step is safe."""
+
+
 class MergeError(StageError):
     """The merge stage cannot apply a batch."""

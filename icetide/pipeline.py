@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from icetide.config.loader import load_schema_file, load_table_schemas
 from icetide.config.model import Config, TableConfig
@@ -174,6 +174,12 @@ class Pipeline:
         """The table contract of ``table`` from its current schema and layout settings."""
         settings = self.config.table(table)
         return TableContract(self.schema(table), TableSettings(settings.buckets, settings.mode))
+
+    def drop_mode(self, table: str) -> Literal["soft", "hard"]:
+        """What a column dropped at the source does to ``table``'s tables (its
+        ``evolution.drop``: ``soft`` keeps it, no longer written)."""
+        evolution = self.config.table(table).evolution
+        return evolution.drop if evolution is not None else "soft"
 
     def report(self, stage: str, message: str, *, table: str | None = None, **figures: Any) -> None:
         """Report progress (see :class:`Reporter`)."""

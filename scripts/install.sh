@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything icetide needs on a fresh Debian machine, skipping what is there.
-# Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers.
-# Python: icetide itself (editable) with the capture and dev extras.
+# Debian: a Java runtime (Spark), MariaDB and PostgreSQL servers and their JDBC drivers,
+# chromium and chromium-driver (the status page's headless-browser test).
+# Python: icetide itself (editable) with the capture, dev, artifacts and registry extras.
 # JVM: the packages Spark needs, by Maven coordinates, resolved once by Maven into the
 # jar folder (`icetide jars fetch`; skips what is already there).
 set -euo pipefail
@@ -16,6 +17,9 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(maria
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ -f /usr/share/java/mariadb-java-client.jar ] || need+=(libmariadb-java)
 [ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+# The status page's browser test: Debian's chromium and its driver (no browser download).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 if [ ${#need[@]} -gt 0 ]; then
   echo "install.sh: apt-get install ${need[*]}"
   $SUDO apt-get update -qq
@@ -23,12 +27,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cd "$(dirname "$0")/.."
-if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, sqlglot, fastavro, build, hatchling, pypiserver" 2>/dev/null \
+if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, sqlglot, fastavro, build, hatchling, pypiserver, jsonschema, avro, google.protobuf, authlib" 2>/dev/null \
    || [ pyproject.toml -nt .install-stamp ]; then
-  echo "install.sh: pip install -e .[dev,capture,artifacts]"
-  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture,artifacts]"
+  echo "install.sh: pip install -e .[dev,capture,artifacts,registry]"
+  python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture,artifacts,registry]"
   touch .install-stamp
 fi
 
-echo "install.sh: icetide jars fetch"
-python3 -m icetide.cli jars fetch
+echo "install.sh: icetide jars fetch --dev (Spark packages and the test Kafka broker)"
+python3 -m icetide.cli jars fetch --dev

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
-from icetide.cli.context import command_parser, log, positive_int, with_config
+from icetide.cli.context import command_parser, log, positive_int, with_config, with_metrics
 from icetide.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     pipeline = context.load_pipeline(args)
     config = pipeline.config
     sources = chosen_sources(config, args.source)
+    context.serve_metrics(args, pipeline)
     if len(sources) > 1 and not args.once:
         raise ConfigError(
             "several sources: capture follows one per process",
@@ -78,16 +79,18 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``capture`` and ``bootstrap``."""
-    p = with_config(
-        command_parser(
-            sub,
-            "capture",
-            help="read the source databases' change logs into the transport",
-            example=(
-                "icetide capture",
-                "icetide capture --source shop --from-now",
-                "icetide capture --once   # read to the log's end, then stop",
-            ),
+    p = with_metrics(
+        with_config(
+            command_parser(
+                sub,
+                "capture",
+                help="read the source databases' change logs into the transport",
+                example=(
+                    "icetide capture",
+                    "icetide capture --source shop --from-now",
+                    "icetide capture --once   # read to the log's end, then stop",
+                ),
+            )
         )
     )
     p.add_argument("--source", help="the source to capture (default: the only one)")

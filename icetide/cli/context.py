@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from icetide.config import Config
     from icetide.config.secrets import Scrubber
+    from icetide.observe.metrics import MetricsServer
     from icetide.pipeline import Pipeline
 
 DEFAULT_CONFIG = "icetide.yaml"
@@ -172,6 +173,39 @@ def with_output(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="text for people (default) or JSON on stdout for machines",
     )
     return p
+
+
+def with_metrics(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``--metrics-port`` to a long-running command."""
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics (default: off; "
+        "0 picks a free port and logs it)",
+    )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the metrics server binds (default 127.0.0.1; 0.0.0.0 for all)",
+    )
+    return p
+
+
+def serve_metrics(args: argparse.Namespace, pipeline: Pipeline) -> MetricsServer | None:
+    """Start the metrics server when ``--metrics-port`` was given, fed by the pipeline's
+    reporter; it stops with the process (a daemon thread)."""
+    from icetide.observe.metrics import Metrics, MetricsServer
+
+    if getattr(args, "metrics_port", None) is None:
+        return None
+    metrics = Metrics()
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, metrics.sink)
+    server = MetricsServer(metrics, args.metrics_port, args.metrics_host).start()
+    log(f"metrics: http://{args.metrics_host}:{server.port}/metrics")
+    return server
 
 
 def examples(*lines: str) -> str:

@@ -35,6 +35,8 @@ def cmd_jars_fetch(args: argparse.Namespace) -> int:
     from icetide.spark import jars as maven
 
     packages, folder = _packages_and_folder(args)
+    if args.dev:
+        packages = [*packages, *maven.DEV_PACKAGES]
     coordinates = [maven.Coordinate.parse(p) for p in packages]
     log(f"jars: resolving {len(coordinates)} package(s) into {folder} with Maven …")
     done = maven.fetch(coordinates, folder)
@@ -101,8 +103,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "(~/.m2/settings.xml is honoured; no repository is named by icetide), once, "
             "into the jar folder that Spark sessions read. Already fetched packages are "
             "skipped.",
-            example=("icetide jars fetch", "icetide jars fetch -c shop.yaml --dir /opt/jars"),
+            example=(
+                "icetide jars fetch",
+                "icetide jars fetch -c shop.yaml --dir /opt/jars",
+                "icetide jars fetch --dev",
+            ),
         )
+    )
+    p.add_argument(
+        "--dev",
+        action="store_true",
+        help="also fetch the servers tests start (the Kafka broker), never put on Spark's path",
     )
     p.set_defaults(func=cmd_jars_fetch)
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from icetide.cli import context
-from icetide.cli.context import command_parser, with_config, with_output
+from icetide.cli import context, tables
+from icetide.cli.context import command_parser, log, with_config, with_output
 from icetide.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.config import Config
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -28,6 +34,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     context.state.stop.check()
     if args.output == "json":
         print(json.dumps(verdict_dicts(verdicts), indent=2))
+    elif tables.on_terminal():
+        tables.print_table("verify", tables.VERIFY_COLUMNS, verdict_dicts(verdicts))
+        different = [v for v in verdicts if not v.matches]
+        if different:
+            print(render_verdicts(different))
     else:
         print(render_verdicts(verdicts))
     return exit_code(verdicts)
@@ -42,11 +53,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     spark = context.spark_session(config)
     with jvm_boundary("status"):
         status = pipeline_status(spark, config)
+    if args.check:
+        return _check(spark, config, args.output)
     if args.output == "json":
         print(json.dumps(status_dicts(status), indent=2))
+    elif tables.on_terminal():
+        tables.print_table("status", tables.STATUS_COLUMNS, status_dicts(status))
+        rest = render_status(status).split("\n")[len(status.tables) + 1 :]
+        if any(rest):
+            print("\n".join(rest).strip("\n"))
     else:
         print(render_status(status))
     return 0
+
+
+def _check(spark: SparkSession, config: Config, output: str) -> int:
+    """Freshness of every table against its SLA: exit 1 when one is breached."""
+    from icetide.observe.freshness import observe_all
+    from icetide.spark.errors import jvm_boundary
+
+    with jvm_boundary("status --check"):
+        healths = observe_all(spark, config)
+    breached = [h for h in healths if h.breached]
+    if output == "json":
+        print(json.dumps([h.to_dict() for h in healths], indent=2))
+    else:
+        print("\n".join(h.render() for h in healths))
+    for health in breached:
+        log(f"icetide: freshness SLA breached: {health.render()}")
+    return 1 if breached else 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,8 +109,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 sub,
                 "status",
                 help="per-table events, watermark, lag, dead letters",
-                example=("icetide status", "icetide status --output json | jq '.[0]'"),
+                example=(
+                    "icetide status",
+                    "icetide status --output json | jq '.[0]'",
+                    "icetide status --check || alert   # exit 1 on a freshness SLA breach",
+                ),
             )
         )
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="report freshness against each table's freshness_sla; exit 1 on a breach",
     )
     p.set_defaults(func=cmd_status)

@@ -96,6 +96,20 @@ merge:
   # row. Default: 7d
   tombstone_retention: 7d
 
+maintenance:
+  # How often `icetide run` maintains every table (compaction, delete-file rewrite,
+  # snapshot expiry, orphan removal, manifest rewrite). Default: 1h
+  interval: 1h
+  # Data files are bin-packed per bucket towards this size. Default: 128MiB
+  target_file_size: 128MiB
+  snapshots:
+    # Expiry removes snapshots older than this ... Default: 5d
+    max_age: 5d
+    # ... beyond the newest keep_last; never one a stage still needs. Default: 10
+    keep_last: 10
+  # Unreferenced files are removed once older than this (at least 24h). Default: 3d
+  orphan_age: 3d
+
 dead_letter:
   # Suffix of each table's dead-letter table (customers -> customers_dlt). Default: _dlt
   suffix: _dlt
@@ -117,6 +131,9 @@ tables:
     buckets: 16
     # merge-on-read (cheap writes) or copy-on-write (cheap reads). Default: merge-on-read
     mode: merge-on-read
+    # How recent the base table must be (now minus the source commit time of the newest
+    # applied change); a breach fails `icetide status --check`. Default: none
+    freshness_sla: null
     # What a source schema change does (docs/schema-evolution.md). Defaults shown.
     evolution:
       # evolve | freeze | discard_row | discard_value, for every kind of change

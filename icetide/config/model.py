@@ -132,6 +132,28 @@ def format_duration(value: timedelta) -> str:
     return f"{millis}ms"
 
 
+_SIZE = re.compile(r"(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3}
+_SIZE_UNITS["gib"] = 1024**3
+
+
+def parse_size(value: Any) -> int:
+    """Parse ``"128MiB"``, ``"512MB"``, ``"1GiB"`` or a number of bytes.
+
+    >>> parse_size("128MiB"), parse_size(1024)
+    (134217728, 1024)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        result = value
+    elif isinstance(value, str) and (match := _SIZE.fullmatch(value.strip())):
+        result = int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+    else:
+        raise ValueError("not a size; use e.g. 128MiB, 512MB, 1GiB or a number of bytes")
+    if result <= 0:
+        raise ValueError("must be a positive size")
+    return result
+
+
 # -- field types -------------------------------------------------------------------------
 
 
@@ -276,6 +298,7 @@ SecretMap = Annotated[
 ]
 """Passthrough options; values under credential-like keys become :class:`Secret`."""
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+Size = Annotated[int, BeforeValidator(parse_size)]
 
 
 def _not_bool(value: Any) -> Any:
@@ -379,6 +402,28 @@ class SparkConfig(_Model):
         return _plain_map(self.conf)
 
 
+class RegistryConfig(_Model):
+    """A Confluent-compatible schema registry whose ids tag the messages (docs/registry.md).
+
+    With it, a message starting with the magic byte 0 is read as the Confluent wire
+    format (Avro, JSON Schema or Protobuf, as the registry says); other messages stay
+    JSON. In landing files each registry-tagged message is one base64 line.
+    """
+
+    url: Text
+    """Base URL (Apicurio: ``http://host:8080/apis/ccompat/v7``); ``mock://name`` is
+    confluent-kafka's in-process registry (tests)."""
+    compatibility: Literal[
+        "BACKWARD",
+        "BACKWARD_TRANSITIVE",
+        "FORWARD",
+        "FORWARD_TRANSITIVE",
+        "FULL",
+        "FULL_TRANSITIVE",
+        "NONE",
+    ] = "BACKWARD_TRANSITIVE"
+
+
 class TransportConfig(_Model):
     """Where change events arrive: a landing folder of files, or Kafka topics."""
 
@@ -388,6 +433,8 @@ class TransportConfig(_Model):
     topics: tuple[Text, ...] = ()
     topic_pattern: Text | None = None
     starting_offsets: Text = "earliest"
+    registry: RegistryConfig | None = None
+    """Registry-tagged messages (Confluent wire format) and where their schemas live."""
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
     roll_bytes: Count = Field(16 * 2**20, ge=1)
@@ -413,6 +460,9 @@ class ScheduleConfig(_Model):
 
     stream_interval: Duration = timedelta(seconds=10)
     merge_interval: Duration = timedelta(seconds=60)
+    convergence_sla: Duration = timedelta(minutes=15)
+    """How long a schema change may take from the source to full convergence (all three
+    phases) before ``icetide status`` reports a breach."""
 
 
 class MergeConfig(_Model):
@@ -428,6 +478,40 @@ class TableMergeConfig(_Model):
     strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned"] = "auto"
     """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
     from the base's size and the batch's."""
+
+
+class SnapshotRetention(_Model):
+    """Which snapshots expiry may remove: older than ``max_age`` and beyond the newest
+    ``keep_last``. Snapshots a stage still needs are kept whatever these say."""
+
+    max_age: Duration = timedelta(days=5)
+    keep_last: Count = Field(10, ge=1)
+
+
+_MIN_ORPHAN_AGE = timedelta(hours=24)
+
+
+def _safe_orphan_age(value: timedelta) -> timedelta:
+    # A younger file may belong to a commit still being written (a merge in flight):
+    # removing it would corrupt that commit. Iceberg's procedure refuses less than 24h.
+    if value < _MIN_ORPHAN_AGE:
+        raise ValueError(
+            "must be at least 24h: a younger unreferenced file may belong to a commit in "
+            "flight (Iceberg's remove_orphan_files refuses less)"
+        )
+    return value
+
+
+class MaintenanceConfig(_Model):
+    """Table maintenance: compaction, delete-file rewrite, snapshot expiry, orphans."""
+
+    interval: Duration = timedelta(hours=1)
+    """How often ``icetide run`` maintains every table."""
+    target_file_size: Size = Field(128 * 2**20, ge=1)
+    """Data files are bin-packed per bucket towards this size."""
+    snapshots: SnapshotRetention = Field({}, validate_default=True)
+    orphan_age: Annotated[Duration, AfterValidator(_safe_orphan_age)] = timedelta(days=3)
+    """Files no snapshot references are removed once older than this."""
 
 
 class DeadLetterConfig(_Model):
@@ -576,6 +660,9 @@ class TableConfig(_Model):
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
     merge: TableMergeConfig = Field({}, validate_default=True)
+    freshness_sla: Duration | None = None
+    """The base table must hold the source's changes this recent; a breach is logged,
+    exported as a metric and fails ``icetide status --check``."""
     evolution: EvolutionConfig = Field({}, validate_default=True)
 
     @model_validator(mode="before")
@@ -609,6 +696,7 @@ class Config(_Model):
     transport: TransportConfig = Field({}, validate_default=True)
     schedule: ScheduleConfig = Field({}, validate_default=True)
     merge: MergeConfig = Field({}, validate_default=True)
+    maintenance: MaintenanceConfig = Field({}, validate_default=True)
     dead_letter: DeadLetterConfig = Field({}, validate_default=True)
     sources: tuple[SourceConfig, ...] = ()
     tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]

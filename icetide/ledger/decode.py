@@ -14,8 +14,8 @@ the infrastructure (catalog, storage, permissions) happen outside them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +27,8 @@ from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
+from icetide.events.rescue import rescue_json
+from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
@@ -42,6 +44,7 @@ CLASSIFIED_SCHEMA = (
 )
 STATUS, REASON, ERROR, RAW, EXTRA = "_status", "_reason", "_error", "_raw", "_extra"
 BOM = "\ufeff"
+SCHEMA_CHANGE = "schema_change"
 _MAX_ERROR = 500
 
 
@@ -145,7 +148,13 @@ Classified = tuple[str | None, str, str, str]
 """(table, status, reason, error) of one message."""
 
 
-def _classify(raw: bytes, routes: Routes) -> Classified:
+def _classify(raw: bytes, routes: Routes, wire: Wire | None = None) -> Classified:
+    if wire is not None and wire.framed(raw) is not None:
+        try:
+            doc = wire.document(raw)
+        except DecodeError as exc:
+            return None, DEAD, exc.reason, exc.message
+        return _route(doc, routes)
     try:
         text = message_text(raw)
     except DecodeError as exc:
@@ -154,11 +163,17 @@ def _classify(raw: bytes, routes: Routes) -> Classified:
         doc = parse_json(text)
     except DecodeError as exc:
         return None, DEAD, exc.reason, exc.message
+    return _route(doc, routes)
+
+
+def _route(doc: Any, routes: Routes) -> Classified:
     try:
         decoded = decode_document(doc)
     except DecodeError as exc:
         return _guess_table(doc, routes), DEAD, exc.reason, exc.message
     if not isinstance(decoded, ChangeEvent):
+        if decoded.kind == SCHEMA_CHANGE:  # routed: the stage acts on its table's changes
+            return _guess_table(doc, routes), SKIP, decoded.kind, ""
         return None, SKIP, decoded.kind, ""
     identity = _identity(doc)
     if decoded.source is None or identity is None:
@@ -169,16 +184,18 @@ def _classify(raw: bytes, routes: Routes) -> Classified:
     return table, ROW, "", ""
 
 
-def classify_one(raw: bytes | None, routes: Routes) -> Classified:
-    """(table, status, reason, error) of one message; never raises (see module doc)."""
+def classify_one(raw: bytes | None, routes: Routes, wire: Wire | None = None) -> Classified:
+    """(table, status, reason, error) of one message; never raises (see module doc).
+
+    ``wire`` reads registry-tagged messages (:mod:`icetide.ledger.registry_decode`)."""
     try:
-        return _classify(raw or b"", routes)
+        return _classify(raw or b"", routes, wire)
     except Exception as exc:  # one message must never stop the stage: dead-letter it
         return _guess_from_bytes(raw or b"", routes), DEAD, DECODE_FAILED, _error_text(exc)
 
 
 def classify_batches(
-    routes: Routes,
+    routes: Routes, wire: Wire | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that classifies raw messages.
 
@@ -199,7 +216,7 @@ def classify_batches(
                 if receipt is not None:
                     table, status, reason, error = None, FILE, receipt, ""
                 else:
-                    table, status, reason, error = classify_one(raw, routes)
+                    table, status, reason, error = classify_one(raw, routes, wire)
                 out["table"].append(table)
                 out["status"].append(status)
                 out["reason"].append(reason)
@@ -219,10 +236,36 @@ def classify_batches(
     return run
 
 
-def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
+@dataclass(frozen=True)
+class Projection:
+    """How one table's events become ledger rows while its schema may be changing.
+
+    ``layout`` is the shape of the ledger table now (every column of the newest applied
+    schema version); ``values`` the schema whose columns get values (the version the
+    merge can apply: a column it does not know yet stays null and its value goes to
+    ``_rescued``); ``aliases`` maps an old column name to its current one (a rename: an
+    event written before it still carries the old name).
+    """
+
+    layout: TableSchema
+    values: TableSchema | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def value_schema(self) -> TableSchema:
+        """The schema values are projected onto."""
+        return self.values if self.values is not None else self.layout
+
+    @classmethod
+    def of(cls, projection: Projection | TableSchema) -> Projection:
+        """A projection, from a plain schema (no change in progress) too."""
+        return projection if isinstance(projection, Projection) else cls(projection)
+
+
+def projected_arrow_schema(projection: Projection | TableSchema) -> pa.Schema:
     """Arrow schema of :func:`project_batches` output: ledger columns + status columns
     (the ledger's Iceberg names and types, after the sink config)."""
-    fields = TableContract(schema).ledger_arrow()
+    fields = TableContract(Projection.of(projection).layout).ledger_arrow()
     fields += [
         pa.field(STATUS, pa.string()),
         pa.field(REASON, pa.string()),
@@ -233,9 +276,9 @@ def projected_arrow_schema(schema: TableSchema) -> pa.Schema:
     return pa.schema(fields)
 
 
-def projected_spark_schema(schema: TableSchema) -> str:
+def projected_spark_schema(projection: Projection | TableSchema) -> str:
     """The same schema as Spark DDL, for ``mapInArrow``."""
-    ledger = TableContract(schema).ledger_written_columns()
+    ledger = TableContract(Projection.of(projection).layout).ledger_written_columns()
     status = [f"{n} STRING" for n in (STATUS, REASON, ERROR)]
     return ", ".join([*ledger, *status, f"{RAW} BINARY", f"{EXTRA} ARRAY<STRING>"])
 
@@ -246,8 +289,20 @@ def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, 
     return {col.name: arrow_value(values.get(col.name), col.type) for col in schema.columns}
 
 
-def _project(raw: bytes, schema: TableSchema) -> dict[str, Any]:
-    event = decode_document(parse_json(message_text(raw)))
+def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any:
+    """An image with old column names turned into current ones (unless both are there)."""
+    if image is None or not aliases or not any(k in aliases for k in image):
+        return image
+    out = {}
+    for name, value in image.items():
+        new = aliases.get(name)
+        out[new if new is not None and new not in image else name] = value
+    return out
+
+
+def _project(raw: bytes, projection: Projection, wire: Wire | None = None) -> dict[str, Any]:
+    doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
+    event = decode_document(doc)
     if not isinstance(event, ChangeEvent):
         raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
     if event.position is None:
@@ -255,6 +310,15 @@ def _project(raw: bytes, schema: TableSchema) -> dict[str, Any]:
             "missing_position",
             "the event's source block has no binlog file/pos, GTID or LSN to order it by",
         )
+    position = event.position
+    if projection.aliases:
+        event = replace(
+            event,
+            after=_renamed(event.after, projection.aliases),
+            before=_renamed(event.before, projection.aliases),
+            unavailable=frozenset(projection.aliases.get(n, n) for n in event.unavailable),
+        )
+    schema, layout = projection.value_schema, projection.layout
     projected = project_event(event, schema)
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
@@ -262,13 +326,16 @@ def _project(raw: bytes, schema: TableSchema) -> dict[str, Any]:
     row.update(
         {
             c.OP: projected.op,
-            c.AFTER: _typed_row(projected.after, schema),
-            c.BEFORE: _typed_row(projected.before, schema),
+            c.AFTER: _typed_row(projected.after, layout),
+            c.BEFORE: _typed_row(projected.before, layout),
             c.UNAVAILABLE: list(projected.unavailable),
-            c.POSITION: Decimal(event.position.key),
-            c.POSITION_TEXT: event.position.text,
+            c.POSITION: Decimal(position.key),
+            c.POSITION_TEXT: position.text,
             c.SOURCE_TS: event.source_ts,
             c.TX_ID: event.tx_id,
+            c.RESCUED: rescue_json(event.after, event.before, schema.by_name)
+            if projected.extra_columns
+            else None,
             STATUS: ROW,
             EXTRA: list(projected.extra_columns),
         }
@@ -276,13 +343,15 @@ def _project(raw: bytes, schema: TableSchema) -> dict[str, Any]:
     return row
 
 
-def project_one(raw: bytes, schema: TableSchema) -> dict[str, Any]:
+def project_one(
+    raw: bytes, projection: Projection | TableSchema, wire: Wire | None = None
+) -> dict[str, Any]:
     """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead).
 
     Never raises: a failure of any kind on this message makes it a dead letter.
     """
     try:
-        return _project(raw, schema)
+        return _project(raw, Projection.of(projection), wire)
     except DecodeError as exc:
         return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
     except Exception as exc:  # one message must never stop the stage: dead-letter it
@@ -298,7 +367,7 @@ def unmapped(schema: TableSchema) -> TableSchema:
 
 
 def project_batches(
-    schema: TableSchema,
+    projection: Projection | TableSchema, wire: Wire | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that turns one table's messages into ledger rows.
 
@@ -306,9 +375,11 @@ def project_batches(
     sink config maps, renames or converts columns, the whole batch is then converted at
     once (:func:`to_sink`).
     """
-    arrow_schema = projected_arrow_schema(schema)
-    contract = TableContract(schema)
-    source_arrow = projected_arrow_schema(unmapped(schema))
+    projection = Projection.of(projection)
+    layout = projection.layout
+    arrow_schema = projected_arrow_schema(projection)
+    contract = TableContract(layout)
+    source_arrow = projected_arrow_schema(unmapped(layout))
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -316,10 +387,10 @@ def project_batches(
             raws = batch.column("raw").to_pylist()
             rows = []
             for message_id, raw in zip(ids, raws, strict=True):
-                row = project_one(raw or b"", schema)
+                row = project_one(raw or b"", projection, wire)
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
-            if schema.sink.maps:
+            if layout.sink.maps:
                 yield to_sink(to_arrow(rows, raws, source_arrow), contract, raws, arrow_schema)
             else:
                 yield to_arrow(rows, raws, arrow_schema)

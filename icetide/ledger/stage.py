@@ -9,8 +9,10 @@ Bad events go to the dead-letter tables; they never stop the stream.
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -18,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.faults import crash_point
+from icetide.ledger.align import align_to
 from icetide.ledger.decode import (
     CLASSIFIED_SCHEMA,
     DEAD,
@@ -27,16 +30,21 @@ from icetide.ledger.decode import (
     RAW,
     REASON,
     ROW,
+    SCHEMA_CHANGE,
     SKIP,
     STATUS,
     Routes,
     classify_batches,
+    message_text,
     project_batches,
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
+from icetide.ledger.registry_decode import Wire, wire_for
+from icetide.ledger.signals import ChangeSignal, OnSignals, schema_change_signal
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
+from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -66,14 +74,21 @@ def routes_of(config: Config) -> Routes:
 class LedgerStage:
     """Streams raw change events into the ledger and dead-letter tables."""
 
-    def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
+    def __init__(
+        self, spark: SparkSession, pipeline: Pipeline, on_signals: OnSignals | None = None
+    ) -> None:
         self.spark = spark
         self.pipeline = pipeline
+        self.on_signals = on_signals
+        """Called with each batch's schema-change signals once the batch is stored."""
+        self._lock = threading.RLock()  # batches and ticks never overlap
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
         self._query_id: str | None = None
         self.watch: LandingWatch | None = None
+        self._wire: Wire | None = None
+        """The current batch's registry schemas (None: no registry configured)."""
         if config.transport.type == "files":
             self.watch = LandingWatch(
                 config.resolved_path(config.transport.path),
@@ -152,15 +167,28 @@ class LedgerStage:
         crash_point("ledger.after_first_append")
 
     # -- one micro-batch ---------------------------------------------------------------
+    def tick(self) -> None:
+        """Between batches: take each table's schema changes as far as the ledger can
+        (phase 1 on the ledger, the projection switch of phase 2) with no new events."""
+        with self._lock:
+            for table in self.config.tables:
+                alter_ledger(self.spark, self.pipeline, table.name)
+                projection(self.spark, self.pipeline, table.name)
+
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:
         """Classify, project and append one micro-batch of raw messages."""
+        with self._lock:
+            self._process_batch(batch, batch_id)
+
+    def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
+        self._wire = wire_for(self.config, batch)
         classified = batch.mapInArrow(
-            classify_batches(routes_of(self.config)), CLASSIFIED_SCHEMA
+            classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
         ).persist()
         try:
             # Receipts (status file) come out of the same job: one group per file.
@@ -179,6 +207,12 @@ class LedgerStage:
             receipts: list[Receipt] = []
             routed_dead: set[str] = set()
             unrouted = False
+            signals: list[ChangeSignal] = []
+            if any(r.status == SKIP and r.reason == SCHEMA_CHANGE and r.table for r in counts):
+                # Before projecting: the batch's rows after a DDL need its layout (a value
+                # of a widened column may not fit the old type), and rows before it fit
+                # the new layout too (new columns are nullable, renames are aliased).
+                self._signal(self._schema_changes(classified))
             for row in counts:
                 if row.status == FILE:
                     receipt = parse_receipt(row.reason)
@@ -187,14 +221,17 @@ class LedgerStage:
                 elif row.status == SKIP:
                     summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
                 elif row.status == DEAD:
-                    summary.add_dead(row.reason, row.n, list(row.samples))
+                    table_name = None if row.table is None else str(row.table)
+                    summary.add_dead(row.reason, row.n, list(row.samples), table_name)
                     if row.table is None:
                         unrouted = True
                     else:
                         routed_dead.add(str(row.table))
             tables_with_rows = {str(r.table) for r in counts if r.status == ROW}
             for name in sorted(tables_with_rows | routed_dead):
-                self._table_batch(name, classified, batch_id, now, summary, name in routed_dead)
+                signals += self._table_batch(
+                    name, classified, batch_id, now, summary, name in routed_dead
+                )
             if unrouted:
                 unrouted_rows = classified.where(
                     (F.col("status") == DEAD) & F.col("table").isNull()
@@ -208,8 +245,44 @@ class LedgerStage:
             batch=batch_id,
             events=dict(summary.rows),
             dead_letters=dict(summary.dead),
+            dead_letters_by_table=summary.dead_by_table,
         )
         self._remember_files(receipts)
+        if signals:
+            self._signal(signals)
+
+    def _schema_changes(self, classified: DataFrame) -> list[ChangeSignal]:
+        """The signals of the batch's routed schema-change messages (few: one per DDL)."""
+        rows = (
+            classified.where(
+                (F.col("status") == SKIP)
+                & (F.col("reason") == SCHEMA_CHANGE)
+                & F.col("table").isNotNull()
+            )
+            .select("table", "raw")
+            .collect()
+        )
+        found = []
+        for row in rows:
+            signal = schema_change_signal(str(row.table), message_text(bytes(row.raw)))
+            if signal is not None:
+                found.append(signal)
+        return sorted(found, key=lambda s: (s.table, s.position or 0))
+
+    def _signal(self, signals: Sequence[ChangeSignal]) -> None:
+        for signal in signals:
+            what = signal.ddl or ", ".join(signal.columns)
+            self.pipeline.report(
+                "ledger",
+                f"schema {signal.table}: change seen at {signal.position_text} ({signal.kind}: "
+                f"{what})",
+                table=signal.table,
+                signal=signal.kind,
+            )
+        if self.on_signals is not None:
+            self.on_signals(signals)
+            for table in sorted({s.table for s in signals}):
+                alter_ledger(self.spark, self.pipeline, table)  # phase 1 now, not next batch
 
     def _remember_files(self, receipts: list[Receipt]) -> None:
         """After the batch is stored: what was read of each file, to spot later changes."""
@@ -234,14 +307,18 @@ class LedgerStage:
         now: datetime,
         summary: BatchSummary,
         has_routed_dead: bool,
-    ) -> None:
-        schema = self.pipeline.schema(name)  # at each batch: the file may have changed
+    ) -> list[ChangeSignal]:
+        # At each batch: the schema file may have changed (phase 1, then the projection
+        # the merge has acknowledged; see ledger/versions.py).
+        alter_ledger(self.spark, self.pipeline, name)
+        plan = projection(self.spark, self.pipeline, name)
+        signals: list[ChangeSignal] = []
         refs = self.refs(name)
         mine = classified.where(F.col("table") == name)
         projected = (
             mine.where(F.col("status") == ROW)
             .select("message_id", "raw")
-            .mapInArrow(project_batches(schema), projected_spark_schema(schema))
+            .mapInArrow(project_batches(plan, self._wire), projected_spark_schema(plan))
             .persist()
         )
         try:
@@ -258,23 +335,34 @@ class LedgerStage:
             summary.rows[name] = ok
             for r in stats:
                 if r[STATUS] == DEAD:
-                    summary.add_dead(r[REASON], r.n, list(r.samples))
+                    summary.add_dead(r[REASON], r.n, list(r.samples), name)
             if ok:
-                extra = {}
+                extra: dict[str, int] = {}
                 if any(r[STATUS] == ROW and r.with_extra for r in stats):
-                    extra = self._extra_columns(projected)
+                    extra, first = self._extra_columns(projected)
                     summary.extra_columns[name] = extra
-                stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
-                stored = TableContract(schema).target  # the ledger's own column names
+                    signals.append(
+                        ChangeSignal(
+                            name,
+                            "unknown_fields",
+                            columns=tuple(sorted(extra)),
+                            position=int(first[0]) if first[0] is not None else None,
+                            position_text=first[1],
+                            source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
+                        )
+                    )
+                stored = TableContract(plan.layout).target  # the ledger's own column names
                 ledger_cols = [quote(col.name) for col in stored.key_columns] + [
-                    m for m in c.META_COLUMNS if m not in stamped
+                    m for m in c.META_COLUMNS if m not in c.STAMPED
                 ]
                 rows = projected.where(F.col(STATUS) == ROW).select(
                     *ledger_cols,
                     F.lit(now).alias(c.INGESTED_AT),
-                    F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
+                    F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
                 properties = {c.EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                # Soft-deleted columns stay in the ledger's row images: write them as NULL.
+                rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
                 self._append(rows, refs.cdc, batch_id, properties if extra else None)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),
@@ -294,18 +382,21 @@ class LedgerStage:
                 )
         finally:
             projected.unpersist()
+        return signals
 
     @staticmethod
-    def _extra_columns(projected: DataFrame) -> dict[str, int]:
-        """Event columns the schema lacks → how many stored events carried each."""
+    def _extra_columns(projected: DataFrame) -> tuple[dict[str, int], tuple[Any, Any, Any]]:
+        """Event columns the schema lacks → how many stored events carried each; and the
+        (position, position text, source time) of the first event carrying any."""
+        carrying = projected.where((F.col(STATUS) == ROW) & (F.size(EXTRA) > 0))
         counts = (
-            projected.where((F.col(STATUS) == ROW) & (F.size(EXTRA) > 0))
-            .select(F.explode(EXTRA).alias("column"))
-            .groupBy("column")
-            .count()
-            .collect()
+            carrying.select(F.explode(EXTRA).alias("column")).groupBy("column").count().collect()
         )
-        return {str(r.column): int(r["count"]) for r in counts}
+        first = carrying.agg(
+            F.min_by(F.struct(c.POSITION, c.POSITION_TEXT, c.SOURCE_TS), F.col(c.POSITION))
+        ).first()
+        values = tuple(first[0]) if first is not None and first[0] is not None else (None,) * 3
+        return {str(r.column): int(r["count"]) for r in counts}, values
 
     # -- the query ---------------------------------------------------------------------
     def start(self, once: bool) -> StreamingQuery:

@@ -1,5 +1,5 @@
 """The batch-end summary line: events per table, dead letters by reason with sample
-message ids, and event columns the schema does not have (dropped, counted)."""
+message ids, and event columns the schema does not have (kept in ``_rescued``, counted)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,17 @@ class BatchSummary:
     samples: dict[str, list[str]] = field(default_factory=dict)
     extra_columns: dict[str, dict[str, int]] = field(default_factory=dict)
     """Table → event column not in its schema → stored events that carried it."""
+    dead_by_table: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Table (``""`` for unrouted events) → reason → dead letters (for metrics)."""
 
-    def add_dead(self, reason: str, count: int, samples: list[str]) -> None:
-        """Count ``count`` dead letters for ``reason``, keeping up to 10 sample ids."""
+    def add_dead(
+        self, reason: str, count: int, samples: list[str], table: str | None = None
+    ) -> None:
+        """Count ``count`` dead letters for ``reason`` (of ``table``, None when unrouted),
+        keeping up to 10 sample ids."""
         self.dead[reason] = self.dead.get(reason, 0) + count
+        by_reason = self.dead_by_table.setdefault(table or "", {})
+        by_reason[reason] = by_reason.get(reason, 0) + count
         kept = self.samples.setdefault(reason, [])
         kept.extend(s for s in samples if s not in kept)
         del kept[10:]
@@ -45,7 +52,7 @@ class BatchSummary:
             if columns:
                 listed = ", ".join(f"{k} {n}" for k, n in sorted(columns.items()))
                 parts.append(
-                    f"{table}: columns not in the schema, dropped: {listed} "
-                    "(add them to the table's schema file to keep them)"
+                    f"{table}: columns not in the schema, kept in _rescued: {listed} "
+                    "(the mirror gets them once the schema has them)"
                 )
         return "; ".join(parts)

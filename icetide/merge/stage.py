@@ -17,10 +17,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
+from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
 from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
+from icetide.merge.versions import (
+    MergeVersion,
+    align_images,
+    merge_version,
+    switch_base,
+    version_of,
+)
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract import phases as ph
 from icetide.schema.contract.base import (
     EVENTS_PROPERTY,
     POSITION,
@@ -30,6 +39,7 @@ from icetide.schema.contract.base import (
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
@@ -92,13 +102,14 @@ class MergeStage:
         """The Iceberg names of ``table``."""
         return self.pipeline.refs(table)
 
-    def ensure_base(self, name: str) -> None:
-        """Create the base table (and namespace) when missing."""
+    def ensure_base(self, name: str, contract: TableContract | None = None) -> None:
+        """Create the base table (and namespace) when missing, at ``contract``'s version
+        (default: the current schema)."""
         base = self.refs(name).base
         if table_exists(self.spark, base):
             return
         ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        contract = self.pipeline.contract(name)
+        contract = contract or self.pipeline.contract(name)
         self.spark.sql(contract.base_ddl(base))
         self.spark.sql(contract.identifier_fields_sql(base))
 
@@ -110,9 +121,12 @@ class MergeStage:
         """Merge the new ledger events of one table."""
         started = time.monotonic()
         refs = self.refs(name)
-        contract = self.pipeline.contract(name)  # one schema for the whole batch
+        # One schema for the whole batch: the ledger's layout version, read before the
+        # end snapshot (merge/versions.py).
+        run = merge_version(self.spark, self.pipeline, name)
+        contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
-        self.ensure_base(name)
+        self.ensure_base(name, contract)
         progress = read_merge_progress(self.spark, refs.base)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
@@ -125,11 +139,16 @@ class MergeStage:
             return MergeResult(name, 0, None, None, 0.0)
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
+        switch_base(self.spark, self.pipeline, name, contract)
+        crash_point("merge.after_switch")
         end = current_snapshot_id(self.spark, refs.cdc)
         start = progress.watermark
         if end is None or end == start:
+            self._converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
-        events = read_new_events(self.spark, refs.cdc, start, end)
+        events = align_images(
+            read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
+        )
         configured = self.config.table(name).merge.strategy
         rows = base_rows(self.spark, refs.base)
         may_prune = configured == "bucket_join_pruned" or (
@@ -217,6 +236,7 @@ class MergeStage:
         finally:
             if inheritance is not None:
                 inheritance.release()
+        self._converge(name, run, end)
         result = MergeResult(
             name,
             count,
@@ -242,6 +262,44 @@ class MergeStage:
         )
         return result
 
+    def _converge(self, name: str, run: MergeVersion, end: int | None) -> None:
+        """Phase 3 once the ledger projects this version: every ledger row still holding
+        a new column's value in ``_rescued`` is in snapshot ``end``, and merged."""
+        version = run.contract.schema.version
+        base = self.refs(name).base
+        props = table_properties(self.spark, base)
+        done = int_property(props, ph.DATA_VERSION)
+        if done is None or done >= version or (run.projected or 0) < version:
+            return
+        since = version_of(self.pipeline, name, done)
+        rescued = (
+            fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
+        )
+        defaults = fill_defaults(
+            self.spark,
+            self.pipeline,
+            name,
+            run.contract,
+            since,
+            run.change_position,
+            column_defaults(run.contract.schema),
+        )
+        crash_point("merge.after_fill")
+        set_properties(
+            self.spark,
+            base,
+            {ph.DATA_VERSION: str(version), ph.DATA_FILLED: str(int(time.time() * 1000))},
+        )
+        self.pipeline.report(
+            "merge",
+            f"schema {name}: data converged at version {version} (phase 3: {rescued:,} "
+            f"rescued events, {defaults} default columns)",
+            table=name,
+            version=version,
+            phase=3,
+            rescued=rescued,
+        )
+
     def _history(
         self, ledger: TableName, start: int | None, schema: TableSchema
     ) -> DataFrame | None:
@@ -250,11 +308,12 @@ class MergeStage:
             return None
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         earlier = self.spark.read.format("iceberg").option("snapshot-id", start)
-        return (
+        rows = (
             earlier.load(ledger.dotted)
             .where(F.col(c.INGESTED_AT) >= F.lit(cutoff))
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
+        return align_images(rows, self.pipeline, schema.table, schema)
 
     def _dead_letter_lost(self, name: str, schema: TableSchema, lost: DataFrame) -> None:
         """Dead-letter the key changes whose unavailable values were found nowhere.

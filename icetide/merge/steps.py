@@ -102,7 +102,11 @@ def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
         return events
     keys = events.select(*[quote(k) for k in ctx.schema.primary_key]).distinct()
     remembered = split_key_changes(ctx.history, ctx).where(F.col(c.OP) == "d")
-    return events.unionByName(remembered.join(keys, list(ctx.schema.primary_key), "left_semi"))
+    # The history may be read at a snapshot from before a schema change (its row images
+    # lack the new fields): those fields are NULL in a remembered delete.
+    return events.unionByName(
+        remembered.join(keys, list(ctx.schema.primary_key), "left_semi"), allowMissingColumns=True
+    )
 
 
 def drop_truncated(events: DataFrame, ctx: MergeContext) -> DataFrame:

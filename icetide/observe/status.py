@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from icetide.config import Config
 from icetide.ledger.landing import Change, changed_files
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
+from icetide.observe.convergence import Convergence, render_convergence, table_convergence
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import STRATEGY_PROPERTY
 from icetide.schema.contract.names import TableName
@@ -43,7 +44,9 @@ class TableStatus:
     last_ledger_commit: str | None
     dead_letters: int
     extra_columns: dict[str, int] = field(default_factory=dict)
-    """Event columns not in the schema → events that carried them (dropped)."""
+    """Event columns not in the schema → events that carried them (kept in ``_rescued``)."""
+    convergence: Convergence | None = None
+    """The latest schema change's phase and timings (None: the table never changed)."""
     capture: CaptureLag | None = None
     """The capture lag of the source capturing this table (see capture_lag.py)."""
     merge_strategy: str | None = None
@@ -98,6 +101,7 @@ def table_status(
         extra_columns=extra_columns(spark, refs.cdc),
         capture=capture,
         merge_strategy=last_merge_strategy(spark, refs.base),
+        convergence=table_convergence(spark, config, name),
     )
 
 
@@ -164,6 +168,7 @@ def render_status(status: PipelineStatus) -> str:
         )
     lines.extend(f"{r.table}: last merge by {r.merge_strategy}" for r in rows if r.merge_strategy)
     lines.extend(render_extra_columns(rows))
+    lines.extend(render_convergence([r.convergence for r in rows if r.convergence]))
     lines.extend(render_notes(status.notes))
     capture = render_capture_lags(r.capture for r in rows)
     return "\n".join(lines) + (f"\n\n{capture}" if capture else "")
@@ -172,7 +177,7 @@ def render_status(status: PipelineStatus) -> str:
 def render_extra_columns(rows: list[TableStatus]) -> list[str]:
     """One line per table whose events carry columns its schema lacks."""
     return [
-        f"{r.table}: event columns not in the schema, dropped: "
+        f"{r.table}: event columns not in the schema, kept in _rescued: "
         + ", ".join(f"{k} ({n:,} events)" for k, n in r.extra_columns.items())
         for r in rows
         if r.extra_columns

@@ -69,9 +69,9 @@ def jdbc_url(source: SourceConfig, database: str | None = None) -> str:
     """The JDBC URL Spark's JDBC source uses for bootstrap reads."""
     db = database or source.database or ""
     if source.type == "mysql":
-        # The jdbc:mysql scheme makes Spark pick its MySQL dialect (backtick quoting).
-        # MariaDB Connector/J 3.x (the fetched driver) takes that scheme only with
-        # permitMysqlScheme; 2.x (Debian's, the fallback) accepts it either way.
+        # The jdbc:mysql scheme makes Spark pick its MySQL dialect (backtick quoting);
+        # MariaDB Connector/J 2.x, Debian's driver, accepts it, and 3.x (fetched from
+        # Maven) with permitMysqlScheme.
         return f"jdbc:mysql://{source.host}:{source.resolved_port}/{db}?permitMysqlScheme"
     return f"jdbc:postgresql://{source.host}:{source.resolved_port}/{db or 'postgres'}"
 

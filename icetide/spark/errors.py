@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from icetide.errors import CatalogError, IcetideError, StageError
+from icetide.errors import CatalogError, CommitConflictError, IcetideError, StageError
 
 _UNREACHABLE = (
     "ConnectException",
@@ -32,6 +32,18 @@ _REFUSED = (
     "ParentNotDirectoryException",
 )
 _NAMESPACE = ("NoSuchNamespaceException",)
+_CONFLICT = ("CommitFailedException",)
+# ValidationException also reports bad writes (incompatible schema): only these say that
+# a concurrent commit got there first.
+_CONFLICT_VALIDATION = (
+    "conflict",
+    "Cannot commit",
+    "found new",
+    "Found new",
+    "Missing required files",
+    "concurrent",
+    "could not be found in the latest snapshot",  # rewrite_manifests racing an append
+)
 
 _PY4J_HEADER = re.compile(r"^An error occurred while calling \S+\.?$")
 _CAUSED_BY = "Caused by: "
@@ -92,6 +104,11 @@ def translate(exc: BaseException, action: str) -> IcetideError:
             hint="check catalog.uri / catalog.warehouse and the network; nothing was lost, "
             "rerun the command once the catalog is back",
         )
+    if is_commit_conflict(text):
+        return CommitConflictError(
+            f"{action}: a concurrent commit won the race: {cause}",
+            hint="nothing of this step was committed; it is retried (or rerun the command)",
+        )
     if any(sign in text for sign in _NAMESPACE):
         return CatalogError(
             f"{action}: {cause}",
@@ -102,6 +119,23 @@ def translate(exc: BaseException, action: str) -> IcetideError:
         hint="nothing was committed by the failed step; if the cause above is temporary a "
         "rerun resumes where it stopped, otherwise fix it first (it would fail again)",
     )
+
+
+def is_commit_conflict(text: str) -> bool:
+    """True when a JVM error's text says another commit got there first.
+
+    >>> is_commit_conflict("org.apache.iceberg.exceptions.ValidationException: "
+    ...     "Cannot commit, found new position delete for replaced data file")
+    True
+    >>> is_commit_conflict("ValidationException: Deleted manifest m0.avro could not be "
+    ...     "found in the latest snapshot 61024")
+    True
+    >>> is_commit_conflict("ValidationException: Cannot write incompatible dataset")
+    False
+    """
+    if any(sign in text for sign in _CONFLICT):
+        return True
+    return "ValidationException" in text and any(sign in text for sign in _CONFLICT_VALIDATION)
 
 
 @contextmanager

@@ -37,6 +37,10 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
 )
 """What a pipeline may need: Iceberg, Spark's Kafka source and Avro, the JDBC drivers."""
 
+DEV_PACKAGES: tuple[str, ...] = ("org.apache.kafka:kafka_2.13:4.1.1",)
+"""Servers that tests and benchmarks start (a KRaft Kafka broker): fetched by
+``icetide jars fetch --dev``, never put on Spark's classpath."""
+
 JARS_DIR_ENV = "ICETIDE_JARS_DIR"
 _COMPLETE = ".complete"
 _PART = re.compile(r"^[A-Za-z0-9_.\-]+$")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
 from tests.integration.harness import Pipeline
@@ -64,6 +65,16 @@ def postgres() -> Iterator[PostgresServer]:
     replication slot and publication (slots are server-wide).
     """
     with PostgresServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator[KafkaServer]:
+    """The run's one private Kafka broker (KRaft, loopback, from the Maven jars).
+
+    Shared like :func:`mariadb`: a test uses topics named after its own namespace.
+    """
+    with KafkaServer() as started:
         yield started
 
 

@@ -184,6 +184,13 @@ class Pipeline:
     def compare(self, workload: Workload) -> list[Comparison]:
         return compare_all(self.session, self.config, workload)
 
+    def dead_letters_raw(self, table: TableName | str) -> list[dict[str, Any]]:
+        """Dead letters of ``table`` with payloads as bytes (registry frames are binary)."""
+        rows = self.rows(table, order="message_id")
+        for row in rows:
+            row["payload"] = base64.b64decode(row["payload_b64"])
+        return rows
+
     def dead_letters(self, table: TableName | str) -> list[dict[str, Any]]:
         """Dead letters of ``table`` (or of the unrouted table), with payloads decoded."""
         rows = self.rows(table, order="message_id")
@@ -196,3 +203,12 @@ def assert_matches(comparisons: list[Comparison]) -> None:
     """Fail with the rendered differences unless every table matches."""
     bad = [c.render() for c in comparisons if not c.matches]
     assert not bad, "\n".join(bad)
+
+
+def run_sql(spark: SparkSession) -> Callable[[str], None]:
+    """A ``run_ddl`` for ``apply_plan``: each statement through ``spark.sql``."""
+
+    def run(statement: str) -> None:
+        spark.sql(statement)
+
+    return run

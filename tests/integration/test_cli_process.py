@@ -162,18 +162,24 @@ def test_a_signal_during_a_merge_stops_run_and_a_rerun_loses_nothing(
     deliver(workload, shop.landing, seed=4, files=2, duplicate_rate=0.0)
     shop.stream()  # the ledger is ready: the child merges as soon as it runs
     with child(["run", "-c", str(shop.config_path)]) as run:
-        # Printed right before the first merge; then wait until it is inside a JVM call.
+        # The merge thread merges the tables in config order: once the first is reported
+        # the second is under way (seconds of Spark work) when the signal arrives.
         run.wait_for_line(r"^running: ")
-        wait_until(run.in_jvm_call, "a JVM call of the merge")
+        run.wait_for_line(r"^merge customers: ")
+        merged_before = _merge_lines(run.lines)
         os.kill(run.proc.pid, sig)
         assert_stopped_cleanly(run, signal.Signals(sig).name)
-    # The merge under way finished and the next one never started.
-    assert any(line.startswith("merge customers: ") for line in run.lines), run.output
-    assert not any(line.startswith("merge products: ") for line in run.lines), run.output
+    # The merge under way may finish; none starts after the signal. (Which table is under
+    # way when the signal lands depends on the machine's speed, so count, not name.)
+    assert len(_merge_lines(run.lines)) - len(merged_before) <= 1, run.output
     assert "0:00:01" not in run.output and "every 1s" in run.output
     shop.stream()
     shop.merge()
     assert_matches(shop.compare(workload))
+
+
+def _merge_lines(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("merge ")]
 
 
 SECRETS = {

@@ -188,10 +188,10 @@ def test_item9_columns_not_in_the_schema_are_counted_logged_and_shown(
     run: tuple[Pipeline, PipelineStatus],
 ) -> None:
     pipe, status = run
-    assert "items: columns not in the schema, dropped: loyalty 1" in summary(pipe)
+    assert "items: columns not in the schema, kept in _rescued: loyalty 1" in summary(pipe)
     items = next(r for r in status.tables if r.table == "items")
     assert items.extra_columns == {"loyalty": 1}
-    assert "items: event columns not in the schema, dropped: loyalty (1 events)" in (
+    assert "items: event columns not in the schema, kept in _rescued: loyalty (1 events)" in (
         render_status(status)
     )
 

@@ -27,8 +27,10 @@ What is emitted, per pgoutput message:
   holds the value and it is used instead.
 * Truncate → one ``t`` event per captured table.
 * A Relation message whose columns differ from the ones seen before in this session
-  (DDL) → a schema-change record (``{"source", "databaseName", "schemaName", "ddl":
-  null, "tableChanges": [...]}``), just before the first change under the new layout.
+  (DDL), and a table's first Relation message of the session (the table may have changed
+  while capture was away) → a schema-change record (``{"source", "databaseName",
+  "schemaName", "ddl": null, "tableChanges": [...]}``), just before the first change
+  under that layout; the ledger compares it with the table's schema.
 
 Positions: ``source.lsn`` is the LSN of the change's WAL record (what Debezium writes),
 and :func:`icetide.events.position.lsn_position` packs it. Several records can share
@@ -564,8 +566,12 @@ class PgOutputReader:
             tuple(c.name for c in columns if c.primary),
             tuple(i for i, c in enumerate(columns) if c.identity),
         )
-        if previous is not None and previous != columns:
-            relation.pending_change = previous
+        if previous is None or previous != columns:
+            # The first Relation of a table in this session too: the session cannot tell
+            # whether the table changed while capture was away (or before its first
+            # change here), so downstream compares with its schema (it is cheap: once per
+            # table per session).
+            relation.pending_change = previous or ()
         elif old is not None and old.pending_change is not None:
             relation.pending_change = old.pending_change
         self._relations[oid] = relation

@@ -74,11 +74,11 @@ def alter_plan(
     ledger_sql: list[str] = []
     for change in changes:
         _check(change, now.table)
-        base_sql += _statements(change, base, (), now.version, drop)
+        base_sql += change_statements(change, base, (), now.version, drop)
         if change.top in keys and len(change.path) == 1:  # the key column at top level too
-            ledger_sql += _statements(change, ledger, (), now.version, drop)
+            ledger_sql += change_statements(change, ledger, (), now.version, drop)
         for image in c.ROW_IMAGES:
-            ledger_sql += _statements(change, ledger, (image,), now.version, drop)
+            ledger_sql += change_statements(change, ledger, (image,), now.version, drop)
     version = f"('{c.SCHEMA_VERSION_PROPERTY}'={literal(str(now.version))})"
     if was.version != now.version:
         base_sql.append(f"ALTER TABLE {base} SET TBLPROPERTIES {version}")
@@ -103,9 +103,10 @@ def _check(change: FieldChange, table: str) -> None:
         raise SchemaError(f"table {table}: {change.dotted} cannot be dropped")
 
 
-def _statements(
+def change_statements(
     change: FieldChange, table: TableName, prefix: tuple[str, ...], version: int, drop: Drop
 ) -> list[str]:
+    """The statements one change takes on ``table`` (``prefix``: the row image it is in)."""
     path = column_path(*prefix, *change.path)
     if change.kind == "rename":
         assert change.new_name is not None

@@ -121,13 +121,13 @@ class TableContract:
             f"{c.MESSAGE_ID} STRING",
             f"{c.INGESTED_AT} TIMESTAMP",
             f"{c.SCHEMA_VERSION} INT",
+            f"{c.RESCUED} STRING",
         ]
 
     def ledger_written_columns(self) -> list[str]:
         """The ledger columns the decoder fills (all but the two the stage stamps:
         ingestion time and schema version), as SQL definitions."""
-        stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
-        return [d for d in self.ledger_columns() if d.split(" ", 1)[0] not in stamped]
+        return [d for d in self.ledger_columns() if d.split(" ", 1)[0] not in c.STAMPED]
 
     def ledger_arrow(self) -> list[pa.Field]:
         """The Arrow fields of :meth:`ledger_written_columns`, for ``mapInArrow`` output."""
@@ -143,6 +143,7 @@ class TableContract:
             pa.field(c.SOURCE_TS, pa.timestamp("us", tz="UTC")),
             pa.field(c.TX_ID, pa.string()),
             pa.field(c.MESSAGE_ID, pa.string()),
+            pa.field(c.RESCUED, pa.string()),
         ]
 
     def ledger_ddl(self, table: TableName) -> str:
@@ -160,7 +161,7 @@ class TableContract:
         """ALTERs adding the metadata columns an older ledger table lacks (the columns
         ``present`` in it now); the version-to-version changes are in
         :mod:`~icetide.schema.contract.alter`."""
-        added = {c.SCHEMA_VERSION: "INT"}
+        added = {c.SCHEMA_VERSION: "INT", c.RESCUED: "STRING"}
         return [
             f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
             for name, kind in added.items()

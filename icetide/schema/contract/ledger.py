@@ -20,7 +20,12 @@ TX_ID = "_tx_id"
 MESSAGE_ID = "_message_id"
 INGESTED_AT = "_ingested_at"
 SCHEMA_VERSION = "_schema_version"
-"""The version of the table's schema a ledger row was written with."""
+"""The version of the table's schema whose columns a ledger row's values were projected
+onto (the running code's version; columns it did not know yet are in ``_rescued``)."""
+RESCUED = "_rescued"
+"""JSON ``{"after": {...}, "before": {...}}`` of the event fields the running schema did
+not know (like Spark's ``_rescued_data``), or null: no value is lost while code lags a
+source schema change; data convergence fills the mirror from it."""
 META_COLUMNS = (
     OP,
     AFTER,
@@ -33,7 +38,10 @@ META_COLUMNS = (
     MESSAGE_ID,
     INGESTED_AT,
     SCHEMA_VERSION,
+    RESCUED,
 )
+STAMPED = (INGESTED_AT, SCHEMA_VERSION)
+"""The ledger columns the stage stamps per append (the decoder fills the others)."""
 ROW_IMAGES = (AFTER, BEFORE)
 """The struct columns holding a full row image each."""
 POSITION_SQL = "DECIMAL(38,0)"
@@ -43,7 +51,7 @@ SCHEMA_VERSION_PROPERTY = "icetide.schema-version"
 KIND_PROPERTY = "icetide.kind"
 EXTRA_COLUMNS_PROPERTY = "icetide.ledger.extra-columns"
 """Snapshot property of a ledger append: JSON ``{column: events}`` of the event columns
-the table's schema does not have (dropped from the ledger until the schema has them)."""
+the table's schema does not have (their values are in ``_rescued`` until it has them)."""
 
 UNAVAILABLE_VALUE_LOST = "unavailable_value_lost"
 """Dead-letter reason written by the merge: a primary-key change left unchanged-TOAST

@@ -224,3 +224,209 @@ def avro_datum(value: Any, ctype: IcetideType) -> Any:
     if ctype.name == "timestamp" and isinstance(value, datetime) and value.tzinfo is not None:
         return value.replace(tzinfo=None)
     return value
+
+
+# --- Avro → model ----------------------------------------------------------------------
+
+_LOGICAL = {
+    ("int", "date"): "date",
+    ("int", "time-millis"): "time",
+    ("long", "time-micros"): "time",
+    ("long", "timestamp-millis"): "timestamptz",
+    ("long", "timestamp-micros"): "timestamptz",
+    ("long", "local-timestamp-millis"): "timestamp",
+    ("long", "local-timestamp-micros"): "timestamp",
+    ("string", "uuid"): "uuid",
+}
+"""(Avro type, logicalType) → icetide type; a logical type not listed keeps its base type."""
+_AVRO_PRIMITIVES = {
+    "boolean": "boolean",
+    "int": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "bytes": "binary",
+}
+
+KnownIds = dict[tuple[str, ...], int]
+"""Field path (``("address", "city")``; list elements ``element``, map parts ``key`` and
+``value``) → the id an earlier version gave it, so a field keeps its id across versions."""
+
+
+def known_ids(columns: tuple[Column, ...], path: _Path = ()) -> KnownIds:
+    """The :data:`KnownIds` of an existing model (what :func:`from_avro_schema` reuses)."""
+    found: KnownIds = {}
+    for column in columns:
+        here = (*path, column.name)
+        found[here] = column.id
+        found.update(_type_ids(column.type, here))
+    return found
+
+
+def _type_ids(ctype: IcetideType, path: _Path) -> KnownIds:
+    if isinstance(ctype, StructType):
+        return known_ids(ctype.fields, path)
+    if isinstance(ctype, ListType):
+        return {
+            (*path, "element"): ctype.element_id,
+            **_type_ids(ctype.element, (*path, "element")),
+        }
+    if isinstance(ctype, MapType):
+        return {
+            (*path, "key"): ctype.key_id,
+            (*path, "value"): ctype.value_id,
+            **_type_ids(ctype.value, (*path, "value")),
+        }
+    return {}
+
+
+class _Reader:
+    """One conversion: named types seen so far, and where ids come from."""
+
+    def __init__(self, next_id: Callable[[], int], known: KnownIds | None) -> None:
+        self.next_id = next_id
+        self.known = known or {}
+        self.named: dict[str, Any] = {}
+
+    def id_for(self, path: _Path) -> int:
+        return self.known[path] if path in self.known else self.next_id()
+
+    def remember(self, schema: dict[str, Any], namespace: str) -> str:
+        name = schema["name"]
+        space = schema.get("namespace", namespace)
+        full = name if "." in name or not space else f"{space}.{name}"
+        self.named[full] = schema
+        self.named.setdefault(name, schema)
+        return space if "." not in name else name.rsplit(".", 1)[0]
+
+    def field_type(self, avro: Any, path: _Path, namespace: str) -> tuple[IcetideType, bool]:
+        """(type, nullable) of a field's Avro schema."""
+        if isinstance(avro, list):
+            branches = [b for b in avro if b != "null"]
+            if len(branches) != 1:
+                raise SchemaError(
+                    f"field {'.'.join(path)}: a union of {len(branches)} non-null types "
+                    f"({avro!r}) has no column type",
+                    hint="use a nullable union ['null', T], or a record with one field per case",
+                )
+            return self.type_of(branches[0], path, namespace), len(branches) != len(avro)
+        return self.type_of(avro, path, namespace), False
+
+    def type_of(self, avro: Any, path: _Path, namespace: str) -> IcetideType:
+        from icetide.schema.types import DecimalType, primitive
+
+        if isinstance(avro, str):
+            if avro in _AVRO_PRIMITIVES:
+                return primitive(_AVRO_PRIMITIVES[avro])
+            named = self.named.get(avro) or self.named.get(f"{namespace}.{avro}")
+            if named is None:
+                raise SchemaError(
+                    f"field {'.'.join(path)}: Avro type {avro!r} is not defined before its use",
+                    hint="define the named type (record, enum, fixed) earlier in the schema",
+                )
+            return self.type_of(named, path, namespace)
+        if isinstance(avro, list):
+            return self.field_type(avro, path, namespace)[0]
+        kind = avro.get("type")
+        logical = avro.get("logicalType")
+        if logical == "decimal" and kind in ("bytes", "fixed"):
+            if kind == "fixed":
+                self.remember(avro, namespace)
+            return DecimalType(int(avro["precision"]), int(avro.get("scale", 0)))
+        if (kind, logical) in _LOGICAL:
+            return primitive(_LOGICAL[(kind, logical)])
+        if kind == "string" and isinstance(avro.get("icetide.symbols"), list):
+            return EnumType(tuple(avro["icetide.symbols"]))
+        if kind in _AVRO_PRIMITIVES:
+            return primitive(_AVRO_PRIMITIVES[kind])
+        if kind == "fixed":
+            self.remember(avro, namespace)
+            return primitive("binary")
+        if kind == "enum":
+            self.remember(avro, namespace)
+            return EnumType(tuple(avro["symbols"]))
+        if kind == "record":
+            space = self.remember(avro, namespace)
+            return StructType(self.columns(avro["fields"], path, space))
+        if kind == "array":
+            items = avro["items"]
+            entry = items if isinstance(items, dict) else None
+            if entry is not None and entry.get("type") == "record" and entry.get("name") == "entry":
+                names = [f["name"] for f in entry["fields"]]
+                if names == ["key", "value"]:  # icetide's own map with non-text keys
+                    self.remember(entry, namespace)
+                    key = self.type_of(entry["fields"][0]["type"], (*path, "key"), namespace)
+                    value, nullable = self.field_type(
+                        entry["fields"][1]["type"], (*path, "value"), namespace
+                    )
+                    return MapType(
+                        self.id_for((*path, "key")),
+                        key,
+                        self.id_for((*path, "value")),
+                        value,
+                        nullable,
+                    )
+            element, nullable = self.field_type(items, (*path, "element"), namespace)
+            return ListType(self.id_for((*path, "element")), element, nullable)
+        if kind == "map":
+            value, nullable = self.field_type(avro["values"], (*path, "value"), namespace)
+            return MapType(
+                self.id_for((*path, "key")),
+                StringType(),
+                self.id_for((*path, "value")),
+                value,
+                nullable,
+            )
+        if isinstance(kind, (dict, list, str)):
+            return self.type_of(kind, path, namespace)
+        raise SchemaError(
+            f"field {'.'.join(path)}: {avro!r} is not an Avro type",
+            hint="see the Avro specification's list of types",
+        )
+
+    def columns(
+        self, fields: list[dict[str, Any]], path: _Path, namespace: str
+    ) -> tuple[Column, ...]:
+        out = []
+        for item in fields:
+            here = (*path, item["name"])
+            column_id = item["field-id"] if isinstance(item.get("field-id"), int) else None
+            column_id = column_id if column_id is not None else self.id_for(here)
+            ctype, nullable = self.field_type(item["type"], here, namespace)
+            out.append(Column(column_id, item["name"], ctype, nullable, item.get("doc")))
+        return tuple(out)
+
+
+def from_avro_schema(
+    schema: dict[str, Any] | str,
+    next_id: Callable[[], int],
+    known: KnownIds | None = None,
+) -> tuple[Column, ...]:
+    """The columns of an Avro record schema (the reverse of :func:`to_avro_schema`).
+
+    Ids: a field's ``"field-id"`` when it has one, else the id ``known`` gives its path
+    (the previous version's, see :func:`known_ids`), else ``next_id()``: a field keeps its
+    id from version to version, and a new field gets a new one. Nullable unions
+    ``["null", T]`` are nullable columns; logical types map as the table in this
+    module's docstring shows, read backwards (``timestamp-millis`` too).
+
+    >>> from icetide.schema.convert import ids_from
+    >>> cols = from_avro_schema({"type": "record", "name": "r", "fields": [
+    ...     {"name": "id", "type": "long"},
+    ...     {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
+    ... ]}, ids_from(1))
+    >>> [(c.id, c.name, str(c.type), c.nullable) for c in cols]
+    [(1, 'id', 'long', False), (2, 'at', 'timestamptz', True)]
+    """
+    import json as _json
+
+    parsed = _json.loads(schema) if isinstance(schema, str) else schema
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise SchemaError(
+            f"a table's Avro schema must be a record, got {str(parsed)[:80]!r}",
+            hint="register the row (or Debezium's Value) record as the subject's schema",
+        )
+    reader = _Reader(next_id, known)
+    space = reader.remember(parsed, "")
+    return reader.columns(parsed["fields"], (), space)

@@ -1,0 +1,231 @@
+"""Decode benchmark: Debezium envelopes per second per core, registry formats vs JSON.
+
+Runs the ledger's own per-message decode path (``classify_one`` then ``project_one``, what
+the ``mapInArrow`` workers run) in one process, so the figure is per core, for the same
+``--events`` Debezium envelopes (an 8-column row) serialised four ways:
+
+* plain JSON (the baseline),
+* Avro with a registry frame (fastavro, writer schema),
+* JSON Schema with a registry frame (payload validated by ``jsonschema``),
+* Protobuf with a registry frame and message indexes.
+
+Each format runs ``--repeat`` times; medians are printed with the ratio to JSON. Machines
+here are small and shared: read medians, not single runs. No Spark, no broker.
+
+    python bench/decode_bench.py --events 20000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import statistics
+import time
+from typing import Any
+
+import fastavro
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from icetide.events.wire import AVRO, JSON_SCHEMA, PROTOBUF, WriterSchema, frame
+from icetide.ledger.decode import ROW, Routes, classify_one, project_one
+from icetide.ledger.registry_decode import Wire
+from icetide.schema.file import schema_from_dict
+
+COLUMNS = [
+    ("id", "long"),
+    ("name", "string"),
+    ("email", "string"),
+    ("qty", "long"),
+    ("price", "double"),
+    ("active", "boolean"),
+    ("city", "string"),
+    ("note", "string"),
+]
+SCHEMA = schema_from_dict(
+    {
+        "table": "items",
+        "primary_key": ["id"],
+        "columns": [
+            {"id": i, "name": n, "type": t, "nullable": n != "id"}
+            for i, (n, t) in enumerate(COLUMNS, 1)
+        ],
+    }
+)
+ROUTES = Routes({"inv.items": [(None, "items")]})
+SOURCE_FIELDS = [
+    ("name", "string"),
+    ("db", "string"),
+    ("table", "string"),
+    ("file", "string"),
+    ("pos", "long"),
+    ("ts_ms", "long"),
+]
+
+
+def event(i: int) -> dict[str, Any]:
+    row = {
+        "id": i,
+        "name": f"item {i}",
+        "email": f"u{i}@example.com",
+        "qty": i % 97,
+        "price": i / 7,
+        "active": i % 2 == 0,
+        "city": "Lisbon",
+        "note": "x" * 20,
+    }
+    source = {
+        "name": "shop",
+        "db": "inv",
+        "table": "items",
+        "file": "b.1",
+        "pos": i,
+        "ts_ms": 1_700_000_000_000 + i,
+    }
+    return {"before": None, "after": row, "source": source, "op": "c", "ts_ms": i}
+
+
+def avro_schema() -> dict[str, Any]:
+    avro = {"long": "long", "string": "string", "double": "double", "boolean": "boolean"}
+    fields = [
+        {"name": n, "type": avro[t] if n == "id" else ["null", avro[t]], "default": None}
+        for n, t in COLUMNS
+    ]
+    fields[0].pop("default")
+    row = {"type": "record", "name": "Value", "fields": fields}
+    source = {
+        "type": "record",
+        "name": "Source",
+        "fields": [{"name": n, "type": t} for n, t in SOURCE_FIELDS],
+    }
+    return {
+        "type": "record",
+        "name": "Envelope",
+        "namespace": "inv.items",
+        "fields": [
+            {"name": "before", "type": ["null", row], "default": None},
+            {"name": "after", "type": ["null", "Value"], "default": None},
+            {"name": "source", "type": source},
+            {"name": "op", "type": "string"},
+            {"name": "ts_ms", "type": ["null", "long"], "default": None},
+        ],
+    }
+
+
+def json_schema() -> dict[str, Any]:
+    kinds = {"long": "integer", "string": "string", "double": "number", "boolean": "boolean"}
+    value = {"type": "object", "properties": {n: {"type": [kinds[t], "null"]} for n, t in COLUMNS}}
+    return {
+        "type": "object",
+        "properties": {
+            "before": {"oneOf": [{"type": "null"}, value]},
+            "after": {"oneOf": [{"type": "null"}, value]},
+            "source": {"type": "object"},
+            "op": {"type": "string"},
+            "ts_ms": {"type": ["integer", "null"]},
+        },
+        "required": ["op", "source"],
+    }
+
+
+def proto_file() -> descriptor_pb2.FileDescriptorProto:
+    t = descriptor_pb2.FieldDescriptorProto
+    kinds = {
+        "long": t.TYPE_INT64,
+        "string": t.TYPE_STRING,
+        "double": t.TYPE_DOUBLE,
+        "boolean": t.TYPE_BOOL,
+    }
+    f = descriptor_pb2.FileDescriptorProto(name="items.proto", package="inv", syntax="proto3")
+    env = f.message_type.add(name="Envelope")
+    value = env.nested_type.add(name="Value")
+    for number, (n, k) in enumerate(COLUMNS, 1):
+        value.field.add(name=n, number=number, type=kinds[k], label=t.LABEL_OPTIONAL)
+    source = env.nested_type.add(name="Source")
+    for number, (n, k) in enumerate(SOURCE_FIELDS, 1):
+        source.field.add(name=n, number=number, type=kinds[k], label=t.LABEL_OPTIONAL)
+    for number, (n, kind, ref) in enumerate(
+        [
+            ("before", t.TYPE_MESSAGE, ".inv.Envelope.Value"),
+            ("after", t.TYPE_MESSAGE, ".inv.Envelope.Value"),
+            ("source", t.TYPE_MESSAGE, ".inv.Envelope.Source"),
+            ("op", t.TYPE_STRING, ""),
+            ("ts_ms", t.TYPE_INT64, ""),
+        ],
+        1,
+    ):
+        field = env.field.add(name=n, number=number, type=kind, label=t.LABEL_OPTIONAL)
+        if ref:
+            field.type_name = ref
+    return f
+
+
+def messages(events: int) -> dict[str, tuple[list[bytes], Wire | None]]:
+    docs = [event(i) for i in range(events)]
+    parsed = fastavro.parse_schema(avro_schema())
+    avro = []
+    for doc in docs:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, doc)
+        avro.append(frame(1, out.getvalue()))
+    proto = proto_file()
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("inv.Envelope"))
+    pb = [
+        frame(
+            3,
+            cls(
+                after=cls.Value(**d["after"]),
+                source=cls.Source(**d["source"]),
+                op=d["op"],
+                ts_ms=d["ts_ms"],
+            ).SerializeToString(),
+            (0,),
+        )
+        for d in docs
+    ]
+    wire = Wire(
+        {
+            1: WriterSchema(AVRO, json.dumps(avro_schema())),
+            2: WriterSchema(JSON_SCHEMA, json.dumps(json_schema())),
+            3: WriterSchema(PROTOBUF, base64.b64encode(proto.SerializeToString()).decode()),
+        }
+    )
+    return {
+        "json": ([json.dumps(d).encode() for d in docs], None),
+        "avro": (avro, wire),
+        "json_schema": ([frame(2, json.dumps(d).encode()) for d in docs], wire),
+        "protobuf": (pb, wire),
+    }
+
+
+def run(raws: list[bytes], wire: Wire | None) -> float:
+    start = time.perf_counter()
+    for raw in raws:
+        table, status, _reason, error = classify_one(raw, ROUTES, wire)
+        assert status == ROW, error
+        row = project_one(raw, SCHEMA, wire)
+        assert row["_status"] == ROW, row
+    return len(raws) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    cases = messages(args.events)
+    medians = {}
+    for name, (raws, wire) in cases.items():
+        run(raws[:200], wire)  # warm the caches (schema parsing, classes)
+        medians[name] = statistics.median(run(raws, wire) for _ in range(args.repeat))
+    base = medians["json"]
+    print(f"decode, {args.events:,} Debezium envelopes, median of {args.repeat}, one core")
+    for name, rate in medians.items():
+        print(f"  {name:<12} {rate:>10,.0f} events/s   {rate / base:5.2f}x json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""``icetide dlt show|replay``: dead letters by reason, and replay after a fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from icetide.cli import context
+from icetide.cli.context import command_parser, with_config, with_output
+
+
+def cmd_dlt_show(args: argparse.Namespace) -> int:
+    """Counts by reason (and code), sample message ids and payload previews."""
+    from icetide.ledger.replay import render, show
+    from icetide.spark.errors import jvm_boundary
+    from icetide.spark.tables import TableRefs, table_exists
+
+    pipeline = context.load_pipeline(args)
+    config = pipeline.config
+    names = [args.table] if args.table else [t.name for t in config.tables]
+    if not args.table:
+        names.append(config.dead_letter.unrouted_table)
+    if args.table:
+        config.table(args.table)  # an unknown table is a config error naming the choices
+    spark = context.spark_session(config)
+    summaries = []
+    with jvm_boundary("dlt show"):
+        for name in names:
+            dlt = TableRefs.of(config, name).dlt
+            if table_exists(spark, dlt):
+                summaries.append(show(spark, dlt.sql, name, args.reason, args.samples))
+    if args.output == "json":
+        print(json.dumps([s.to_json() for s in summaries], indent=2))
+    else:
+        print("\n".join(render(s) for s in summaries) or "no dead-letter tables yet")
+    return 0
+
+
+def cmd_dlt_replay(args: argparse.Namespace) -> int:
+    """Re-run dead letters through the current decode and schema."""
+    from icetide.ledger.replay import render_replay, replay
+    from icetide.spark.errors import jvm_boundary
+
+    pipeline = context.load_pipeline(args)
+    pipeline.config.table(args.table)
+    spark = context.spark_session(pipeline.config)
+    with jvm_boundary("dlt replay"):
+        result = replay(spark, pipeline, args.table, reason=args.reason, ids=args.ids or ())
+    if args.output == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_replay(result))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``dlt`` group."""
+    p = sub.add_parser("dlt", help="dead letters: show them by reason, replay them after a fix")
+    dlt_sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    p = with_output(
+        with_config(
+            command_parser(
+                dlt_sub,
+                "show",
+                help="dead letters by reason, with sample ids and decoded payload previews",
+                description="Per dead-letter table: counts by reason and by reason code "
+                "(parse, deserialization, type_conversion, null_payload, "
+                "schema_incompatible, unsupported_schema_change, routing), a few sample "
+                "message ids with their error and a preview of the payload (text as is, "
+                "registry frames as hex). See docs/dead-letters.md.",
+                example=(
+                    "icetide dlt show",
+                    "icetide dlt show items --reason deserialization --output json",
+                ),
+            )
+        )
+    )
+    p.add_argument("table", nargs="?", help="one table (default: every table and the unrouted)")
+    p.add_argument("--reason", help="only this reason or reason code")
+    p.add_argument("--samples", type=int, default=3, help="samples per reason (default 3)")
+    p.set_defaults(func=cmd_dlt_show)
+
+    p = with_output(
+        with_config(
+            command_parser(
+                dlt_sub,
+                "replay",
+                help="re-run dead letters through the current decode and schema",
+                description="Dead letters of TABLE that now decode and fit the current "
+                "schema are appended to the ledger (skipping message ids it already holds) "
+                "and then removed from the dead-letter table; the others stay with their "
+                "new reason. Safe to kill and rerun at any point.",
+                example=(
+                    "icetide dlt replay items",
+                    "icetide dlt replay items --reason type_conversion --ids t/0/5 t/0/9",
+                ),
+            )
+        )
+    )
+    p.add_argument("table", help="the table whose dead letters to replay")
+    p.add_argument("--reason", help="only this reason or reason code")
+    p.add_argument("--ids", nargs="+", help="only these message ids")
+    p.set_defaults(func=cmd_dlt_replay)

@@ -1,0 +1,295 @@
+"""``icetide run``: capture, stream, merge, maintenance and the observer, supervised.
+
+Capture needs no Spark, and follows one source per process: each configured source is
+captured by a child ``icetide capture`` whose JSON progress lines are read back into
+this process's reporter (so its figures reach the metrics and the page). The stream,
+merge, maintenance and observer run as threads sharing one SparkSession. Each is a
+:class:`~icetide.supervisor.Task`: restarted with backoff when it fails, stopped cleanly
+on Ctrl-C or SIGTERM (the child capture gets SIGTERM in turn).
+
+With ``--metrics-port`` the same server serves ``/metrics``, the status page at ``/``
+and its data at ``/status.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+from icetide.cli import context
+from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
+from icetide.errors import StageError
+from icetide.supervisor import Supervisor, Task
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from icetide.config import SourceConfig
+    from icetide.ledger.stage import LedgerStage
+    from icetide.observe.board import StatusBoard
+    from icetide.pipeline import Pipeline
+    from icetide.progress import Reporter
+
+
+class CaptureChild:
+    """``icetide capture --source NAME`` as a child process, its progress relayed."""
+
+    def __init__(self, args: argparse.Namespace, pipeline: Pipeline, source: SourceConfig):
+        self.config_path = str(args.config)
+        self.pipeline = pipeline
+        self.source = str(source.name)
+        self.process: subprocess.Popen[str] | None = None
+        self.relay: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the child in its own session: a terminal's Ctrl-C reaches only us, and
+        we stop it in turn."""
+        command = [sys.executable, "-m", "icetide.cli", "capture", "--source", self.source]
+        command += ["--progress", "json", "-c", self.config_path]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.relay = threading.Thread(target=self._relay, args=(self.process,), daemon=True)
+        self.relay.start()
+
+    def _relay(self, process: subprocess.Popen[str]) -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            line = line.rstrip("\n")
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if isinstance(record, dict) and "stage" in record and "message" in record:
+                stage, message = str(record.pop("stage")), str(record.pop("message"))
+                table = record.pop("table", None)
+                self.pipeline.report(stage, message, table=table, **record)
+            elif line:
+                log(line)  # its plain lines (start-up, stop) already name the source
+
+    def step(self) -> None:
+        """Fail (to be restarted) when the child has ended."""
+        assert self.process is not None
+        code = self.process.poll()
+        if code is not None:
+            raise StageError(f"capture of {self.source} exited with code {code}")
+
+    def close(self) -> None:
+        """SIGTERM, wait for it to make its records durable and save its offset."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self.relay is not None:
+            self.relay.join(timeout=5)
+
+
+class Stream:
+    """The ledger stage's streaming query, started again after a failure."""
+
+    def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.query: StreamingQuery | None = None
+        self.ledger: LedgerStage | None = None
+
+    def start(self) -> None:
+        from icetide.cli.stages import ledger_stage
+        from icetide.spark.errors import jvm_boundary
+
+        with jvm_boundary("ledger stream"):
+            self.ledger = ledger_stage(self.spark, self.pipeline)
+            self.query = self.ledger.start(once=False)
+
+    def tick(self) -> None:
+        """Move a schema change's phases on even when no event arrives (after merges)."""
+        from icetide.spark.errors import jvm_boundary
+
+        if self.ledger is not None:
+            with jvm_boundary("ledger schema phases"):
+                self.ledger.tick()
+
+    def step(self) -> None:
+        from icetide.spark.errors import jvm_boundary
+
+        assert self.query is not None
+        with jvm_boundary("ledger stream"):
+            if self.query.isActive:
+                return
+            error = self.query.exception()
+        raise StageError(f"the ledger stream stopped: {error or 'no reason given'}")
+
+    def close(self) -> None:
+        query, self.query = self.query, None
+        if query is not None and query.isActive:
+            context.stop_query(query)
+
+
+class Observer:
+    """Measures every table (freshness, SLA, lag, files, dead letters) for the metrics
+    and the page, and logs an SLA breach when it begins and when it ends."""
+
+    def __init__(self, spark: SparkSession, pipeline: Pipeline, sinks: Reporter) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.sinks = sinks
+        self.breached: set[str] = set()
+
+    def step(self) -> None:
+        from dataclasses import replace
+
+        from icetide.observe.freshness import observe_all
+        from icetide.spark.errors import jvm_boundary
+
+        with jvm_boundary("observe"):
+            healths = observe_all(self.spark, self.pipeline.config)
+        for health in healths:
+            health = replace(health, schema_version=self.pipeline.schema(health.table).version)
+            figures = health.to_dict()
+            del figures["table"]
+            self.sinks.report("observe", health.render(), table=health.table, **figures)
+            if health.breached and health.table not in self.breached:
+                self.breached.add(health.table)
+                log(f"WARNING {health.render()}")
+            elif not health.breached and health.table in self.breached:
+                self.breached.discard(health.table)
+                log(f"{health.render()} (recovered)")
+
+
+def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> None:
+    """Metrics, page and page data on ``--metrics-port``, when given."""
+    from icetide.observe.metrics import Metrics, MetricsServer
+    from icetide.observe.page import render_page
+
+    metrics = Metrics()
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, metrics.sink)
+    if args.metrics_port is None:
+        return
+    server = MetricsServer(metrics, args.metrics_port, args.metrics_host)
+    server.routes["/"] = lambda: (render_page(), "text/html; charset=utf-8")
+    server.routes["/status.json"] = lambda: (
+        json.dumps(board.snapshot(), default=str).encode(),
+        "application/json",
+    )
+    server.start()
+    log(f"status page: http://{args.metrics_host}:{server.port}/ (metrics at /metrics)")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Supervise every stage on this machine until Ctrl-C or SIGTERM."""
+    from icetide.cli.stages import merge_all
+    from icetide.config.model import format_duration
+    from icetide.maintenance.run import maintain_table
+    from icetide.merge.stage import MergeStage
+    from icetide.observe.board import StatusBoard
+    from icetide.progress import Reporter
+
+    pipeline = context.load_pipeline(args)
+    config = pipeline.config
+    board = StatusBoard(config.pipeline, [t.name for t in config.tables])
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, board.sink)
+    serve(args, pipeline, board)
+    # Observations go to the metrics and the page only (they come every few seconds).
+    quiet = Reporter(*[s for s in pipeline.reporter.sinks if s is not pipeline.reporter.sinks[0]])
+    spark = context.spark_session(config)
+    supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
+    names: list[str] = []
+    if config.sources and not args.no_capture:
+        for source in config.sources:
+            child = CaptureChild(args, pipeline, source)
+            names.append(f"capture {source.name}")
+            supervisor.add(
+                Task(f"capture {source.name}", child.step, 1.0, child.start, child.close)
+            )
+    stream = Stream(spark, pipeline)
+    supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))
+    merge = MergeStage(spark, pipeline)
+    merge_every = config.schedule.merge_interval.total_seconds()
+
+    def merge_round() -> None:
+        merge_all(merge, config)
+        stream.tick()
+
+    supervisor.add(Task("merge", merge_round, merge_every))
+    every = config.maintenance.interval.total_seconds()
+
+    def maintain() -> None:
+        for table in config.tables:
+            context.state.stop.check()
+            maintain_table(spark, pipeline, table.name)
+
+    supervisor.add(Task("maintenance", maintain, every, initial_delay=every))
+    observer = Observer(spark, pipeline, quiet)
+    supervisor.add(Task("observe", observer.step, args.observe_interval))
+    names += ["stream", "merge", "maintenance", "observe"]
+    log(
+        f"running: {', '.join(names)}; ledger every "
+        f"{format_duration(config.schedule.stream_interval)}, merge every "
+        f"{format_duration(config.schedule.merge_interval)}, maintenance every "
+        f"{format_duration(config.maintenance.interval)}; Ctrl-C stops"
+    )
+    supervisor.run()
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``run``."""
+    p = with_metrics(
+        with_config(
+            command_parser(
+                sub,
+                "run",
+                help="capture, stream, merge and maintain on this machine until Ctrl-C",
+                description="Supervises every stage: capture of each configured source "
+                "(a child process), the ledger stream, the merge every "
+                "schedule.merge_interval, maintenance every maintenance.interval and the "
+                "freshness observer; a failed stage is restarted with backoff. Ctrl-C or "
+                "SIGTERM stops them all between steps, nothing lost. --metrics-port also "
+                "serves the status page at / .",
+                example=(
+                    "icetide run",
+                    "icetide run -c shop.yaml --metrics-port 9464   # page on :9464/",
+                    "icetide run --no-capture --progress json",
+                ),
+            )
+        )
+    )
+    p.add_argument(
+        "--no-capture",
+        action="store_true",
+        help="do not capture here (capture runs elsewhere or events arrive from Debezium)",
+    )
+    p.add_argument(
+        "--observe-interval",
+        type=positive_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="how often freshness, lag and files are measured (default 15)",
+    )
+    p.add_argument(
+        "--max-backoff",
+        type=positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait before restarting a failed stage (default 60)",
+    )
+    p.set_defaults(func=cmd_run)

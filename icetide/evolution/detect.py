@@ -1,0 +1,161 @@
+"""Change detection at runtime: the ledger's signals → a candidate schema → the
+evolution plan → a new schema version, written where every stage picks it up.
+
+The ledger stage calls :class:`Detector` with the schema-change signals of a batch
+(:mod:`icetide.ledger.signals`: DDL text, PostgreSQL column lists, unknown fields in
+events). For each table it reads the source catalog now
+(:func:`~icetide.evolution.source_schema.read_source_schema`), takes the DDL texts as
+evidence (:func:`~icetide.evolution.evidence.collect`: a rename keeps its id), and hands
+both to the decision layer (:func:`~icetide.evolution.plan.build_plan` with the table's
+policy). What the policy allows is applied with
+:func:`~icetide.evolution.apply.apply_plan` (schema history, schema file, audit log; no
+DDL: each stage ALTERs its own tables at its next batch boundary, see
+docs/convergence.md), and the change is recorded on the ledger table (its source time and
+position) so ``status`` can time the phases. What is held stays held with its reason;
+events keep flowing and unknown fields stay in ``_rescued`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.errors import ConfigError, SchemaError
+from icetide.evolution.apply import apply_plan
+from icetide.evolution.classify import candidate_schema
+from icetide.evolution.evidence import collect
+from icetide.evolution.plan import EvolutionPlan, build_plan
+from icetide.evolution.policy import Policy
+from icetide.evolution.source_schema import read_source_schema
+from icetide.ledger.signals import ChangeSignal
+from icetide.schema.contract import phases as p
+from icetide.schema.model import TableSchema
+from icetide.spark.alter import set_properties
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.pipeline import Pipeline
+
+
+CatalogReader = Callable[[str], TableSchema | None]
+
+
+@dataclass
+class Detector:
+    """Acts on the ledger's signals (its ``on_signals``): see the module doc."""
+
+    spark: SparkSession
+    pipeline: Pipeline
+    catalog: CatalogReader | None = None
+    held: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __call__(self, signals: Sequence[ChangeSignal]) -> None:
+        for table in sorted({s.table for s in signals}):
+            self.detect(table, [s for s in signals if s.table == table])
+
+    def _candidate(self, table: str) -> TableSchema | None:
+        if self.catalog is not None:
+            return self.catalog(table)
+        config = self.pipeline.config
+        settings = config.table(table)
+        try:
+            return read_source_schema(capturing_source(config, settings), settings)
+        except SchemaError:
+            return None  # the source table is gone: nothing to evolve to
+
+    def plan(self, table: str, signals: Sequence[ChangeSignal]) -> EvolutionPlan | None:
+        """The evolution plan for what ``table``'s source shows now (None: unreadable)."""
+        current = self.pipeline.schema(table)
+        fresh = self._candidate(table)
+        if fresh is None:
+            return None
+        config = self.pipeline.config
+        settings = config.table(table)
+        source = capturing_source(config, settings)
+        evidence = collect(
+            [s.ddl for s in signals if s.ddl],
+            "postgres" if source.type == "postgres" else "mysql",
+            str(settings.source).rsplit(".", 1)[-1],
+        )
+        policy = Policy.from_config(settings.evolution)
+        new = candidate_schema(current, fresh, evidence, sensitive=policy.sensitive)
+        refs = self.pipeline.refs(table)
+        return build_plan(
+            current,
+            new,
+            evidence,
+            policy,
+            has_rows=True,
+            base=refs.base,
+            ledger=refs.cdc,
+            settings=self.pipeline.contract(table).settings,
+        )
+
+    def detect(self, table: str, signals: Sequence[ChangeSignal]) -> TableSchema | None:
+        """Look at ``table``'s source now; apply what the policy allows of its change."""
+        current = self.pipeline.schema(table)
+        if all(s.kind == "unknown_fields" for s in signals):
+            known = {c.name.casefold() for c in current.columns}
+            if all(col.casefold() in known for s in signals for col in s.columns):
+                return None  # already in the schema; the ledger projects them once acked
+        plan = self.plan(table, signals)
+        if plan is None:
+            return None
+        if plan.held:
+            reasons = tuple(f"{c.id}: {c.reason}" for c in plan.held)
+            self.held[table] = reasons
+            self.pipeline.report(
+                "evolution",
+                f"schema {table}: held until approved (`icetide schema apply --approve ID`): "
+                + "; ".join(reasons),
+                table=table,
+                held=[c.id for c in plan.held],
+            )
+        if not plan.changed or not plan.applied or not plan.policy.auto_apply:
+            return None
+        what = "; ".join(s.ddl or f"{s.kind}: {', '.join(s.columns)}" for s in signals)
+        result = apply_plan(
+            plan,
+            self.pipeline.schemas,
+            run_ddl=None,
+            by="icetide ledger (automatic)",
+            reason=f"detected at the source: {what}"[:500],
+        )
+        if result.noop:
+            return None
+        new = self.pipeline.schema(table)
+        dated = [s.source_ts_ms for s in signals if s.source_ts_ms is not None]
+        placed = [s.position for s in signals if s.position is not None]
+        props = {
+            p.CHANGE_VERSION: str(new.version),
+            p.DETECTED: str(int(time.time() * 1000)),
+        }
+        if dated:
+            props[p.SOURCE_TS] = str(min(dated))
+        if placed:
+            props[p.CHANGE_POSITION] = str(min(placed))
+        set_properties(self.spark, self.pipeline.refs(table).cdc, props)
+        self.pipeline.report(
+            "evolution",
+            f"schema {table}: version {new.version} applied automatically "
+            f"({', '.join(c.id for c in plan.applied)})",
+            table=table,
+            version=new.version,
+            changes=[c.id for c in plan.applied],
+        )
+        return new
+
+
+def capturing_source(config: Config, table: TableConfig) -> SourceConfig:
+    """The configured source that captures ``table``."""
+    for source in config.sources:
+        if table in config.source_tables(source):
+            return source
+    raise ConfigError(
+        f"table {table.name!r}: no source in sources: captures it, so its catalog cannot be read",
+        hint="list the table under tables: of its source in sources:",
+    )

@@ -1,0 +1,151 @@
+"""The ledger's side of a schema change: phase 1 on the ledger and dead-letter tables,
+and which columns get values (phase 2's handshake with the merge).
+
+At each batch boundary, per table (see docs/convergence.md):
+
+1. the schema store's version ``N`` (the schema file, read again when it changed) is
+   compared with the ledger table's layout version (table property); if it is newer, the
+   ledger is ALTERed to ``N`` (new columns nullable) and the dead-letter table marked,
+   before anything is written with the new layout;
+2. values are projected onto the columns of the version the merge has acknowledged
+   (the base table's ``icetide.merge.schema-version``); a column the merge cannot apply
+   yet stays null in the ledger row and its value is kept in ``_rescued``. When the
+   acknowledgement reaches ``N``, the ledger projects every column and records the switch
+   (``icetide.ledger.projection-version``) before writing the first row with them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from icetide.ledger.decode import Projection
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract import phases as p
+from icetide.schema.contract.alter import alter_plan
+from icetide.schema.contract.builder import TableContract
+from icetide.schema.model import TableSchema
+from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
+from icetide.spark.tables import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.pipeline import Pipeline
+
+
+def now_ms() -> str:
+    """The wall clock in epoch milliseconds, as a property value."""
+    return str(int(time.time() * 1000))
+
+
+def _version(pipeline: Pipeline, table: str, version: int) -> TableSchema:
+    history = pipeline.schemas.history(table)
+    return next((s for s in history.versions if s.version == version), history.versions[0])
+
+
+def _without_version_property(statements: tuple[str, ...]) -> list[str]:
+    return [s for s in statements if c.SCHEMA_VERSION_PROPERTY not in s]
+
+
+def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSchema:
+    """Phase 1 for the ledger and dead-letter tables of ``table``; the current schema.
+
+    A no-op when the ledger's layout property already names the current version, so a
+    re-run (after a crash, or from a second process) changes nothing.
+    """
+    schema = pipeline.schema(table)
+    refs = pipeline.refs(table)
+    props = table_properties(spark, refs.cdc)
+    layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
+    if layout is None or layout >= schema.version:
+        return schema
+    old = TableContract(_version(pipeline, table, layout))
+    new = TableContract(schema)
+    plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
+    ran = apply_alters(
+        spark, refs.cdc, _without_version_property(plan.ledger), new.ledger_columns()
+    )
+    set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(schema.version)})
+    set_properties(
+        spark,
+        refs.cdc,
+        {c.SCHEMA_VERSION_PROPERTY: str(schema.version), p.LEDGER_ALTERED: now_ms()},
+    )
+    pipeline.report(
+        "ledger",
+        f"schema {table}: ledger and dead-letter tables at version {schema.version} "
+        f"(phase 1, {ran} statements)",
+        table=table,
+        version=schema.version,
+        phase=1,
+    )
+    return schema
+
+
+def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:
+    """How this batch projects ``table``'s events (after :func:`alter_ledger`)."""
+    schema = pipeline.schema(table)
+    refs = pipeline.refs(table)
+    ledger_props = table_properties(spark, refs.cdc)
+    projected = int_property(ledger_props, p.PROJECTION_VERSION)
+    if projected is None:
+        # A ledger from before this handshake: it projected its creation version.
+        projected = int_property(ledger_props, c.SCHEMA_VERSION_PROPERTY) or schema.version
+        set_properties(spark, refs.cdc, {p.PROJECTION_VERSION: str(projected)})
+    acked = None
+    if table_exists(spark, refs.base):
+        acked = int_property(table_properties(spark, refs.base), p.MERGE_VERSION)
+    target = min(max(projected, acked or 0), schema.version)
+    if target > projected:
+        set_properties(
+            spark, refs.cdc, {p.PROJECTION_VERSION: str(target), p.LEDGER_SWITCHED: now_ms()}
+        )
+        pipeline.report(
+            "ledger",
+            f"schema {table}: the merge runs version {target}; the ledger projects its "
+            f"columns from now on (phase 2)",
+            table=table,
+            version=target,
+            phase=2,
+        )
+    return build_projection(pipeline, table, schema, target)
+
+
+def ledger_layout(pipeline: Pipeline, table: str, schema: TableSchema) -> TableSchema:
+    """``schema`` plus the columns earlier versions had and it dropped: a soft drop keeps
+    them in the ledger's row images (null from now on), so every write must carry them."""
+    names = {col.name for col in schema.columns}
+    ids = schema.field_ids()
+    dropped = []
+    for older in pipeline.schemas.history(table).versions:
+        for column in older.columns:
+            if column.id not in ids and column.name not in names:
+                dropped.append(column)
+                ids |= {column.id}
+                names.add(column.name)
+    return schema.with_columns((*schema.columns, *dropped)) if dropped else schema
+
+
+def build_projection(
+    pipeline: Pipeline, table: str, layout: TableSchema, values_version: int
+) -> Projection:
+    """The projection writing ``layout`` rows with values for ``values_version``'s
+    columns only (by id), and old names of renamed columns mapped to current ones."""
+    history = pipeline.schemas.history(table)
+    aliases: dict[str, str] = {}
+    for older in history.versions:
+        for column in older.columns:
+            current = next((x for x in layout.columns if x.id == column.id), None)
+            if current is not None and current.name != column.name:
+                aliases.setdefault(column.name, current.name)
+    for column in layout.columns:
+        aliases.pop(column.name, None)  # a current name always means itself
+    layout = ledger_layout(pipeline, table, layout)
+    values = None
+    if values_version < layout.version:
+        known = _version(pipeline, table, values_version).field_ids()
+        values = layout.with_columns(
+            [col for col in layout.columns if col.id in known], version=values_version
+        )
+    return Projection(layout, values, aliases)

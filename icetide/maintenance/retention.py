@@ -1,0 +1,117 @@
+"""Which snapshots expiry must keep: the oldest one each stage may still read.
+
+Expiry removes snapshots committed before ``older_than`` (beyond the newest
+``keep_last``). Stages read older snapshots than the current one:
+
+* the merge reads the ledger incrementally from its watermark (a ledger snapshot named
+  in the base table's newest merge snapshot) up to the ledger's current snapshot, which
+  needs the watermark snapshot and every one after it;
+* the merge finds its watermark (and the bootstrap its state) in the newest base
+  snapshot carrying them; a compaction commits snapshots that carry neither, so that
+  snapshot must stay until a later merge carries the watermark forward;
+* key changes and deletes are looked up in snapshots inside ``merge.tombstone_retention``.
+
+So each table gets the earliest of: now minus ``maintenance.snapshots.max_age``, now minus
+the tombstone window, and the commit time of each snapshot a stage needs.
+
+>>> from datetime import datetime, timedelta, UTC
+>>> now = datetime(2026, 1, 10, tzinfo=UTC)
+>>> expire_before(now, [timedelta(days=5), timedelta(days=7)], [now - timedelta(days=9)])
+datetime.datetime(2026, 1, 1, 0, 0, tzinfo=datetime.timezone.utc)
+>>> expire_before(now, [timedelta(hours=1)], [])
+datetime.datetime(2026, 1, 9, 23, 0, tzinfo=datetime.timezone.utc)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
+from icetide.schema.contract.names import TableName
+from icetide.spark.progress import read_watermark
+from icetide.spark.sql import literal
+from icetide.spark.tables import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.config import Config
+
+
+def expire_before(
+    now: datetime, windows: Iterable[timedelta], needed: Iterable[datetime]
+) -> datetime:
+    """The cut-off for expiry: outside every window and no later than any needed snapshot."""
+    return min([now - w for w in windows] + list(needed))
+
+
+@dataclass(frozen=True)
+class Keep:
+    """The cut-off for one table, and why (for the report)."""
+
+    table: TableName
+    older_than: datetime | None
+    """None: expire nothing (the ledger of a table never merged)."""
+    reasons: tuple[str, ...]
+
+
+def _millis_to_utc(millis: int) -> datetime:
+    return datetime.fromtimestamp(millis / 1000, UTC)
+
+
+def snapshot_time(spark: SparkSession, table: TableName, snapshot_id: int) -> datetime | None:
+    """When ``snapshot_id`` of ``table`` was committed; None when it is gone."""
+    rows = spark.sql(
+        f"SELECT unix_millis(committed_at) FROM {table.child('snapshots')} "
+        f"WHERE snapshot_id = {int(snapshot_id)}"
+    ).collect()
+    return _millis_to_utc(int(rows[0][0])) if rows else None
+
+
+def newest_carrying(spark: SparkSession, table: TableName, key: str) -> datetime | None:
+    """Commit time of the newest snapshot on the current lineage whose summary has ``key``."""
+    rows = spark.sql(
+        f"SELECT unix_millis(s.committed_at) FROM {table.child('snapshots')} s "
+        f"JOIN {table.child('history')} h ON s.snapshot_id = h.snapshot_id "
+        f"WHERE h.is_current_ancestor AND s.summary[{literal(key)}] IS NOT NULL "
+        "ORDER BY s.committed_at DESC LIMIT 1"
+    ).collect()
+    return _millis_to_utc(int(rows[0][0])) if rows else None
+
+
+def keep_for(
+    spark: SparkSession, config: Config, base: TableName, ledger: TableName, now: datetime
+) -> tuple[Keep, Keep]:
+    """The expiry cut-offs of one table's base and ledger tables."""
+    retention = config.maintenance.snapshots.max_age
+    windows = [retention, config.merge.tombstone_retention]
+    base_needed: list[datetime] = []
+    reasons = ["max_age", "merge.tombstone_retention"]
+    if table_exists(spark, base):
+        for key, why in ((WATERMARK_PROPERTY, "watermark"), (BOOTSTRAP_STATE, "bootstrap")):
+            moment = newest_carrying(spark, base, key)
+            if moment is not None:
+                base_needed.append(moment)
+                reasons.append(f"newest {why} snapshot")
+    base_keep = Keep(base, expire_before(now, windows, base_needed), tuple(reasons))
+    watermark = read_watermark(spark, base) if table_exists(spark, base) else None
+    moment = snapshot_time(spark, ledger, watermark) if watermark is not None else None
+    if moment is None:
+        # Never merged (or the watermark's snapshot is already gone, when the merge
+        # replays the whole ledger): nothing is provably unneeded.
+        ledger_keep = Keep(ledger, None, ("no merge watermark",))
+    else:
+        ledger_keep = Keep(
+            ledger,
+            expire_before(now, windows, [moment]),
+            ("max_age", "merge.tombstone_retention", f"watermark snapshot {watermark}"),
+        )
+    return base_keep, ledger_keep
+
+
+def keep_plain(config: Config, table: TableName, now: datetime) -> Keep:
+    """The cut-off of a table no stage reads back in time (the dead letters)."""
+    return Keep(table, now - config.maintenance.snapshots.max_age, ("max_age",))

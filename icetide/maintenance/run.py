@@ -1,0 +1,239 @@
+"""Maintain one table: its base, ledger and dead-letter tables, in a safe order.
+
+Order matters: rewrite data files first (applying and dropping position deletes), then
+compact the deletes that remain, then expire snapshots with a cut-off computed *after*
+the rewrites (so it sees the newest watermark), then remove orphans older than a safe
+window, then regroup the manifests. Every step is an Iceberg procedure that commits
+atomically; a step that loses a race with a live merge is planned again
+(:func:`~icetide.spark.retry.retry_conflicts`), and the merge, if it is the one refused,
+is redone by its caller the same way, so no merge commit is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from icetide.errors import CommitConflictError
+from icetide.maintenance import procedures
+from icetide.maintenance.files import FileCounts, file_counts
+from icetide.maintenance.retention import Keep, keep_for, keep_plain
+from icetide.schema.contract.names import TableName
+from icetide.spark.retry import retry_conflicts
+from icetide.spark.tables import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.pipeline import Pipeline
+
+
+@dataclass(frozen=True)
+class TableMaintenance:
+    """What maintaining one Iceberg table did."""
+
+    table: str
+    """The Iceberg table's dotted name."""
+    kind: str
+    """base, ledger or dead-letter."""
+    before: FileCounts
+    after: FileCounts
+    rewritten_data_files: int = 0
+    added_data_files: int = 0
+    removed_delete_files: int = 0
+    expired_snapshots: int = 0
+    orphans_removed: int = 0
+    expired_before: str | None = None
+    conflicts_retried: int = 0
+
+
+@dataclass
+class MaintenanceResult:
+    """Maintaining one pipeline table (its base, ledger and dead-letter tables)."""
+
+    table: str
+    started_at: str
+    seconds: float = 0.0
+    outcome: str = "ok"
+    error: str | None = None
+    tables: list[TableMaintenance] = field(default_factory=list)
+
+    def part(self, kind: str) -> TableMaintenance | None:
+        """The part for ``base``, ``ledger`` or ``dead-letter``."""
+        return next((t for t in self.tables if t.kind == kind), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+    def render(self) -> str:
+        """Lines for people."""
+        lines = [f"maintain {self.table}: {self.outcome} in {self.seconds:.1f}s"]
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        for t in self.tables:
+            lines.append(
+                f"  {t.kind:<12}data files {t.before.data_files:>5} → {t.after.data_files:<5}"
+                f"delete files {t.before.delete_files:>5} → {t.after.delete_files:<5}"
+                f"snapshots {t.before.snapshots:>5} → {t.after.snapshots:<5}"
+                f"orphans removed {t.orphans_removed}"
+            )
+        return "\n".join(lines)
+
+
+def _first(rows: list[Any], column: str) -> int:
+    if not rows:
+        return 0
+    row = rows[0].asDict()
+    return int(row.get(column) or 0)
+
+
+class _Maintainer:
+    def __init__(self, spark: SparkSession, pipeline: Pipeline, name: str) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.config = pipeline.config
+        self.name = name
+        self.conflicts = 0
+
+    def call(self, sql: str, action: str) -> list[Any]:
+        def retried(attempt: int, exc: CommitConflictError) -> None:
+            self.conflicts += 1
+            self.pipeline.report(
+                "maintain",
+                f"maintain {self.name}: {action} lost a commit race (attempt {attempt}), "
+                "planning it again",
+                table=self.name,
+                conflict=action,
+            )
+
+        return retry_conflicts(
+            f"maintenance of {self.name}: {action}",
+            lambda: self.spark.sql(sql).collect(),
+            on_retry=retried,
+        )
+
+    def one(self, table: TableName, kind: str, keep_of: Callable[[], Keep]) -> TableMaintenance:
+        maintenance = self.config.maintenance
+        before = file_counts(self.spark, table)
+        self.conflicts = 0
+        rewrite = self.call(
+            procedures.rewrite_data_files(table, target_file_size=maintenance.target_file_size),
+            "rewrite_data_files",
+        )
+        removed_deletes = _first(rewrite, "removed_delete_files_count")
+        if kind == "base" and file_counts(self.spark, table).delete_files:
+            deletes = self.call(
+                procedures.rewrite_position_delete_files(table), "rewrite_position_delete_files"
+            )
+            removed_deletes += _first(deletes, "rewritten_delete_files_count")
+        expired, cut_off = 0, None
+        keep = keep_of()  # after the rewrite: it sees the newest watermark
+        if keep.older_than is not None:
+            cut_off = keep.older_than
+            expiry = self.call(
+                procedures.expire_snapshots(
+                    table, older_than=cut_off, retain_last=maintenance.snapshots.keep_last
+                ),
+                "expire_snapshots",
+            )
+            expired = _first(expiry, "deleted_manifest_lists_count")
+        orphans = self.call(
+            procedures.remove_orphan_files(
+                table, older_than=datetime.now(UTC) - maintenance.orphan_age
+            ),
+            "remove_orphan_files",
+        )
+        self.call(procedures.rewrite_manifests(table), "rewrite_manifests")
+        return TableMaintenance(
+            table=table.dotted,
+            kind=kind,
+            before=before,
+            after=file_counts(self.spark, table),
+            rewritten_data_files=_first(rewrite, "rewritten_data_files_count"),
+            added_data_files=_first(rewrite, "added_data_files_count"),
+            removed_delete_files=removed_deletes,
+            expired_snapshots=expired,
+            orphans_removed=len(orphans),
+            expired_before=cut_off.isoformat() if cut_off else None,
+            conflicts_retried=self.conflicts,
+        )
+
+
+def maintain_table(spark: SparkSession, pipeline: Pipeline, table: str) -> MaintenanceResult:
+    """Maintain one pipeline table's base, ledger and dead-letter tables.
+
+    Raises :class:`~icetide.errors.IcetideError` when a step fails for good; the result
+    is reported (``maintain`` progress records) and remembered in the state folder for
+    ``status`` and the status page either way.
+    """
+    pipeline.config.table(table)  # a clear error for an unknown table
+    started = time.monotonic()
+    result = MaintenanceResult(table, datetime.now(UTC).isoformat(timespec="seconds"))
+    refs = pipeline.refs(table)
+    worker = _Maintainer(spark, pipeline, table)
+    try:
+        config = pipeline.config
+
+        def keeps() -> tuple[Keep, Keep]:
+            return keep_for(spark, config, refs.base, refs.cdc, datetime.now(UTC))
+
+        if table_exists(spark, refs.base):
+            result.tables.append(worker.one(refs.base, "base", lambda: keeps()[0]))
+        if table_exists(spark, refs.cdc):
+            result.tables.append(worker.one(refs.cdc, "ledger", lambda: keeps()[1]))
+        if table_exists(spark, refs.dlt):
+            keep = lambda: keep_plain(config, refs.dlt, datetime.now(UTC))  # noqa: E731
+            result.tables.append(worker.one(refs.dlt, "dead-letter", keep))
+    except Exception as exc:
+        result.outcome = "failed"
+        result.error = getattr(exc, "message", None) or str(exc).splitlines()[0]
+        raise
+    finally:
+        result.seconds = round(time.monotonic() - started, 3)
+        _remember(pipeline, result)
+        _report(pipeline, result)
+    return result
+
+
+def _report(pipeline: Pipeline, result: MaintenanceResult) -> None:
+    base = result.part("base")
+    figures: dict[str, Any] = {"outcome": result.outcome, "seconds": result.seconds}
+    for part in result.tables:
+        prefix = part.kind.replace("-", "_")
+        figures[f"{prefix}_data_files"] = part.after.data_files
+        figures[f"{prefix}_delete_files"] = part.after.delete_files
+        figures[f"{prefix}_snapshots"] = part.after.snapshots
+    if base is not None:
+        figures["data_files_before"] = base.before.data_files
+        figures["delete_files_before"] = base.before.delete_files
+    pipeline.report("maintain", result.render(), table=result.table, **figures)
+
+
+def state_file(pipeline: Pipeline, table: str) -> Path:
+    """Where the last maintenance of ``table`` is remembered (for status)."""
+    config = pipeline.config
+    return config.resolved_path(config.state_dir) / "maintenance" / f"{table}.json"
+
+
+def _remember(pipeline: Pipeline, result: MaintenanceResult) -> None:
+    path = state_file(pipeline, result.table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result.to_dict(), default=str))
+    tmp.replace(path)
+
+
+def last_maintenance(pipeline: Pipeline, table: str) -> dict[str, Any] | None:
+    """The last remembered maintenance of ``table``, or None."""
+    path = state_file(pipeline, table)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

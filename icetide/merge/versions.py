@@ -1,0 +1,135 @@
+"""The merge's side of a schema change: which version it runs, phase 1 on the base
+table, and its acknowledgement to the ledger (see docs/convergence.md).
+
+The merge runs the schema version of the ledger table's *layout* (its table property,
+read before the batch's end snapshot, so every ledger row it reads has that layout or
+an older one, read by field id). Before the first MERGE at a new version it ALTERs the
+base to it and records ``icetide.merge.schema-version``: from then on the ledger may
+project the new columns' values. The merge is the base table's only writer, so no ALTER
+races a MERGE.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract import phases as p
+from icetide.schema.contract.alter import alter_plan
+from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.model import TableSchema
+from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
+from icetide.spark.tables import table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from icetide.pipeline import Pipeline
+
+
+@dataclass(frozen=True)
+class MergeVersion:
+    """What one merge of one table runs: the contract, and the ledger's phase state read
+    before its end snapshot."""
+
+    contract: TableContract
+    projected: int | None
+    """The ledger's projection version (``icetide.ledger.projection-version``)."""
+    change_position: int | None
+    """The source position of the latest detected change (``icetide.evolution.position``)."""
+
+
+def version_of(pipeline: Pipeline, table: str, version: int) -> TableSchema:
+    """``table``'s schema ``version`` from the store's history (the current if unknown)."""
+    current = pipeline.schema(table)
+    if version >= current.version:
+        return current
+    history = pipeline.schemas.history(table)
+    return next((s for s in history.versions if s.version == version), current)
+
+
+def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeVersion:
+    """The version this merge runs (call before reading the ledger's end snapshot)."""
+    refs = pipeline.refs(table)
+    current = pipeline.schema(table)
+    props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
+    layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
+    version = min(layout, current.version) if layout is not None else current.version
+    settings = pipeline.config.table(table)
+    contract = TableContract(
+        version_of(pipeline, table, version), TableSettings(settings.buckets, settings.mode)
+    )
+    return MergeVersion(
+        contract,
+        int_property(props, p.PROJECTION_VERSION),
+        int_property(props, p.CHANGE_POSITION),
+    )
+
+
+def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableContract) -> None:
+    """Phase 1 on the base, then the acknowledgement; a no-op when both are there."""
+    refs = pipeline.refs(table)
+    props = table_properties(spark, refs.base)
+    version = run.schema.version
+    layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
+    acked = int_property(props, p.MERGE_VERSION)
+    update: dict[str, str] = {}
+    if p.DATA_VERSION not in props:
+        update[p.DATA_VERSION] = str(min(layout or version, version))
+    if layout is not None and layout < version:
+        old = TableContract(version_of(pipeline, table, layout), run.settings)
+        plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table))
+        statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
+        ran = apply_alters(spark, refs.base, statements, run.base_columns())
+        update |= {c.SCHEMA_VERSION_PROPERTY: str(version), p.BASE_ALTERED: _now_ms()}
+        pipeline.report(
+            "merge",
+            f"schema {table}: base table at version {version} (phase 1, {ran} statements); "
+            "the merge runs it from this batch",
+            table=table,
+            version=version,
+            phase=1,
+        )
+    if acked != version:
+        update[p.MERGE_VERSION] = str(version)
+    set_properties(spark, refs.base, update)
+
+
+def _now_ms() -> str:
+    return str(int(time.time() * 1000))
+
+
+def align_images(
+    events: DataFrame, pipeline: Pipeline, table: str, schema: TableSchema
+) -> DataFrame:
+    """Ledger rows read in an older layout (a snapshot written before the ledger was
+    ALTERed is read with its own schema) in ``schema``'s row images: a column the
+    snapshot lacks is null, a renamed one is taken under its old name, a widened one cast."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from icetide.schema.convert.spark import sql_type
+    from icetide.spark.sql import qualified
+
+    history = pipeline.schemas.history(table)
+    aligned = events
+    for image in c.ROW_IMAGES:
+        present = events.schema[image].dataType
+        assert isinstance(present, StructType)
+        names = set(present.fieldNames())
+        if all(col.name in names for col in schema.columns) and len(names) == len(schema.columns):
+            continue
+        fields = []
+        for col in schema.columns:
+            old_names = [s.find(col.id).name for s in history.versions if col.id in s.field_ids()]
+            found = next((n for n in [col.name, *reversed(old_names)] if n in names), None)
+            value = (
+                F.col(qualified(image, found)).cast(sql_type(col.type))
+                if found is not None
+                else F.lit(None).cast(sql_type(col.type))
+            )
+            fields.append(value.alias(col.name))
+        aligned = aligned.withColumn(image, F.when(F.col(image).isNotNull(), F.struct(*fields)))
+    return aligned

@@ -1,0 +1,142 @@
+"""Per table: how fresh the base table is, against its SLA, with the figures beside it.
+
+Freshness is now minus the source commit time of the newest event the merge has
+applied: the ledger rows up to the merge watermark's snapshot (Iceberg answers the
+``max`` from file statistics, the ledger being append-only). A table with
+``freshness_sla`` breaches it when that is larger; a table never merged has no
+freshness, and breaches its SLA too (nothing of the source has arrived).
+
+``observe_table`` also gathers what the metrics and the status page show beside it:
+the lag in events, the files and snapshots of the base table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from icetide.maintenance.files import file_counts
+from icetide.schema.contract import ledger as c
+from icetide.spark.progress import read_new_events, read_watermark
+from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.config import Config
+
+
+@dataclass(frozen=True)
+class TableHealth:
+    """One table's freshness, SLA verdict and size figures at one moment."""
+
+    table: str
+    observed_at: str
+    ledger_snapshot: int | None
+    watermark: int | None
+    lag_events: int
+    newest_applied: str | None
+    """Source commit time of the newest applied event (ISO, UTC)."""
+    freshness_seconds: float | None
+    sla_seconds: float | None
+    breached: bool
+    data_files: int
+    delete_files: int
+    snapshots: int
+    dead_letters: dict[str, int]
+    """Dead letters of the table by reason (its dead-letter table)."""
+    schema_version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return asdict(self)
+
+    def render(self) -> str:
+        """One line for people."""
+        fresh = (
+            "never merged"
+            if self.freshness_seconds is None
+            else (f"{_human(self.freshness_seconds)} behind the source")
+        )
+        sla = "" if self.sla_seconds is None else f" (SLA {_human(self.sla_seconds)})"
+        verdict = " BREACHED" if self.breached else (" ok" if self.sla_seconds else "")
+        return f"freshness {self.table}: {fresh}{sla}{verdict}"
+
+
+def _human(seconds: float) -> str:
+    """``3725.0`` → ``1h 2m 5s``.
+
+    >>> _human(3725.0), _human(0.4), _human(90061)
+    ('1h 2m 5s', '0s', '1d 1h 1m 1s')
+    """
+    left = int(seconds)
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if left >= size or (unit == "s" and not parts):
+            parts.append(f"{left // size}{unit}")
+            left %= size
+    return " ".join(parts)
+
+
+def newest_applied(spark: SparkSession, refs: TableRefs, watermark: int | None) -> datetime | None:
+    """Source commit time of the newest event merged so far (ledger up to the watermark)."""
+    if watermark is None:
+        return None
+    frame = spark.read.format("iceberg").option("snapshot-id", watermark).load(refs.cdc.dotted)
+    row = frame.agg(F.max(c.SOURCE_TS)).first()
+    value = row[0] if row is not None else None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def dead_letters_by_reason(spark: SparkSession, refs: TableRefs) -> dict[str, int]:
+    """The table's dead letters counted by reason."""
+    if not table_exists(spark, refs.dlt):
+        return {}
+    rows = spark.table(refs.dlt.sql).groupBy("reason").count().collect()
+    return {str(r["reason"]): int(r["count"]) for r in sorted(rows, key=lambda r: str(r[0]))}
+
+
+def observe_table(
+    spark: SparkSession, config: Config, name: str, now: datetime | None = None
+) -> TableHealth:
+    """Measure one table now."""
+    now = now or datetime.now(UTC)
+    refs = TableRefs.of(config, name)
+    sla = config.table(name).freshness_sla
+    has_base = table_exists(spark, refs.base)
+    has_ledger = table_exists(spark, refs.cdc)
+    watermark = read_watermark(spark, refs.base) if has_base else None
+    end = current_snapshot_id(spark, refs.cdc) if has_ledger else None
+    lag = 0
+    if end is not None and end != watermark:
+        lag = int(read_new_events(spark, refs.cdc, watermark, end).count())
+    applied = newest_applied(spark, refs, watermark) if has_ledger else None
+    freshness = (now - applied).total_seconds() if applied is not None else None
+    breached = sla is not None and (freshness is None or freshness > sla.total_seconds())
+    files = file_counts(spark, refs.base) if has_base else None
+    return TableHealth(
+        table=name,
+        observed_at=now.isoformat(timespec="seconds"),
+        ledger_snapshot=end,
+        watermark=watermark,
+        lag_events=lag,
+        newest_applied=applied.isoformat() if applied else None,
+        freshness_seconds=round(freshness, 3) if freshness is not None else None,
+        sla_seconds=sla.total_seconds() if sla is not None else None,
+        breached=breached,
+        data_files=files.data_files if files else 0,
+        delete_files=files.delete_files if files else 0,
+        snapshots=files.snapshots if files else 0,
+        dead_letters=dead_letters_by_reason(spark, refs),
+    )
+
+
+def observe_all(spark: SparkSession, config: Config) -> list[TableHealth]:
+    """Every configured table, measured at the same moment."""
+    now = datetime.now(UTC)
+    return [observe_table(spark, config, t.name, now) for t in config.tables]

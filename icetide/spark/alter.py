@@ -1,0 +1,98 @@
+"""Table properties and schema ALTERs that can be run again after a crash.
+
+An ALTER batch (one schema change on one table) is several statements: a process killed
+in the middle leaves some applied. :func:`apply_alters` runs them again one by one and
+then checks the table has the shape the new version asks for; only then the caller
+records the version in a table property, so "property says N" means "shape is N".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from icetide.errors import SchemaError
+from icetide.schema.contract.names import TableName
+from icetide.spark.sql import literal
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import DataType
+
+
+def table_properties(spark: SparkSession, table: TableName) -> dict[str, str]:
+    """Every table property of ``table``."""
+    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def int_property(properties: Mapping[str, str], key: str) -> int | None:
+    """An integer property, None when absent or not a number."""
+    value = properties.get(key)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def set_properties(spark: SparkSession, table: TableName, properties: Mapping[str, str]) -> None:
+    """Set table properties in one metadata commit."""
+    if properties:
+        pairs = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({pairs})")
+
+
+def _covers(actual: DataType, expected: DataType) -> bool:
+    """Whether ``actual`` has every field of ``expected`` with the same type (extra fields,
+    such as soft-dropped columns, and nullability do not matter)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(expected, StructType):
+        if not isinstance(actual, StructType):
+            return False
+        fields = {f.name: f.dataType for f in actual.fields}
+        return all(f.name in fields and _covers(fields[f.name], f.dataType) for f in expected)
+    if isinstance(expected, ArrayType):
+        return isinstance(actual, ArrayType) and _covers(actual.elementType, expected.elementType)
+    if isinstance(expected, MapType):
+        return (
+            isinstance(actual, MapType)
+            and _covers(actual.keyType, expected.keyType)
+            and _covers(actual.valueType, expected.valueType)
+        )
+    return actual.simpleString() == expected.simpleString()
+
+
+def has_shape(spark: SparkSession, table: TableName, columns: Sequence[str]) -> bool:
+    """Whether ``table`` has every column of the SQL definitions ``columns``."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    expected = _parse_datatype_string(", ".join(c.replace(" NOT NULL", "") for c in columns))
+    assert isinstance(expected, StructType)
+    return _covers(spark.table(table.sql).schema, expected)
+
+
+def apply_alters(
+    spark: SparkSession, table: TableName, statements: Sequence[str], columns: Sequence[str]
+) -> int:
+    """Run ``statements`` unless ``table`` has the shape ``columns`` already; return how
+    many ran. A statement that fails because an earlier run applied it is passed over;
+    the shape check at the end decides."""
+    if has_shape(spark, table, columns):
+        return 0
+    failures: list[str] = []
+    ran = 0
+    for statement in statements:
+        try:
+            spark.sql(statement)
+            ran += 1
+        except Exception as exc:  # applied by a run that crashed, or a real refusal
+            failures.append(f"{statement}: {str(exc).splitlines()[0]}")
+    if not has_shape(spark, table, columns):
+        raise SchemaError(
+            f"table {table}: the schema change did not reach the expected shape"
+            + (f"; first failure: {failures[0]}" if failures else ""),
+            hint="look at the table with DESCRIBE and at `icetide status`; the change is "
+            "retried at the next batch",
+        )
+    return ran

@@ -1,0 +1,158 @@
+"""Run several stages side by side, each on its schedule, restarting the ones that fail.
+
+``icetide run`` hands the :class:`Supervisor` one :class:`Task` per stage (capture,
+stream, merge, maintenance, the observer). Each runs in a thread of its own: a round
+(``step``), then a wait of ``interval``, until a stop is requested. A failed round is
+reported, and the task is started again after a backoff that doubles up to a ceiling
+(reset by the next good round), so a catalog that is down for a minute costs a few
+retries, not the process. A stop request (Ctrl-C, SIGTERM: :mod:`icetide.stopping`)
+lets every task finish its round, then each is closed, in reverse order of starting.
+
+No stage is imported here: the tasks are plain callables.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from icetide.errors import IcetideError
+from icetide.stopping import Stop, Stopped
+
+Report = Callable[..., None]
+
+
+@dataclass
+class Task:
+    """One supervised stage."""
+
+    name: str
+    step: Callable[[], None]
+    """One round of work; raising means the task failed and is restarted."""
+    interval: float
+    """Seconds between the end of one round and the start of the next."""
+    start: Callable[[], None] | None = None
+    """Set-up, run first and again after every failure (start a query, a process)."""
+    close: Callable[[], None] | None = None
+    """Tear-down on stop or failure (stop the query, end the process)."""
+    initial_delay: float = 0.0
+    failures: int = field(default=0, init=False)
+    restarts: int = field(default=0, init=False)
+
+
+def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
+    """Seconds to wait after ``failures`` failures in a row.
+
+    >>> [backoff(n) for n in (1, 2, 3, 8)]
+    [1.0, 2.0, 4.0, 60.0]
+    """
+    return min(ceiling, first * 2 ** (failures - 1))
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for a failure."""
+    if isinstance(exc, IcetideError):
+        return exc.message.splitlines()[0]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class Supervisor:
+    """Runs tasks in threads until a stop is requested."""
+
+    def __init__(
+        self,
+        stop: Stop,
+        report: Report,
+        *,
+        first_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+    ) -> None:
+        self.stop = stop
+        self.report = report
+        self.first_backoff = first_backoff
+        self.max_backoff = max_backoff
+        self.tasks: list[Task] = []
+        self._threads: list[threading.Thread] = []
+
+    def add(self, task: Task) -> Task:
+        """Supervise ``task`` (before :meth:`run`)."""
+        self.tasks.append(task)
+        return task
+
+    def run(self) -> None:
+        """Start every task and wait for a stop request; then stop them all.
+
+        Raises :class:`~icetide.stopping.Stopped` once everything is stopped.
+        """
+        for task in self.tasks:
+            thread = threading.Thread(target=self._loop, args=(task,), name=f"icetide-{task.name}")
+            thread.daemon = True
+            thread.start()
+            self._threads.append(thread)
+        try:
+            while True:
+                self.stop.wait(0.25)
+        finally:
+            self.stop.request("stop")
+            for thread in self._threads:
+                thread.join()
+
+    def _wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.stop.requested and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))
+        self.stop.check()
+
+    def _close(self, task: Task) -> None:
+        if task.close is None:
+            return
+        try:
+            task.close()
+        except Exception as exc:  # noqa: BLE001 - reported; the task is restarted anyway
+            self.report("run", f"run: closing {task.name} failed: {describe(exc)}", stage=task.name)
+
+    def _loop(self, task: Task) -> None:
+        started = False
+        try:
+            self._wait(task.initial_delay)
+            while not self.stop.requested:
+                try:
+                    if not started:
+                        if task.start is not None:
+                            task.start()
+                        started = True
+                    task.step()
+                    task.failures = 0
+                    self._wait(task.interval)
+                except Stopped:
+                    break
+                except Exception as exc:  # noqa: BLE001 - every failure restarts the task
+                    if self.stop.requested:
+                        break  # abandoned by a second signal: not a failure
+                    task.failures += 1
+                    task.restarts += 1
+                    pause = backoff(task.failures, self.first_backoff, self.max_backoff)
+                    self.report(
+                        "run",
+                        f"run: {task.name} failed ({describe(exc)}); restarting in "
+                        f"{pause:.0f}s (failure {task.failures} in a row)",
+                        restarted=task.name,
+                        error=describe(exc),
+                        backoff_seconds=pause,
+                    )
+                    self._close(task)
+                    started = False
+                    self._wait(pause)
+        except Stopped:
+            pass
+        finally:
+            if started:
+                self._close(task)
+
+
+def noop(*_: Any, **__: Any) -> None:
+    """A report function that drops everything (tests)."""

@@ -1,0 +1,150 @@
+"""Maintenance through Iceberg's procedures: compaction per bucket, delete files gone, the
+base unchanged, expiry that never takes a snapshot a stage needs, and maintenance beside
+live merges (two threads in one process, sharing the session's Spark) losing no merge."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icetide.demo.run import plan_rounds
+from icetide.demo.workload import Workload, deliver, generate
+from icetide.ledger.stage import LedgerStage
+from icetide.maintenance.files import data_files_per_partition, file_counts
+from icetide.maintenance.retention import snapshot_time
+from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintain_table
+from icetide.merge.stage import MergeResult, MergeStage
+from icetide.schema.contract.base import WATERMARK_PROPERTY
+from icetide.spark.progress import read_watermark
+from icetide.spark.retry import retry_conflicts
+from icetide.spark.sql import literal
+from tests.integration.harness import Pipeline, assert_matches
+
+TABLE = "customers"
+
+
+def _rounds(p: Pipeline, parts: list[Workload], seed: int) -> list[MergeResult]:
+    """Deliver each part, let the running ledger stream take it, and merge it (a merge
+    refused by a concurrent maintenance commit is redone)."""
+    results = []
+    query = LedgerStage(p.session, p.pipeline).start(once=False)
+    try:
+        for number, part in enumerate(parts):
+            deliver(part, p.landing, seed=seed * 1000 + number, files=1, duplicate_rate=0.05)
+            query.processAllAvailable()
+            stage = MergeStage(p.session, p.pipeline)
+            results.append(retry_conflicts("merge", lambda s=stage: s.merge_table(TABLE)))
+    finally:
+        query.stop()
+    return results
+
+
+@pytest.mark.timeout(1800)  # 50 rounds of stream + merge: minutes on a shared machine
+def test_after_50_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_watermark(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    # As aggressive as the config allows: expire everything a millisecond old, keep one.
+    aggressive: dict[str, Any] = {
+        "maintenance": {"snapshots": {"max_age": "1ms", "keep_last": 1}},
+        "merge": {"tombstone_retention": "1ms"},
+    }
+    aggressive["schedule"] = {"stream_interval": "100ms"}
+    p = Pipeline.create(
+        tmp_path, warehouse, "maint_files", spark=spark, buckets=16, extra=aggressive
+    )
+    workload = generate(31, 1300, tables=[TABLE], key_space=120)
+    parts = plan_rounds(workload, 51, 31, late_rate=0.05)
+    merges = _rounds(p, parts[:50], seed=31)
+    assert sum(1 for m in merges if m.events) == 50
+    refs = p.refs(TABLE)
+    before = file_counts(spark, refs.base)
+    assert before.data_files > 16 and before.delete_files > 0, before
+
+    # More events reach the ledger but are not merged: the watermark's ledger snapshot is
+    # no longer the current one, so only the retention rule keeps it.
+    deliver(parts[50], p.landing, seed=32, files=1, duplicate_rate=0.0)
+    p.stream()
+    watermark = read_watermark(spark, refs.base)
+    assert watermark is not None
+    ledger_snapshots = file_counts(spark, refs.cdc).snapshots
+    rows = p.base(TABLE)
+
+    result = maintain_table(spark, p.pipeline, TABLE)
+
+    base = result.part("base")
+    assert base is not None and base.before == before
+    assert base.after.delete_files == 0
+    per_bucket = data_files_per_partition(spark, refs.base)
+    assert 1 <= len(per_bucket) <= 16 and max(per_bucket.values()) == 1, per_bucket
+    assert p.base(TABLE) == rows
+    # Expiry did run (the ledger lost snapshots) but kept the watermark's, and the base
+    # snapshot naming it.
+    ledger = result.part("ledger")
+    assert ledger is not None and ledger.after.snapshots < ledger_snapshots
+    assert snapshot_time(spark, refs.cdc, watermark) is not None
+    assert read_watermark(spark, refs.base) == watermark
+    assert last_maintenance(p.pipeline, TABLE)["outcome"] == "ok"  # type: ignore[index]
+    # And the next merge picks up exactly where the watermark says.
+    [after] = [r for r in p.merge() if r.table == TABLE]
+    assert after.start_snapshot == watermark and after.events == len(parts[50].events)
+    assert_matches(p.compare(workload))
+
+
+def test_maintenance_beside_live_merges_loses_no_merge_commit(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    fast = {"schedule": {"stream_interval": "100ms"}}
+    p = Pipeline.create(tmp_path, warehouse, "maint_live", spark=spark, buckets=4, extra=fast)
+    workload = generate(41, 900, tables=[TABLE], key_space=60)
+    refs = p.refs(TABLE)
+    done = threading.Event()
+    runs: list[MaintenanceResult] = []
+    failures: list[BaseException] = []
+
+    def maintain_until_done() -> None:
+        try:
+            while not done.is_set():
+                runs.append(maintain_table(spark, p.reporting(lambda _: None), TABLE))
+        except BaseException as exc:  # surfaced in the main thread
+            failures.append(exc)
+
+    # The base exists before maintenance starts.
+    first, rest = plan_rounds(workload, 2, 41, late_rate=0.0)
+    deliver(first, p.landing, seed=1, files=1, duplicate_rate=0.0)
+    p.stream()
+    p.merge()
+    worker = threading.Thread(target=maintain_until_done, name="maintenance")
+    worker.start()
+    try:
+        merges = _rounds(p, plan_rounds(rest, 12, 42, late_rate=0.05), seed=42)
+        # Wait (on a condition, not a clock) for one maintenance run that began after the
+        # merges, so at least one ran wholly beside them.
+        while len(runs) < 2 and not failures and worker.is_alive():
+            worker.join(0.5)
+    finally:
+        done.set()
+        worker.join()
+    assert not failures, failures
+    assert runs, "maintenance never completed"
+    applied = [m for m in merges if m.events]
+    assert len(applied) == 12
+    # Every merge commit is on the base table's current lineage.
+    mark = f"s.summary[{literal(WATERMARK_PROPERTY)}]"
+    lineage = {
+        int(r[0])
+        for r in spark.sql(
+            f"SELECT {mark} FROM {refs.base.child('snapshots')} s "
+            f"JOIN {refs.base.child('history')} h ON s.snapshot_id = h.snapshot_id "
+            f"WHERE h.is_current_ancestor AND {mark} IS NOT NULL"
+        ).collect()
+    }
+    missing = [m.end_snapshot for m in applied if m.end_snapshot not in lineage]
+    assert not missing, f"merge commits lost: {missing}"
+    assert_matches(p.compare(workload))
+    conflicts = sum(t.conflicts_retried for r in runs for t in r.tables)
+    print(json.dumps({"maintenance_runs": len(runs), "conflicts_retried": conflicts}))

@@ -1,0 +1,229 @@
+"""``icetide run`` as people run it, with a MariaDB source: capture (a child process),
+stream, merge and the observer supervised in one process, its metrics scraped over HTTP,
+its status page read in a real headless browser, stopped by SIGTERM while merging and
+restarted, and the mirror verified against the source."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+from pyspark.sql import SparkSession
+
+from icetide.bootstrap.run import Bootstrap
+from icetide.config import load_config
+from icetide.demo.live import start_shop
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.observe.verify import render_verdicts, run_verify
+from tests.integration.events import mysql
+from tests.integration.harness import Pipeline
+from tests.integration.test_cli_process import child, free_port, wait_until
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture
+def server() -> Iterator[MariaDBServer]:
+    with MariaDBServer() as started:
+        yield started
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``/metrics``: (name, sorted labels) → value."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def sample(samples: dict[Any, float], name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def execute(server: MariaDBServer, *statements: str) -> None:
+    with server.connect() as conn, conn.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
+        conn.commit()
+
+
+def read_page(port: int, table: str) -> dict[str, str]:
+    """The figures of ``table`` as the headless browser renders them."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        driver.get(f"http://127.0.0.1:{port}/")
+        cell = f'td[data-table="{table}"][data-field="freshness_seconds"]'
+        WebDriverWait(driver, 60, poll_frequency=0.2).until(
+            lambda d: d.find_element(By.CSS_SELECTOR, cell).text not in ("", "-")
+        )
+        figures = {
+            str(e.get_attribute("data-field")): e.text
+            for e in driver.find_elements(By.CSS_SELECTOR, f'td[data-table="{table}"]')
+        }
+        for e in driver.find_elements(
+            By.CSS_SELECTOR, f'span[data-table="{table}"][data-field="dead_letters"]'
+        ):
+            figures[f"dead_letters.{e.get_attribute('data-reason')}"] = e.text
+        # The chart is drawn: one point per observation so far.
+        points = driver.find_element(By.CSS_SELECTOR, f'td[data-table="{table}"] polyline')
+        figures["chart_points"] = str(len((points.get_attribute("points") or "").split()))
+        return figures
+    finally:
+        driver.quit()
+
+
+def test_run_supervised_metrics_page_sigterm_restart_and_verify(
+    tmp_path: Path, warehouse: Path, server: MariaDBServer, spark: SparkSession
+) -> None:
+    assert CHROMIUM and CHROMEDRIVER, "chromium and chromedriver missing: run scripts/install.sh"
+    start_shop(server, seed=5)
+    p = Pipeline.live(
+        tmp_path,
+        warehouse,
+        "run_supervised",
+        server,
+        spark,
+        schedule={"stream_interval": "1s", "merge_interval": "1s"},
+        maintenance={"interval": "5s"},  # maintenance beside the merges, on its schedule
+    )
+    doc = yaml.safe_load(p.config_path.read_text())
+    [customers] = [t for t in doc["tables"] if t["name"] == "customers"]
+    customers["freshness_sla"] = "1h"
+    p.config_path.write_text(yaml.safe_dump(doc))
+    p = Pipeline(p.root, p.config_path, load_config(p.config_path), p.schemas, spark)
+    source = p.config.sources[0]
+    Bootstrap(spark, p.pipeline, source, chunk_rows=5_000).run()
+
+    # 30 new customers (30 events), and a landing file of two bad events: one broken
+    # line (unrouted) and a customer whose id is not a number (its table's dead letters).
+    inserted_at = datetime.now(UTC)
+    execute(
+        server,
+        *(
+            f"INSERT INTO shop.customers (id, name, email, balance, vip, updated_at) VALUES "
+            f"({100000 + i}, 'c{i}', 'c{i}@x', {i}.25, {i % 2}, NOW(6))"
+            for i in range(30)
+        ),
+    )
+    bad = mysql("c", 4, after={"id": "four", "name": "x"}, table="customers")
+    bad = bad.replace('"name": "srv"', f'"name": "{source.name}"')
+    p.land(['{"before": null, "after": {"id": 3', bad], name="manual-000001.json")
+
+    port = free_port()
+    args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
+    args += ["--observe-interval", "1", "--progress", "json"]
+    with child(args) as run:
+        run.wait_for_line(r"status page: ")
+
+        def merged(n: int) -> bool:
+            s = scrape(port)
+            return sample(s, "icetide_events_merged_total", table="customers") >= n
+
+        wait_until(lambda: merged(30), "30 customer events merged")
+        wait_until(
+            lambda: sample(scrape(port), "icetide_freshness_seconds", table="customers") > 0,
+            "a freshness observation",
+        )
+        s = scrape(port)
+        assert sample(s, "icetide_events_captured_total", source=str(source.name)) == 30
+        assert sample(s, "icetide_events_ledgered_total", table="customers") == 30
+        assert sample(s, "icetide_events_merged_total", table="customers") == 30
+        ledger_dead = {"stage": "ledger"}
+        assert (
+            sample(
+                s, "icetide_dead_letters_total", table="", reason="malformed_json", **ledger_dead
+            )
+            == 1
+        )
+        assert (
+            sample(
+                s,
+                "icetide_dead_letters_total",
+                table="customers",
+                reason="type_mismatch",
+                **ledger_dead,
+            )
+            == 1
+        )
+        assert sample(s, "icetide_freshness_sla_seconds", table="customers") == 3600
+        assert sample(s, "icetide_freshness_sla_breached", table="customers") == 0
+
+        wait_until(
+            lambda: (
+                sample(
+                    scrape(port), "icetide_maintenance_runs_total", table="customers", outcome="ok"
+                )
+                >= 1
+            ),
+            "a scheduled maintenance of customers",
+        )
+        page = read_page(port, "customers")
+        seconds_since = (datetime.now(UTC) - inserted_at).total_seconds()
+        assert 0 <= float(page["freshness_seconds"]) <= seconds_since + 2, page
+        assert page["dead_letters.type_mismatch"] == "1", page
+        assert page["sla"] == "ok" and page["sla_seconds"] == "3600", page
+        assert int(page["chart_points"]) >= 1, page
+        assert page["last_maintenance"].startswith("ok at "), page
+
+        # More changes; SIGTERM as soon as their ledger batch is reported, while the
+        # merge thread merges every second.
+        execute(
+            server,
+            "UPDATE shop.customers SET balance = balance + 1 WHERE id < 100010",
+            "DELETE FROM shop.customers WHERE id >= 100025",
+        )
+        seen = len(run.lines)
+        batch = re.compile(r'"stage": "ledger".*"events": \{[^}]*"customers": [1-9]')
+        wait_until(
+            lambda: any(batch.search(line) for line in run.lines[seen:]),
+            "the ledger batch of the changes",
+        )
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.finish() == 0, run.output
+        assert "icetide run stopped by SIGTERM" in run.output, run.output
+        assert "Traceback" not in run.output, run.output
+
+    # Changed while stopped; the restarted run catches up from where each stage was.
+    execute(server, "UPDATE shop.customers SET name = CONCAT(name, '!') WHERE id % 3 = 0")
+    port = free_port()
+    args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
+    args += ["--observe-interval", "1"]
+    with child(args) as again:
+        again.wait_for_line(r"status page: ")
+
+        def caught_up() -> bool:
+            s = scrape(port)
+            return (
+                sample(s, "icetide_events_captured_total", source=str(source.name)) > 0
+                and sample(s, "icetide_lag_events", table="customers") == 0
+                and s.get(("icetide_lag_events", (("table", "customers"),))) is not None
+                and sample(s, "icetide_events_merged_total", table="customers") > 0
+            )
+
+        wait_until(caught_up, "the restarted run to catch up")
+        again.proc.send_signal(signal.SIGTERM)
+        assert again.finish() == 0, again.output
+    verdicts = run_verify(p.pipeline, spark)
+    assert all(v.matches for v in verdicts), render_verdicts(verdicts)

@@ -1,0 +1,122 @@
+"""The same pipeline on a real Spark standalone cluster (a master and a worker started from
+the pyspark installation on loopback): bootstrap, capture, stream and merge with
+``spark.master`` pointing at it, in a child process; ``verify`` must match."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark
+import yaml
+
+from icetide.demo.live import start_shop, write_live_pipeline
+from icetide.devservers.mariadb import MariaDBServer
+from tests.integration.harness import REPO
+from tests.integration.test_cli_process import free_port, wait_until
+
+SPARK_HOME = Path(pyspark.__file__).parent
+SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
+
+
+@contextmanager
+def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A Spark daemon in the foreground, in its own process group, ended afterwards."""
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "PYTHONPATH": str(REPO),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(SPARK_CLASS), *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield proc
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
+            state = json.loads(r.read())
+    except OSError:
+        return 0
+    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
+    tmp_path: Path, warehouse: Path
+) -> None:
+    started = time.monotonic()
+    port, ui = free_port(), free_port()
+    master = f"spark://127.0.0.1:{port}"
+    with MariaDBServer() as server:
+        start_shop(server, seed=17)
+        path = write_live_pipeline(
+            tmp_path,
+            server,
+            warehouse=warehouse,
+            namespace="cluster",
+            master=master,
+            extra={"state_dir": "./state"},
+        )
+        doc = yaml.safe_load(path.read_text())
+        doc["spark"]["conf"] = {
+            "spark.executorEnv.PYTHONPATH": str(REPO),
+            "spark.executor.memory": "768m",
+            "spark.executor.cores": "1",
+            "spark.cores.max": "1",
+        }
+        path.write_text(yaml.safe_dump(doc))
+        master_args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+        master_args += ["--port", str(port), "--webui-port", str(ui)]
+        worker_args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
+        worker_args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
+        with (
+            daemon(master_args, tmp_path / "master.log"),
+            daemon(worker_args, tmp_path / "worker.log"),
+        ):
+            wait_until(lambda: alive_workers(ui) == 1, "a worker registered with the master")
+            cluster_up = time.monotonic() - started
+            result = subprocess.run(
+                [sys.executable, "-m", "tests.integration.cluster_child", str(path)],
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
+    assert result.returncode == 0, result.stdout + result.stderr[-4000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["master"] == master and report["executors"] >= 2, report  # driver + 1
+    assert report["matches"] and all(report["matches"].values()), report
+    assert report["merged"]["customers"] > 0 and report["merged"]["orders"] > 0, report
+    print(
+        json.dumps(
+            {
+                "cluster_start_seconds": round(cluster_up, 1),
+                "total_seconds": round(time.monotonic() - started, 1),
+            }
+        )
+    )
