@@ -218,18 +218,33 @@ def floor(spark: SparkSession, work: Path, bench: Bench, repeat: int) -> Outcome
     return outcome
 
 
-def accumulate(spark: SparkSession, work: Path, rows: int, merges: int = 20) -> dict[str, float]:
+def accumulate(
+    spark: SparkSession,
+    work: Path,
+    rows: int,
+    merges: int = 20,
+    compact_every: int | None = None,
+) -> dict[str, float]:
     """Base read time after ``merges`` bucket-join merges (0.1% changes each) against
-    the same base freshly compacted; and delete files accumulated."""
-    config = bench_config(work, strategy="bucket_join")
+    the same base freshly compacted; and delete files accumulated. ``compact_every`` is
+    the tables' ``merge.compact_every`` (None: the default, the merge's own small-file
+    rewrite; 0: none)."""
+    config = bench_config(work, strategy="bucket_join", compact_every=compact_every)
     tables = build_tables(spark, config, rows, 0.001, Mix(), history=1)
     stage = MergeStage(spark, pipeline(config))
     base, ledger = Tables.base("mor-v2"), Tables.ledger("mor-v2")
+    merge_seconds: list[float] = []
+    compactions = rewritten = 0
     for i in range(merges):
         ledger_batch(spark, rows, 0.001, Mix(), 100 + i, salt=i * 7 + 3).writeTo(
             ledger.sql
         ).append()
-        stage.merge_table(Tables.table("mor-v2"))
+        started = time.perf_counter()
+        result = stage.merge_table(Tables.table("mor-v2"))
+        merge_seconds.append(time.perf_counter() - started)
+        if result.compaction is not None and result.compaction.rewritten:
+            compactions += 1
+            rewritten += result.compaction.rewritten
     del tables
 
     def read() -> float:
@@ -251,7 +266,7 @@ def accumulate(spark: SparkSession, work: Path, rows: int, merges: int = 20) -> 
 
     data_before, deletes_before = files()
     read()
-    merged = statistics.median([read() for _ in range(3)])
+    merged = statistics.median([read() for _ in range(5)])
     spark.sql(
         f"CALL lake.system.rewrite_data_files(table => 'b.{base.name}', "
         "options => map('delete-file-threshold', '1', 'rewrite-all', 'true'))"
@@ -259,9 +274,13 @@ def accumulate(spark: SparkSession, work: Path, rows: int, merges: int = 20) -> 
     spark.sql(f"CALL lake.system.rewrite_position_delete_files(table => 'b.{base.name}')")
     data_after, deletes_after = files()
     read()
-    compacted = statistics.median([read() for _ in range(3)])
+    compacted = statistics.median([read() for _ in range(5)])
     return {
         "merges": merges,
+        "compactions": compactions,
+        "compacted_files": rewritten,
+        "merge_median_s": statistics.median(merge_seconds),
+        "merge_total_s": sum(merge_seconds),
         "read_after_merges_s": merged,
         "read_compacted_s": compacted,
         "ratio": merged / compacted,
@@ -298,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--accumulate", type=int, default=0, help="base rows for the 20-merge read test"
     )
+    parser.add_argument(
+        "--compact-every",
+        type=int,
+        default=None,
+        help="merge.compact_every for the 20-merge read test (default: the table default)",
+    )
     parser.add_argument("--results", type=Path, help="write the table as Markdown here")
     args = parser.parse_args(argv)
     wanted = args.variants.split(",")
@@ -308,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark = build_session(bench_config(work))
     if args.variants == "none":  # only the 20-merge read test
-        acc = accumulate(spark, work, args.accumulate)
+        acc = accumulate(spark, work, args.accumulate, compact_every=args.compact_every)
         text = render_accumulated(acc, args.accumulate, load_at_start)
         print(text)
         if args.results:
@@ -342,7 +367,11 @@ def main(argv: list[str] | None = None) -> int:
             results["pyiceberg upsert"] = Outcome(note=f"failed: {exc!r}"[:200])
     if "floor" in wanted:
         results["floor (pyarrow)"] = floor(spark, work, bench, args.repeat)
-    acc = accumulate(spark, work_dir(), args.accumulate) if args.accumulate else None
+    acc = (
+        accumulate(spark, work_dir(), args.accumulate, compact_every=args.compact_every)
+        if args.accumulate
+        else None
+    )
     text = render(args, mix, bench.events, results, acc, load_at_start)
     print(text)
     if args.results:
@@ -406,7 +435,10 @@ def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> s
     """The 20-merge read test as one paragraph."""
     text = (
         f"Base read after {acc['merges']:.0f} bucket-join merges (0.1% of keys each, "
-        f"{rows:,}-row base): {acc['read_after_merges_s']:.2f} s with "
+        f"{rows:,}-row base; {acc['compactions']:.0f} of them bin-packed "
+        f"{acc['compacted_files']:.0f} small files in all, "
+        f"merges {acc['merge_total_s']:.1f} s in all, median {acc['merge_median_s']:.2f} s): "
+        f"{acc['read_after_merges_s']:.2f} s with "
         f"{acc['data_files']:.0f} data + {acc['delete_files']:.0f} delete files; freshly "
         f"compacted: {acc['read_compacted_s']:.2f} s ({acc['data_files_compacted']:.0f} + "
         f"{acc['delete_files_compacted']:.0f} files); ratio {acc['ratio']:.2f}x."

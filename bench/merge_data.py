@@ -67,16 +67,21 @@ class Mix:
         return f"u{u}/d{d}/i{i} x{self.events_per_key}"
 
 
-def bench_config(work: Path, buckets: int = BUCKETS, strategy: str = "auto") -> Config:
+def bench_config(
+    work: Path, buckets: int = BUCKETS, strategy: str = "auto", compact_every: int | None = None
+) -> Config:
     """A pipeline config for the benchmark tables (one per layout) in ``work``."""
+    merge: dict[str, object] = {"strategy": strategy}
+    if compact_every is not None:
+        merge["compact_every"] = compact_every
     tables = [
         {
             "name": layout["table"],
             "schema": str(work / "schemas" / f"{layout['table']}.yaml"),
             "buckets": buckets,
             "mode": layout["mode"],
+            "merge": merge,
         }
-        | ({"merge": {"strategy": strategy}} if strategy != "auto" else {})
         for layout in LAYOUTS.values()
     ]
     for layout in LAYOUTS.values():
@@ -176,6 +181,7 @@ def ledger_batch(
         ),
         F.current_timestamp().alias(c.INGESTED_AT),
         F.lit(SCHEMA.version).alias(c.SCHEMA_VERSION),
+        F.lit(None).cast("string").alias(c.RESCUED),
     )
 
 

@@ -478,6 +478,11 @@ class TableMergeConfig(_Model):
     strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned"] = "auto"
     """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
     from the base's size and the batch's."""
+    compact_every: int | None = Field(None, ge=0)
+    """Once this many merges have added data files since the base's last rewrite, the
+    merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
+    (leave it to ``icetide maintain``). Unset: every 4 merges for a base of 200,000 rows
+    or more, never below (a small base reads fast whatever its files)."""
 
 
 class SnapshotRetention(_Model):

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide.errors import CommitConflictError
 from icetide.faults import crash_point
+from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
@@ -41,18 +43,26 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties
+from icetide.spark.errors import jvm_boundary
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
     base_rows,
+    current_snapshot,
     current_snapshot_id,
     ensure_namespace,
+    lineage_summaries,
     table_exists,
 )
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
+
+COMPACT_EVERY = 4
+"""``merge.compact_every`` when unset, for a base of ``SMALL_BASE_ROWS`` rows or more: a
+bucket is read from at most this many small files besides its large ones (measured in
+docs/merge-performance.md)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,8 @@ class MergeResult:
     """Why that strategy: configured, or what ``auto`` saw."""
     touched_buckets: int | None = None
     buckets: int | None = None
+    compaction: Compaction | None = None
+    """The small-file rewrite after the merge (:mod:`icetide.merge.compact`), if one ran."""
 
     def render(self) -> str:
         """One progress line."""
@@ -87,7 +99,11 @@ class MergeResult:
             if self.touched_buckets is not None and self.strategy != "shuffle"
             else ""
         )
-        return f"{line} by {self.strategy} ({self.reason}{touched})"
+        line = f"{line} by {self.strategy} ({self.reason}{touched})"
+        if self.compaction is not None and self.compaction.rewritten:
+            c = self.compaction
+            line += f"; {c.rewritten} small files bin-packed into {c.added}"
+        return line
 
 
 class MergeStage:
@@ -237,6 +253,7 @@ class MergeStage:
             if inheritance is not None:
                 inheritance.release()
         self._converge(name, run, end)
+        compaction = self._compact(name, refs.base, contract)
         result = MergeResult(
             name,
             count,
@@ -247,6 +264,7 @@ class MergeStage:
             choice.reason,
             applied.touched_buckets,
             applied.buckets,
+            compaction,
         )
         self.pipeline.report(
             "merge",
@@ -259,8 +277,44 @@ class MergeStage:
             strategy=choice.strategy,
             strategy_reason=choice.reason,
             touched_buckets=applied.touched_buckets,
+            compacted_files=compaction.rewritten if compaction else 0,
         )
         return result
+
+    def _compact(self, name: str, base: TableName, contract: TableContract) -> Compaction | None:
+        """Bin-pack the base's small files when ``merge.compact_every`` merges have added
+        files since its last rewrite (:mod:`icetide.merge.compact`)."""
+        every = self.config.table(name).merge.compact_every
+        snapshot = current_snapshot(self.spark, base)
+        if snapshot is None:
+            return None
+        if every is None:
+            rows = int(snapshot.summary.get("total-records", "0") or 0)
+            every = COMPACT_EVERY if rows >= SMALL_BASE_ROWS else 0
+        if every == 0:
+            return None
+        # Every ``every``-th merge since the last rewrite: when a bucket had too few small
+        # files to rewrite, the next merges do not plan the same rewrite again.
+        since = merges_since_rewrite(lineage_summaries(self.spark, base))
+        if since < every or since % every:
+            return None
+        try:
+            with jvm_boundary(f"bin-packing the small files of {base}"):
+                return compact_small_files(
+                    self.spark,
+                    base,
+                    snapshot.summary,
+                    contract.settings.buckets,
+                    self.config.maintenance.target_file_size,
+                )
+        except CommitConflictError as exc:
+            # Rows are unchanged either way; the next merge tries again.
+            self.pipeline.report(
+                "merge",
+                f"merge {name}: small-file rewrite left to the next merge ({exc})",
+                table=name,
+            )
+            return None
 
     def _converge(self, name: str, run: MergeVersion, end: int | None) -> None:
         """Phase 3 once the ledger projects this version: every ledger row still holding

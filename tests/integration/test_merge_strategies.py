@@ -18,11 +18,9 @@ from icetide.spark.tables import current_snapshot_id
 from tests.integration.harness import Pipeline, assert_matches
 
 
-def _with_strategy(config: Config, strategy: str) -> Config:
-    tables = tuple(
-        t.model_copy(update={"merge": TableMergeConfig(strategy=strategy)})  # type: ignore[arg-type]
-        for t in config.tables
-    )
+def _with_strategy(config: Config, strategy: str, compact_every: int | None = None) -> Config:
+    merge = TableMergeConfig(strategy=strategy, compact_every=compact_every)  # type: ignore[arg-type]
+    tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
     return config.model_copy(update={"tables": tables})
 
 
@@ -42,14 +40,22 @@ def test_every_strategy_merges_each_round_into_the_same_base(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
     """Each round's batch is merged by every strategy from the same base snapshot (rolled
-    back in between): the bases must be equal every round, and equal the model at the end."""
+    back in between): the bases must be equal every round, and equal the model at the end.
+    The last strategy also bin-packs small files every second merge (the next round's
+    strategies start from its base), which must change no row either."""
     # Many buckets and small rounds, so a batch leaves some buckets untouched and the
     # pruned strategy really restricts the base (asserted below).
     pipeline = Pipeline.create(tmp_path, warehouse, "strategies", spark=spark, buckets=64)
     workload = generate(17, 700)
-    pruned_rounds = 0
+    pruned_rounds = compactions = 0
+    last = STRATEGIES[-1]
     stages = {
-        s: MergeStage(spark, StagePipeline(_with_strategy(pipeline.config, s), pipeline.schemas))
+        s: MergeStage(
+            spark,
+            StagePipeline(
+                _with_strategy(pipeline.config, s, 2 if s == last else 0), pipeline.schemas
+            ),
+        )
         for s in STRATEGIES
     }
     for number, part in enumerate(plan_rounds(workload, 4, 17, late_rate=0.1)):
@@ -65,6 +71,7 @@ def test_every_strategy_merges_each_round_into_the_same_base(
         for strategy in STRATEGIES:
             _rollback(spark, pipeline, start)
             merged = stages[strategy].run_once()
+            compactions += sum(r.compaction is not None for r in merged)
             if strategy == "bucket_join_pruned":
                 pruned_rounds += any(
                     r.touched_buckets is not None and r.touched_buckets < 64 for r in merged
@@ -77,6 +84,7 @@ def test_every_strategy_merges_each_round_into_the_same_base(
                     f"round {number}: {strategy} differs on {table}"
                 )
     assert pruned_rounds > 0, "no round left a bucket untouched: pruning was not exercised"
+    assert compactions > 0, "no merge bin-packed its small files"
     assert_matches(pipeline.compare(workload))
 
 
