@@ -1,14 +1,21 @@
-"""Merge benchmark: icetide's merge against the naive MERGE from the design, same process.
+"""Merge benchmark suite: icetide's strategies against the naive MERGE, PyIceberg's
+``Table.upsert`` and the pyarrow floor, in one process, on the same data.
 
-Builds a base table of ``--rows`` rows (bucket-partitioned, merge-on-read), then a ledger
-batch touching ``--change`` of the keys (updates, some deletes and inserts, with duplicate
-events per key), and times, ``--repeat`` times each on fresh copies of the base:
+For each base size and change rate (and mix), a base of ``--rows`` rows
+(``bucket(16, id)``) and a ledger (earlier batches, then the one under test) are seeded
+once; every timed merge starts from the seeded snapshot again (rollback, no copy). Variants:
 
-* icetide: the merge stage's prepare steps + version-guarded MERGE;
-* naive: ``ROW_NUMBER()`` dedupe + unguarded MERGE (``naive_merge_sql``).
+* ``naive``: ``ROW_NUMBER()`` dedupe + unguarded MERGE (the design's baseline);
+* icetide's merge stage with each strategy (``shuffle``, ``bucket_join``,
+  ``bucket_join_pruned``), on merge-on-read v2 (position deletes), and the bucket join on
+  v3 (deletion vectors) and copy-on-write;
+* ``pyiceberg``: the deduplicated batch upserted into a SqlCatalog (sqlite) copy of the
+  base with ``Table.upsert``, and its deletes with ``Table.delete``;
+* ``floor``: pyarrow reads the base's key column and writes the changed rows as Parquet.
 
-Prints medians and the ratio naive/icetide (above 1 means icetide is faster). Machines here
-are small and noisy: read the medians and ratios, not single runs.
+Prints one table of medians and ratios, files written per merge, and (``--accumulate``)
+the base read time after 20 merges against a freshly compacted base; ``--results``
+writes it as Markdown. Never pass/fail on time: machines here are small and shared.
 
     python bench/merge_bench.py --rows 1000000 --change 0.01 --repeat 3
 """
@@ -16,95 +23,59 @@ are small and noisy: read the medians and ratios, not single runs.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
+import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from merge_data import (
+    Mix,
+    Tables,
+    bench_config,
+    build_tables,
+    contract,
+    ledger_batch,
+    pipeline,
+    work_dir,
+)
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide.config.model import Config
-from icetide.merge.steps import MergeContext, prepare
+from icetide.merge.stage import MergeStage
 from icetide.schema.contract import ledger as c
-from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
-from icetide.schema.file import schema_from_dict
-from icetide.schema.model import TableSchema
 from icetide.spark.session import build_session
 
-SCHEMA = schema_from_dict(
-    {
-        "table": "accounts",
-        "primary_key": ["id"],
-        "columns": [
-            {"id": 1, "name": "id", "type": "long", "nullable": False},
-            {"id": 2, "name": "owner", "type": "string"},
-            {"id": 3, "name": "balance", "type": "decimal(12,2)"},
-            {"id": 4, "name": "status", "type": "string"},
-            {"id": 5, "name": "updated_at", "type": "timestamp"},
-        ],
-    }
-)
+MIXES = {
+    "default": Mix(),
+    "updates": Mix(1.0, 0.0, 0.0, 1),
+    "inserts": Mix(0.0, 0.0, 1.0, 1),
+    "deletes": Mix(0.0, 1.0, 0.0, 1),
+    "hot": Mix(0.8, 0.1, 0.1, 20),
+}
 
 
-def base_rows(spark: SparkSession, rows: int) -> DataFrame:
-    """``rows`` synthetic accounts with positions below every ledger event's."""
-    return spark.range(rows).select(
-        F.col("id"),
-        F.concat(F.lit("owner-"), F.col("id").cast("string")).alias("owner"),
-        (F.col("id") % 100000 / 100).cast("decimal(12,2)").alias("balance"),
-        F.lit("active").alias("status"),
-        F.lit("2024-01-01 00:00:00").cast("timestamp_ntz").alias("updated_at"),
-        F.col("id").cast("decimal(38,0)").alias("_icetide_position"),
-        F.lit("2024-01-01 00:00:00").cast("timestamp").alias("_icetide_source_ts"),
-    )
+@dataclass
+class Outcome:
+    """One variant's runs."""
 
+    seconds: list[float] = field(default_factory=list)
+    data_files: list[int] = field(default_factory=list)
+    delete_files: list[int] = field(default_factory=list)
+    touched: list[int] = field(default_factory=list)
+    note: str = ""
 
-def ledger_batch(spark: SparkSession, rows: int, change: float) -> DataFrame:
-    """Ledger rows: 3 events per changed key (c/u/u or u/u/d), plus new keys."""
-    changed = max(1, int(rows * change))
-    step = max(1, rows // changed)
-    keys = spark.range(0, changed).select((F.col("id") * step).alias("id"))
-    news = spark.range(rows, rows + changed // 10).select("id")
-    events = keys.unionByName(news).crossJoin(spark.range(3).select(F.col("id").alias("n")))
-    after = F.struct(
-        F.col("id").alias("id"),
-        F.concat(F.lit("owner-"), F.col("id").cast("string")).alias("owner"),
-        (F.col("n") + 1).cast("decimal(12,2)").alias("balance"),
-        F.lit("changed").alias("status"),
-        F.lit("2024-02-01 00:00:00").cast("timestamp_ntz").alias("updated_at"),
-    )
-    is_delete = (F.col("n") == 2) & (F.col("id") % 10 == 0)
-    return events.select(
-        F.col("id"),
-        F.when(is_delete, "d").otherwise("u").alias(c.OP),
-        F.when(
-            is_delete,
-            F.lit(None).cast(
-                "struct<id:bigint,"
-                "owner:string,balance:decimal(12,2),status:string,updated_at:timestamp_ntz>"
-            ),
-        )
-        .otherwise(after)
-        .alias(c.AFTER),
-        F.array().cast("array<string>").alias(c.UNAVAILABLE),
-        (F.lit(10**15) + F.col("id") * 10 + F.col("n")).cast("decimal(38,0)").alias(c.POSITION),
-        F.current_timestamp().alias(c.SOURCE_TS),
-    )
-
-
-BASE = TableName("lake", "b", "base")
-EVENTS = TableName("lake", "b", "events")
-CONTRACT = TableContract(SCHEMA, TableSettings(16, "merge-on-read"))
-
-
-def fresh_base(spark: SparkSession, name: TableName, source: str) -> None:
-    spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.sql(CONTRACT.base_ddl(name))
-    spark.sql(f"INSERT INTO {name} SELECT * FROM {source}")
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else float("nan")
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -113,59 +84,369 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def added_files(spark: SparkSession, table: TableName, since: int) -> tuple[int, int, int]:
+    """Data files, delete files written since snapshot ``since``, and the buckets
+    they went to."""
+    rows = spark.sql(
+        f"SELECT data_file.content AS content, data_file.partition AS p FROM "
+        f"{table.child('entries')} WHERE status = 1 AND snapshot_id IN (SELECT snapshot_id "
+        f"FROM {table.child('history')} WHERE is_current_ancestor AND snapshot_id != {since} "
+        f"AND made_current_at >= (SELECT made_current_at FROM {table.child('history')} "
+        f"WHERE snapshot_id = {since} ORDER BY made_current_at DESC LIMIT 1))"
+    ).collect()
+    data = sum(1 for r in rows if r.content == 0)
+    deletes = len(rows) - data
+    return data, deletes, len({tuple(r.p) for r in rows if r.content == 0})
+
+
+class Bench:
+    """One seeded case (rows, change, mix) and its variants."""
+
+    def __init__(self, spark: SparkSession, work: Path, tables: Tables, repeat: int) -> None:
+        self.spark, self.work, self.tables, self.repeat = spark, work, tables, repeat
+        self.stages = {
+            s: MergeStage(spark, pipeline(bench_config(work, strategy=s)))
+            for s in ("auto", "shuffle", "bucket_join", "bucket_join_pruned")
+        }
+        layout = "mor-v2"
+        ledger = Tables.ledger(layout)
+        self.batch = TableName(ledger.catalog, ledger.namespace, "accounts_batch")
+        spark.read.format("iceberg").option("start-snapshot-id", tables.before_batch[layout]).load(
+            ledger.dotted
+        ).writeTo(self.batch.sql).using("iceberg").createOrReplace()
+        self.events = spark.table(self.batch.sql).count()
+        self.naive = contract(layout).naive_merge_sql(Tables.base(layout), self.batch)
+
+    def icetide(self, strategy: str, layout: str) -> Callable[[], object]:
+        return lambda: self.stages[strategy].merge_table(Tables.table(layout))
+
+    def run(self, variants: dict[str, tuple[str, Callable[[], object]]]) -> dict[str, Outcome]:
+        """Alternate the variants ``repeat`` times; each from the seeded base."""
+        out = {name: Outcome() for name in variants}
+        names = list(variants)
+        for i in range(self.repeat):
+            for name in names if i % 2 == 0 else reversed(names):
+                layout, fn = variants[name]
+                self.tables.reset(layout)
+                base = Tables.base(layout)
+                seed = self.tables.seeds[layout]
+                seconds = timed(fn)
+                data, deletes, touched = added_files(self.spark, base, seed)
+                o = out[name]
+                o.seconds.append(seconds)
+                o.data_files.append(data)
+                o.delete_files.append(deletes)
+                o.touched.append(touched)
+                print(f"  run {i + 1} {name:<24} {seconds:7.2f}s", file=sys.stderr, flush=True)
+        return out
+
+
+def pyiceberg_upsert(spark: SparkSession, work: Path, bench: Bench, repeat: int) -> Outcome:
+    """PyIceberg's upsert of the deduplicated batch into a SqlCatalog copy of the base."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import In
+
+    outcome = Outcome()
+    export = work / "pyiceberg-export"
+    spark.table(Tables.base("mor-v2").sql).drop("_icetide_source_ts").write.mode(
+        "overwrite"
+    ).parquet(str(export / "base"))
+    latest = bench.spark.sql(
+        f"SELECT id, max_by(_op, _position) AS op, max_by(_after, _position) AS after, "
+        f"max(_position) AS pos FROM {bench.batch} GROUP BY id"
+    )
+    latest.write.mode("overwrite").parquet(str(export / "batch"))
+    seed = pq.read_table(export / "base")
+    batch = pq.read_table(export / "batch")
+    living = batch.filter(pc.field("op") != "d")
+    after = living.column("after").combine_chunks()
+    rows = pa.table(
+        {
+            **{name: after.field(name) for name in ("id", "owner", "balance", "status")},
+            "updated_at": after.field("updated_at"),
+            "note": after.field("note"),
+            "_icetide_position": living.column("pos"),
+        }
+    ).cast(seed.schema)
+    deleted = batch.filter(pc.field("op") == "d").column("id").to_pylist()
+    catalog = SqlCatalog(
+        "bench",
+        uri=f"sqlite:///{work / 'pyiceberg.db'}",
+        warehouse=f"file://{work / 'pyiceberg-warehouse'}",
+    )
+    catalog.create_namespace_if_not_exists("b")
+    for i in range(repeat):
+        name = f"b.accounts_{i}"
+        if catalog.table_exists(name):
+            catalog.drop_table(name)
+        table = catalog.create_table(name, schema=seed.schema)
+        table.append(seed)
+
+        def upsert(table=table) -> None:  # type: ignore[no-untyped-def]
+            table.upsert(rows, join_cols=["id"])
+            if deleted:
+                table.delete(In("id", deleted))
+
+        outcome.seconds.append(timed(upsert))
+        print(
+            f"  run {i + 1} {'pyiceberg upsert':<24} {outcome.seconds[-1]:7.2f}s", file=sys.stderr
+        )
+    outcome.note = "unpartitioned SqlCatalog copy; batch deduplicated beforehand (not timed)"
+    return outcome
+
+
+def floor(spark: SparkSession, work: Path, bench: Bench, repeat: int) -> Outcome:
+    """pyarrow reads the base's key column and writes the changed rows as Parquet."""
+    files = [
+        r[0].removeprefix("file:")
+        for r in spark.sql(
+            f"SELECT file_path FROM {Tables.base('mor-v2').child('files')} WHERE content = 0"
+        ).collect()
+    ]
+    changed = spark.table(bench.batch.sql).select("id", c.OP, c.AFTER, c.POSITION)
+    changed.write.mode("overwrite").parquet(str(work / "floor-batch"))
+    batch = pq.read_table(work / "floor-batch")
+    outcome = Outcome()
+    for i in range(repeat):
+
+        def run(i: int = i) -> None:
+            keys = pa.concat_tables(pq.read_table(f, columns=["id"]) for f in files)
+            pc.is_in(batch.column("id"), value_set=keys.column("id").combine_chunks())
+            pq.write_table(batch, work / f"floor-out-{i}.parquet")
+
+        outcome.seconds.append(timed(run))
+    return outcome
+
+
+def accumulate(
+    spark: SparkSession,
+    work: Path,
+    rows: int,
+    merges: int = 20,
+    compact_every: int | None = None,
+) -> dict[str, float]:
+    """Base read time after ``merges`` bucket-join merges (0.1% changes each) against
+    the same base freshly compacted; and delete files accumulated. ``compact_every`` is
+    the tables' ``merge.compact_every`` (None: the default, the merge's own small-file
+    rewrite; 0: none)."""
+    config = bench_config(work, strategy="bucket_join", compact_every=compact_every)
+    tables = build_tables(spark, config, rows, 0.001, Mix(), history=1)
+    stage = MergeStage(spark, pipeline(config))
+    base, ledger = Tables.base("mor-v2"), Tables.ledger("mor-v2")
+    merge_seconds: list[float] = []
+    compactions = rewritten = 0
+    for i in range(merges):
+        ledger_batch(spark, rows, 0.001, Mix(), 100 + i, salt=i * 7 + 3).writeTo(
+            ledger.sql
+        ).append()
+        started = time.perf_counter()
+        result = stage.merge_table(Tables.table("mor-v2"))
+        merge_seconds.append(time.perf_counter() - started)
+        if result.compaction is not None and result.compaction.rewritten:
+            compactions += 1
+            rewritten += result.compaction.rewritten
+    del tables
+
+    def read() -> float:
+        return timed(
+            lambda: (
+                spark.table(base.sql)
+                .agg(F.count("owner"), F.sum("balance"), F.max("note"), F.max("updated_at"))
+                .collect()
+            )
+        )
+
+    def files() -> tuple[int, int]:
+        r = spark.sql(
+            f"SELECT sum(IF(content = 0, 1, 0)), sum(IF(content > 0, 1, 0)) "
+            f"FROM {base.child('files')}"
+        ).first()
+        assert r is not None
+        return int(r[0] or 0), int(r[1] or 0)
+
+    data_before, deletes_before = files()
+    read()
+    merged = statistics.median([read() for _ in range(5)])
+    spark.sql(
+        f"CALL lake.system.rewrite_data_files(table => 'b.{base.name}', "
+        "options => map('delete-file-threshold', '1', 'rewrite-all', 'true'))"
+    )
+    spark.sql(f"CALL lake.system.rewrite_position_delete_files(table => 'b.{base.name}')")
+    data_after, deletes_after = files()
+    read()
+    compacted = statistics.median([read() for _ in range(5)])
+    return {
+        "merges": merges,
+        "compactions": compactions,
+        "compacted_files": rewritten,
+        "merge_median_s": statistics.median(merge_seconds),
+        "merge_total_s": sum(merge_seconds),
+        "read_after_merges_s": merged,
+        "read_compacted_s": compacted,
+        "ratio": merged / compacted,
+        "data_files": data_before,
+        "delete_files": deletes_before,
+        "data_files_compacted": data_after,
+        "delete_files_compacted": deletes_after,
+    }
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    load = os.getloadavg()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return (
+        f"{platform.machine()} {cpus} cores, {platform.python_version()}, commit {commit}, "
+        f"load average at start {load[0]:.1f} (shared machine)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="base table rows")
     parser.add_argument("--change", type=float, default=0.01, help="share of keys changed")
+    parser.add_argument("--mix", choices=sorted(MIXES), default="default")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant")
-    args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="icetide-bench-"))
-    config = Config.model_validate(
-        {
-            "pipeline": "bench",
-            "catalog": {"name": "lake", "warehouse": str(work / "warehouse"), "namespace": "b"},
-            "spark": {"master": "local[2]", "shuffle_partitions": 16},
-            "tables": [{"name": "accounts", "schema": str(work / "unused.yaml")}],
-        }
+    parser.add_argument(
+        "--variants",
+        default="naive,shuffle,bucket_join,bucket_join_pruned,v3,cow,pyiceberg,floor",
+        help="comma-separated subset",
     )
-    spark = build_session(config)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.b")
-    print(f"bench: {args.rows:,} base rows, {args.change:.1%} of keys changed", file=sys.stderr)
-    base_rows(spark, args.rows).writeTo("lake.b.seed").using("iceberg").createOrReplace()
-    ledger_batch(spark, args.rows, args.change).writeTo("lake.b.events").using(
-        "iceberg"
-    ).createOrReplace()
-    events = spark.table("lake.b.events").count()
-    variants = {
-        "icetide": lambda: run_icetide(spark, SCHEMA),
-        "naive": lambda: spark.sql(CONTRACT.naive_merge_sql(BASE, EVENTS)),
-    }
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for i in range(args.repeat):
-        order = list(variants) if i % 2 == 0 else list(reversed(variants))
-        for name in order:  # alternate, so warm-up does not favour one side
-            run = variants[name]
-            fresh_base(spark, BASE, "lake.b.seed")
-            seconds = timed(run)
-            times[name].append(seconds)
-            print(f"  run {i + 1} {name:<8} {seconds:6.2f}s", file=sys.stderr)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"events per batch: {events:,}")
-    for name, value in med.items():
-        print(f"{name:<8} median {value:6.2f}s  {events / value:,.0f} events/s")
-    print(f"ratio naive/icetide: {med['naive'] / med['icetide']:.2f}")
+    parser.add_argument(
+        "--accumulate", type=int, default=0, help="base rows for the 20-merge read test"
+    )
+    parser.add_argument(
+        "--compact-every",
+        type=int,
+        default=None,
+        help="merge.compact_every for the 20-merge read test (default: the table default)",
+    )
+    parser.add_argument("--results", type=Path, help="write the table as Markdown here")
+    args = parser.parse_args(argv)
+    wanted = args.variants.split(",")
+    work = work_dir()
+    load_at_start = machine()
+    layouts = ("mor-v2",) + tuple(
+        layout for flag, layout in (("v3", "mor-v3"), ("cow", "cow")) if flag in wanted
+    )
+    spark = build_session(bench_config(work))
+    if args.variants == "none":  # only the 20-merge read test
+        acc = accumulate(spark, work, args.accumulate, compact_every=args.compact_every)
+        text = render_accumulated(acc, args.accumulate, load_at_start)
+        print(text)
+        if args.results:
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            args.results.write_text(text)
+        return 0
+    mix = MIXES[args.mix]
+    print(f"bench: {args.rows:,} rows, {args.change:.2%} changed, mix {mix.label}", file=sys.stderr)
+    tables = build_tables(spark, bench_config(work), args.rows, args.change, mix, layouts=layouts)
+    bench = Bench(spark, work, tables, args.repeat)
+    variants: dict[str, tuple[str, Callable[[], object]]] = {}
+    if "naive" in wanted:
+        variants["naive"] = ("mor-v2", lambda: spark.sql(bench.naive))
+    for s in ("shuffle", "bucket_join", "bucket_join_pruned"):
+        if s in wanted:
+            variants[s] = ("mor-v2", bench.icetide(s, "mor-v2"))
+    if "v3" in wanted:
+        variants["bucket_join (v3 deletion vectors)"] = (
+            "mor-v3",
+            bench.icetide("bucket_join", "mor-v3"),
+        )
+    if "cow" in wanted:
+        variants["bucket_join (copy-on-write)"] = ("cow", bench.icetide("bucket_join", "cow"))
+    if "auto" in wanted:
+        variants["auto"] = ("mor-v2", bench.icetide("auto", "mor-v2"))
+    results = bench.run(variants)
+    if "pyiceberg" in wanted:
+        try:
+            results["pyiceberg upsert"] = pyiceberg_upsert(spark, work, bench, min(args.repeat, 2))
+        except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
+            results["pyiceberg upsert"] = Outcome(note=f"failed: {exc!r}"[:200])
+    if "floor" in wanted:
+        results["floor (pyarrow)"] = floor(spark, work, bench, args.repeat)
+    acc = (
+        accumulate(spark, work_dir(), args.accumulate, compact_every=args.compact_every)
+        if args.accumulate
+        else None
+    )
+    text = render(args, mix, bench.events, results, acc, load_at_start)
+    print(text)
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(text)
     return 0
 
 
-def run_icetide(spark: SparkSession, schema: TableSchema) -> None:
-    events = spark.table("lake.b.events").withColumn(
-        c.BEFORE, F.lit(None).cast(spark.table("lake.b.events").schema[c.AFTER].dataType)
+def render(
+    args: argparse.Namespace,
+    mix: Mix,
+    events: int,
+    results: dict[str, Outcome],
+    acc: dict[str, float] | None,
+    where: str,
+) -> str:
+    naive = results.get("naive")
+    best = min(
+        (o.median for k, o in results.items() if k in LAYOUT_FREE_STRATEGIES and o.seconds),
+        default=float("nan"),
     )
-    prepare(events, MergeContext(schema, has_unavailable=False)).createOrReplaceTempView(
-        "bench_batch"
-    )
-    spark.sql(TableContract(schema).merge_sql(BASE, "bench_batch"))
+    lines = [
+        f"# Merge benchmark: {args.rows:,}-row base, {args.change:.2%} of keys changed "
+        f"({events:,} events, mix {mix.label}), {args.repeat} runs each",
+        "",
+        f"Machine: {where}.",
+        "",
+    ]
+    for name, o in results.items():
+        if not o.seconds:
+            lines.append(f"{name}: not measured ({o.note})")
+            continue
+        ratio = naive.median / o.median if naive and naive.seconds else float("nan")
+        lines.append(f"{name}: {o.median:.2f} s, vs naive {ratio:.2f}x")
+    lines += [
+        "",
+        "| variant | median s | naive ÷ it | it ÷ best icetide | data files/merge "
+        "| delete files/merge | buckets written |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, o in results.items():
+        if not o.seconds:
+            continue
+        ratio = naive.median / o.median if naive and naive.seconds else float("nan")
+        files = (
+            f"{statistics.median(o.data_files):.0f} | {statistics.median(o.delete_files):.0f} | "
+            f"{statistics.median(o.touched):.0f}"
+            if o.data_files
+            else "- | - | -"
+        )
+        lines.append(f"| {name} | {o.median:.2f} | {ratio:.2f} | {o.median / best:.2f} | {files} |")
+    notes = [f"- {name}: {o.note}" for name, o in results.items() if o.note]
+    if notes:
+        lines += ["", *notes]
+    if acc:
+        lines += ["", render_accumulated(acc, args.accumulate, None)]
+    return "\n".join(lines) + "\n"
 
+
+def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> str:
+    """The 20-merge read test as one paragraph."""
+    text = (
+        f"Base read after {acc['merges']:.0f} bucket-join merges (0.1% of keys each, "
+        f"{rows:,}-row base; {acc['compactions']:.0f} of them bin-packed "
+        f"{acc['compacted_files']:.0f} small files in all, "
+        f"merges {acc['merge_total_s']:.1f} s in all, median {acc['merge_median_s']:.2f} s): "
+        f"{acc['read_after_merges_s']:.2f} s with "
+        f"{acc['data_files']:.0f} data + {acc['delete_files']:.0f} delete files; freshly "
+        f"compacted: {acc['read_compacted_s']:.2f} s ({acc['data_files_compacted']:.0f} + "
+        f"{acc['delete_files_compacted']:.0f} files); ratio {acc['ratio']:.2f}x."
+    )
+    return text + (f"\n\nMachine: {where}.\n" if where else "")
+
+
+LAYOUT_FREE_STRATEGIES = ("shuffle", "bucket_join", "bucket_join_pruned", "auto")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -485,6 +485,19 @@ class MergeConfig(_Model):
     """How long a delete is remembered, so a late, older insert cannot resurrect the row."""
 
 
+class TableMergeConfig(_Model):
+    """Per-table merge settings (``tables[i].merge``)."""
+
+    strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned"] = "auto"
+    """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
+    from the base's size and the batch's."""
+    compact_every: int | None = Field(None, ge=0)
+    """Once this many merges have added data files since the base's last rewrite, the
+    merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
+    (leave it to ``icetide maintain``). Unset: every 4 merges for a base of 200,000 rows
+    or more, never below (a small base reads fast whatever its files)."""
+
+
 class SnapshotRetention(_Model):
     """Which snapshots expiry may remove: older than ``max_age`` and beyond the newest
     ``keep_last``. Snapshots a stage still needs are kept whatever these say."""
@@ -693,6 +706,7 @@ class TableConfig(_Model):
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+    merge: TableMergeConfig = Field({}, validate_default=True)
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,
     exported as a metric and fails ``icetide status --check``."""

@@ -17,18 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from icetide.schema.contract.names import TableName
-from icetide.schema.quoting import qualified, quote
+from icetide.spark.calls import options_map as _map
+from icetide.spark.calls import procedure_call as _call
 from icetide.spark.sql import literal
-
-
-def _call(table: TableName, procedure: str, **args: str) -> str:
-    target = literal(qualified(table.namespace, table.name))
-    rest = "".join(f", {name} => {value}" for name, value in args.items())
-    return f"CALL {quote(table.catalog)}.system.{procedure}(table => {target}{rest})"
-
-
-def _map(options: dict[str, str]) -> str:
-    return "map(" + ", ".join(f"{literal(k)}, {literal(v)}" for k, v in options.items()) + ")"
 
 
 def _timestamp(moment: datetime) -> str:

@@ -11,16 +11,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide.errors import CommitConflictError
 from icetide.faults import crash_point
+from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
+from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.merge.versions import (
     MergeVersion,
     align_images,
@@ -30,23 +32,37 @@ from icetide.merge.versions import (
 )
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as ph
-from icetide.schema.contract.base import EVENTS_PROPERTY, POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.base import (
+    EVENTS_PROPERTY,
+    POSITION,
+    STRATEGY_PROPERTY,
+    WATERMARK_PROPERTY,
+)
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import int_property, set_properties, table_properties
-from icetide.spark.commit import append_with_properties, with_commit_properties
-from icetide.spark.progress import read_bootstrap_state, read_new_events, read_watermark
+from icetide.spark.commit import append_with_properties
+from icetide.spark.errors import jvm_boundary
+from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
+    base_rows,
+    current_snapshot,
     current_snapshot_id,
     ensure_namespace,
+    lineage_summaries,
     table_exists,
 )
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
+
+COMPACT_EVERY = 4
+"""``merge.compact_every`` when unset, for a base of ``SMALL_BASE_ROWS`` rows or more: a
+bucket is read from at most this many small files besides its large ones (measured in
+docs/merge-performance.md)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,14 @@ class MergeResult:
     start_snapshot: int | None
     end_snapshot: int | None
     seconds: float
+    strategy: str | None = None
+    """How the batch met the base (:mod:`icetide.merge.strategy`), None when nothing merged."""
+    reason: str = ""
+    """Why that strategy: configured, or what ``auto`` saw."""
+    touched_buckets: int | None = None
+    buckets: int | None = None
+    compaction: Compaction | None = None
+    """The small-file rewrite after the merge (:mod:`icetide.merge.compact`), if one ran."""
 
     def render(self) -> str:
         """One progress line."""
@@ -67,7 +91,19 @@ class MergeResult:
             span = f"the ledger up to snapshot {self.end_snapshot} (first merge)"
         else:
             span = f"ledger snapshots after {self.start_snapshot} up to {self.end_snapshot}"
-        return f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
+        line = f"merge {self.table}: {self.events:,} events from {span} in {self.seconds:.1f}s"
+        if self.strategy is None:
+            return line
+        touched = (
+            f", {self.touched_buckets}/{self.buckets} buckets touched"
+            if self.touched_buckets is not None and self.strategy != "shuffle"
+            else ""
+        )
+        line = f"{line} by {self.strategy} ({self.reason}{touched})"
+        if self.compaction is not None and self.compaction.rewritten:
+            c = self.compaction
+            line += f"; {c.rewritten} small files bin-packed into {c.added}"
+        return line
 
 
 class MergeStage:
@@ -107,7 +143,8 @@ class MergeStage:
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name, contract)
-        bootstrap = read_bootstrap_state(self.spark, refs.base)
+        progress = read_merge_progress(self.spark, refs.base)
+        bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
             self.pipeline.report(
                 "merge",
@@ -121,23 +158,51 @@ class MergeStage:
         switch_base(self.spark, self.pipeline, name, contract)
         crash_point("merge.after_switch")
         end = current_snapshot_id(self.spark, refs.cdc)
-        start = read_watermark(self.spark, refs.base)
+        start = progress.watermark
         if end is None or end == start:
             self._converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
         events = align_images(
             read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
         )
-        stats = events.agg(
-            F.count(F.lit(1)).alias("n"),
-            F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("truncate"),
-            F.max(F.size(c.UNAVAILABLE)).alias("unavailable"),
-            F.max(F.when(key_move(schema), 1)).alias("moves"),
+        configured = self.config.table(name).merge.strategy
+        rows = base_rows(self.spark, refs.base)
+        may_prune = configured == "bucket_join_pruned" or (
+            configured == "auto" and rows >= SMALL_BASE_ROWS
+        )
+        history = self._history(refs.cdc, start, schema)
+        # One job for every figure the batch needs up front; the earlier truncates come
+        # from the same job (a scan Iceberg narrows to the row groups holding a 't').
+        figures = events.select(
+            F.lit(1).alias("n"),
+            F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
+            F.col(c.UNAVAILABLE).alias("unavailable"),
+            F.when(key_move(schema), 1).alias("moves"),
+            *(touched_buckets(contract, refs.base) if may_prune else ()),
+        )
+        if history is not None:
+            earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
+            figures = figures.unionByName(earlier, allowMissingColumns=True)
+        stats = figures.agg(
+            F.sum("n").alias("n"),
+            F.max("truncate").alias("truncate"),
+            F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
+            F.max("moves").alias("moves"),
+            *(
+                [F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("b")]
+                if may_prune
+                else []
+            ),
+            *([F.max("earlier").alias("earlier")] if history is not None else []),
         ).first()
         assert stats is not None
-        count, batch_truncate = int(stats["n"]), stats["truncate"]
-        history = self._history(refs.cdc, start, schema)
-        truncated_before = self._truncated_before(history, batch_truncate)
+        count, batch_truncate = int(stats["n"] or 0), stats["truncate"]
+        marks = [
+            m
+            for m in (batch_truncate, stats["earlier"] if history is not None else None)
+            if m is not None
+        ]
+        truncated_before = max(marks) if marks else None
         if batch_truncate is not None:
             # Its own commit, before the MERGE that carries the watermark: if we die in
             # between, the replay deletes the same rows again and nothing else.
@@ -146,7 +211,10 @@ class MergeStage:
                 f"CAST({literal(str(batch_truncate))} AS {c.POSITION_SQL})"
             )
             crash_point("merge.after_truncate")
-        has_unavailable = (stats["unavailable"] or 0) > 0
+        # Columns some event left out (unchanged TOAST): only they can keep a stored
+        # value, so only they are read from the base by the MERGE.
+        keep = frozenset(stats["unavailable"] or ())
+        has_unavailable = bool(keep)
         moves: DataFrame | None = None
         inheritance: Inheritance | None = None
         try:
@@ -160,25 +228,44 @@ class MergeStage:
                 moves = applicable(resolved, schema)
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
-            view = f"icetide_batch_{name}"
-            source.createOrReplaceTempView(view)
             before = current_snapshot_id(self.spark, refs.base)
-            properties = {WATERMARK_PROPERTY: str(end), EVENTS_PROPERTY: str(count)}
-
-            def apply() -> None:
-                crash_point("merge.before_commit")
-                self.spark.sql(contract.merge_sql(refs.base, view))
-
-            with_commit_properties(self.spark, properties, apply)
+            choice = choose(configured, rows, count)
+            properties = {
+                WATERMARK_PROPERTY: str(end),
+                EVENTS_PROPERTY: str(count),
+                STRATEGY_PROPERTY: f"{choice.strategy}: {choice.reason}",
+            }
+            applied = apply_batch(
+                self.spark,
+                choice.strategy,
+                contract,
+                refs.base,
+                source,
+                f"icetide_batch_{name}",
+                properties,
+                keep,
+                sorted(stats["b"]) if may_prune else None,
+            )
             if current_snapshot_id(self.spark, refs.base) == before:
                 self._commit_watermark_only(refs.base, properties)
             crash_point("merge.after_commit")
-            self.spark.catalog.dropTempView(view)
         finally:
             if inheritance is not None:
                 inheritance.release()
         self._converge(name, run, end)
-        result = MergeResult(name, count, start, end, time.monotonic() - started)
+        compaction = self._compact(name, refs.base, contract)
+        result = MergeResult(
+            name,
+            count,
+            start,
+            end,
+            time.monotonic() - started,
+            choice.strategy,
+            choice.reason,
+            applied.touched_buckets,
+            applied.buckets,
+            compaction,
+        )
         self.pipeline.report(
             "merge",
             result.render(),
@@ -187,8 +274,47 @@ class MergeStage:
             start_snapshot=start,
             end_snapshot=end,
             seconds=round(result.seconds, 3),
+            strategy=choice.strategy,
+            strategy_reason=choice.reason,
+            touched_buckets=applied.touched_buckets,
+            compacted_files=compaction.rewritten if compaction else 0,
         )
         return result
+
+    def _compact(self, name: str, base: TableName, contract: TableContract) -> Compaction | None:
+        """Bin-pack the base's small files when ``merge.compact_every`` merges have added
+        files since its last rewrite (:mod:`icetide.merge.compact`)."""
+        every = self.config.table(name).merge.compact_every
+        snapshot = current_snapshot(self.spark, base)
+        if snapshot is None:
+            return None
+        if every is None:
+            rows = int(snapshot.summary.get("total-records", "0") or 0)
+            every = COMPACT_EVERY if rows >= SMALL_BASE_ROWS else 0
+        if every == 0:
+            return None
+        # Every ``every``-th merge since the last rewrite: when a bucket had too few small
+        # files to rewrite, the next merges do not plan the same rewrite again.
+        since = merges_since_rewrite(lineage_summaries(self.spark, base))
+        if since < every or since % every:
+            return None
+        try:
+            with jvm_boundary(f"bin-packing the small files of {base}"):
+                return compact_small_files(
+                    self.spark,
+                    base,
+                    snapshot.summary,
+                    contract.settings.buckets,
+                    self.config.maintenance.target_file_size,
+                )
+        except CommitConflictError as exc:
+            # Rows are unchanged either way; the next merge tries again.
+            self.pipeline.report(
+                "merge",
+                f"merge {name}: small-file rewrite left to the next merge ({exc})",
+                table=name,
+            )
+            return None
 
     def _converge(self, name: str, run: MergeVersion, end: int | None) -> None:
         """Phase 3 once the ledger projects this version: every ledger row still holding
@@ -242,16 +368,6 @@ class MergeStage:
             .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
         )
         return align_images(rows, self.pipeline, schema.table, schema)
-
-    def _truncated_before(
-        self, history: DataFrame | None, batch_truncate: Decimal | None
-    ) -> Decimal | None:
-        marks = [batch_truncate] if batch_truncate is not None else []
-        if history is not None:
-            row = history.where(F.col(c.OP) == "t").agg(F.max(c.POSITION)).first()
-            if row is not None and row[0] is not None:
-                marks.append(row[0])
-        return max(marks) if marks else None
 
     def _dead_letter_lost(self, name: str, schema: TableSchema, lost: DataFrame) -> None:
         """Dead-letter the key changes whose unavailable values were found nowhere.

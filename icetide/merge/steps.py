@@ -70,17 +70,30 @@ def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:
 
 
 def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
-    """An update that changes the primary key is a delete of the old key plus the update."""
+    """An update that changes the primary key is a delete of the old key plus the update.
+
+    One pass over ``events`` (each row becomes itself, plus the old key's delete when
+    its key changed), so the ledger is read once, not once per half.
+    """
     schema = ctx.schema
-    old_keys = events.where(key_changed(schema)).select(
-        *[F.col(qualified(c.BEFORE, k)).alias(k) for k in schema.primary_key],
+    keys = list(schema.primary_key)
+    names = [*keys, c.OP, c.AFTER, c.UNAVAILABLE, c.POSITION, c.SOURCE_TS]
+    itself = F.struct(*[F.col(quote(n)).alias(n) for n in names])
+    old_key_delete = F.struct(
+        *[F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType).alias(k) for k in keys],
         F.lit("d").alias(c.OP),
         F.lit(None).cast(events.schema[c.AFTER].dataType).alias(c.AFTER),
         F.array().cast("array<string>").alias(c.UNAVAILABLE),
-        F.col(c.POSITION),
-        F.col(c.SOURCE_TS),
+        F.col(c.POSITION).alias(c.POSITION),
+        F.col(c.SOURCE_TS).alias(c.SOURCE_TS),
     )
-    return events.select([quote(n) for n in old_keys.columns]).unionByName(old_keys)
+    split = F.array(itself, F.when(key_changed(schema), old_key_delete))
+    row = "_split"
+    return (
+        events.select(F.explode(split).alias(row))
+        .where(F.col(row).isNotNull())
+        .select(*[F.col(row).getField(n).alias(n) for n in names])
+    )
 
 
 def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:

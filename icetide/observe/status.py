@@ -20,10 +20,16 @@ from icetide.ledger.landing import Change, changed_files
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
 from icetide.observe.convergence import Convergence, render_convergence, table_convergence
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import STRATEGY_PROPERTY
 from icetide.schema.contract.names import TableName
 from icetide.spark.progress import read_new_events, read_watermark
 from icetide.spark.sql import literal
-from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
+from icetide.spark.tables import (
+    TableRefs,
+    current_snapshot_id,
+    lineage_summaries,
+    table_exists,
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class TableStatus:
     """The latest schema change's phase and timings (None: the table never changed)."""
     capture: CaptureLag | None = None
     """The capture lag of the source capturing this table (see capture_lag.py)."""
+    merge_strategy: str | None = None
+    """How the last merge joined its batch with the base, and why (its snapshot summary)."""
 
 
 @dataclass(frozen=True)
@@ -92,8 +100,19 @@ def table_status(
         dead_letters=_count(spark, refs.dlt),
         extra_columns=extra_columns(spark, refs.cdc),
         capture=capture,
+        merge_strategy=last_merge_strategy(spark, refs.base),
         convergence=table_convergence(spark, config, name),
     )
+
+
+def last_merge_strategy(spark: SparkSession, base: TableName) -> str | None:
+    """The strategy the newest merge of ``base`` recorded, with its reason."""
+    if not table_exists(spark, base):
+        return None
+    for summary in lineage_summaries(spark, base):
+        if STRATEGY_PROPERTY in summary:
+            return summary[STRATEGY_PROPERTY]
+    return None
 
 
 def extra_columns(spark: SparkSession, ledger: TableName) -> dict[str, int]:
@@ -147,6 +166,7 @@ def render_status(status: PipelineStatus) -> str:
             f"{r.table:<20}{r.ledger_events:>10,}{r.base_rows:>11,}{r.lag_events:>8,}"
             f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
         )
+    lines.extend(f"{r.table}: last merge by {r.merge_strategy}" for r in rows if r.merge_strategy)
     lines.extend(render_extra_columns(rows))
     lines.extend(render_convergence([r.convergence for r in rows if r.convergence]))
     lines.extend(render_notes(status.notes))

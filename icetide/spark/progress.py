@@ -7,11 +7,12 @@ all read them here, so none of them reaches into another stage's module.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from icetide.schema.contract.base import BOOTSTRAP_ID, BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.tables import latest_snapshot_property
+from icetide.spark.tables import latest_snapshot_property, lineage_summaries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +30,36 @@ def read_bootstrap_state(spark: SparkSession, base: TableName) -> tuple[str, str
     if summary is None:
         return None
     return summary.get(BOOTSTRAP_ID, ""), summary[BOOTSTRAP_STATE]
+
+
+@dataclass(frozen=True)
+class MergeProgress:
+    """What the merge stage needs to know of a base table before a batch, read at once."""
+
+    watermark: int | None
+    """The last ledger snapshot merged (None before the first merge)."""
+    bootstrap: tuple[str, str] | None
+    """``(bootstrap id, running|done)`` of the newest bootstrap, or None."""
+
+
+def read_merge_progress(spark: SparkSession, base: TableName) -> MergeProgress:
+    """:func:`read_watermark` and :func:`read_bootstrap_state` at once, from the table's
+    metadata file (its snapshots and their summaries) rather than a Spark query over
+    the metadata tables: no Spark job before every merge.
+
+    The newest snapshot on the current lineage carrying each property wins, as in
+    :func:`~icetide.spark.tables.latest_snapshot_property`.
+    """
+    watermark: int | None = None
+    bootstrap: tuple[str, str] | None = None
+    for summary in lineage_summaries(spark, base):
+        if watermark is None and WATERMARK_PROPERTY in summary:
+            watermark = int(summary[WATERMARK_PROPERTY])
+        if bootstrap is None and BOOTSTRAP_STATE in summary:
+            bootstrap = (summary.get(BOOTSTRAP_ID, ""), summary[BOOTSTRAP_STATE])
+        if watermark is not None and bootstrap is not None:
+            break
+    return MergeProgress(watermark, bootstrap)
 
 
 def read_new_events(

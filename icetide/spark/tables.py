@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal, qualified
@@ -51,12 +53,13 @@ def table_exists(spark: SparkSession, table: TableName) -> bool:
 
 
 def current_snapshot_id(spark: SparkSession, table: TableName) -> int | None:
-    """The table's current snapshot id, None for a table with no snapshot yet."""
-    rows = spark.sql(
-        f"SELECT snapshot_id FROM {table}.history WHERE is_current_ancestor "
-        "ORDER BY made_current_at DESC LIMIT 1"
-    ).collect()
-    return int(rows[0][0]) if rows else None
+    """The table's current snapshot id, None for a table with no snapshot yet.
+
+    From the table's metadata through Iceberg's API: no Spark job (stages ask before and
+    after every batch).
+    """
+    snapshot = _jvm_table(spark, table).currentSnapshot()
+    return None if snapshot is None else int(snapshot.snapshotId())
 
 
 def latest_snapshot_property(
@@ -78,3 +81,61 @@ def latest_snapshot_property(
 def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
     """Create the pipeline's namespace when missing."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A table's current snapshot, as far as the stages ask about it."""
+
+    snapshot_id: int
+    parent_id: int | None
+    summary: dict[str, str]
+
+
+def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
+    """The current snapshot of ``table`` (None before the first commit), from its
+    metadata: no Spark job."""
+    snapshot = _jvm_table(spark, table).currentSnapshot()
+    if snapshot is None:
+        return None
+    parent = snapshot.parentId()
+    summary = {str(k): str(v) for k, v in dict(snapshot.summary()).items()}
+    return Snapshot(int(snapshot.snapshotId()), None if parent is None else int(parent), summary)
+
+
+def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[str, str]]:
+    """The summaries of ``table``'s current snapshot and its ancestors, newest first.
+
+    Read from the table's current metadata file in one call (Iceberg's own JSON of it),
+    so walking a long lineage costs no Spark job and no call per snapshot.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    metadata = _jvm_table(spark, table).operations().current()
+    parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
+    snapshots = {s["snapshot-id"]: s for s in parsed.get("snapshots", [])}
+    current = parsed.get("current-snapshot-id")
+    seen: set[int] = set()
+    while current is not None and current != -1 and current in snapshots:
+        if current in seen:  # a malformed lineage must not loop forever
+            return
+        seen.add(current)
+        snapshot = snapshots[current]
+        yield {str(k): str(v) for k, v in (snapshot.get("summary") or {}).items()}
+        current = snapshot.get("parent-snapshot-id")
+
+
+def base_rows(spark: SparkSession, table: TableName) -> int:
+    """Rows in ``table``'s current snapshot, from its summary (no data read)."""
+    snapshot = _jvm_table(spark, table).currentSnapshot()
+    if snapshot is None:
+        return 0
+    total = snapshot.summary().get("total-records")
+    return int(total) if total is not None else 0
+
+
+def _jvm_table(spark: SparkSession, table: TableName) -> Any:
+    """The Iceberg ``Table`` object of ``table``, loaded through Spark's catalog."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table.sql)

@@ -11,6 +11,7 @@ one quoting helper; table names arrive as :class:`~icetide.schema.contract.names
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -217,19 +218,59 @@ class TableContract:
         """Column id → the batch column holding its deduplicated value (non-key columns)."""
         return {col.id: value_slot(col.id) for col in self.target.value_columns}
 
-    def merge_sql(self, base: TableName, source: str) -> str:
+    def merge_sql(self, base: TableName, source: str, keep: Collection[str] | None = None) -> str:
         """MERGE the deduplicated batch view ``source`` into ``base``.
 
         An event applies only when its position is newer than the row's, so redelivered
         or replayed events are no-ops; a value slot that is null keeps the stored value.
+        ``keep`` names the columns whose slot can be null for a living row (the batch had
+        unchanged-TOAST placeholders for them); None means every column. The others are
+        set from the slot alone, so a merge-on-read MERGE does not read them from the
+        base at all.
         """
+        return self._merge(base, quote(source), keep=keep)
+
+    def bucket_merge_sql(
+        self,
+        base: TableName,
+        staging: TableName,
+        buckets: Sequence[int] | None = None,
+        keep: Collection[str] | None = None,
+    ) -> str:
+        """:meth:`merge_sql` from a staging *table* partitioned like ``base``
+        (``bucket(N, first key)``), so Spark can join bucket to bucket without shuffling
+        the base (storage-partitioned join).
+
+        ``buckets`` restricts the base side to the buckets the batch touches (a
+        target-only condition of the ON clause, which Iceberg prunes files by); None
+        reads every bucket.
+        """
+        touched = None
+        if buckets is not None:
+            first = quote(self.target.primary_key[0])
+            ids = ", ".join(str(int(i)) for i in sorted(buckets)) or "NULL"
+            function = f"{quote(base.catalog)}.system.bucket"
+            touched = f"{function}({self.settings.buckets}, t.{first}) IN ({ids})"
+        return self._merge(base, staging.sql, touched, keep)
+
+    def _merge(
+        self,
+        base: TableName,
+        source_sql: str,
+        extra_on: str | None = None,
+        keep: Collection[str] | None = None,
+    ) -> str:
         schema, keys = self.target, set(self.target.key_ids)
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
+        if extra_on:
+            on = f"{on} AND {extra_on}"
         newer = f"s.{c.POSITION} > t.{b.POSITION}"
         slot = value_slot
         updates = [
             f"{quote(col.name)} = CASE WHEN s.{slot(col.id)} IS NULL "
             f"THEN t.{quote(col.name)} ELSE s.{slot(col.id)}.v END"
+            if keep is None or col.name in keep
+            else f"{quote(col.name)} = s.{slot(col.id)}.v"
             for col in schema.value_columns
         ] + [f"{b.POSITION} = s.{c.POSITION}", f"{b.SOURCE_TS} = s.{c.SOURCE_TS}"]
         names = [quote(col.name) for col in schema.columns] + [b.POSITION, b.SOURCE_TS]
@@ -238,7 +279,7 @@ class TableContract:
             for col in schema.columns
         ] + [f"s.{c.POSITION}", f"s.{c.SOURCE_TS}"]
         return (
-            f"MERGE INTO {base} t USING {quote(source)} s ON {on}\n"
+            f"MERGE INTO {base} t USING {source_sql} s ON {on}\n"
             f"WHEN MATCHED AND s.{c.OP} = 'd' AND {newer} THEN DELETE\n"
             f"WHEN MATCHED AND {newer} THEN UPDATE SET {', '.join(updates)}\n"
             f"WHEN NOT MATCHED AND s.{c.OP} <> 'd' THEN INSERT ({', '.join(names)}) "

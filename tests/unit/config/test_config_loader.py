@@ -320,6 +320,8 @@ def test_passthrough_maps_accept_any_key(load: Load) -> None:
         ("buckets: 2.5", "tables[0].buckets", "whole number"),
         ("buckets: true", "tables[0].buckets", "whole number"),
         ("mode: mor", "tables[0].mode", "'merge-on-read' or 'copy-on-write'"),
+        ("merge: {strategy: fast}", "tables[0].merge.strategy", "'bucket_join'"),
+        ("merge: {stratgy: auto}", "tables[0].merge.stratgy", "strategy"),
         ("name: 9lives", "tables[0].name", "identifier"),
         ("source: has space", "tables[0].source", "without spaces"),
         ("primary_key: id", "tables[0].primary_key", "must be a list"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from icetide.merge.compact import Compaction
 from icetide.merge.stage import MergeResult
 
 
@@ -19,3 +20,14 @@ def test_later_merge_line_names_both_snapshots() -> None:
 
 def test_nothing_to_merge_says_up_to_date() -> None:
     assert MergeResult("customers", 0, None, None, 0.0).render() == "merge customers: up to date"
+
+
+def test_a_small_file_rewrite_is_named_after_the_strategy() -> None:
+    result = MergeResult(
+        "customers", 3, 41, 42, 0.25, "bucket_join", "configured", 2, 16, Compaction(9, 2)
+    )
+    assert result.render().endswith(
+        "by bucket_join (configured, 2/16 buckets touched); 9 small files bin-packed into 2"
+    )
+    nothing = MergeResult("customers", 3, 41, 42, 0.25, "shuffle", "configured", None, None)
+    assert "bin-packed" not in nothing.render()

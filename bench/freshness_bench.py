@@ -1,0 +1,287 @@
+"""Freshness benchmark: a steady event rate through the files transport into ``icetide run``,
+and how long each change takes from its source commit to being visible in the base table.
+
+The demo workload's events (three tables, realistic Debezium messages) are landed at
+``--rate`` events per second, one file per second, for ``--seconds``; each message's
+``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
+time"). ``icetide run --no-capture`` runs the stream and merge stages on the schedule
+given. After the run (and a drain of up to ``--drain`` seconds), one Spark session reads
+back when each change became visible, from the tables' own metadata:
+
+* each ledger row's file → the ledger snapshot that added it (``entries``);
+* each base snapshot carries the merge watermark (the last ledger snapshot merged) and
+  its commit time: a ledger snapshot's rows are visible from the first base snapshot
+  whose watermark is that snapshot or a later one.
+
+Latency = that commit time − the event's ``source.ts_ms``; p50/p99 over every event, and
+the merge durations from the run's progress records (what bounds it). Never pass/fail.
+
+    python bench/freshness_bench.py --rate 2000 --seconds 600
+    python bench/freshness_bench.py --rate 2000 --seconds 120   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from icetide.config import load_config
+from icetide.demo.run import write_pipeline
+from icetide.demo.workload import generate
+from icetide.spark.session import build_session
+
+
+def _payload(message: dict[str, Any]) -> dict[str, Any]:
+    inner = message.get("payload")
+    return inner if isinstance(inner, dict) else message
+
+
+def stamped(message: dict[str, Any], now_ms: int) -> str:
+    """``message`` as one NDJSON line, its source commit time set to ``now_ms``."""
+    payload = _payload(message)
+    source = payload.get("source") or {}
+    source["ts_ms"] = now_ms
+    for finer, scale in (("ts_us", 1000), ("ts_ns", 1_000_000)):
+        if finer in source:
+            source[finer] = now_ms * scale
+    if "ts_ms" in payload:
+        payload["ts_ms"] = now_ms
+    return json.dumps(message, separators=(",", ":"))
+
+
+def land(landing: Path, index: int, lines: list[str]) -> None:
+    """Write a file under a hidden name, then rename it in (the landing contract)."""
+    name = f"events-{index:06d}.json"
+    tmp = landing / f".{name}.tmp"
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, landing / name)
+
+
+def run_load(landing: Path, messages: list[dict[str, Any]], rate: int, seconds: int) -> float:
+    """Land ``rate`` events per second for ``seconds``; the share of ticks kept on time."""
+    start = time.monotonic()
+    late = 0
+    for tick in range(seconds):
+        due = start + tick
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        else:
+            late += 1
+        now_ms = int(time.time() * 1000)
+        batch = messages[tick * rate : (tick + 1) * rate]
+        land(landing, tick + 1, [stamped(m, now_ms) for m in batch])
+    return 1 - late / max(seconds, 1)
+
+
+def latencies(config_path: Path) -> dict[str, Any]:
+    """Per event: first base commit whose watermark covers its ledger snapshot − its
+    source commit time (seconds). Percentiles over all tables."""
+    from pyspark.sql import functions as F
+
+    from icetide.schema.contract import ledger as c
+    from icetide.schema.contract.base import WATERMARK_PROPERTY
+    from icetide.spark.tables import TableRefs
+
+    config = load_config(config_path)
+    spark = build_session(config)
+    frames = []
+    never = 0
+    for table in config.tables:
+        refs = TableRefs.of(config, table.name)
+        if not spark.catalog.tableExists(refs.base.sql):
+            continue
+        added = spark.sql(
+            f"SELECT data_file.file_path AS file, snapshot_id AS ledger_snapshot "
+            f"FROM {refs.cdc.child('entries')} WHERE status = 1"
+        )
+        ledger_times = spark.sql(
+            f"SELECT snapshot_id AS ledger_snapshot, committed_at AS ledger_at "
+            f"FROM {refs.cdc.child('snapshots')}"
+        )
+        marks = (
+            spark.sql(
+                f"SELECT committed_at AS visible_at, "
+                f"CAST(summary['{WATERMARK_PROPERTY}'] AS BIGINT) AS watermark "
+                f"FROM {refs.base.child('snapshots')}"
+            )
+            .where(F.col("watermark").isNotNull())
+            .join(
+                ledger_times.withColumnRenamed("ledger_snapshot", "watermark").withColumnRenamed(
+                    "ledger_at", "watermark_at"
+                ),
+                "watermark",
+            )
+        )
+        rows = (
+            spark.table(refs.cdc.sql)
+            .select(
+                F.col(c.MESSAGE_ID).alias("message"),
+                F.col("_file").alias("file"),
+                F.col(c.SOURCE_TS).alias("source_ts"),
+            )
+            .join(added, "file")
+            .join(ledger_times, "ledger_snapshot")
+        )
+        visible = rows.join(marks, marks.watermark_at >= rows.ledger_at, "left").groupBy(
+            "message", "file", "source_ts", "ledger_at"
+        )
+        per_event = visible.agg(F.min("visible_at").alias("visible_at"))
+        never += per_event.where(F.col("visible_at").isNull()).count()
+        frames.append(
+            per_event.where(F.col("visible_at").isNotNull()).select(
+                (F.unix_micros("visible_at") - F.unix_micros("source_ts")).alias("us")
+            )
+        )
+    gaps = merge_gaps(spark, config)
+    if not frames:
+        return {"events": 0, "never_visible": never} | gaps
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    q = union.agg(
+        F.count("us").alias("n"),
+        F.percentile_approx("us", [0.5, 0.99], 10000).alias("p"),
+        F.max("us").alias("max"),
+    ).first()
+    assert q is not None
+    spark.stop()
+    if not q["n"]:
+        return {"events": 0, "never_visible": never} | gaps
+    return {
+        "events": int(q["n"]),
+        "p50_s": q["p"][0] / 1e6,
+        "p99_s": q["p"][1] / 1e6,
+        "max_s": q["max"] / 1e6,
+        "never_visible": never,
+    } | gaps
+
+
+def merge_gaps(spark: Any, config: Any) -> dict[str, float]:
+    """How often each base table got a merge commit carrying the watermark (what bounds
+    the freshness: an event waits for the next ledger trigger, then the next merge)."""
+    from icetide.schema.contract.base import EVENTS_PROPERTY
+    from icetide.spark.tables import TableRefs
+
+    gaps: list[float] = []
+    events: list[int] = []
+    for table in config.tables:
+        base = TableRefs.of(config, table.name).base
+        if not spark.catalog.tableExists(base.sql):
+            continue
+        rows = spark.sql(
+            f"SELECT committed_at, summary['{EVENTS_PROPERTY}'] AS events "
+            f"FROM {base.child('snapshots')} WHERE summary['{EVENTS_PROPERTY}'] IS NOT NULL "
+            "ORDER BY committed_at"
+        ).collect()
+        times = [r["committed_at"].timestamp() for r in rows]
+        gaps += [b - a for a, b in zip(times, times[1:], strict=False)]
+        events += [int(r["events"]) for r in rows]
+    if not gaps:
+        return {"merges": len(events)}
+    return {
+        "merges": len(events),
+        "merge_gap_median_s": statistics.median(gaps),
+        "merge_gap_max_s": max(gaps),
+        "events_per_merge": statistics.median(events),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=int, default=2000, help="events per second")
+    parser.add_argument("--seconds", type=int, default=600, help="how long to land events")
+    parser.add_argument("--stream-interval", default="2s")
+    parser.add_argument("--merge-interval", default="5s")
+    parser.add_argument("--drain", type=int, default=180, help="seconds to wait after landing")
+    parser.add_argument("--results", type=Path, help="write the result as Markdown here")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
+    config_path = write_pipeline(
+        work,
+        buckets=4,
+        extra={
+            "schedule": {
+                "stream_interval": args.stream_interval,
+                "merge_interval": args.merge_interval,
+            }
+        },
+    )
+    landing = work / "landing"
+    landing.mkdir(exist_ok=True)
+    total = args.rate * args.seconds
+    print(f"freshness: generating {total:,} events", file=sys.stderr, flush=True)
+    messages = [e.message for e in generate(11, total, key_space=5000).events]
+    load_at_start = os.getloadavg()[0]
+    log = work / "run.log"
+    with log.open("w") as out:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "icetide.cli", "run", "--no-capture", "--progress", "json"]
+            + ["-c", str(config_path)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=work,
+        )
+        try:
+            time.sleep(5)
+            on_time = run_load(landing, messages, args.rate, args.seconds)
+            time.sleep(args.drain)
+        finally:
+            run.send_signal(signal.SIGTERM)
+            try:
+                run.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                run.kill()
+    result = latencies(config_path)
+    text = render(args, result, on_time, load_at_start, os.getloadavg()[0])
+    print(text)
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(text)
+    return 0
+
+
+def render(
+    args: argparse.Namespace, r: dict[str, Any], on_time: float, load0: float, load1: float
+) -> str:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    lines = [
+        f"# Freshness: {args.rate:,} events/s for {args.seconds} s through the files transport",
+        "",
+        f"Machine: {platform.machine()} {os.cpu_count()} cores, commit {commit}, load average "
+        f"{load0:.1f} at start, {load1:.1f} at the end (shared machine). Schedule: stream "
+        f"every {args.stream_interval}, merge every {args.merge_interval}; {on_time:.0%} of "
+        "the one-second landing ticks were on time.",
+        "",
+    ]
+    if not r.get("events"):
+        lines.append(f"No event became visible ({r.get('never_visible', 0):,} not visible).")
+    else:
+        lines += [
+            f"- events visible: {r['events']:,} (not visible by the end: {r['never_visible']:,})",
+            f"- p50 {r['p50_s']:.1f} s, p99 {r['p99_s']:.1f} s, max {r['max_s']:.1f} s "
+            "(visible in the base table − source commit time)",
+        ]
+    if r.get("merge_gap_median_s") is not None:
+        lines.append(
+            f"- merge commits: {r['merges']} over the tables, one every "
+            f"{r['merge_gap_median_s']:.1f} s per table (median; longest gap "
+            f"{r['merge_gap_max_s']:.1f} s), median {r['events_per_merge']:,.0f} events each"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""How the deduplicated batch meets the base table: the merge strategies, and the choice.
+
+Every strategy runs the same version-guarded MERGE from the table contract
+(:meth:`~icetide.schema.contract.builder.TableContract.merge_sql`); they differ only in
+how Spark joins the batch with the base, so they produce the same base table:
+
+``shuffle``
+    The batch as a temporary view. Spark shuffles the *whole base* by key to join it:
+    cheapest for a small base, where a staging table's commit costs more than the shuffle.
+``bucket_join``
+    The batch is written to a staging Iceberg table partitioned like the base
+    (``bucket(N, first key)``), so the join is storage-partitioned: bucket meets bucket
+    and the base is read in place, never shuffled.
+``bucket_join_pruned``
+    ``bucket_join`` whose base side reads only the buckets the batch touches (from the
+    staging table's partition list, no data read): a small batch over many buckets reads
+    a fraction of the base.
+
+``naive`` (:meth:`~icetide.schema.contract.builder.TableContract.naive_merge_sql`) is
+not here: it is the benchmarks' baseline, and it is wrong under redelivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icetide.faults import crash_point
+from icetide.merge.steps import key_changed
+from icetide.schema.contract.builder import TableContract
+from icetide.schema.contract.ledger import BEFORE
+from icetide.schema.contract.names import TableName
+from icetide.schema.quoting import qualified, quote
+from icetide.spark.commit import with_commit_properties
+
+Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned"]
+STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned")
+SMALL_BASE_ROWS = 200_000
+"""Below this many base rows a shuffle of the whole base is cheaper than a staging
+table's write and commit (measured: docs/merge-performance.md)."""
+LARGE_BATCH_SHARE = 0.5
+"""A batch of at least this share of the base rewrites most of it: a staging table
+buys nothing over shuffling both."""
+
+SPJ_CONF = {
+    "spark.sql.sources.v2.bucketing.enabled": "true",
+    "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "true",
+    "spark.sql.iceberg.planning.preserve-data-grouping": "true",
+    # Per bucket, hash the (small) batch side instead of sorting the base side.
+    "spark.sql.join.preferSortMergeJoin": "false",
+}
+"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The strategy a merge uses, and why (for the merge log line and ``status``)."""
+
+    strategy: Strategy
+    reason: str
+
+
+def choose(configured: str, base_rows: int, batch_events: int) -> Choice:
+    """The strategy for a batch of ``batch_events`` events into a base of ``base_rows``.
+
+    ``configured`` is the table's ``merge.strategy``; anything but ``auto`` is taken as
+    it is.
+
+    >>> choose("auto", 5_000_000, 150_000).strategy
+    'bucket_join_pruned'
+    >>> choose("auto", 1_000, 50).reason
+    'auto: base of 1,000 rows is below 200,000, shuffling it is cheaper than a staging table'
+    >>> choose("shuffle", 5_000_000, 10).reason
+    'configured'
+    """
+    if configured != "auto":
+        if configured not in STRATEGIES:
+            raise ValueError(f"unknown merge strategy {configured!r}")
+        return Choice(cast(Strategy, configured), "configured")
+    if base_rows < SMALL_BASE_ROWS:
+        return Choice(
+            "shuffle",
+            f"auto: base of {base_rows:,} rows is below {SMALL_BASE_ROWS:,}, "
+            "shuffling it is cheaper than a staging table",
+        )
+    if batch_events >= base_rows * LARGE_BATCH_SHARE:
+        return Choice(
+            "shuffle",
+            f"auto: batch of {batch_events:,} events is at least "
+            f"{LARGE_BATCH_SHARE:.0%} of the {base_rows:,}-row base",
+        )
+    return Choice(
+        "bucket_join_pruned",
+        f"auto: base of {base_rows:,} rows, batch of {batch_events:,} events: "
+        "bucket join, base read in place",
+    )
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a strategy did: the buckets the batch touched (None: not known)."""
+
+    strategy: Strategy
+    touched_buckets: int | None = None
+    buckets: int | None = None
+
+
+def staging_table(base: TableName) -> TableName:
+    """The staging table of ``base``'s bucket join; created and dropped by each merge."""
+    return base.suffixed("__icetide_batch")
+
+
+@contextmanager
+def spj_conf(spark: SparkSession) -> Iterator[None]:
+    """The storage-partitioned-join settings for one statement, then as they were."""
+    before = {k: spark.conf.get(k, None) for k in SPJ_CONF}
+    for key, value in SPJ_CONF.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:
+    """Write the deduplicated batch to ``staging``, bucketed like the base: one file per
+    bucket."""
+    first = contract.target.primary_key[0]
+    (
+        source.writeTo(staging.sql)
+        .using("iceberg")
+        .partitionedBy(F.bucket(contract.settings.buckets, F.col(quote(first))))
+        .tableProperty("format-version", "2")
+        .tableProperty("write.distribution-mode", "hash")
+        .createOrReplace()
+    )
+
+
+def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
+    """Per ledger event, the base bucket its key falls in (``bucket``) and, for a key
+    change, its old key's (``old_bucket``): the buckets a batch touches, computed in the
+    merge's first aggregate rather than by another job."""
+    first = contract.target.primary_key[0]
+    function = f"{quote(base.catalog)}.system.bucket({contract.settings.buckets}, "
+    return [
+        F.expr(f"{function}{quote(first)})").alias("bucket"),
+        F.when(
+            key_changed(contract.target), F.expr(f"{function}{qualified(BEFORE, first)})")
+        ).alias("old_bucket"),
+    ]
+
+
+def drop_staging(spark: SparkSession, staging: TableName) -> None:
+    """Remove the staging table and its files."""
+    spark.sql(f"DROP TABLE IF EXISTS {staging} PURGE")
+
+
+def apply_batch(
+    spark: SparkSession,
+    strategy: Strategy,
+    contract: TableContract,
+    base: TableName,
+    source: DataFrame,
+    view: str,
+    properties: dict[str, str],
+    keep: Collection[str] | None = None,
+    touched: Sequence[int] | None = None,
+) -> Applied:
+    """MERGE the deduplicated ``source`` into ``base`` by ``strategy``, the commit
+    carrying ``properties`` (the watermark); ``keep`` as in
+    :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
+    base buckets the batch touches (see :func:`touched_buckets`)."""
+    if strategy == "shuffle":
+        source.createOrReplaceTempView(view)
+
+        def merge_view() -> None:
+            crash_point("merge.before_commit")
+            spark.sql(contract.merge_sql(base, view, keep))
+
+        try:
+            with_commit_properties(spark, properties, merge_view)
+        finally:
+            spark.catalog.dropTempView(view)
+        return Applied(strategy)
+    staging = staging_table(base)
+    stage_batch(source, contract, staging)
+    n = contract.settings.buckets
+    pruned = strategy == "bucket_join_pruned" and touched is not None and len(touched) < n
+    sql = contract.bucket_merge_sql(base, staging, touched if pruned else None, keep)
+
+    def merge_staged() -> None:
+        crash_point("merge.before_commit")
+        with spj_conf(spark):
+            spark.sql(sql)
+
+    with_commit_properties(spark, properties, merge_staged)
+    drop_staging(spark, staging)
+    return Applied(strategy, None if touched is None else len(touched), n)
