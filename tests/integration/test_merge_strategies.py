@@ -58,7 +58,7 @@ def test_every_strategy_merges_each_round_into_the_same_base(
         )
         for s in STRATEGIES
     }
-    for number, part in enumerate(plan_rounds(workload, 4, 17, late_rate=0.1)):
+    for number, part in enumerate(plan_rounds(workload, 3, 17, late_rate=0.1)):
         deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
         pipeline.stream()
         start = {
