@@ -4,6 +4,8 @@
    table, then the median time of a full read (``count`` and a ``sum`` over every column
    hash, so every data and delete file is opened) ``--repeat`` times, before and after
    ``maintain_table``; the ratio before/after is how much maintenance speeds up reads.
+   Then the acceptance checks at that scale (the test runs 8 merges): at most one data
+   file per bucket, no delete files, and the base's rows unchanged; exit 1 if not.
 2. Throughput: ``--throughput-merges`` more rounds (deliver, stream, merge; default
    ``--merges``) alone, then the same number with maintenance running in a thread beside
    them; events merged per second of each and their ratio is the cost of maintenance
@@ -41,7 +43,7 @@ from icetide.config import load_config
 from icetide.demo.run import compare_all, plan_rounds, write_pipeline
 from icetide.demo.workload import Workload, deliver, generate
 from icetide.ledger.stage import LedgerStage
-from icetide.maintenance.files import file_counts
+from icetide.maintenance.files import data_files_per_partition, file_counts
 from icetide.maintenance.run import MaintenanceResult, maintain_table
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.pipeline import Pipeline
@@ -214,6 +216,7 @@ def main() -> None:
 
         rounds(spark, pipeline, landing, parts[: args.merges], seed=0)
         counts = file_counts(spark, pipeline.refs(TABLE).base)
+        rows = sorted(spark.table(base).collect())
         before = read_seconds(spark, base, args.repeat)
         maintained = maintain_table(spark, pipeline, TABLE)
         after = read_seconds(spark, base, args.repeat)
@@ -222,6 +225,19 @@ def main() -> None:
             f"{counts.delete_files} delete files; after maintain ({maintained.seconds:.0f}s): "
             f"{after:.2f}s; ratio {before / after:.2f}x"
         )
+        compacted = file_counts(spark, pipeline.refs(TABLE).base)
+        per_bucket = data_files_per_partition(spark, pipeline.refs(TABLE).base)
+        checks = {
+            "at most one data file per bucket": max(per_bucket.values()) == 1,
+            "no delete files": compacted.delete_files == 0,
+            "base rows unchanged": sorted(spark.table(base).collect()) == rows,
+        }
+        print(
+            "after maintain: "
+            + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in checks.items())
+        )
+        if not all(checks.values()):
+            raise SystemExit(1)
 
         alone_events, alone = rounds(
             spark, pipeline, landing, parts[args.merges : args.merges + throughput], seed=10_000
