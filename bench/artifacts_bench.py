@@ -7,8 +7,8 @@ aggregates). No Spark is needed: publishing reads schema files and histories. Me
 
 * the first ``publish --all`` (every table and view built as a wheel; printed once);
 * ``publish --all`` with no change (content hashes only: nothing is built);
-* ``publish --all`` after one ALTER (a nullable column added to one table with one view:
-  that table's new minor and the view's);
+* ``publish --all`` after one ALTER (a nullable column added to one table: that table's
+  new minor; its view names its columns, so its schema and package stay as they are);
 * the event-driven refresh of one ALTER on ``t000`` (``TableChanged``), which publishes
   the table and re-derives and publishes its ``--dependents`` views.
 
