@@ -435,10 +435,11 @@ class TransportConfig(_Model):
     starting_offsets: Text = "earliest"
     registry: RegistryConfig | None = None
     """Registry-tagged messages (Confluent wire format) and where their schemas live."""
-    format: Literal["json", "avro"] = "json"
-    """What capture writes: ``json`` (JsonConverter), or ``avro`` registered with
-    ``registry`` (AvroConverter; Confluent wire format, base64 lines in landing files).
-    The ledger reads every form whatever this says."""
+    format: Literal["json", "avro", "json_schema", "protobuf"] = "json"
+    """What capture writes: ``json`` (JsonConverter), or ``avro`` / ``json_schema`` /
+    ``protobuf`` registered with ``registry`` (Debezium's AvroConverter,
+    JsonSchemaConverter, ProtobufConverter; Confluent wire format, base64 lines in
+    landing files). The ledger reads every form whatever this says."""
     options: SecretMap = {}
     max_files_per_trigger: Count = Field(100, ge=1)
     roll_bytes: Count = Field(16 * 2**20, ge=1)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from icetide.errors import DecodeError, IcetideError, Transient
-from icetide.events.wire import AVRO, PROTOBUF, WriterSchema
+from icetide.events.wire import AVRO, JSON_SCHEMA, PROTOBUF, WriterSchema
 from icetide.schema.history import SchemaHistory
 
 
@@ -88,40 +88,35 @@ class RegistryVersions:
     def writer_schemas(self, ids: set[int]) -> dict[int, WriterSchema]:
         """The writer schemas of ``ids`` (unknown ids are left out: their messages are dead
         letters with reason ``unknown_schema_id``)."""
-        from confluent_kafka.schema_registry.error import SchemaRegistryError
-
         found: dict[int, WriterSchema] = {}
         for schema_id in sorted(ids):
-            try:
-                schema = self.client.get_schema(schema_id)
-            except SchemaRegistryError as exc:
-                if exc.http_status_code == 404:
-                    continue
-                raise RegistryUnavailable(
-                    f"schema registry {self.url}: {exc}", hint="check the registry"
-                ) from exc
-            except Exception as exc:
-                raise RegistryUnavailable(
-                    f"schema registry {self.url} unreachable: {exc}",
-                    hint="check the registry URL and that it is running; the stage retries",
-                ) from exc
+            schema = self._call(lambda i=schema_id: self.client.get_schema(i), None)
+            if schema is None:
+                continue
             kind = schema.schema_type or AVRO
             if kind == PROTOBUF:
                 # Decoding needs the descriptor, not .proto text (Python has no parser):
                 # Confluent-compatible registries serve it base64 with format=serialized.
                 schema = self._call(
-                    lambda i=schema_id: self.client.get_schema(i, fmt="serialized"), str(schema_id)
+                    lambda i=schema_id: self.client.get_schema(i, fmt="serialized"), None
                 )
+                if schema is None:
+                    continue
             found[schema_id] = WriterSchema(kind, schema.schema_str or "")
         return found
 
-    def _call(self, action: Any, subject: str) -> Any:
+    def _call(self, action: Any, subject: str | None) -> Any:
+        """``action()`` with the registry's failures mapped: a 404 is ``unknown_subject``
+        naming ``subject`` (None: the call answers None), any other failure
+        :class:`RegistryUnavailable` (transient: the stage retries)."""
         from confluent_kafka.schema_registry.error import SchemaRegistryError
 
         try:
             return action()
         except SchemaRegistryError as exc:
             if exc.http_status_code == 404:
+                if subject is None:
+                    return None
                 raise DecodeError(
                     "unknown_subject", f"subject {subject!r} is not in the registry"
                 ) from None
@@ -190,6 +185,43 @@ class InlineVersions:
             SubjectVersion(subject, n, n, WriterSchema(self.CONNECT, texts[n - 1], n))
             for n in range(1, limit + 1)
         ]
+
+
+class AvroVersions:
+    """A registry's versions with JSON Schema and Protobuf ones converted to Avro (the
+    form compatibility checks and the schema model read): the path StreamNative takes,
+    one set of rules for every format."""
+
+    def __init__(self, registry: RegistryVersions) -> None:
+        self.registry = registry
+
+    def versions(self, subject: str, up_to: int | None = None) -> list[SubjectVersion]:
+        """The subject's versions, ascending, each as Avro."""
+        return [self._avro(v) for v in self.registry.versions(subject, up_to)]
+
+    def _avro(self, version: SubjectVersion) -> SubjectVersion:
+        kind = version.schema.format
+        if kind == AVRO:
+            return version
+        if kind == JSON_SCHEMA:
+            from icetide.schema.convert.json_schema import json_schema_to_avro
+
+            record = json_schema_to_avro(json.loads(version.schema.text))
+        elif kind == PROTOBUF:
+            import base64
+
+            from google.protobuf import descriptor_pb2
+
+            from icetide.schema.convert.protobuf import protobuf_to_avro
+
+            text = self.registry.writer_schemas({version.schema_id})[version.schema_id].text
+            record = protobuf_to_avro(
+                descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+            )
+        else:
+            return version
+        avro = WriterSchema(AVRO, json.dumps(record), version.version)
+        return SubjectVersion(version.subject, version.version, version.schema_id, avro)
 
 
 _REGISTRIES: dict[str, RegistryVersions] = {}

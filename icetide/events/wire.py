@@ -329,7 +329,9 @@ def _protobuf(payload: bytes, text: str, indexes: tuple[int, ...]) -> Any:
 
 
 def _proto_values(value: Any, message: Any) -> Any:
-    """MessageToDict writes 64-bit integers as text (JSON's number limit): make them ints."""
+    """MessageToDict's dict in the JSON converter's form: 64-bit integers as numbers (it
+    writes them as text, JSON's number limit), and a field with presence that is unset
+    (a message, a proto3 ``optional``) as null, which MessageToDict leaves out."""
     from google.protobuf.descriptor import FieldDescriptor
 
     wide = {
@@ -341,12 +343,16 @@ def _proto_values(value: Any, message: Any) -> Any:
     }
     if not isinstance(value, dict):
         return value
-    out = {}
-    for name, item in value.items():
-        field = message.DESCRIPTOR.fields_by_name.get(name)
-        if field is not None and field.type == FieldDescriptor.TYPE_MESSAGE and item is not None:
-            item = _proto_values(item, getattr(message, name))
-        elif field is not None and field.type in wide and isinstance(item, str):
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        if field.name not in value:
+            if field.has_presence:
+                out[field.name] = None
+            continue
+        item = value[field.name]
+        if field.type == FieldDescriptor.TYPE_MESSAGE and not field.is_repeated:
+            item = _proto_values(item, getattr(message, field.name))
+        elif field.type in wide and isinstance(item, str):
             item = int(item)
-        out[name] = item
+        out[field.name] = item
     return out

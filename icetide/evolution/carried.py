@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaChangeError
-from icetide.events.versions import SubjectVersion, registry_for
-from icetide.events.wire import AVRO, JSON_SCHEMA, PROTOBUF, WriterSchema
+from icetide.events.versions import AvroVersions, registry_for
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import EvolutionPlan, build_plan
 from icetide.evolution.policy import Policy
@@ -109,7 +108,7 @@ class VersionWalker:
         config = self.pipeline.config
         registry = config.transport.registry
         assert registry is not None  # registry keys exist only with a registry
-        source = _AvroVersions(registry_for(registry.url))
+        source = AvroVersions(registry_for(registry.url))
         versions = source.versions(subject)
         number = {v.schema_id: v.version for v in versions}
         refused: dict[str, Refusal] = {}
@@ -246,42 +245,6 @@ class VersionWalker:
                 version=result.version,
             )
         return result.version
-
-
-class _AvroVersions:
-    """A registry's versions with JSON Schema and Protobuf ones converted to Avro (the
-    form compatibility checks and the schema model read)."""
-
-    def __init__(self, registry: Any) -> None:
-        self.registry = registry
-
-    def versions(self, subject: str, up_to: int | None = None) -> list[SubjectVersion]:
-        """The subject's versions, ascending, each as Avro."""
-        return [self._avro(v) for v in self.registry.versions(subject, up_to)]
-
-    def _avro(self, version: SubjectVersion) -> SubjectVersion:
-        kind = version.schema.format
-        if kind == AVRO:
-            return version
-        if kind == JSON_SCHEMA:
-            from icetide.schema.convert.json_schema import json_schema_to_avro
-
-            record = json_schema_to_avro(json.loads(version.schema.text))
-        elif kind == PROTOBUF:
-            import base64
-
-            from google.protobuf import descriptor_pb2
-
-            from icetide.schema.convert.protobuf import protobuf_to_avro
-
-            text = self.registry.writer_schemas({version.schema_id})[version.schema_id].text
-            record = protobuf_to_avro(
-                descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
-            )
-        else:
-            return version
-        avro = WriterSchema(AVRO, json.dumps(record), version.version)
-        return SubjectVersion(version.subject, version.version, version.schema_id, avro)
 
 
 def inline_candidate(current: TableSchema, row: Mapping[str, Any]) -> TableSchema | None:

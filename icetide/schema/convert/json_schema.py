@@ -1,4 +1,4 @@
-"""JSON Schema → Avro (then :func:`~icetide.schema.convert.avro.from_avro_schema` → model).
+"""JSON Schema ↔ Avro (then :func:`~icetide.schema.convert.avro.from_avro_schema` → model).
 
 The path StreamNative takes: one target (Avro) for every registry format, so one set of
 rules (compatibility, the model) applies to all of them.
@@ -24,7 +24,18 @@ JSON Schema                         Avro
 ``anyOf`` with ``{"type": "null"}``
 ``$ref`` to ``#/definitions/X`` or  the referenced schema (a named record, defined once)
 ``#/$defs/X``
+``string`` + ``"connect.type":      bytes (the value is base64 text, as JsonConverter
+"bytes"``                           writes it)
+a primitive's ``title`` and         ``connect.name`` and ``connect.parameters``: a
+``connect.parameters``              Connect logical type (``io.debezium.time.Date``)
+                                    keeps its meaning, as Confluent's JsonSchemaConverter
+                                    writes it
 ==================================  ======================================================
+
+The other way, :func:`avro_to_json_schema` writes the JSON Schema of a Connect-shaped Avro
+record (what capture registers for ``transport.format: json_schema``): the inverse of the
+table above, so the registered schema reads back to the same Avro and validates the
+envelope's JSON form as it is.
 """
 
 from __future__ import annotations
@@ -116,9 +127,13 @@ class _Converter:
                 schema.get("maximum", _INT32) < _INT32
                 and schema.get("minimum", -_INT32 - 1) >= -_INT32
             )
-            return "int" if connect in ("int8", "int16", "int32") or small else "long"
+            return _connect_named(
+                "int" if connect in ("int8", "int16", "int32") or small else "long", schema
+            )
         if kind == "number":
-            return "float" if schema.get("connect.type") == "float32" else "double"
+            return _connect_named(
+                "float" if schema.get("connect.type") == "float32" else "double", schema
+            )
         if kind == "string":
             fmt = schema.get("format")
             symbols = schema.get("enum")
@@ -128,14 +143,16 @@ class _Converter:
                 and all(isinstance(s, str) and AVRO_NAME.match(s) for s in symbols)
             ):
                 return {"type": "enum", "name": name, "symbols": list(symbols)}
+            if schema.get("connect.type") == "bytes":
+                return _connect_named("bytes", schema)
             return {
                 "date": {"type": "int", "logicalType": "date"},
                 "date-time": {"type": "long", "logicalType": "timestamp-micros"},
                 "time": {"type": "long", "logicalType": "time-micros"},
                 "uuid": {"type": "string", "logicalType": "uuid"},
-            }.get(fmt or "", "string")
+            }.get(fmt or "", _connect_named("string", schema))
         if kind in ("boolean", "null"):
-            return kind
+            return _connect_named(kind, schema)
         raise SchemaError(
             f"JSON Schema at {name!r} has type {kind!r}, which has no column type",
             hint="give every property a single type (plus null for an optional one)",
@@ -147,3 +164,99 @@ class _Converter:
         inner, nullable = self.nullable(resolved)
         avro = self.convert(inner, name)
         return (["null", avro] if nullable else avro), nullable
+
+
+def _connect_named(avro: str, schema: dict[str, Any]) -> Any:
+    """A primitive Avro type, with the Connect logical name (``title``) and parameters
+    kept as ``connect.name``/``connect.parameters`` when the JSON Schema gives them."""
+    title = schema.get("title")
+    if not isinstance(title, str) or not title:
+        return avro
+    out: dict[str, Any] = {"type": avro, "connect.name": title}
+    if isinstance(schema.get("connect.parameters"), dict):
+        out["connect.parameters"] = dict(schema["connect.parameters"])
+    return out
+
+
+_JSON_PRIMITIVES: dict[str, dict[str, Any]] = {
+    "int": {"type": "integer", "connect.type": "int32"},
+    "long": {"type": "integer", "connect.type": "int64"},
+    "float": {"type": "number", "connect.type": "float32"},
+    "double": {"type": "number", "connect.type": "float64"},
+    "boolean": {"type": "boolean"},
+    "string": {"type": "string"},
+    "bytes": {"type": "string", "connect.type": "bytes"},
+    "null": {"type": "null"},
+}
+
+
+def avro_to_json_schema(avro: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of an Avro record as :func:`connect_to_avro
+    <icetide.schema.convert.connect.connect_to_avro>` writes it (plain types, Connect
+    names as ``connect.name``): what Confluent's JsonSchemaConverter registers for the
+    same Connect schema. Records other than the root go to ``definitions`` (keyed by
+    their name, dots made ``_``) and are referenced with ``$ref``, so a record used twice
+    (``before``/``after``) is defined once; :func:`json_schema_to_avro` reads it back to
+    the same Avro field types.
+
+    >>> js = avro_to_json_schema({"type": "record", "name": "s.Value", "fields": [
+    ...     {"name": "id", "type": "int"},
+    ...     {"name": "d", "default": None, "type": [
+    ...         "null", {"type": "int", "connect.name": "io.debezium.time.Date"}]}]})
+    >>> js["required"], js["properties"]["d"]["oneOf"][1]["title"]
+    (['id'], 'io.debezium.time.Date')
+    >>> json_schema_to_avro(js)["fields"][1]["type"][1]
+    {'type': 'int', 'connect.name': 'io.debezium.time.Date'}
+    """
+    definitions: dict[str, Any] = {}
+    named: dict[str, str] = {}
+
+    def convert(item: Any, root: bool = False) -> dict[str, Any]:
+        if isinstance(item, str) and item in named:
+            return {"$ref": f"#/definitions/{named[item]}"}
+        if isinstance(item, str):
+            item = {"type": item}
+        if isinstance(item, list):
+            rest = [t for t in item if t != "null"]
+            if len(rest) != 1:
+                raise SchemaError(
+                    f"Avro union {item} has no JSON Schema form",
+                    hint="only [null, T] unions are written",
+                )
+            return {"oneOf": [{"type": "null"}, convert(rest[0])]}
+        kind = item.get("type")
+        if kind == "record":
+            key = str(item["name"]).replace(".", "_")
+            named[str(item["name"])] = key
+            properties = {str(f["name"]): convert(f["type"]) for f in item["fields"]}
+            required = [str(f["name"]) for f in item["fields"] if not _nullable(f["type"])]
+            out = {"type": "object", "title": key, "properties": properties}
+            out["required"] = required
+            if root:
+                return out
+            definitions[key] = out
+            return {"$ref": f"#/definitions/{key}"}
+        if kind == "array":
+            return {"type": "array", "items": convert(item["items"])}
+        if kind == "map":
+            return {"type": "object", "additionalProperties": convert(item["values"])}
+        if kind not in _JSON_PRIMITIVES:
+            raise SchemaError(
+                f"Avro type {kind!r} has no JSON Schema form here",
+                hint="capture writes Connect-shaped Avro: records, arrays, maps, primitives",
+            )
+        out = dict(_JSON_PRIMITIVES[kind])
+        if isinstance(item.get("connect.name"), str):
+            out["title"] = item["connect.name"]
+        if isinstance(item.get("connect.parameters"), dict):
+            out["connect.parameters"] = dict(item["connect.parameters"])
+        return out
+
+    schema = convert(avro, root=True)
+    if definitions:
+        schema["definitions"] = definitions
+    return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+
+
+def _nullable(avro: Any) -> bool:
+    return isinstance(avro, list) and "null" in avro

@@ -19,7 +19,16 @@ repeated T                       array of T
                                  ``{key, value}`` records
 google.protobuf.Timestamp        long timestamp-micros
 google.protobuf.*Value wrappers  ``["null", T]``
+``(confluent.field_meta).params``  ``connect.name`` (and the other params as
+                                 ``connect.parameters``) on the Avro type: a Connect
+                                 logical type keeps its meaning
 ===============================  =========================================================
+
+The other way, :func:`avro_to_protobuf` builds the file descriptor of a Connect-shaped
+Avro record (what capture registers for ``transport.format: protobuf``), the inverse of
+the table above: each record a top-level message (the root first, so its message index
+is 0), ``["null", T]`` a proto3 ``optional`` field, Connect names in Confluent's
+``field_meta`` option, as the ProtobufConverter writes them.
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ from __future__ import annotations
 from typing import Any
 
 from icetide.errors import SchemaError
+
+CONNECT_NAME = "connect.name"
 
 _SCALARS = {
     1: "double",
@@ -128,7 +139,13 @@ def protobuf_to_avro(file: Any, message: str | None = None) -> dict[str, Any]:
                 f"Protobuf field {scope}.{f.name}: type {f.type} (groups) has no column type",
                 hint="use a message instead of a group",
             )
-        return _SCALARS[f.type], f.proto3_optional
+        params = _field_meta(f)
+        if CONNECT_NAME not in params:
+            return _SCALARS[f.type], f.proto3_optional
+        named: dict[str, Any] = {"type": _SCALARS[f.type], CONNECT_NAME: params.pop(CONNECT_NAME)}
+        if params:
+            named["connect.parameters"] = params
+        return named, f.proto3_optional
 
     def field(f: Any, scope: str) -> dict[str, Any]:
         if f.label == _LABEL_REPEATED:
@@ -158,3 +175,129 @@ def protobuf_to_avro(file: Any, message: str | None = None) -> dict[str, Any]:
 
     converted = record(f"{package}.{root.name}", root)
     return converted if isinstance(converted, dict) else {"type": "record", "name": converted}
+
+
+def _field_meta(field: Any) -> dict[str, str]:
+    """The params of a field's Confluent ``field_meta`` option (none: ``{}``)."""
+    if not field.HasField("options"):
+        return {}
+    from confluent_kafka.schema_registry.confluent import meta_pb2
+    from google.protobuf import descriptor_pb2
+
+    # Re-read the options now that the extension is known to the default pool.
+    options = descriptor_pb2.FieldOptions.FromString(field.options.SerializeToString())
+    extension = meta_pb2.field_meta  # type: ignore[attr-defined]  # generated at import
+    if not options.HasExtension(extension):
+        return {}
+    return dict(options.Extensions[extension].params)
+
+
+_PROTO_SCALARS = {
+    "int": 5,  # TYPE_INT32
+    "long": 3,  # TYPE_INT64
+    "float": 2,
+    "double": 1,
+    "boolean": 8,
+    "string": 9,
+    "bytes": 12,
+}
+
+
+def avro_to_protobuf(avro: dict[str, Any], package: str = "") -> Any:
+    """The ``FileDescriptorProto`` (proto3) of a Connect-shaped Avro record (see the
+    module doc); its first message is ``avro`` itself.
+
+    >>> file = avro_to_protobuf({"type": "record", "name": "s.Value", "fields": [
+    ...     {"name": "id", "type": "int"},
+    ...     {"name": "d", "default": None, "type": [
+    ...         "null", {"type": "int", "connect.name": "io.debezium.time.Date"}]}]})
+    >>> [m.name for m in file.message_type], protobuf_to_avro(file)["fields"][1]["type"]
+    (['s_Value'], ['null', {'type': 'int', 'connect.name': 'io.debezium.time.Date'}])
+    """
+    from confluent_kafka.schema_registry.confluent import meta_pb2
+    from google.protobuf import descriptor_pb2
+
+    t = descriptor_pb2.FieldDescriptorProto
+    root_name = str(avro.get("name", "Value")).replace(".", "_")
+    file = descriptor_pb2.FileDescriptorProto(
+        name=f"{root_name}.proto", package=package, syntax="proto3"
+    )
+    prefix = f".{package}." if package else "."
+    named: dict[str, str] = {}
+
+    def message_of(record: dict[str, Any]) -> str:
+        name = str(record["name"])
+        if name in named:
+            return named[name]
+        short = named[name] = name.replace(".", "_")
+        message = file.message_type.add(name=short)
+        for number, item in enumerate(record["fields"], 1):
+            add_field(message, short, number, str(item["name"]), item["type"])
+        return short
+
+    def add_field(message: Any, scope: str, number: int, name: str, avro_type: Any) -> None:
+        field = message.field.add(name=name, number=number, label=t.LABEL_OPTIONAL)
+        inner, optional = avro_type, False
+        if isinstance(avro_type, list):
+            rest = [x for x in avro_type if x != "null"]
+            if len(rest) != 1:
+                raise SchemaError(
+                    f"Avro union at {scope}.{name} has no Protobuf form",
+                    hint="only [null, T] unions are written",
+                )
+            inner, optional = rest[0], True
+        if isinstance(inner, str) and inner in named:
+            field.type, field.type_name = t.TYPE_MESSAGE, prefix + named[inner]
+            return
+        kind = inner if isinstance(inner, str) else inner.get("type")
+        if kind == "record":
+            field.type, field.type_name = t.TYPE_MESSAGE, prefix + message_of(inner)
+            return
+        if kind in ("array", "map"):
+            element = inner["items"] if kind == "array" else inner["values"]
+            if isinstance(element, list):
+                raise SchemaError(
+                    f"Avro {kind} at {scope}.{name} holds nulls, which Protobuf cannot",
+                    hint="use transport.format avro or json_schema for this table",
+                )
+            field.label = t.LABEL_REPEATED
+            if kind == "array":
+                set_type(field, element, f"{scope}.{name}")
+                return
+            entry = message.nested_type.add(name=name.title().replace("_", "") + "Entry")
+            entry.options.map_entry = True
+            entry.field.add(name="key", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
+            value = entry.field.add(name="value", number=2, label=t.LABEL_OPTIONAL)
+            set_type(value, element, f"{scope}.{name}")
+            field.type = t.TYPE_MESSAGE
+            field.type_name = f"{prefix}{scope}.{entry.name}"
+            return
+        set_type(field, inner, f"{scope}.{name}")
+        if optional:
+            field.proto3_optional = True
+            field.oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f"_{name}")
+
+    def set_type(field: Any, avro_type: Any, where: str) -> None:
+        if isinstance(avro_type, str) and avro_type in named:
+            field.type, field.type_name = t.TYPE_MESSAGE, prefix + named[avro_type]
+            return
+        kind = avro_type if isinstance(avro_type, str) else avro_type.get("type")
+        if kind == "record":
+            field.type, field.type_name = t.TYPE_MESSAGE, prefix + message_of(avro_type)
+            return
+        if kind not in _PROTO_SCALARS:
+            raise SchemaError(
+                f"Avro type {kind!r} at {where} has no Protobuf form here",
+                hint="capture writes Connect-shaped Avro: records, arrays, maps, primitives",
+            )
+        field.type = _PROTO_SCALARS[kind]
+        if isinstance(avro_type, dict) and isinstance(avro_type.get(CONNECT_NAME), str):
+            extension = meta_pb2.field_meta  # type: ignore[attr-defined]  # generated
+            params = field.options.Extensions[extension].params
+            params[CONNECT_NAME] = avro_type[CONNECT_NAME]
+            for key, value in (avro_type.get("connect.parameters") or {}).items():
+                params[str(key)] = str(value)
+
+    message_of(avro)
+    return file

@@ -1,6 +1,7 @@
-"""Capture's Avro form (``transport.format: avro``): a change record registered and framed
-the way Debezium's AvroConverter writes it decodes to the same value as its JSON form, and
-the registered version reads back as the table's own schema (no change to walk)."""
+"""Capture's registry forms (``transport.format: avro | json_schema | protobuf``): a change
+record registered and framed the way Debezium's converters write it decodes to the same
+ledger row as its JSON form, and the registered version reads back as the table's own
+schema (no change to walk)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
 from icetide.capture.transport.encode import ValueEncoder
 from icetide.events.position import binlog_position
-from icetide.events.versions import registry_for
+from icetide.events.versions import AvroVersions, registry_for
 from icetide.events.wire import decode_framed, is_framed
 from icetide.evolution.plan import build_plan
 from icetide.evolution.versions import model_of
+from icetide.ledger.decode import ROW, STATUS, project_one
+from icetide.ledger.registry_decode import Wire
+from icetide.schema.contract import ledger as c
 from icetide.schema.convert.connect import connect_schema
 from icetide.schema.file import schema_from_dict
 
@@ -50,7 +54,8 @@ def _record() -> CaptureRecord:
     row = _row_schema()
     source = {"type": "struct", "field": "source", "fields": [
         {"type": "string", "field": "name"}, {"type": "string", "field": "db"},
-        {"type": "string", "field": "table"}, {"type": "int64", "field": "pos"}]}  # fmt: skip
+        {"type": "string", "field": "table"}, {"type": "string", "field": "file"},
+        {"type": "int64", "field": "pos"}]}  # fmt: skip
     schema = {
         "type": "struct",
         "name": "srv.shop.people.Envelope",
@@ -72,7 +77,7 @@ def _record() -> CaptureRecord:
             "price": base64.b64encode(unscaled).decode(),
             "seen": 1_700_000_000_123,
         },
-        "source": {"name": "srv", "db": "shop", "table": "people", "pos": 4},
+        "source": {"name": "srv", "db": "shop", "table": "people", "file": "b.1", "pos": 4},
         "op": "c",
         "ts_ms": 5,
     }
@@ -81,17 +86,26 @@ def _record() -> CaptureRecord:
     return CaptureRecord("change", "shop", "people", {"id": 7}, value, position, None)  # type: ignore[arg-type]
 
 
-def test_avro_record_decodes_like_its_json_form_and_reads_back_as_the_table() -> None:
+@pytest.mark.parametrize("form", ["avro", "json_schema", "protobuf"])
+def test_registry_form_gives_the_json_forms_ledger_row_and_reads_back_as_the_table(
+    form: str,
+) -> None:
     record = _record()
-    encoder = ValueEncoder("avro", "mock://capture-encode")
+    url = f"mock://capture-encode-{form}"
+    encoder = ValueEncoder(form, url)
     raw = encoder.encode(record, "srv.shop.people")
     assert is_framed(raw) and encoder.encode(record, "srv.shop.people") == raw  # once
-    registry = registry_for("mock://capture-encode")
+    registry = registry_for(url)
     schema_id = int.from_bytes(raw[1:5], "big")
-    decoded = decode_framed(raw, registry.writer_schemas({schema_id}))
+    wire = Wire(registry.writer_schemas({schema_id}))
+    decoded = decode_framed(raw, wire.schemas)
     assert decoded == json.loads(json.dumps(record.value["payload"]))
+    as_json = ValueEncoder("json").encode(record, "srv.shop.people")
+    row, twin = project_one(raw, TABLE, wire), project_one(as_json, TABLE)
+    assert row == twin and row[STATUS] == ROW, row
+    assert row[c.AFTER]["born"] is not None and row[c.AFTER]["photo"] == b"\x01\x02"
 
-    [version] = registry.versions("srv.shop.people-value")
+    [version] = AvroVersions(registry).versions("srv.shop.people-value")
     plan = build_plan(TABLE, model_of(version, TABLE))
     assert plan.changes == ()  # dates, decimals, timestamps keep their types (connect.name)
 
@@ -116,3 +130,5 @@ def test_schema_changes_stay_json_and_avro_without_a_schema_is_refused() -> None
         encoder.encode(bare, "srv.shop.people")
     with pytest.raises(CaptureError, match="needs a schema registry"):
         ValueEncoder("avro")
+    with pytest.raises(CaptureError, match="thrift.* is not one capture writes"):
+        ValueEncoder("thrift", "mock://capture-encode")

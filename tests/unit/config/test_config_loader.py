@@ -575,11 +575,12 @@ def test_evolution_switches_are_validated_and_soft_delete_is_drop(load: Load, fa
     assert error.path == "tables[0].evolution.enabled"
 
 
-def test_transport_format_avro_needs_a_registry(load: Load, fail: Fail) -> None:
+def test_transport_registry_formats_need_a_registry(load: Load, fail: Fail) -> None:
     base = "pipeline: shop\ntables:\n  - name: customers\ntransport:\n  format: %s\n"
-    error = fail(base % "avro")
-    assert error.path is not None and error.path.startswith("transport")
-    assert "format: avro registers its schemas: set registry" in error.message
-    config = load(base % "avro" + "  registry: {url: 'mock://x'}\n")
-    assert config.transport.format == "avro"
-    assert "json" in fail(base % "protobuf").message  # capture writes json or avro
+    for form in ("avro", "json_schema", "protobuf"):
+        error = fail(base % form)
+        assert error.path is not None and error.path.startswith("transport")
+        assert f"format: {form} registers its schemas: set registry" in error.message
+        config = load(base % form + "  registry: {url: 'mock://x'}\n")
+        assert config.transport.format == form
+    assert "json_schema" in fail(base % "thrift").message  # the formats capture writes
