@@ -45,7 +45,7 @@ from icetide.errors import SchemaChangeError
 from icetide.events.versions import AvroVersions, registry_for
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import EvolutionPlan, build_plan
-from icetide.evolution.policy import Policy
+from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.versions import (
     MAPPING_PROPERTY,
     UNSUPPORTED_SCHEMA_CHANGE,
@@ -68,13 +68,8 @@ if TYPE_CHECKING:
 
     from icetide.pipeline import Pipeline
 
-EVOLUTION_DISABLED = "schema_evolution_disabled"
 UNKNOWN_VERSION = "unknown_schema_version"
 _NESTED = (StructType, ListType, MapType)
-
-
-class _Disabled(Exception):
-    """Internal: ``evolution.enabled`` is false and a version would change the table."""
 
 
 @dataclass
@@ -133,39 +128,26 @@ class VersionWalker:
             set_properties(self.spark, refs.cdc, {MAPPING_PROPERTY: render_mapping(done)})
 
         def apply_one(plan: EvolutionPlan) -> int:
-            if not settings.enabled:
-                raise _Disabled
             version = next(v for v in versions if v.version not in mapping()).version
             return self._apply(plan, f"registry subject {subject!r} version {version}")
 
-        try:
-            walk = apply_versions(
-                subject,
-                max(seen),
-                source,
-                lambda: store.current(table),
-                mapping,
-                apply_one,
-                record,
-                mode=registry.compatibility,
-                policy=Policy.from_config(settings),
-                base=refs.base,
-                ledger=refs.cdc,
-            )
-        except _Disabled:
-            stopped, reason = (
-                next(v.version for v in versions if v.version not in mapping()),
-                (EVOLUTION_DISABLED),
-            )
-            detail = (
-                f"evolution.enabled is false for table {table}: the table does not take the "
-                f"changes of version {stopped}"
-            )
-        else:
-            if walk.rejected is None:
-                return refused
-            stopped, reason = walk.rejected.version, walk.rejected.reason
-            detail = walk.rejected.detail
+        walk = apply_versions(
+            subject,
+            max(seen),
+            source,
+            lambda: store.current(table),
+            mapping,
+            apply_one,
+            record,
+            mode=registry.compatibility,
+            policy=Policy.from_config(settings),
+            base=refs.base,
+            ledger=refs.cdc,
+        )
+        if walk.rejected is None:
+            return refused
+        stopped, reason = walk.rejected.version, walk.rejected.reason
+        detail = walk.rejected.detail
         for schema_id, key in ids.items():
             if number.get(schema_id, 0) >= stopped:
                 refused[key] = (

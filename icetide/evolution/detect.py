@@ -12,7 +12,10 @@ policy). What the policy allows is applied with
 DDL: each stage ALTERs its own tables at its next batch boundary, see
 docs/convergence.md), and the change is recorded on the ledger table (its source time and
 position) so ``status`` can time the phases. What is held stays held with its reason;
-events keep flowing and unknown fields stay in ``_rescued`` meanwhile.
+events keep flowing and unknown fields stay in ``_rescued`` meanwhile. With
+``evolution.enabled: false`` nothing is applied: the change is refused with the reason
+``schema_evolution_disabled`` (the one the message-schema walk gives, so both paths
+refuse alike), reported, and kept in :attr:`Detector.refused`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema
 from icetide.evolution.evidence import collect
 from icetide.evolution.plan import EvolutionPlan, build_plan
-from icetide.evolution.policy import Policy
+from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.source_schema import read_source_schema
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.contract import phases as p
@@ -52,6 +55,8 @@ class Detector:
     pipeline: Pipeline
     catalog: CatalogReader | None = None
     held: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Per table: (reason, text) of a change refused because evolution is disabled."""
 
     def __call__(self, signals: Sequence[ChangeSignal]) -> None:
         for table in sorted({s.table for s in signals}):
@@ -115,6 +120,22 @@ class Detector:
                 table=table,
                 held=[c.id for c in plan.held],
             )
+        if not plan.policy.enabled and plan.refused:
+            ids = ", ".join(c.id for c in plan.refused)
+            text = (
+                f"table {table}: evolution.enabled is false, so the change detected at the "
+                f"source is not applied (schema stays at version {plan.old.version}): {ids}"
+            )
+            self.refused[table] = (EVOLUTION_DISABLED, text)
+            self.pipeline.report(
+                "evolution",
+                f"schema {table}: refused ({EVOLUTION_DISABLED}): {text}",
+                table=table,
+                refused=EVOLUTION_DISABLED,
+                changes=[c.id for c in plan.refused],
+            )
+            return None
+        self.refused.pop(table, None)
         if not plan.changed or not plan.applied or not plan.policy.auto_apply:
             return None
         what = "; ".join(s.ddl or f"{s.kind}: {', '.join(s.columns)}" for s in signals)

@@ -18,6 +18,10 @@ freeze          ``reject``: the schema stays; events that need the change go to 
 discard_row     ``discard_row``: the schema stays; rows carrying the change are dropped
 discard_value   ``discard_value``: the schema stays; the values it brings are dropped
 ==============  =========================================================================
+
+``evolution.enabled: false`` overrides every mode: each change is ``reject`` with the
+reason :data:`EVOLUTION_DISABLED`, whether it was detected from DDL or carried by the
+messages (a registry version, an inline Debezium schema), so both paths refuse it alike.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from icetide.evolution.classify import Change, ChangeKind
 Mode = EvolutionMode
 Action = Literal["apply", "hold", "reject", "discard_row", "discard_value"]
 Resolution = Literal["rename", "drop_add"]
+EVOLUTION_DISABLED = "schema_evolution_disabled"
+"""Dead-letter / refusal reason: ``evolution.enabled`` is false and a change would alter
+the table."""
 RESOLUTIONS: tuple[Resolution, ...] = ("rename", "drop_add")
 
 
@@ -48,13 +55,17 @@ class Policy:
     auto_apply: bool = True
     approved: frozenset[str] = frozenset()
     """Approved change ids; an ambiguous one as ``id=rename`` or ``id=drop_add``."""
+    enabled: bool = True
+    """``evolution.enabled``: false refuses every change (see module doc)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modes", MappingProxyType(dict(self.modes)))
         object.__setattr__(self, "approved", frozenset(self.approved))
 
     def __hash__(self) -> int:
-        return hash((self.mode, tuple(sorted(self.modes.items())), self.drop, self.sensitive))
+        return hash(
+            (self.mode, tuple(sorted(self.modes.items())), self.drop, self.sensitive, self.enabled)
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Policy) and self.to_json() == other.to_json()
@@ -78,6 +89,7 @@ class Policy:
             drop=config.drop,
             sensitive=tuple(str(p) for p in config.sensitive),
             auto_apply=config.auto_apply,
+            enabled=config.enabled,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -89,6 +101,7 @@ class Policy:
             "sensitive": list(self.sensitive),
             "auto_apply": self.auto_apply,
             "approved": sorted(self.approved),
+            **({} if self.enabled else {"enabled": False}),
         }
 
 
@@ -152,8 +165,18 @@ def decide(change: Change, policy: Policy) -> Decision:
     ('hold', 'apply')
     >>> decide(held, Policy(modes={"narrow": "freeze"})).action
     'reject'
+    >>> decide(held, Policy(enabled=False)).reason.split(":")[0]
+    'schema_evolution_disabled'
     """
     mode = policy.mode_of(change.kind)
+    if not policy.enabled:
+        return Decision(
+            change.id,
+            "reject",
+            mode,
+            f"{EVOLUTION_DISABLED}: evolution.enabled is false for the table: the schema "
+            "stays; events that need the change go to the dead-letter table",
+        )
     if mode != "evolve":
         action, text = _NOT_APPLIED[mode]
         return Decision(change.id, action, mode, text.format(kind=change.kind))

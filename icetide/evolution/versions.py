@@ -32,7 +32,7 @@ from typing import Any
 from icetide.events.versions import SchemaVersions, SubjectVersion
 from icetide.events.wire import AVRO
 from icetide.evolution.plan import EvolutionPlan, build_plan
-from icetide.evolution.policy import Policy
+from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.schema.compatibility import DEFAULT_MODE, check
 from icetide.schema.contract.names import TableName
 from icetide.schema.convert import ids_from
@@ -162,6 +162,15 @@ def apply_versions(
         if plan.held:
             detail = "; ".join(f"{c.id}: {c.kind}" for c in plan.held)
             walk.rejected = Rejected(version.version, UNSUPPORTED_SCHEMA_CHANGE, detail)
+            return walk
+        rejected = [c for c in plan.refused if plan.decision(c.id).action == "reject"]
+        if rejected:  # evolution.enabled false, or the policy freezes the change
+            disabled = not plan.policy.enabled
+            detail = ("evolution.enabled is false; " if disabled else "the policy freezes ") + (
+                ", ".join(c.id for c in rejected)
+            )
+            reason = EVOLUTION_DISABLED if disabled else UNSUPPORTED_SCHEMA_CHANGE
+            walk.rejected = Rejected(version.version, reason, detail)
             return walk
         table_version = apply_one(plan) if plan.changed else table.version
         done = {**mapping(), version.version: table_version}

@@ -12,6 +12,7 @@ from confluent_kafka.schema_registry import Schema
 
 from icetide.events.versions import HistoryVersions, InlineVersions, RegistryVersions
 from icetide.evolution.plan import EvolutionPlan
+from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.versions import (
     SCHEMA_INCOMPATIBLE,
     UNSUPPORTED_SCHEMA_CHANGE,
@@ -197,3 +198,17 @@ def test_writer_schemas_of_a_batch_leave_unknown_ids_out() -> None:
     assert sorted(got) == sorted({1, 2, proto})
     assert got[1].format == "AVRO" and json.loads(got[2].text)["fields"][-1]["name"] == "email"
     assert got[proto].format == "PROTOBUF" and got[proto].text == "Cg5pdGVtcy5wcm90bw=="
+
+
+def test_evolution_disabled_or_frozen_refuses_a_version_and_records_nothing() -> None:
+    source = registry(VERSIONS[:2])  # version 2 adds a column
+    table = first_table(source)
+    walk = table.walk(source, 2, policy=Policy(enabled=False))
+    assert walk.rejected is not None and walk.rejected.version == 2
+    assert walk.rejected.reason == EVOLUTION_DISABLED
+    assert "evolution.enabled is false" in walk.rejected.detail
+    assert table.commits == [] and table.mapping == {1: 1}
+    frozen = table.walk(source, 2, policy=Policy(modes={"add_column": "freeze"}))
+    assert frozen.rejected is not None and frozen.rejected.reason == UNSUPPORTED_SCHEMA_CHANGE
+    assert table.commits == [] and table.mapping == {1: 1}
+    assert table.walk(source, 2).applied == [(2, 2)]  # switched on: it applies
