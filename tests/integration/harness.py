@@ -33,6 +33,24 @@ from icetide.spark.tables import TableRefs
 REPO = Path(__file__).resolve().parents[2]
 
 
+def run_script(
+    script: str, *args: str, fault: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c script args`` from the repository in a fresh process, with the crash
+    point ``fault`` armed (``ICETIDE_FAULT``) when given: a child to kill as ``kill -9``."""
+    env = {k: v for k, v in os.environ.items() if k != "ICETIDE_FAULT"}
+    if fault:
+        env["ICETIDE_FAULT"] = fault
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 @dataclass
 class Pipeline:
     """One pipeline folder (config, landing, state) in the shared warehouse."""

@@ -12,9 +12,6 @@ column's category is held and its events dead-lettered.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +26,7 @@ from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import schema_from_dict
 from icetide.spark.alter import int_property, table_properties
 from tests.integration.events import mysql
-from tests.integration.harness import REPO, Pipeline
+from tests.integration.harness import Pipeline, run_script
 
 PROFILES = schema_from_dict(
     {
@@ -121,13 +118,11 @@ def test_nested_values_land_a_bad_symbol_is_dead_and_an_inline_struct_change_con
     # A process walking versions 2 and 3 is killed (exit 137, as kill -9) between them...
     carried = [(schema_key(b"", d), json.dumps(inline_row_schema(d), sort_keys=True)) for d in (
         json.loads(lines[0]), json.loads(lines[2]))]  # fmt: skip
-    killed = subprocess.run(
-        [sys.executable, "-c", WALK_IN_A_CHILD, str(pipe.config_path), json.dumps(carried)],
-        env={**os.environ, "ICETIDE_FAULT": "evolution.between_versions"},
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
+    killed = run_script(
+        WALK_IN_A_CHILD,
+        str(pipe.config_path),
+        json.dumps(carried),
+        fault="evolution.between_versions",
     )
     assert killed.returncode == KILLED_EXIT_CODE, killed.stderr[-2000:]
     pipe.schemas = load_table_schemas(pipe.config)  # what a restarted process reads

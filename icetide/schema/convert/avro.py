@@ -282,6 +282,25 @@ def _type_ids(ctype: IcetideType, path: _Path) -> KnownIds:
     return {}
 
 
+def nullable_branch(avro: Any, where: str) -> tuple[Any, bool]:
+    """(the type, whether null is allowed) of a field's Avro type: ``["null", T]`` is
+    ``(T, True)``; a union of two non-null types is refused naming ``where``.
+
+    >>> nullable_branch(["null", "long"], "f"), nullable_branch("int", "f")
+    (('long', True), ('int', False))
+    """
+    if not isinstance(avro, list):
+        return avro, False
+    branches = [b for b in avro if b != "null"]
+    if len(branches) != 1:
+        raise SchemaError(
+            f"field {where}: a union of {len(branches)} non-null types ({avro!r}) has no "
+            "column type",
+            hint="use a nullable union ['null', T], or a record with one field per case",
+        )
+    return branches[0], len(branches) != len(avro)
+
+
 class _Reader:
     """One conversion: named types seen so far, and where ids come from."""
 
@@ -303,16 +322,8 @@ class _Reader:
 
     def field_type(self, avro: Any, path: _Path, namespace: str) -> tuple[IcetideType, bool]:
         """(type, nullable) of a field's Avro schema."""
-        if isinstance(avro, list):
-            branches = [b for b in avro if b != "null"]
-            if len(branches) != 1:
-                raise SchemaError(
-                    f"field {'.'.join(path)}: a union of {len(branches)} non-null types "
-                    f"({avro!r}) has no column type",
-                    hint="use a nullable union ['null', T], or a record with one field per case",
-                )
-            return self.type_of(branches[0], path, namespace), len(branches) != len(avro)
-        return self.type_of(avro, path, namespace), False
+        inner, nullable = nullable_branch(avro, ".".join(path))
+        return self.type_of(inner, path, namespace), nullable
 
     def type_of(self, avro: Any, path: _Path, namespace: str) -> IcetideType:
         from icetide.schema.types import DecimalType, primitive

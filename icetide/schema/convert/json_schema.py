@@ -43,7 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 from icetide.errors import SchemaError
-from icetide.schema.convert.avro import AVRO_NAME
+from icetide.schema.convert.avro import AVRO_NAME, nullable_branch
 
 _INT32 = 2**31
 
@@ -217,13 +217,8 @@ def avro_to_json_schema(avro: dict[str, Any]) -> dict[str, Any]:
         if isinstance(item, str):
             item = {"type": item}
         if isinstance(item, list):
-            rest = [t for t in item if t != "null"]
-            if len(rest) != 1:
-                raise SchemaError(
-                    f"Avro union {item} has no JSON Schema form",
-                    hint="only [null, T] unions are written",
-                )
-            return {"oneOf": [{"type": "null"}, convert(rest[0])]}
+            inner, _ = nullable_branch(item, str(item))
+            return {"oneOf": [{"type": "null"}, convert(inner)]}
         kind = item.get("type")
         if kind == "record":
             key = str(item["name"]).replace(".", "_")

@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.convert.avro import nullable_branch
 
 CONNECT_NAME = "connect.name"
 
@@ -237,22 +238,8 @@ def avro_to_protobuf(avro: dict[str, Any], package: str = "") -> Any:
 
     def add_field(message: Any, scope: str, number: int, name: str, avro_type: Any) -> None:
         field = message.field.add(name=name, number=number, label=t.LABEL_OPTIONAL)
-        inner, optional = avro_type, False
-        if isinstance(avro_type, list):
-            rest = [x for x in avro_type if x != "null"]
-            if len(rest) != 1:
-                raise SchemaError(
-                    f"Avro union at {scope}.{name} has no Protobuf form",
-                    hint="only [null, T] unions are written",
-                )
-            inner, optional = rest[0], True
-        if isinstance(inner, str) and inner in named:
-            field.type, field.type_name = t.TYPE_MESSAGE, prefix + named[inner]
-            return
-        kind = inner if isinstance(inner, str) else inner.get("type")
-        if kind == "record":
-            field.type, field.type_name = t.TYPE_MESSAGE, prefix + message_of(inner)
-            return
+        inner, optional = nullable_branch(avro_type, f"{scope}.{name}")
+        kind = inner.get("type") if isinstance(inner, dict) else inner
         if kind in ("array", "map"):
             element = inner["items"] if kind == "array" else inner["values"]
             if isinstance(element, list):
@@ -273,7 +260,7 @@ def avro_to_protobuf(avro: dict[str, Any], package: str = "") -> Any:
             field.type_name = f"{prefix}{scope}.{entry.name}"
             return
         set_type(field, inner, f"{scope}.{name}")
-        if optional:
+        if optional and field.type != t.TYPE_MESSAGE:  # a message field has presence
             field.proto3_optional = True
             field.oneof_index = len(message.oneof_decl)
             message.oneof_decl.add(name=f"_{name}")

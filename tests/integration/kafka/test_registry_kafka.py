@@ -5,7 +5,9 @@ be started from Maven Central here: see docs/registry.md). The ledger reads the 
 with Spark's Kafka source and walks the schema versions the messages name by itself:
 one schema version each, in order, recorded in ``icetide.schema.mapping``; messages still
 in flight with the old version apply after the table moved on; a version the
-compatibility mode refuses and bad frames are dead letters.
+compatibility mode refuses and bad frames are dead letters. A process walking a batch's
+six new versions is killed (exit 137, as ``kill -9``) between the first two; the running
+ledger then applies each version exactly once.
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.events.versions import registry_for
 from icetide.events.wire import frame
+from icetide.evolution.audit import audit_path, read_audit
 from icetide.evolution.versions import MAPPING_PROPERTY, read_mapping
+from icetide.faults import KILLED_EXIT_CODE
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract.names import TableName
 from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.spark.alter import int_property, table_properties
-from tests.integration.harness import Pipeline
+from tests.integration.harness import Pipeline, run_script
 
 _runs = itertools.count(1)
 SUBJECT_SUFFIX = "-value"
@@ -262,11 +266,30 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
         message(ids[8], 8, {**v1_row(6, "bad", 1, 1.0), "sku": "S6"}, 15),  # incompatible
     )
 
+    # A process walking this batch's versions is killed (exit 137, as kill -9) right
+    # after applying version 2, before version 3 and before recording 2 in the mapping.
+    # Its registry is mock:// too: it registers the same schemas in the same order.
+    schemas = [json.dumps(envelope(ROWS[v - 1])) for v in range(1, 9)]
+    batch = [ids[7], ids[4], ids[1], ids[8]]  # the schema ids in the order messages came
+    killed = run_script(
+        WALK_IN_A_CHILD,
+        str(pipe.config_path),
+        subject,
+        *(json.dumps(x) for x in (schemas, [ids[v] for v in range(1, 9)], batch)),
+        fault="evolution.between_versions",
+    )
+    assert killed.returncode == KILLED_EXIT_CODE, killed.stderr[-2000:]
+    assert [s.version for s in SchemaStore(pipe.config).history("items").versions] == [1, 2]
+    assert mapping(spark, refs.cdc) == {1: 1}  # died before recording version 2
+    pipe.schemas = load_table_schemas(pipe.config)  # what a restarted process reads
+
     # The running ledger walks every version up to the newest it sees, one version each,
     # before projecting the batch; version 8 breaks BACKWARD_TRANSITIVE and is refused.
     stream(pipe)
     store = SchemaStore(pipe.config)
     assert mapping(spark, refs.cdc) == {v: v for v in range(1, 8)}
+    audit = audit_path(pipe.config.resolved_path(pipe.config.table("items").schema_file))
+    assert [r.version for r in read_audit(audit)] == list(range(2, 8))  # each once, in order
     history = store.history("items")
     assert [s.version for s in history.versions] == list(range(1, 8))
     assert "email" in history.versions[1].by_name and "email" not in history.versions[0].by_name
@@ -318,3 +341,30 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
     columns = {f.name: f for f in spark.table(refs.base.sql).schema.fields}
     assert {"email", "address"} <= set(columns)
     assert "legacy" in columns and columns["legacy"].nullable  # soft-deleted: kept, optional
+
+
+WALK_IN_A_CHILD = """
+import json, sys
+from pathlib import Path
+from confluent_kafka.schema_registry import Schema
+import icetide.evolution.carried as carried
+from icetide.artifacts.runtime import table_metadata
+from icetide.config import load_config
+from icetide.events.versions import registry_for
+from icetide.ledger.signals import CarriedSchema
+from icetide.pipeline import Pipeline
+config = load_config(sys.argv[1])
+subject, schemas, ids, batch = sys.argv[2], *map(json.loads, sys.argv[3:])
+client = registry_for(config.transport.registry.url).client
+got = [client.register_schema(subject, Schema(text, "AVRO")) for text in schemas]
+assert got == ids, (got, ids)  # the parent's ids, so the messages name the same versions
+def properties(spark, table):  # the ledger table's real properties, from its metadata file
+    folder = Path(config.catalog.warehouse) / table.namespace / table.name
+    return json.loads(Path(table_metadata(str(folder))).read_text())["properties"]
+carried.table_properties = properties  # no Spark here: it dies before writing any
+carried.VersionWalker(None, Pipeline(config))([
+    CarriedSchema("items", f"registry:{i}", subject=subject, schema_id=i, first=n)
+    for n, i in enumerate(batch)
+])
+"""
+"""The registry version walk alone, in a child process (no Spark: see the comments)."""
