@@ -5,6 +5,8 @@
 # Python: icetide itself (editable) with the capture, dev, artifacts and registry extras.
 # JVM: the packages Spark needs, by Maven coordinates, resolved once by Maven into the
 # jar folder (`icetide jars fetch`; skips what is already there).
+# Rust: the schema registry the tests start (the rivven-schema crate, built once by
+# cargo into ~/.cargo/bin; several minutes on 2 cores the first time).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
@@ -36,3 +38,11 @@ fi
 
 echo "install.sh: icetide jars fetch --dev (Spark packages and the test Kafka broker)"
 python3 -m icetide.cli jars fetch --dev
+
+# The tests' Confluent-compatible schema registry (icetide/devservers/registry.py).
+RIVVEN_VERSION=0.0.22
+if ! command -v rivven-schema >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/rivven-schema" ]; then
+  CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
+  echo "install.sh: cargo install rivven-schema $RIVVEN_VERSION (the tests' schema registry)"
+  "$CARGO" install --locked --quiet rivven-schema --version "$RIVVEN_VERSION"
+fi

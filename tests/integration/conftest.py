@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
+from icetide.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline
 
 _namespaces = itertools.count(1)
@@ -75,6 +76,17 @@ def kafka() -> Iterator[KafkaServer]:
     Shared like :func:`mariadb`: a test uses topics named after its own namespace.
     """
     with KafkaServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def registry() -> Iterator[RegistryServer]:
+    """The run's one private schema registry (Confluent REST API over HTTP, loopback).
+
+    Shared like :func:`kafka`: a test uses subjects named after its own topics. The
+    registry forms' unit tests keep confluent-kafka's in-process ``mock://`` registry.
+    """
+    with RegistryServer() as started:
         yield started
 
 

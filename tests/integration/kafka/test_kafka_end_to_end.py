@@ -24,6 +24,7 @@ from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.registry import RegistryServer
 from icetide.events.versions import registry_for
 from icetide.evolution.versions import MAPPING_PROPERTY
 from icetide.faults import KILLED_EXIT_CODE
@@ -102,6 +103,7 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
     warehouse: Path,
     mariadb: MariaDBServer,
     kafka: KafkaServer,
+    registry: RegistryServer,
     spark: SparkSession,
 ) -> None:
     namespace = f"kafka{next(_runs)}"
@@ -153,8 +155,8 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
     # envelope's schema under <topic>-value and frames each value; the running ledger
     # reads Avro and JSON side by side, walks the subject's version 1 (the table's own
     # schema: nothing to change) and lands the rows.
-    registry = f"mock://{namespace}"
-    pipe = _kafka_pipeline(tmp_path, warehouse, namespace, db, mariadb, kafka, spark, registry)
+    url = registry.url  # the run's registry, over HTTP
+    pipe = _kafka_pipeline(tmp_path, warehouse, namespace, db, mariadb, kafka, spark, url)
     with mariadb.connect(db) as conn, conn.cursor() as cur:
         cur.execute("INSERT INTO items VALUES (7, 'avro', 70)")
         cur.execute("UPDATE items SET name = 'avro too' WHERE id = 3")
@@ -163,7 +165,7 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
     pipe.merge()
     cdc = pipe.refs("items").cdc
     assert table_properties(spark, cdc)[MAPPING_PROPERTY] == '{"1": 1}'
-    assert [v.version for v in registry_for(registry).versions(f"{topic}-value")] == [1]
+    assert [v.version for v in registry_for(url).versions(f"{topic}-value")] == [1]
     assert len(pipe.rows(cdc.sql)) == 10 and pipe.rows(pipe.refs("items").dlt.sql) == []
     assert [(r["id"], r["name"], r["qty"]) for r in pipe.base("items")][2:] == [
         (3, "avro too", 30),

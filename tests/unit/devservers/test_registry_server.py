@@ -1,0 +1,34 @@
+"""The tests' schema registry server: starts on a free loopback port, speaks the Confluent
+REST API to confluent-kafka's client, leaves compatibility to icetide, and stops."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from icetide.devservers.registry import RegistryServer
+
+
+def test_registry_serves_versions_accepts_an_incompatible_one_and_stops() -> None:
+    def record(kind: str) -> Schema:
+        fields = [{"name": "id", "type": kind}]
+        return Schema(json.dumps({"type": "record", "name": "V", "fields": fields}), "AVRO")
+
+    with RegistryServer() as registry:
+        assert registry.url.startswith("http://127.0.0.1:")
+        client = SchemaRegistryClient({"url": registry.url})
+        first = client.register_schema("t-value", record("long"))
+        second = client.register_schema("t-value", record("string"))  # NONE: icetide decides
+        assert client.get_versions("t-value") == [1, 2] and first != second
+        assert json.loads(client.get_schema(second).schema_str)["fields"][0]["type"] == "string"
+        with pytest.raises(SchemaRegistryError) as caught:
+            client.get_schema(second + 100)
+        assert caught.value.http_status_code == 404
+        url = registry.url
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{url}/subjects", timeout=2)
