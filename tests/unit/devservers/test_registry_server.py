@@ -32,3 +32,22 @@ def test_registry_serves_versions_accepts_an_incompatible_one_and_stops() -> Non
         url = registry.url
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(f"{url}/subjects", timeout=2)
+
+
+def test_capture_forms_round_trip_through_the_live_registry() -> None:
+    # What capture registers for avro and json_schema reads back over HTTP to the JSON
+    # form's ledger row (Protobuf: see icetide/devservers/registry.py).
+    from icetide.capture.transport.encode import ValueEncoder
+    from icetide.events.versions import registry_for
+    from icetide.ledger.decode import ROW, STATUS, project_one
+    from icetide.ledger.registry_decode import Wire
+    from tests.unit.capture.test_capture_transport_encode import TABLE, _record
+
+    twin = project_one(ValueEncoder("json").encode(_record(), "t"), TABLE)
+    with RegistryServer() as registry:
+        for form in ("avro", "json_schema"):
+            raw = ValueEncoder(form, registry.url).encode(_record(), f"srv.{form}")
+            schema_id = int.from_bytes(raw[1:5], "big")
+            wire = Wire(registry_for(registry.url).writer_schemas({schema_id}))
+            row = project_one(raw, TABLE, wire)
+            assert row == twin and row[STATUS] == ROW, (form, row)
