@@ -496,6 +496,10 @@ class TableMergeConfig(_Model):
     merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
     (leave it to ``icetide maintain``). Unset: every 4 merges for a base of 200,000 rows
     or more, never below (a small base reads fast whatever its files)."""
+    resnapshot_chunk_rows: int = Field(200_000, ge=1)
+    """Rows per chunk when the merge re-snapshots the table for a change no ALTER
+    expresses (:mod:`icetide.bootstrap.resnapshot`): one chunk per merge round, each its
+    own resumable commit."""
 
 
 class SnapshotRetention(_Model):

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.errors import CommitConflictError
+from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
+from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
@@ -51,7 +52,7 @@ from icetide.spark.tables import (
     base_rows,
     current_snapshot,
     current_snapshot_id,
-    ensure_namespace,
+    ensure_base_table,
     lineage_summaries,
     table_exists,
 )
@@ -121,13 +122,9 @@ class MergeStage:
     def ensure_base(self, name: str, contract: TableContract | None = None) -> None:
         """Create the base table (and namespace) when missing, at ``contract``'s version
         (default: the current schema)."""
-        base = self.refs(name).base
-        if table_exists(self.spark, base):
-            return
-        ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        contract = contract or self.pipeline.contract(name)
-        self.spark.sql(contract.base_ddl(base))
-        self.spark.sql(contract.identifier_fields_sql(base))
+        ensure_base_table(
+            self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
+        )
 
     def run_once(self) -> list[MergeResult]:
         """Merge every configured table once."""
@@ -143,6 +140,8 @@ class MergeStage:
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name, contract)
+        if resnapshot_under_way(self.pipeline, name):
+            return self._resnapshot(name, run, started)
         progress = read_merge_progress(self.spark, refs.base)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
@@ -155,7 +154,12 @@ class MergeStage:
             return MergeResult(name, 0, None, None, 0.0)
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
-        switch_base(self.spark, self.pipeline, name, contract)
+        try:
+            switch_base(self.spark, self.pipeline, name, contract)
+        except SchemaError:
+            # No ALTER takes the base to the ledger's layout (an approved key change,
+            # narrowing or type-category change): rebuild it from the source.
+            return self._resnapshot(name, run, started)
         crash_point("merge.after_switch")
         end = current_snapshot_id(self.spark, refs.cdc)
         start = progress.watermark
@@ -280,6 +284,33 @@ class MergeStage:
             compacted_files=compaction.rewritten if compaction else 0,
         )
         return result
+
+    def _resnapshot(self, name: str, run: MergeVersion, started: float) -> MergeResult:
+        """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):
+        the next chunk of the copy into its rebuilt base; the table's merge waits
+        until the last one, the other tables' merges go on."""
+        version = run.contract.schema.version
+        done = resnapshot_round(
+            self.spark,
+            self.pipeline,
+            name,
+            chunk_rows=self.config.table(name).merge.resnapshot_chunk_rows,
+        )
+        if done:
+            set_properties(
+                self.spark,
+                self.refs(name).base,
+                dict.fromkeys((ph.BASE_ALTERED, ph.DATA_FILLED), str(int(time.time() * 1000))),
+            )
+        state = "rebuilt; merging its ledger from the next round" if done else "under way"
+        self.pipeline.report(
+            "merge",
+            f"re-snapshot {name} (schema version {version}): {state}",
+            table=name,
+            version=version,
+            resnapshot="done" if done else "running",
+        )
+        return MergeResult(name, 0, None, None, time.monotonic() - started)
 
     def _compact(self, name: str, base: TableName, contract: TableContract) -> Compaction | None:
         """Bin-pack the base's small files when ``merge.compact_every`` merges have added

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
+    from icetide.schema.contract.builder import TableContract
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,17 @@ def latest_snapshot_property(
 def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
     """Create the pipeline's namespace when missing."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")
+
+
+def ensure_base_table(spark: SparkSession, base: TableName, contract: TableContract) -> None:
+    """Create the base table (and its namespace) at ``contract``'s version when missing,
+    its key marked as identifier fields. The merge and the bootstrap (a re-snapshot too)
+    both create it here, so a base has one shape whoever made it."""
+    if table_exists(spark, base):
+        return
+    ensure_namespace(spark, base.catalog, base.namespace)
+    spark.sql(contract.base_ddl(base))
+    spark.sql(contract.identifier_fields_sql(base))
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,10 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.cli.main import main
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.merge.stage import MergeStage
 from icetide.observe.convergence import table_convergence
 from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
@@ -42,6 +44,7 @@ TABLES = {
     "t_drop": "CREATE TABLE {db}.t_drop (id INT PRIMARY KEY, a INT, b VARCHAR(10))",
     "t_rename": "CREATE TABLE {db}.t_rename (id INT PRIMARY KEY, label VARCHAR(20), z INT)",
     "t_sink": "CREATE TABLE {db}.t_sink (id INT PRIMARY KEY, email VARCHAR(40), created_ms BIGINT)",
+    "t_narrow": "CREATE TABLE {db}.t_narrow (id INT PRIMARY KEY, n BIGINT, s VARCHAR(10))",
 }
 # Iceberg names and conversions: bootstrap, ledger and verify apply the same ones.
 SINKS = {
@@ -62,7 +65,11 @@ SEED = {
     # 99: an epoch beyond the timestamp range, which the bootstrap dead-letters
     "t_sink": "INSERT INTO {db}.t_sink VALUES (1,'a@x',1700000000123),(2,'b@x',0),"
     "(99,'bad',99999999999999999)",
+    "t_narrow": "INSERT INTO {db}.t_narrow VALUES "
+    + ",".join(f"({i},{i * 10},'s{i}')" for i in range(1, 13)),
 }
+# Three re-snapshot chunks of t_narrow (ids 1-4, 5-8, 9-): one per merge round.
+SETTINGS = {"t_narrow": {"merge": {"resnapshot_chunk_rows": 4}}}
 CHANGES = [
     # an old-schema event still in flight when the DDL lands: written just before it
     "UPDATE {db}.t_add SET name = 'a2' WHERE id = 1",
@@ -113,7 +120,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         "heartbeat": "1s",
     }
     sources = {t: f"{db}.{t}" for t in TABLES}
-    config = write_config(tmp_path, warehouse, db, source, sources, sinks=SINKS)
+    config = write_config(tmp_path, warehouse, db, source, sources, SETTINGS, sinks=SINKS)
     running = Running(spark, config).start()
     try:
         tables = list(TABLES)
@@ -182,6 +189,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert late is not None and late.breached and late.seconds_to_data is not None
 
         _crash_between_phases_then_resume(running, mariadb, db, config)
+        _narrowing_approved_then_resnapshot(running, mariadb, db, config)
     finally:
         running.stop()
 
@@ -260,3 +268,73 @@ def _drive(running: Running, condition: object, what: str, merge: bool = True) -
             return
         assert time.monotonic() < deadline, f"timed out: {what}\n" + "\n".join(running.logs[-30:])
         time.sleep(0.5)
+
+
+def _narrowing_approved_then_resnapshot(
+    running: Running, server: MariaDBServer, db: str, config: Path
+) -> None:
+    """A narrowing is held; once approved, the merge re-snapshots t_narrow chunk by
+    chunk while capture and the ledger keep running, writes go on to t_narrow and t_add
+    between the chunks, and t_add's merge goes on between them too. Each chunk is its
+    own commit and every round starts from what the tables and the state file say (as a
+    merge restarted after a kill between chunks would), so nothing is copied twice."""
+    table = "t_narrow"
+    refs = running.merge_pipeline.refs(table)
+    _run(server, ["ALTER TABLE {db}.t_narrow MODIFY n INT"], db)
+    running.until(lambda: any("narrow:n" in line for line in running.logs), "narrow:n held")
+    assert running.merge_pipeline.schema(table).version == 1
+    approve = ["schema", "apply", "-c", str(config), "--table", table, "--no-ddl"]
+    assert main([*approve, "--approve", "narrow:n", "--by", "ana"]) == 0
+
+    # The ledger recreates its table in the new layout at its next batch boundary.
+    _drive(running, lambda: running.phases(table)["ledger"] == 2, "ledger at 2", merge=False)
+    assert dict(running.spark.table(refs.cdc.sql).select("_after.n").dtypes)["n"] == "int"
+    # The first merge round starts the re-snapshot: the base, rebuilt at version 2,
+    # holds the first chunk and is marked running.
+    running.merger.merge_table(table)
+    assert dict(running.spark.table(refs.base.sql).dtypes)["n"] == "int"
+    assert _chunks(running, refs.base) == [0]
+    _run(
+        server,
+        [
+            "UPDATE {db}.t_narrow SET s = 'u2' WHERE id = 2",  # its chunk is copied
+            "UPDATE {db}.t_narrow SET s = 'u10' WHERE id = 10",  # its chunk is not yet
+            "DELETE FROM {db}.t_narrow WHERE id = 6",
+            "INSERT INTO {db}.t_narrow VALUES (40, 400, 'new')",  # past the planned range
+            "INSERT INTO {db}.t_add (id, name) VALUES (6, 'while')",
+        ],
+        db,
+    )
+    # The other tables keep flowing while t_narrow's re-snapshot waits between chunks.
+    add = running.merge_pipeline.refs("t_add").base.sql
+
+    def merged_elsewhere() -> bool:
+        running.merger.merge_table("t_add")
+        return running.spark.table(add).where("id = 6").count() == 1
+
+    _drive(running, merged_elsewhere, "t_add merged during the re-snapshot")
+    assert _chunks(running, refs.base) == [0]
+    # A new merge (a restarted process) resumes at the next chunk; writes go on.
+    running.merger = MergeStage(running.spark, running.merge_pipeline)
+    running.merger.merge_table(table)
+    assert _chunks(running, refs.base) == [0, 1]
+    _run(server, ["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"], db)
+    running.until(lambda: running.converged(table, 2), "t_narrow re-snapshot at version 2")
+    assert _chunks(running, refs.base) == [0, 1, 2]
+    running.until_verified([table, "t_add"])
+    base = running.spark.table(refs.base.sql)
+    assert base.count() == base.select("id").distinct().count() == 12
+    rows = {r.id: (r.n, r.s) for r in base.collect()}
+    assert rows[2] == (20, "u2") and rows[10] == (100, "u10") and rows[3] == (30, "u3")
+    assert 6 not in rows and rows[40] == (400, "new")
+    assert running.spark.table(refs.dlt.sql).count() == 0
+    assert any(f"re-snapshot {table} (schema version 2): rebuilt" in x for x in running.logs)
+
+
+def _chunks(running: Running, base: object) -> list[int]:
+    """The re-snapshot chunks committed to ``base``, in commit order (each once)."""
+    rows = running.spark.sql(
+        f"SELECT summary['icetide.bootstrap.chunk'] AS i FROM {base}.snapshots "
+        "WHERE summary['icetide.bootstrap.chunk'] IS NOT NULL ORDER BY committed_at"
+    ).collect()
+    return [int(r.i) for r in rows]
