@@ -710,6 +710,10 @@ class TableConfig(_Model):
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+    format_version: Literal[2, 3] = 2
+    """The base table's Iceberg format version. 3 lets a column added at the source with a
+    constant ``DEFAULT`` carry it as ``initial-default`` (old rows read it, nothing is
+    rewritten; :mod:`icetide.spark.defaults`); readers of the base must support v3."""
     merge: TableMergeConfig = Field({}, validate_default=True)
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,

@@ -44,6 +44,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties
+from icetide.spark.defaults import initial_default_columns
 from icetide.spark.errors import jvm_boundary
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
@@ -360,6 +361,11 @@ class MergeStage:
         rescued = (
             fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
         )
+        constants = column_defaults(run.contract.schema)
+        if run.contract.settings.format_version >= 3:  # read as initial-default: no fill
+            initial = initial_default_columns(self.spark, base)
+            target = run.contract.target
+            constants = {i: v for i, v in constants.items() if target.find(i).name not in initial}
         defaults = fill_defaults(
             self.spark,
             self.pipeline,
@@ -367,7 +373,7 @@ class MergeStage:
             run.contract,
             since,
             run.change_position,
-            column_defaults(run.contract.schema),
+            constants,
         )
         crash_point("merge.after_fill")
         set_properties(

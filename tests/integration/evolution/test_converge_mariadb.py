@@ -27,7 +27,7 @@ from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import table_properties
-from icetide.spark.tables import current_snapshot_id
+from icetide.spark.tables import current_snapshot_id, iceberg_table
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 
@@ -45,6 +45,7 @@ TABLES = {
     "t_rename": "CREATE TABLE {db}.t_rename (id INT PRIMARY KEY, label VARCHAR(20), z INT)",
     "t_sink": "CREATE TABLE {db}.t_sink (id INT PRIMARY KEY, email VARCHAR(40), created_ms BIGINT)",
     "t_narrow": "CREATE TABLE {db}.t_narrow (id INT PRIMARY KEY, n BIGINT, s VARCHAR(10))",
+    "t_v3": "CREATE TABLE {db}.t_v3 (id INT PRIMARY KEY, v VARCHAR(10))",
 }
 # Iceberg names and conversions: bootstrap, ledger and verify apply the same ones.
 SINKS = {
@@ -55,7 +56,7 @@ SINKS = {
         }
     }
 }
-CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename"]
+CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename", "t_v3"]
 SEED = {
     "t_add": "INSERT INTO {db}.t_add VALUES (1,'a'),(2,'b'),(3,'c')",
     "t_default": "INSERT INTO {db}.t_default VALUES (1,'a'),(2,'b'),(3,'c')",
@@ -67,9 +68,14 @@ SEED = {
     "(99,'bad',99999999999999999)",
     "t_narrow": "INSERT INTO {db}.t_narrow VALUES "
     + ",".join(f"({i},{i * 10},'s{i}')" for i in range(1, 13)),
+    "t_v3": "INSERT INTO {db}.t_v3 VALUES (1,'a'),(2,'b'),(3,'c')",
 }
 # Three re-snapshot chunks of t_narrow (ids 1-4, 5-8, 9-): one per merge round.
-SETTINGS = {"t_narrow": {"merge": {"resnapshot_chunk_rows": 4}}}
+SETTINGS = {
+    "t_narrow": {"merge": {"resnapshot_chunk_rows": 4}},
+    # A format-v3 base: the constant default becomes Iceberg's initial-default.
+    "t_v3": {"format_version": 3},
+}
 CHANGES = [
     # an old-schema event still in flight when the DDL lands: written just before it
     "UPDATE {db}.t_add SET name = 'a2' WHERE id = 1",
@@ -94,6 +100,8 @@ CHANGES = [
     "DELETE FROM {db}.t_sink WHERE id = 99",
     "INSERT INTO {db}.t_sink VALUES (3, 'c@x', 1700000000999)",
     "UPDATE {db}.t_sink SET email = 'a2@x' WHERE id = 1",
+    "ALTER TABLE {db}.t_v3 ADD COLUMN flag INT NOT NULL DEFAULT 7",
+    "INSERT INTO {db}.t_v3 (id, v) VALUES (4, 'd')",
     # held until approved (at the end of the test), then re-snapshotted
     "ALTER TABLE {db}.t_narrow MODIFY n INT",
 ]
@@ -164,6 +172,19 @@ def test_every_supported_change_converges_with_the_pipeline_running(
             "w" * 64,
         )
         assert dict(base["t_widen"].dtypes)["n"] == "bigint"
+        # v3: the old rows read flag's initial-default and were not rewritten for it:
+        # each is still read from the data file the bootstrap wrote.
+        assert {r.id: r.flag for r in base["t_v3"].collect()} == {1: 7, 2: 7, 3: 7, 4: 7}
+        v3 = running.merge_pipeline.refs("t_v3").base
+        field = iceberg_table(spark, v3).schema().findField("flag")
+        assert (field.initialDefault(), field.writeDefault()) == (7, 7)
+        copied = spark.sql(
+            f"SELECT e.data_file.file_path AS f FROM {v3.sql}.entries e "
+            f"JOIN {v3.sql}.snapshots s ON e.snapshot_id = s.snapshot_id "
+            "WHERE s.summary['icetide.bootstrap.chunk'] IS NOT NULL"
+        ).collect()
+        read_from = {r.id: r._file for r in base["t_v3"].select("id", "_file").collect()}
+        assert {read_from[i] for i in (1, 2, 3)} <= {r.f for r in copied}, read_from
         titles = {r.id: r.title for r in base["t_rename"].collect()}
         assert titles == {1: "t1", 2: "l2", 3: "t3"}
         assert "b" in base["t_drop"].columns  # soft drop: kept, no longer written
