@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -212,7 +213,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert late is not None and late.breached and late.seconds_to_data is not None
 
         _crash_between_phases_then_resume(running, mariadb, db, config)
-        _narrowing_approved_then_resnapshot(running, mariadb, db, config)
+        _narrowing_approved_then_resnapshot(running, lambda s: _run(mariadb, s, db), config)
     finally:
         running.stop()
 
@@ -294,7 +295,7 @@ def _drive(running: Running, condition: object, what: str, merge: bool = True) -
 
 
 def _narrowing_approved_then_resnapshot(
-    running: Running, server: MariaDBServer, db: str, config: Path
+    running: Running, write: Callable[[list[str]], None], config: Path
 ) -> None:
     """A narrowing is held; once approved, the merge re-snapshots t_narrow chunk by
     chunk while capture and the ledger keep running, writes go on to t_narrow and t_add
@@ -317,16 +318,14 @@ def _narrowing_approved_then_resnapshot(
     running.merger.merge_table(table)
     assert dict(running.spark.table(refs.base.sql).dtypes)["n"] == "int"
     assert _chunks(running, refs.base) == [0]
-    _run(
-        server,
+    write(
         [
             "UPDATE {db}.t_narrow SET s = 'u2' WHERE id = 2",  # its chunk is copied
             "UPDATE {db}.t_narrow SET s = 'u10' WHERE id = 10",  # its chunk is not yet
             "DELETE FROM {db}.t_narrow WHERE id = 6",
             "INSERT INTO {db}.t_narrow VALUES (40, 400, 'new')",  # past the planned range
             "INSERT INTO {db}.t_add (id, name) VALUES (6, 'while')",
-        ],
-        db,
+        ]
     )
     # The other tables keep flowing while t_narrow's re-snapshot waits between chunks.
     add = running.merge_pipeline.refs("t_add").base.sql
@@ -341,7 +340,7 @@ def _narrowing_approved_then_resnapshot(
     running.merger = MergeStage(running.spark, running.merge_pipeline)
     running.merger.merge_table(table)
     assert _chunks(running, refs.base) == [0, 1]
-    _run(server, ["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"], db)
+    write(["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"])
     running.until(lambda: running.converged(table, 2), "t_narrow re-snapshot at version 2")
     assert _chunks(running, refs.base) == [0, 1, 2]
     running.until_verified([table, "t_add"])
