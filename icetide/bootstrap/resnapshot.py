@@ -45,12 +45,10 @@ from typing import TYPE_CHECKING
 
 from icetide.bootstrap.run import Bootstrap
 from icetide.bootstrap.state import RESNAPSHOT, load_state, state_path
-from icetide.capture.errors import CaptureError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config.model import SourceConfig
     from icetide.pipeline import Pipeline
 
 CHUNKS_PER_ROUND = 1
@@ -59,18 +57,6 @@ CHUNKS_PER_ROUND = 1
 
 class ChunkBudgetSpent(Exception):
     """Raised between two chunks when a round copied its share; the next round resumes."""
-
-
-def _source(pipeline: Pipeline, table: str) -> SourceConfig:
-    source = pipeline.config.source_of(table)
-    if source is None:
-        raise CaptureError(
-            f"table {table!r} needs a re-snapshot from its source, and no configured "
-            "source captures it",
-            hint="add the source that captures it under `sources:` (or list the table in "
-            "its `tables:`)",
-        )
-    return source
 
 
 def resnapshot_under_way(pipeline: Pipeline, table: str) -> bool:
@@ -94,10 +80,20 @@ def resnapshot_round(
     """Copy up to ``chunks`` more chunks of ``table``'s re-snapshot (starting it if it is
     not under way); True once the base is rebuilt and marked done.
 
-    Waits (False, nothing done) while another bootstrap of the same source is under way:
-    its state file is the source's one.
+    Waits (False, nothing done, the reason reported) while another bootstrap of the same
+    source is under way (its state file is the source's one), or when no configured
+    source captures the table: the table's merge waits, the other tables' go on.
     """
-    source = _source(pipeline, table)
+    source = pipeline.config.source_of(table)
+    if source is None:
+        pipeline.report(
+            "merge",
+            f"re-snapshot {table}: waiting: no configured source captures it, so it cannot "
+            "be copied again; add its database under `sources:` (listing the table in its "
+            "`tables:`) and the merge copies it at its next round",
+            table=table,
+        )
+        return False
     state = load_state(state_path(pipeline.config, source))
     if state is not None and state.get(RESNAPSHOT) != table:
         pipeline.report(
