@@ -101,15 +101,22 @@ def _recreate_ledger(
     (:mod:`icetide.bootstrap.resnapshot`). The old ledger's events are not needed: the
     copy is read after this point, and every event from here on lands in the new table.
     The latest change's properties (when and where it happened) move over, for
-    ``icetide status``. A crash between the drop and the create is mended by the next
+    ``icetide status``; an approved version that no detection recorded is recorded
+    here, timed from now. A crash between the drop and the create is mended by the next
     start, which creates the missing ledger at the current version."""
     refs = pipeline.refs(table)
     version = new.schema.version
     kept = {k: v for k, v in props.items() if k.startswith(p.EVOLUTION_PREFIX)}
+    if int_property(props, p.CHANGE_VERSION) != version:
+        # An approved change (``schema apply``) has no detection record: its phases are
+        # timed from the moment the ledger took it.
+        kept = {p.CHANGE_VERSION: str(version), p.DETECTED: now_ms()}
     spark.sql(f"DROP TABLE IF EXISTS {refs.cdc} PURGE")
     spark.sql(new.ledger_ddl(refs.cdc))
     set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(version)})
-    set_properties(spark, refs.cdc, {**kept, p.LEDGER_ALTERED: now_ms()})
+    now = now_ms()  # the new table projects every column of the version from its first row
+    switched = {p.PROJECTION_VERSION: str(version), p.LEDGER_SWITCHED: now}
+    set_properties(spark, refs.cdc, {**kept, p.LEDGER_ALTERED: now, **switched})
     pipeline.report(
         "ledger",
         f"schema {table}: no ALTER takes the ledger to version {version} ({why.message}); "

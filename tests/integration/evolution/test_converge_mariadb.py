@@ -318,6 +318,9 @@ def _narrowing_approved_then_resnapshot(
     running.merger.merge_table(table)
     assert dict(running.spark.table(refs.base.sql).dtypes)["n"] == "int"
     assert _chunks(running, refs.base) == [0]
+    during = table_convergence(running.spark, running.config, table)
+    assert during is not None and (during.version, during.phase) == (2, "schema")
+    assert "re-snapshot from the source under way" in during.render()
     write(
         [
             "UPDATE {db}.t_narrow SET s = 'u2' WHERE id = 2",  # its chunk is copied
@@ -343,6 +346,8 @@ def _narrowing_approved_then_resnapshot(
     write(["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"])
     running.until(lambda: running.converged(table, 2), "t_narrow re-snapshot at version 2")
     assert _chunks(running, refs.base) == [0, 1, 2]
+    after = table_convergence(running.spark, running.config, table)
+    assert after is not None and after.phase == "converged" and not after.resnapshot
     running.until_verified([table, "t_add"])
     base = running.spark.table(refs.base.sql)
     assert base.count() == base.select("id").distinct().count() == 12
