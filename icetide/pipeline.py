@@ -173,7 +173,10 @@ class Pipeline:
     def contract(self, table: str) -> TableContract:
         """The table contract of ``table`` from its current schema and layout settings."""
         settings = self.config.table(table)
-        return TableContract(self.schema(table), TableSettings(settings.buckets, settings.mode))
+        return TableContract(
+            self.schema(table),
+            TableSettings(settings.buckets, settings.mode, settings.format_version),
+        )
 
     def drop_mode(self, table: str) -> Literal["soft", "hard"]:
         """What a column dropped at the source does to ``table``'s tables (its

@@ -23,6 +23,7 @@ from icetide.bootstrap.plan import NUMERIC_KEYS, Chunk, plan_chunks
 from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
 from icetide.bootstrap.sink import CONVERSION_ERROR, SOURCE_ROW, sink_frame
 from icetide.bootstrap.state import (
+    RESNAPSHOT,
     State,
     load_state,
     new_state,
@@ -44,7 +45,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.sql import quote
-from icetide.spark.tables import table_exists
+from icetide.spark.tables import ensure_base_table, table_exists
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -82,6 +83,7 @@ class Bootstrap:
         parallelism: int = 2,
         fetch_size: int = 10_000,
         between_chunks: Callable[[], None] = lambda: None,
+        resnapshot: str | None = None,
     ) -> None:
         self.spark, self.pipeline, self.source = spark, pipeline, source
         self.config = config = pipeline.config
@@ -90,13 +92,14 @@ class Bootstrap:
         """Called before each chunk; the CLI's stop check raises there on Ctrl-C, which
         is safe because every chunk is its own commit and a rerun resumes at the next."""
         self.state_file = state_path(config, source)
+        self.resnapshot = resnapshot
+        """The table a re-snapshot run by the merge copies (:mod:`icetide.bootstrap.
+        resnapshot`): recorded in the state, so the merge knows the bootstrap is its own."""
 
     def run(
         self, tables: Sequence[str] | None = None, *, replace: bool = False
     ) -> list[TableBootstrap]:
         """Bootstrap ``tables`` (default: every table of the source)."""
-        from icetide.merge.stage import MergeStage
-
         every = self.config.source_tables(self.source)
         chosen = [t for t in every if not tables or t.name in tables]
         store = offset_store(self.config, self.source)
@@ -117,10 +120,11 @@ class Bootstrap:
                     f"(capture starts at {offset_text(state)})",
                 )
             else:
+                if self.resnapshot is not None:
+                    state[RESNAPSHOT] = self.resnapshot
                 save_state(self.state_file, state)
             if store.load() is None:
                 store.save(state["offset"], position=offset_text(state))
-            merge = MergeStage(self.spark, self.pipeline)
             results = []
             for table in chosen:
                 refs = self.pipeline.refs(table.name)
@@ -132,7 +136,7 @@ class Bootstrap:
                 if current == (state["id"], "done"):
                     continue
                 if current is None or current[0] != state["id"]:
-                    self._claim(merge, table, refs.base, state["id"], replace)
+                    self._claim(table, refs.base, state["id"], replace)
                 results.append(self._copy(table, refs.base, state, reader))
                 mark(self.spark, refs.base, state["id"], "done")
                 self.pipeline.report("bootstrap", results[-1].render())
@@ -172,9 +176,7 @@ class Bootstrap:
         snapshot = PgSnapshot(handoff.snapshot, handoff.snapshot_text)
         return state, PostgresSnapshotReader(self.source, handoff.conn, snapshot)
 
-    def _claim(
-        self, merge: Any, table: TableConfig, base: TableName, bootstrap_id: str, replace: bool
-    ) -> None:
+    def _claim(self, table: TableConfig, base: TableName, bootstrap_id: str, replace: bool) -> None:
         """Make sure the base is empty (or dropped, with ``replace``) and mark it running."""
         if table_exists(self.spark, base):
             if replace:
@@ -184,7 +186,7 @@ class Bootstrap:
                     f"base table {base} of {table.name!r} already has rows",
                     hint="bootstrap fills an empty mirror; pass --replace to drop and reload it",
                 )
-        merge.ensure_base(table.name)
+        ensure_base_table(self.spark, base, self.pipeline.contract(table.name))
         mark(self.spark, base, bootstrap_id, "running")
 
     def _plan(

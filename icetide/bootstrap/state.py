@@ -21,7 +21,9 @@ from icetide.events.position import Position
 State = dict[str, Any]
 """``id``, ``offset`` (capture's start), ``position``/``position_text`` (the stamp),
 ``started_at``, and ``plans`` (table → chunk plan); a PostgreSQL bootstrap adds
-``offset_text`` and ``snapshot`` (how the snapshot was had)."""
+``offset_text`` and ``snapshot`` (how the snapshot was had); a re-snapshot run by the
+merge adds ``resnapshot`` (its table)."""
+RESNAPSHOT = "resnapshot"
 
 
 def state_path(config: Config, source: SourceConfig) -> Path:

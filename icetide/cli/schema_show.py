@@ -30,7 +30,7 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
     table = config.table(args.table)
     schema = load_schema_file(table.schema_file, f"schema of table {table.name}")
     schema = schema if schema.table else schema.renamed(table.name)
-    contract = TableContract(schema, TableSettings(table.buckets, table.mode))
+    contract = TableContract(schema, TableSettings(table.buckets, table.mode, table.format_version))
     data = schema_dict(contract, TableRefs.of(config, table.name), args.sql)
     data["schema_file"] = str(table.schema_file)
     if args.output == "json":

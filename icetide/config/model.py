@@ -497,6 +497,10 @@ class TableMergeConfig(_Model):
     merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
     (leave it to ``icetide maintain``). Unset: every 4 merges for a base of 200,000 rows
     or more, never below (a small base reads fast whatever its files)."""
+    resnapshot_chunk_rows: int = Field(200_000, ge=1)
+    """Rows per chunk when the merge re-snapshots the table for a change no ALTER
+    expresses (:mod:`icetide.bootstrap.resnapshot`): one chunk per merge round, each its
+    own resumable commit."""
 
 
 class SnapshotRetention(_Model):
@@ -707,6 +711,10 @@ class TableConfig(_Model):
     primary_key: Annotated[tuple[Text, ...], AfterValidator(_at_least_one)] | None = None
     buckets: Count = Field(16, ge=1, le=4096)
     mode: Literal["merge-on-read", "copy-on-write"] = "merge-on-read"
+    format_version: Literal[2, 3] = 2
+    """The base table's Iceberg format version. 3 lets a column added at the source with a
+    constant ``DEFAULT`` carry it as ``initial-default`` (old rows read it, nothing is
+    rewritten; :mod:`icetide.spark.defaults`); readers of the base must support v3."""
     merge: TableMergeConfig = Field({}, validate_default=True)
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,

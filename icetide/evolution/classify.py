@@ -110,9 +110,9 @@ MANUAL: dict[str, str] = {
         "written before it may carry NULL), then `icetide schema apply --approve {id}`"
     ),
     "key_change": (
-        "approve with `icetide schema apply --approve {id}`: the base table is "
-        "re-snapshotted under the new key (`icetide bootstrap --table T --replace`) while "
-        "capture keeps running; other tables keep flowing meanwhile"
+        "approve with `icetide schema apply --approve {id} --no-ddl`: the running ledger "
+        "and merge re-snapshot the table under the new key, chunk by chunk, while capture "
+        "and the other tables keep flowing"
     ),
     "sensitive": (
         "configure how the column reaches the lake (a hash/mask conversion in the sink "

@@ -260,7 +260,9 @@ def _create_tables(
     from icetide.spark.tables import ensure_namespace, table_exists
 
     refs = TableRefs.of(config, table.name)
-    contract = TableContract(schemas[table.name], TableSettings(table.buckets, table.mode))
+    contract = TableContract(
+        schemas[table.name], TableSettings(table.buckets, table.mode, table.format_version)
+    )
     ensure_namespace(spark, config.catalog.name, config.catalog.namespace)
     statements = {
         "ledger": (refs.cdc, [contract.ledger_ddl(refs.cdc)]),

@@ -545,15 +545,15 @@ def _fills(
 
 
 def resnapshot_steps(table: str) -> str:
-    """The manual re-snapshot of ``table`` (not run by ``apply``: no running stage can
-    take a change no ALTER expresses, so they are stopped around it)."""
+    """How ``table`` is re-snapshotted once this plan is applied (by the running stages,
+    :mod:`icetide.bootstrap.resnapshot`)."""
     return (
-        f"re-snapshot table {table}, by hand (docs/schema-evolution.md, 'Re-snapshot'): "
-        "stop the ledger and merge (`icetide run`; capture keeps running and landing); "
-        f"apply this plan with `--no-ddl`; drop the base and ledger tables of {table} "
-        f"(`DROP TABLE … PURGE`); `icetide bootstrap --table {table}` (chunked by primary "
-        "key, resumable per chunk, reconciled by the version-guarded merge); start the "
-        "ledger and merge again"
+        f"re-snapshot table {table} while the pipeline runs (docs/schema-evolution.md, "
+        "'Re-snapshot'): apply this plan with `--no-ddl`; at its next batch the ledger "
+        f"recreates {table}'s ledger table in the new layout, then the merge rebuilds the "
+        "base from the source, one primary-key chunk per merge round (resumable per chunk, "
+        "reconciled by the version-guarded merge); capture and the other tables keep "
+        "flowing"
     )
 
 

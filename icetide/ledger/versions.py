@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from icetide.errors import SchemaError
 from icetide.ledger.decode import Projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
@@ -62,7 +63,10 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         return schema
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
-    plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
+    try:
+        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
+    except SchemaError as exc:
+        return _recreate_ledger(spark, pipeline, table, new, props, exc)
     ran = apply_alters(
         spark, refs.cdc, _without_version_property(plan.ledger), new.ledger_columns()
     )
@@ -81,6 +85,47 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         phase=1,
     )
     return schema
+
+
+def _recreate_ledger(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    table: str,
+    new: TableContract,
+    props: dict[str, str],
+    why: SchemaError,
+) -> TableSchema:
+    """Phase 1 of a version no ALTER expresses (an approved key change, narrowing or
+    type-category change): the ledger table is dropped and created in the new layout,
+    and the merge re-snapshots the base from the source
+    (:mod:`icetide.bootstrap.resnapshot`). The old ledger's events are not needed: the
+    copy is read after this point, and every event from here on lands in the new table.
+    The latest change's properties (when and where it happened) move over, for
+    ``icetide status``; an approved version that no detection recorded is recorded
+    here, timed from now. A crash between the drop and the create is mended by the next
+    start, which creates the missing ledger at the current version."""
+    refs = pipeline.refs(table)
+    version = new.schema.version
+    kept = {k: v for k, v in props.items() if k.startswith(p.EVOLUTION_PREFIX)}
+    if int_property(props, p.CHANGE_VERSION) != version:
+        # An approved change (``schema apply``) has no detection record: its phases are
+        # timed from the moment the ledger took it.
+        kept = {p.CHANGE_VERSION: str(version), p.DETECTED: now_ms()}
+    spark.sql(f"DROP TABLE IF EXISTS {refs.cdc} PURGE")
+    spark.sql(new.ledger_ddl(refs.cdc))
+    set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(version)})
+    now = now_ms()  # the new table projects every column of the version from its first row
+    switched = {p.PROJECTION_VERSION: str(version), p.LEDGER_SWITCHED: now}
+    set_properties(spark, refs.cdc, {**kept, p.LEDGER_ALTERED: now, **switched})
+    pipeline.report(
+        "ledger",
+        f"schema {table}: no ALTER takes the ledger to version {version} ({why.message}); "
+        "ledger table recreated in the new layout, the merge re-snapshots the base (phase 1)",
+        table=table,
+        version=version,
+        phase=1,
+    )
+    return new.schema
 
 
 def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:

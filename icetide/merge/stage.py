@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.errors import CommitConflictError
+from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
+from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
@@ -43,6 +44,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties
+from icetide.spark.defaults import initial_default_columns
 from icetide.spark.errors import jvm_boundary
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
@@ -51,7 +53,7 @@ from icetide.spark.tables import (
     base_rows,
     current_snapshot,
     current_snapshot_id,
-    ensure_namespace,
+    ensure_base_table,
     lineage_summaries,
     table_exists,
 )
@@ -121,13 +123,9 @@ class MergeStage:
     def ensure_base(self, name: str, contract: TableContract | None = None) -> None:
         """Create the base table (and namespace) when missing, at ``contract``'s version
         (default: the current schema)."""
-        base = self.refs(name).base
-        if table_exists(self.spark, base):
-            return
-        ensure_namespace(self.spark, self.config.catalog.name, self.config.catalog.namespace)
-        contract = contract or self.pipeline.contract(name)
-        self.spark.sql(contract.base_ddl(base))
-        self.spark.sql(contract.identifier_fields_sql(base))
+        ensure_base_table(
+            self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
+        )
 
     def run_once(self) -> list[MergeResult]:
         """Merge every configured table once."""
@@ -143,6 +141,8 @@ class MergeStage:
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name, contract)
+        if resnapshot_under_way(self.pipeline, name):
+            return self._resnapshot(name, run, started)
         progress = read_merge_progress(self.spark, refs.base)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
@@ -155,7 +155,12 @@ class MergeStage:
             return MergeResult(name, 0, None, None, 0.0)
         if not table_exists(self.spark, refs.cdc):
             return MergeResult(name, 0, None, None, 0.0)
-        switch_base(self.spark, self.pipeline, name, contract)
+        try:
+            switch_base(self.spark, self.pipeline, name, contract)
+        except SchemaError:
+            # No ALTER takes the base to the ledger's layout (an approved key change,
+            # narrowing or type-category change): rebuild it from the source.
+            return self._resnapshot(name, run, started)
         crash_point("merge.after_switch")
         end = current_snapshot_id(self.spark, refs.cdc)
         start = progress.watermark
@@ -281,6 +286,33 @@ class MergeStage:
         )
         return result
 
+    def _resnapshot(self, name: str, run: MergeVersion, started: float) -> MergeResult:
+        """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):
+        the next chunk of the copy into its rebuilt base; the table's merge waits
+        until the last one, the other tables' merges go on."""
+        version = run.contract.schema.version
+        done = resnapshot_round(
+            self.spark,
+            self.pipeline,
+            name,
+            chunk_rows=self.config.table(name).merge.resnapshot_chunk_rows,
+        )
+        if done:
+            set_properties(
+                self.spark,
+                self.refs(name).base,
+                dict.fromkeys((ph.BASE_ALTERED, ph.DATA_FILLED), str(int(time.time() * 1000))),
+            )
+        state = "rebuilt; merging its ledger from the next round" if done else "under way"
+        self.pipeline.report(
+            "merge",
+            f"re-snapshot {name} (schema version {version}): {state}",
+            table=name,
+            version=version,
+            resnapshot="done" if done else "running",
+        )
+        return MergeResult(name, 0, None, None, time.monotonic() - started)
+
     def _compact(self, name: str, base: TableName, contract: TableContract) -> Compaction | None:
         """Bin-pack the base's small files when ``merge.compact_every`` merges have added
         files since its last rewrite (:mod:`icetide.merge.compact`)."""
@@ -329,6 +361,11 @@ class MergeStage:
         rescued = (
             fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
         )
+        constants = column_defaults(run.contract.schema)
+        if run.contract.settings.format_version >= 3:  # read as initial-default: no fill
+            initial = initial_default_columns(self.spark, base)
+            target = run.contract.target
+            constants = {i: v for i, v in constants.items() if target.find(i).name not in initial}
         defaults = fill_defaults(
             self.spark,
             self.pipeline,
@@ -336,7 +373,7 @@ class MergeStage:
             run.contract,
             since,
             run.change_position,
-            column_defaults(run.contract.schema),
+            constants,
         )
         crash_point("merge.after_fill")
         set_properties(

@@ -12,15 +12,23 @@ races a MERGE.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
-from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.builder import TableContract, TableSettings, column_path
+from icetide.schema.contract.names import TableName
+from icetide.schema.diff import FieldChange
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
+from icetide.spark.defaults import (
+    add_with_initial_default,
+    initial_default_columns,
+    initial_default_supported,
+)
 from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
@@ -59,7 +67,8 @@ def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeV
     version = min(layout, current.version) if layout is not None else current.version
     settings = pipeline.config.table(table)
     contract = TableContract(
-        version_of(pipeline, table, version), TableSettings(settings.buckets, settings.mode)
+        version_of(pipeline, table, version),
+        TableSettings(settings.buckets, settings.mode, settings.format_version),
     )
     return MergeVersion(
         contract,
@@ -82,6 +91,8 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
         old = TableContract(version_of(pipeline, table, layout), run.settings)
         plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table))
         statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
+        if run.settings.format_version >= 3:
+            statements = _add_initial_defaults(spark, refs.base, plan.changes, run, statements)
         ran = apply_alters(spark, refs.base, statements, run.base_columns())
         update |= {c.SCHEMA_VERSION_PROPERTY: str(version), p.BASE_ALTERED: _now_ms()}
         pipeline.report(
@@ -95,6 +106,32 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
     if acked != version:
         update[p.MERGE_VERSION] = str(version)
     set_properties(spark, refs.base, update)
+
+
+def _add_initial_defaults(
+    spark: SparkSession,
+    base: TableName,
+    changes: Sequence[FieldChange],
+    run: TableContract,
+    statements: list[str],
+) -> list[str]:
+    """On a format-v3 base, add each top-level column with a constant default through
+    Iceberg's API with it as initial-default (:mod:`icetide.spark.defaults`), so old rows
+    read it with no rewrite; the statements left for the others. A column the sink
+    converts or retypes keeps the ALTER and the fill."""
+    schema = run.schema
+    converted = set(schema.sink.conversions) | set(schema.sink.types)
+    for change in changes:
+        if change.kind != "add" or len(change.path) != 1 or change.field_id in converted:
+            continue
+        column = run.target.find(change.field_id)
+        if not initial_default_supported(column):
+            continue
+        added = add_with_initial_default(spark, base, column, change.after)
+        if added or column.name in initial_default_columns(spark, base):
+            prefix = f"ALTER TABLE {base} ADD COLUMN {column_path(column.name)} "
+            statements = [s for s in statements if not s.startswith(prefix)]
+    return statements
 
 
 def _now_ms() -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import int_property, table_properties
+from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.tables import TableRefs, table_exists
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ class Convergence:
     seconds_to_data: float | None
     sla_seconds: float
     breached: bool
+    resnapshot: bool = False
+    """The base is being re-snapshotted from the source (a change no ALTER expresses):
+    phase 1 ends when the copy does."""
 
     def seconds(self) -> dict[str, float | None]:
         """Seconds from the source change to each step reached: ``detected``, and the
@@ -60,6 +64,8 @@ class Convergence:
             return "-" if value is None else f"{value:.1f}s"
 
         state = "converged" if self.phase == "converged" else f"in phase {self.phase}"
+        if self.resnapshot:
+            state += " (re-snapshot from the source under way)"
         line = (
             f"{self.table}: schema version {self.version} {state}; from the source change: "
             f"detected {took(self.seconds_to_detect)}, 1 schema {took(self.seconds_to_schema)}, "
@@ -85,7 +91,9 @@ def table_convergence(spark: SparkSession, config: Config, table: str) -> Conver
     def done(props: dict[str, str], key: str) -> bool:
         return (int_property(props, key) or 0) >= version
 
-    if not (done(ledger, c.SCHEMA_VERSION_PROPERTY) and done(base, c.SCHEMA_VERSION_PROPERTY)):
+    copying = bool(base) and (read_bootstrap_state(spark, refs.base) or ("", ""))[1] == "running"
+    schema_done = done(ledger, c.SCHEMA_VERSION_PROPERTY) and done(base, c.SCHEMA_VERSION_PROPERTY)
+    if copying or not schema_done:
         phase: Phase = "schema"
     elif not (done(base, p.MERGE_VERSION) and done(ledger, p.PROJECTION_VERSION)):
         phase = "code"
@@ -120,6 +128,7 @@ def table_convergence(spark: SparkSession, config: Config, table: str) -> Conver
         data_s,
         sla,
         elapsed is not None and elapsed > sla,
+        copying,
     )
 
 

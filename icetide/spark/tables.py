@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
+    from icetide.schema.contract.builder import TableContract
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def current_snapshot_id(spark: SparkSession, table: TableName) -> int | None:
     From the table's metadata through Iceberg's API: no Spark job (stages ask before and
     after every batch).
     """
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     return None if snapshot is None else int(snapshot.snapshotId())
 
 
@@ -83,6 +84,17 @@ def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")
 
 
+def ensure_base_table(spark: SparkSession, base: TableName, contract: TableContract) -> None:
+    """Create the base table (and its namespace) at ``contract``'s version when missing,
+    its key marked as identifier fields. The merge and the bootstrap (a re-snapshot too)
+    both create it here, so a base has one shape whoever made it."""
+    if table_exists(spark, base):
+        return
+    ensure_namespace(spark, base.catalog, base.namespace)
+    spark.sql(contract.base_ddl(base))
+    spark.sql(contract.identifier_fields_sql(base))
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """A table's current snapshot, as far as the stages ask about it."""
@@ -95,7 +107,7 @@ class Snapshot:
 def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
     """The current snapshot of ``table`` (None before the first commit), from its
     metadata: no Spark job."""
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     if snapshot is None:
         return None
     parent = snapshot.parentId()
@@ -111,7 +123,7 @@ def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[st
     """
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    metadata = _jvm_table(spark, table).operations().current()
+    metadata = iceberg_table(spark, table).operations().current()
     parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
     snapshots = {s["snapshot-id"]: s for s in parsed.get("snapshots", [])}
     current = parsed.get("current-snapshot-id")
@@ -127,14 +139,14 @@ def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[st
 
 def base_rows(spark: SparkSession, table: TableName) -> int:
     """Rows in ``table``'s current snapshot, from its summary (no data read)."""
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     if snapshot is None:
         return 0
     total = snapshot.summary().get("total-records")
     return int(total) if total is not None else 0
 
 
-def _jvm_table(spark: SparkSession, table: TableName) -> Any:
+def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     """The Iceberg ``Table`` object of ``table``, loaded through Spark's catalog."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None

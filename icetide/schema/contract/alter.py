@@ -66,7 +66,9 @@ def alter_plan(
         raise SchemaError(
             f"table {now.table}: the primary key changed from {list(was.primary_key)} to "
             f"{list(now.primary_key)}",
-            hint="a key change needs a re-snapshot: `icetide bootstrap --replace`",
+            hint="a key change needs a re-snapshot: approve it (`icetide schema apply "
+            "--approve key_change --no-ddl`) and the running ledger and merge rebuild the "
+            "table from the source",
         )
     changes = diff(was, now)
     keys = set(now.key_ids)

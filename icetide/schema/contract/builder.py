@@ -28,11 +28,13 @@ from icetide.schema.sink import target_schema
 
 @dataclass(frozen=True)
 class TableSettings:
-    """How a table's base is laid out: ``bucket(buckets, first key column)`` and the
-    Iceberg write mode for deletes, updates and merges."""
+    """How a table's base is laid out: ``bucket(buckets, first key column)``, the
+    Iceberg write mode for deletes, updates and merges, and the base's format version
+    (3 lets an added column carry its default as ``initial-default``)."""
 
     buckets: int = 16
     mode: b.Mode = "merge-on-read"
+    format_version: int = 2
 
 
 def value_slot(column_id: int) -> str:
@@ -183,14 +185,15 @@ class TableContract:
         return columns + [f"{b.POSITION} DECIMAL(38,0)", f"{b.SOURCE_TS} TIMESTAMP"]
 
     def base_ddl(self, table: TableName) -> str:
-        """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2, hash distribution."""
+        """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2 (or the
+        settings' version), hash distribution."""
         mode = self.settings.mode
         bucket_column = quote(self.target.primary_key[0])
         body = ",\n  ".join(self.base_columns())
         return (
             f"CREATE TABLE IF NOT EXISTS {table} (\n  {body}\n) USING iceberg "
             f"PARTITIONED BY (bucket({self.settings.buckets}, {bucket_column})) TBLPROPERTIES ("
-            "'format-version'='2', "
+            f"'format-version'='{self.settings.format_version}', "
             f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', "
             f"'write.merge.mode'='{mode}', "
             f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "

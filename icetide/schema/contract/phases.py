@@ -29,6 +29,8 @@ Base table:
 from __future__ import annotations
 
 PROJECTION_VERSION = "icetide.ledger.projection-version"
+EVOLUTION_PREFIX = "icetide.evolution."
+"""Every property of the latest change and its phase times starts with this."""
 CHANGE_VERSION = "icetide.evolution.version"
 SOURCE_TS = "icetide.evolution.source-ts-ms"
 DETECTED = "icetide.evolution.detected-ms"

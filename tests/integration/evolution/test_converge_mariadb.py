@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -18,14 +19,16 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.cli.main import main
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.merge.stage import MergeStage
 from icetide.observe.convergence import table_convergence
 from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import table_properties
-from icetide.spark.tables import current_snapshot_id
+from icetide.spark.tables import current_snapshot_id, iceberg_table
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 
@@ -42,6 +45,8 @@ TABLES = {
     "t_drop": "CREATE TABLE {db}.t_drop (id INT PRIMARY KEY, a INT, b VARCHAR(10))",
     "t_rename": "CREATE TABLE {db}.t_rename (id INT PRIMARY KEY, label VARCHAR(20), z INT)",
     "t_sink": "CREATE TABLE {db}.t_sink (id INT PRIMARY KEY, email VARCHAR(40), created_ms BIGINT)",
+    "t_narrow": "CREATE TABLE {db}.t_narrow (id INT PRIMARY KEY, n BIGINT, s VARCHAR(10))",
+    "t_v3": "CREATE TABLE {db}.t_v3 (id INT PRIMARY KEY, v VARCHAR(10))",
 }
 # Iceberg names and conversions: bootstrap, ledger and verify apply the same ones.
 SINKS = {
@@ -52,7 +57,7 @@ SINKS = {
         }
     }
 }
-CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename"]
+CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename", "t_v3"]
 SEED = {
     "t_add": "INSERT INTO {db}.t_add VALUES (1,'a'),(2,'b'),(3,'c')",
     "t_default": "INSERT INTO {db}.t_default VALUES (1,'a'),(2,'b'),(3,'c')",
@@ -62,6 +67,15 @@ SEED = {
     # 99: an epoch beyond the timestamp range, which the bootstrap dead-letters
     "t_sink": "INSERT INTO {db}.t_sink VALUES (1,'a@x',1700000000123),(2,'b@x',0),"
     "(99,'bad',99999999999999999)",
+    "t_narrow": "INSERT INTO {db}.t_narrow VALUES "
+    + ",".join(f"({i},{i * 10},'s{i}')" for i in range(1, 13)),
+    "t_v3": "INSERT INTO {db}.t_v3 VALUES (1,'a'),(2,'b'),(3,'c')",
+}
+# Three re-snapshot chunks of t_narrow (ids 1-4, 5-8, 9-): one per merge round.
+SETTINGS = {
+    "t_narrow": {"merge": {"resnapshot_chunk_rows": 4}},
+    # A format-v3 base: the constant default becomes Iceberg's initial-default.
+    "t_v3": {"format_version": 3},
 }
 CHANGES = [
     # an old-schema event still in flight when the DDL lands: written just before it
@@ -87,6 +101,10 @@ CHANGES = [
     "DELETE FROM {db}.t_sink WHERE id = 99",
     "INSERT INTO {db}.t_sink VALUES (3, 'c@x', 1700000000999)",
     "UPDATE {db}.t_sink SET email = 'a2@x' WHERE id = 1",
+    "ALTER TABLE {db}.t_v3 ADD COLUMN flag INT NOT NULL DEFAULT 7",
+    "INSERT INTO {db}.t_v3 (id, v) VALUES (4, 'd')",
+    # held until approved (at the end of the test), then re-snapshotted
+    "ALTER TABLE {db}.t_narrow MODIFY n INT",
 ]
 
 
@@ -113,7 +131,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         "heartbeat": "1s",
     }
     sources = {t: f"{db}.{t}" for t in TABLES}
-    config = write_config(tmp_path, warehouse, db, source, sources, sinks=SINKS)
+    config = write_config(tmp_path, warehouse, db, source, sources, SETTINGS, sinks=SINKS)
     running = Running(spark, config).start()
     try:
         tables = list(TABLES)
@@ -155,6 +173,19 @@ def test_every_supported_change_converges_with_the_pipeline_running(
             "w" * 64,
         )
         assert dict(base["t_widen"].dtypes)["n"] == "bigint"
+        # v3: the old rows read flag's initial-default and were not rewritten for it:
+        # each is still read from the data file the bootstrap wrote.
+        assert {r.id: r.flag for r in base["t_v3"].collect()} == {1: 7, 2: 7, 3: 7, 4: 7}
+        v3 = running.merge_pipeline.refs("t_v3").base
+        field = iceberg_table(spark, v3).schema().findField("flag")
+        assert (field.initialDefault(), field.writeDefault()) == (7, 7)
+        copied = spark.sql(
+            f"SELECT e.data_file.file_path AS f FROM {v3.sql}.entries e "
+            f"JOIN {v3.sql}.snapshots s ON e.snapshot_id = s.snapshot_id "
+            "WHERE s.summary['icetide.bootstrap.chunk'] IS NOT NULL"
+        ).collect()
+        read_from = {r.id: r._file for r in base["t_v3"].select("id", "_file").collect()}
+        assert {read_from[i] for i in (1, 2, 3)} <= {r.f for r in copied}, read_from
         titles = {r.id: r.title for r in base["t_rename"].collect()}
         assert titles == {1: "t1", 2: "l2", 3: "t3"}
         assert "b" in base["t_drop"].columns  # soft drop: kept, no longer written
@@ -182,6 +213,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert late is not None and late.breached and late.seconds_to_data is not None
 
         _crash_between_phases_then_resume(running, mariadb, db, config)
+        _narrowing_approved_then_resnapshot(running, lambda s: _run(mariadb, s, db), config)
     finally:
         running.stop()
 
@@ -260,3 +292,83 @@ def _drive(running: Running, condition: object, what: str, merge: bool = True) -
             return
         assert time.monotonic() < deadline, f"timed out: {what}\n" + "\n".join(running.logs[-30:])
         time.sleep(0.5)
+
+
+def _narrowing_approved_then_resnapshot(
+    running: Running, write: Callable[[list[str]], None], config: Path
+) -> None:
+    """A narrowing is held; once approved, the merge re-snapshots t_narrow chunk by
+    chunk while capture and the ledger keep running, writes go on to t_narrow and t_add
+    between the chunks, and t_add's merge goes on between them too. Each chunk is its
+    own commit and every round starts from what the tables and the state file say (as a
+    merge restarted after a kill between chunks would), so nothing is copied twice."""
+    table = "t_narrow"
+    refs = running.merge_pipeline.refs(table)
+    # Its narrowing landed with the other changes: held, the table still at version 1.
+    running.until(lambda: any("narrow:n" in line for line in running.logs), "narrow:n held")
+    assert running.converged(table, 1)
+    approve = ["schema", "apply", "-c", str(config), "--table", table, "--no-ddl"]
+    assert main([*approve, "--approve", "narrow:n", "--by", "ana"]) == 0
+
+    # The ledger recreates its table in the new layout at its next batch boundary.
+    _drive(running, lambda: running.phases(table)["ledger"] == 2, "ledger at 2", merge=False)
+    assert dict(running.spark.table(refs.cdc.sql).select("_after.n").dtypes)["n"] == "int"
+    # The first merge round starts the re-snapshot: the base, rebuilt at version 2,
+    # holds the first chunk and is marked running.
+    running.merger.merge_table(table)
+    assert dict(running.spark.table(refs.base.sql).dtypes)["n"] == "int"
+    assert _chunks(running, refs.base) == [0]
+    during = table_convergence(running.spark, running.config, table)
+    assert during is not None and (during.version, during.phase) == (2, "schema")
+    assert "re-snapshot from the source under way" in during.render()
+    write(
+        [
+            "UPDATE {db}.t_narrow SET s = 'u2' WHERE id = 2",  # its chunk is copied
+            "UPDATE {db}.t_narrow SET s = 'u10' WHERE id = 10",  # its chunk is not yet
+            "DELETE FROM {db}.t_narrow WHERE id = 6",
+            "INSERT INTO {db}.t_narrow VALUES (40, 400, 'new')",  # past the planned range
+            "INSERT INTO {db}.t_add (id, name) VALUES (6, 'while')",
+        ]
+    )
+    # The other tables keep flowing while t_narrow's re-snapshot waits between chunks.
+    add = running.merge_pipeline.refs("t_add").base.sql
+
+    def merged_elsewhere() -> bool:
+        running.merger.merge_table("t_add")
+        return running.spark.table(add).where("id = 6").count() == 1
+
+    _drive(running, merged_elsewhere, "t_add merged during the re-snapshot")
+    assert _chunks(running, refs.base) == [0]
+    # A new merge (a restarted process) resumes at the next chunk; writes go on.
+    running.merger = MergeStage(running.spark, running.merge_pipeline)
+    running.merger.merge_table(table)
+    assert _chunks(running, refs.base) == [0, 1]
+    write(["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"])
+
+    def caught_up() -> bool:  # only these two tables' merges: the others have no news
+        for name in (table, "t_add"):
+            running.merger.merge_table(name)
+        return running.converged(table, 2) and all(
+            v.matches for v in running.verify([table, "t_add"])
+        )
+
+    _drive(running, caught_up, "t_narrow rebuilt at version 2 and verified")
+    assert _chunks(running, refs.base) == [0, 1, 2]
+    after = table_convergence(running.spark, running.config, table)
+    assert after is not None and after.phase == "converged" and not after.resnapshot
+    base = running.spark.table(refs.base.sql)
+    assert base.count() == base.select("id").distinct().count() == 12
+    rows = {r.id: (r.n, r.s) for r in base.collect()}
+    assert rows[2] == (20, "u2") and rows[10] == (100, "u10") and rows[3] == (30, "u3")
+    assert 6 not in rows and rows[40] == (400, "new")
+    assert running.spark.table(refs.dlt.sql).count() == 0
+    assert any(f"re-snapshot {table} (schema version 2): rebuilt" in x for x in running.logs)
+
+
+def _chunks(running: Running, base: object) -> list[int]:
+    """The re-snapshot chunks committed to ``base``, in commit order (each once)."""
+    rows = running.spark.sql(
+        f"SELECT summary['icetide.bootstrap.chunk'] AS i FROM {base}.snapshots "
+        "WHERE summary['icetide.bootstrap.chunk'] IS NOT NULL ORDER BY committed_at"
+    ).collect()
+    return [int(r.i) for r in rows]
