@@ -58,7 +58,7 @@ def current_snapshot_id(spark: SparkSession, table: TableName) -> int | None:
     From the table's metadata through Iceberg's API: no Spark job (stages ask before and
     after every batch).
     """
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     return None if snapshot is None else int(snapshot.snapshotId())
 
 
@@ -95,7 +95,7 @@ class Snapshot:
 def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
     """The current snapshot of ``table`` (None before the first commit), from its
     metadata: no Spark job."""
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     if snapshot is None:
         return None
     parent = snapshot.parentId()
@@ -111,7 +111,7 @@ def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[st
     """
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    metadata = _jvm_table(spark, table).operations().current()
+    metadata = iceberg_table(spark, table).operations().current()
     parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
     snapshots = {s["snapshot-id"]: s for s in parsed.get("snapshots", [])}
     current = parsed.get("current-snapshot-id")
@@ -127,15 +127,16 @@ def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[st
 
 def base_rows(spark: SparkSession, table: TableName) -> int:
     """Rows in ``table``'s current snapshot, from its summary (no data read)."""
-    snapshot = _jvm_table(spark, table).currentSnapshot()
+    snapshot = iceberg_table(spark, table).currentSnapshot()
     if snapshot is None:
         return 0
     total = snapshot.summary().get("total-records")
     return int(total) if total is not None else 0
 
 
-def _jvm_table(spark: SparkSession, table: TableName) -> Any:
-    """The Iceberg ``Table`` object of ``table``, loaded through Spark's catalog."""
+def iceberg_table(spark: SparkSession, table: TableName) -> Any:
+    """The Iceberg ``Table`` object of ``table`` (a py4j proxy), loaded through Spark's
+    catalog: its metadata as of now, read without a Spark job."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table.sql)
