@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 def table_properties(spark: SparkSession, table: TableName) -> dict[str, str]:
     """Every table property of ``table``, from its metadata through Iceberg's API.
 
-    Not ``SHOW TBLPROPERTIES``: that is a Spark job's worth of planning and a collect,
-    and the merge asks several times per batch (measured in docs/merge-performance.md).
+    Not ``SHOW TBLPROPERTIES``: that is a parsed and planned statement and a collect
+    each time, and the merge asks three times per batch (docs/merge-performance.md).
     """
     properties = iceberg_table(spark, table).properties()
     return {str(k): str(v) for k, v in dict(properties).items()}
