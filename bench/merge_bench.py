@@ -120,10 +120,24 @@ class Bench:
     def icetide(self, strategy: str, layout: str) -> Callable[[], object]:
         return lambda: self.stages[strategy].merge_table(Tables.table(layout))
 
-    def run(self, variants: dict[str, tuple[str, Callable[[], object]]]) -> dict[str, Outcome]:
-        """Alternate the variants ``repeat`` times; each from the seeded base."""
-        out = {name: Outcome() for name in variants}
+    def run(
+        self, variants: dict[str, tuple[str, Callable[[], object]]], warmup: int = 0
+    ) -> dict[str, Outcome]:
+        """Alternate the variants ``repeat`` times; each from the seeded base.
+
+        ``warmup`` untimed rounds go first: a variant's first run in the process pays
+        one-time costs (code generation, class loading, the staging table's creation)
+        that a running pipeline pays once, not per merge.
+        """
         names = list(variants)
+        for i in range(warmup):
+            for name in names:
+                layout, fn = variants[name]
+                self.tables.reset(layout)
+                print(
+                    f"  warm-up {i + 1} {name:<20} {timed(fn):7.2f}s", file=sys.stderr, flush=True
+                )
+        out = {name: Outcome() for name in variants}
         for i in range(self.repeat):
             for name in names if i % 2 == 0 else reversed(names):
                 layout, fn = variants[name]
@@ -310,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", choices=sorted(MIXES), default="default")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant")
     parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed rounds of every variant first"
+    )
+    parser.add_argument(
         "--variants",
         default="naive,shuffle,bucket_join,bucket_join_pruned,v3,cow,pyiceberg,floor",
         help="comma-separated subset",
@@ -359,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         variants["bucket_join (copy-on-write)"] = ("cow", bench.icetide("bucket_join", "cow"))
     if "auto" in wanted:
         variants["auto"] = ("mor-v2", bench.icetide("auto", "mor-v2"))
-    results = bench.run(variants)
+    results = bench.run(variants, args.warmup)
     if "pyiceberg" in wanted:
         try:
             results["pyiceberg upsert"] = pyiceberg_upsert(spark, work, bench, min(args.repeat, 2))
@@ -395,7 +412,8 @@ def render(
     )
     lines = [
         f"# Merge benchmark: {args.rows:,}-row base, {args.change:.2%} of keys changed "
-        f"({events:,} events, mix {mix.label}), {args.repeat} runs each",
+        f"({events:,} events, mix {mix.label}), {args.repeat} runs each "
+        f"after {args.warmup} untimed warm-up round(s)",
         "",
         f"Machine: {where}.",
         "",

@@ -101,11 +101,35 @@ def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     if ctx.history is None:
         return events
     keys = events.select(*[quote(k) for k in ctx.schema.primary_key]).distinct()
-    remembered = split_key_changes(ctx.history, ctx).where(F.col(c.OP) == "d")
+    remembered = split_key_changes(_tombstones(ctx.history, ctx.schema), ctx).where(
+        F.col(c.OP) == "d"
+    )
     # The history may be read at a snapshot from before a schema change (its row images
     # lack the new fields): those fields are NULL in a remembered delete.
     return events.unionByName(
         remembered.join(keys, list(ctx.schema.primary_key), "left_semi"), allowMissingColumns=True
+    )
+
+
+def _tombstones(history: DataFrame, schema: TableSchema) -> DataFrame:
+    """The history with only what a remembered delete is made of: keys, op, position and
+    source time, and the before image's keys (for a key change's old-key delete).
+
+    A delete's row image and placeholders never reach the MERGE (only a living event
+    gives values), so they are nulled here, and the history scan, the largest read of a
+    merge, does not read them from the ledger's files. ``_before`` is cut to its keys
+    without a test of the struct itself: :func:`key_changed` needs every old key
+    present, which a null image never has.
+    """
+    keys = list(schema.primary_key)
+    return history.select(
+        *[quote(k) for k in keys],
+        c.OP,
+        F.lit(None).cast(history.schema[c.AFTER].dataType).alias(c.AFTER),
+        F.struct(*[F.col(qualified(c.BEFORE, k)).alias(k) for k in keys]).alias(c.BEFORE),
+        F.array().cast("array<string>").alias(c.UNAVAILABLE),
+        c.POSITION,
+        c.SOURCE_TS,
     )
 
 

@@ -22,6 +22,7 @@ not here: it is the benchmarks' baseline, and it is wrong under redelivery.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import BEFORE
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified, quote
+from icetide.spark.alter import table_properties
 from icetide.spark.commit import with_commit_properties
+from icetide.spark.tables import iceberg_table, table_exists
 
 Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned"]
 STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned")
@@ -113,8 +116,20 @@ class Applied:
 
 
 def staging_table(base: TableName) -> TableName:
-    """The staging table of ``base``'s bucket join; created and dropped by each merge."""
+    """The staging table of ``base``'s bucket join: one per base table, kept between
+    merges and overwritten by each (:func:`stage_batch`)."""
     return base.suffixed("__icetide_batch")
+
+
+STAGING_SHAPE = "icetide.staging.shape"
+"""Staging-table property: the batch layout (columns and buckets) it was created for."""
+STAGING_PROPERTIES = {
+    "format-version": "2",
+    "write.distribution-mode": "hash",
+    # Each merge replaces the whole batch: keep no old metadata files around.
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "1",
+}
 
 
 @contextmanager
@@ -135,16 +150,46 @@ def spj_conf(spark: SparkSession) -> Iterator[None]:
 
 def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:
     """Write the deduplicated batch to ``staging``, bucketed like the base: one file per
-    bucket."""
+    bucket.
+
+    The table is kept between merges: when it has this batch's layout, the batch replaces
+    its rows (one overwrite commit) and the previous batch's snapshot and files are
+    expired, instead of creating and dropping a table per merge (a catalog create, a
+    replace transaction and a purge, measured in docs/merge-performance.md). A crash
+    anywhere leaves a staging table the next merge overwrites whole. Any other layout
+    (a schema change, another bucket count) replaces the table.
+    """
+    spark = source.sparkSession
     first = contract.target.primary_key[0]
-    (
+    shape = hashlib.sha256(
+        f"{contract.settings.buckets} {first} {source.schema.json()}".encode()
+    ).hexdigest()[:16]
+    if (
+        table_exists(spark, staging)
+        and table_properties(spark, staging).get(STAGING_SHAPE) == shape
+    ):
+        source.writeTo(staging.sql).overwrite(F.lit(True))
+        _expire_previous(spark, staging)
+        return
+    writer = (
         source.writeTo(staging.sql)
         .using("iceberg")
         .partitionedBy(F.bucket(contract.settings.buckets, F.col(quote(first))))
-        .tableProperty("format-version", "2")
-        .tableProperty("write.distribution-mode", "hash")
-        .createOrReplace()
+        .tableProperty(STAGING_SHAPE, shape)
     )
+    for key, value in STAGING_PROPERTIES.items():
+        writer = writer.tableProperty(key, value)
+    writer.createOrReplace()
+
+
+def _expire_previous(spark: SparkSession, staging: TableName) -> None:
+    """Expire every snapshot of ``staging`` but the current one, deleting the earlier
+    batches' files (Iceberg's API on the driver: no Spark job)."""
+    table = iceberg_table(spark, staging)
+    current = table.currentSnapshot()
+    if current is None:
+        return
+    table.expireSnapshots().expireOlderThan(current.timestampMillis()).retainLast(1).commit()
 
 
 def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
@@ -159,11 +204,6 @@ def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
             key_changed(contract.target), F.expr(f"{function}{qualified(BEFORE, first)})")
         ).alias("old_bucket"),
     ]
-
-
-def drop_staging(spark: SparkSession, staging: TableName) -> None:
-    """Remove the staging table and its files."""
-    spark.sql(f"DROP TABLE IF EXISTS {staging} PURGE")
 
 
 def apply_batch(
@@ -205,5 +245,4 @@ def apply_batch(
             spark.sql(sql)
 
     with_commit_properties(spark, properties, merge_staged)
-    drop_staging(spark, staging)
     return Applied(strategy, None if touched is None else len(touched), n)

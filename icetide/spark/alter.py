@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from icetide.errors import SchemaError
 from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal
+from icetide.spark.tables import iceberg_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -21,9 +22,13 @@ if TYPE_CHECKING:
 
 
 def table_properties(spark: SparkSession, table: TableName) -> dict[str, str]:
-    """Every table property of ``table``."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
-    return {str(r[0]): str(r[1]) for r in rows}
+    """Every table property of ``table``, from its metadata through Iceberg's API.
+
+    Not ``SHOW TBLPROPERTIES``: that is a parsed and planned statement and a collect
+    each time, and the merge asks three times per batch (docs/merge-performance.md).
+    """
+    properties = iceberg_table(spark, table).properties()
+    return {str(k): str(v) for k, v in dict(properties).items()}
 
 
 def int_property(properties: Mapping[str, str], key: str) -> int | None:

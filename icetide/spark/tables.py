@@ -147,7 +147,8 @@ def base_rows(spark: SparkSession, table: TableName) -> int:
 
 
 def iceberg_table(spark: SparkSession, table: TableName) -> Any:
-    """The Iceberg ``Table`` object of ``table``, loaded through Spark's catalog."""
+    """The Iceberg ``Table`` object of ``table`` (a py4j proxy), loaded through Spark's
+    catalog: its metadata as of now, read without a Spark job."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table.sql)

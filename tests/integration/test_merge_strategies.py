@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from icetide.config.model import Config, TableMergeConfig
 from icetide.demo.run import plan_rounds
@@ -14,7 +15,7 @@ from icetide.demo.workload import deliver, generate
 from icetide.merge.stage import MergeStage
 from icetide.merge.strategy import STRATEGIES, spj_conf, stage_batch, staging_table
 from icetide.pipeline import Pipeline as StagePipeline
-from icetide.spark.tables import current_snapshot_id
+from icetide.spark.tables import current_snapshot_id, iceberg_table
 from tests.integration.harness import Pipeline, assert_matches
 
 
@@ -170,3 +171,12 @@ def test_a_bucket_join_merge_writes_at_most_one_file_per_touched_bucket(
     data = [r for r in per_bucket if r.content == 0]
     assert data, per_bucket  # the second round did write
     assert max(r.n for r in per_bucket) == 1, per_bucket
+    # The staging table is kept: the second merge overwrote it and expired the first
+    # batch; a batch of another layout (a schema change) replaces it.
+    staging = iceberg_table(spark, staging_table(base))
+    assert staging.currentSnapshot().operation() == "overwrite"
+    assert len(list(staging.snapshots())) == 1
+    key = pipeline.pipeline.contract("customers").target.primary_key[0]
+    other = spark.range(3).select(F.col("id").alias(key), F.lit("x").alias("other"))
+    stage_batch(other, pipeline.pipeline.contract("customers"), staging_table(base))
+    assert spark.table(staging_table(base).sql).columns == [key, "other"]
