@@ -1,4 +1,4 @@
-.PHONY: help install demo test unit integration lint bench
+.PHONY: help install install-tests demo test unit integration lint bench
 PY ?= python3
 
 help:  ## list the targets
@@ -7,18 +7,21 @@ help:  ## list the targets
 install:  ## install Debian and Python dependencies (skips what is present)
 	@bash scripts/install.sh
 
+install-tests:  ## install as above, plus what only the tests use (the schema registry)
+	@bash scripts/install.sh --tests
+
 demo: install  ## capture a live private MariaDB into Iceberg and verify the mirror
 	icetide demo
 
-test: install  ## lint, type-check and run every test (unit + integration)
+test: install-tests  ## lint, type-check and run every test (unit + integration)
 	$(PY) -m ruff check icetide tests bench
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
-unit: install  ## tests that need no JVM
+unit: install-tests  ## tests that need no JVM
 	$(PY) -m pytest -q -m "not integration"
 
-integration: install  ## tests with real Spark, Iceberg and databases
+integration: install-tests  ## tests with real Spark, Iceberg and databases
 	$(PY) -m pytest -q -m integration
 
 lint:  ## ruff and mypy

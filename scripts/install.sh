@@ -5,9 +5,12 @@
 # Python: icetide itself (editable) with the capture, dev, artifacts and registry extras.
 # JVM: the packages Spark needs, by Maven coordinates, resolved once by Maven into the
 # jar folder (`icetide jars fetch`; skips what is already there).
-# Rust: the schema registry the tests start (the rivven-schema crate, built once by
-# cargo into ~/.cargo/bin; several minutes on 2 cores the first time).
+# Rust, with --tests only (`make test`, .ci/run; not `make demo`): the schema registry
+# the tests start, the rivven-schema crate, built once by cargo into ~/.cargo/bin. The
+# first build compiles the 388 crates of its Cargo.lock: about 16 minutes on a busy 2-core machine; later runs skip it.
 set -euo pipefail
+TESTS=0
+[ "${1:-}" = "--tests" ] && TESTS=1
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -41,7 +44,7 @@ python3 -m icetide.cli jars fetch --dev
 
 # The tests' Confluent-compatible schema registry (icetide/devservers/registry.py).
 RIVVEN_VERSION=0.0.22
-if ! command -v rivven-schema >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/rivven-schema" ]; then
+if [ "$TESTS" = 1 ] && ! command -v rivven-schema >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/rivven-schema" ]; then
   CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
   echo "install.sh: cargo install rivven-schema $RIVVEN_VERSION (the tests' schema registry)"
   "$CARGO" install --locked --quiet rivven-schema --version "$RIVVEN_VERSION"
