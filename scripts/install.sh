@@ -7,7 +7,8 @@
 # jar folder (`icetide jars fetch`; skips what is already there).
 # Rust, with --tests only (`make test`, .ci/run; not `make demo`): the schema registry
 # the tests start, the rivven-schema crate, built once by cargo into ~/.cargo/bin. The
-# first build compiles the 388 crates of its Cargo.lock: about 16 minutes on a busy 2-core machine; later runs skip it.
+# first build compiles the 388 crates of its Cargo.lock: about 16 minutes on a busy
+# 2-core machine; later runs skip it.
 set -euo pipefail
 TESTS=0
 [ "${1:-}" = "--tests" ] && TESTS=1
