@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -74,7 +75,7 @@ SEED = {
     "t_key": "INSERT INTO {db}.t_key VALUES (1,'us',1),(2,'us',2),(3,'eu',3)",
 }
 # Three re-snapshot chunks of t_narrow (ids 1-4, 5-8, 9-): one per merge round.
-SETTINGS = {
+SETTINGS: dict[str, dict[str, Any]] = {
     "t_narrow": {"merge": {"resnapshot_chunk_rows": 4}},
     # A format-v3 base: the constant default becomes Iceberg's initial-default.
     "t_v3": {"format_version": 3},
