@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -28,7 +29,7 @@ from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.spark.alter import table_properties
-from icetide.spark.tables import current_snapshot_id, iceberg_table
+from icetide.spark.tables import TableRefs, current_snapshot_id, iceberg_table
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 
@@ -47,6 +48,7 @@ TABLES = {
     "t_sink": "CREATE TABLE {db}.t_sink (id INT PRIMARY KEY, email VARCHAR(40), created_ms BIGINT)",
     "t_narrow": "CREATE TABLE {db}.t_narrow (id INT PRIMARY KEY, n BIGINT, s VARCHAR(10))",
     "t_v3": "CREATE TABLE {db}.t_v3 (id INT PRIMARY KEY, v VARCHAR(10))",
+    "t_key": "CREATE TABLE {db}.t_key (id INT, region CHAR(2) NOT NULL, v INT, PRIMARY KEY (id))",
 }
 # Iceberg names and conversions: bootstrap, ledger and verify apply the same ones.
 SINKS = {
@@ -70,12 +72,15 @@ SEED = {
     "t_narrow": "INSERT INTO {db}.t_narrow VALUES "
     + ",".join(f"({i},{i * 10},'s{i}')" for i in range(1, 13)),
     "t_v3": "INSERT INTO {db}.t_v3 VALUES (1,'a'),(2,'b'),(3,'c')",
+    "t_key": "INSERT INTO {db}.t_key VALUES (1,'us',1),(2,'us',2),(3,'eu',3)",
 }
 # Three re-snapshot chunks of t_narrow (ids 1-4, 5-8, 9-): one per merge round.
-SETTINGS = {
+SETTINGS: dict[str, dict[str, Any]] = {
     "t_narrow": {"merge": {"resnapshot_chunk_rows": 4}},
     # A format-v3 base: the constant default becomes Iceberg's initial-default.
     "t_v3": {"format_version": 3},
+    # Its key is read from the catalog, so the new key is seen when the DDL lands.
+    "t_key": {"primary_key": None},
 }
 CHANGES = [
     # an old-schema event still in flight when the DDL lands: written just before it
@@ -105,6 +110,7 @@ CHANGES = [
     "INSERT INTO {db}.t_v3 (id, v) VALUES (4, 'd')",
     # held until approved (at the end of the test), then re-snapshotted
     "ALTER TABLE {db}.t_narrow MODIFY n INT",
+    "ALTER TABLE {db}.t_key DROP PRIMARY KEY, ADD PRIMARY KEY (id, region)",
 ]
 
 
@@ -306,13 +312,22 @@ def _narrowing_approved_then_resnapshot(
     refs = running.merge_pipeline.refs(table)
     # Its narrowing landed with the other changes: held, the table still at version 1.
     running.until(lambda: any("narrow:n" in line for line in running.logs), "narrow:n held")
-    assert running.converged(table, 1)
-    approve = ["schema", "apply", "-c", str(config), "--table", table, "--no-ddl"]
-    assert main([*approve, "--approve", "narrow:n", "--by", "ana"]) == 0
+    # t_key's new primary key (id, region) is held with its reason too.
+    moved = "key_change: the primary key changes from ['id'] to ['id', 'region']"
+    running.until(lambda: any(moved in line for line in running.logs), "key_change held")
+    assert running.converged(table, 1) and running.converged("t_key", 1)
+    for name, change in ((table, "narrow:n"), ("t_key", "key_change")):
+        approve = ["schema", "apply", "-c", str(config), "--table", name, "--no-ddl"]
+        assert main([*approve, "--approve", change, "--by", "ana"]) == 0
 
-    # The ledger recreates its table in the new layout at its next batch boundary.
-    _drive(running, lambda: running.phases(table)["ledger"] == 2, "ledger at 2", merge=False)
+    # The ledger recreates its tables in the new layout at its next batch boundary.
+    def ledgers_at_2() -> bool:
+        return all(running.phases(name)["ledger"] == 2 for name in (table, "t_key"))
+
+    _drive(running, ledgers_at_2, "ledgers at 2", merge=False)
     assert dict(running.spark.table(refs.cdc.sql).select("_after.n").dtypes)["n"] == "int"
+    key = running.merge_pipeline.refs("t_key")
+    assert "region" in running.spark.table(key.cdc.sql).columns  # a key column: top level
     # The first merge round starts the re-snapshot: the base, rebuilt at version 2,
     # holds the first chunk and is marked running.
     running.merger.merge_table(table)
@@ -328,6 +343,9 @@ def _narrowing_approved_then_resnapshot(
             "DELETE FROM {db}.t_narrow WHERE id = 6",
             "INSERT INTO {db}.t_narrow VALUES (40, 400, 'new')",  # past the planned range
             "INSERT INTO {db}.t_add (id, name) VALUES (6, 'while')",
+            # t_key's re-snapshot waits for t_narrow's; a key only (id, region) tells apart
+            "INSERT INTO {db}.t_key VALUES (1, 'eu', 10)",
+            "UPDATE {db}.t_key SET v = 20 WHERE id = 2",
         ]
     )
     # The other tables keep flowing while t_narrow's re-snapshot waits between chunks.
@@ -345,14 +363,16 @@ def _narrowing_approved_then_resnapshot(
     assert _chunks(running, refs.base) == [0, 1]
     write(["UPDATE {db}.t_narrow SET s = 'u3' WHERE id = 3"])
 
-    def caught_up() -> bool:  # only these two tables' merges: the others have no news
-        for name in (table, "t_add"):
+    def caught_up() -> bool:  # only these tables' merges: the others have no news
+        for name in (table, "t_add", "t_key"):
             running.merger.merge_table(name)
-        return running.converged(table, 2) and all(
-            v.matches for v in running.verify([table, "t_add"])
+        return (
+            running.converged(table, 2)
+            and running.converged("t_key", 2)
+            and all(v.matches for v in running.verify([table, "t_add", "t_key"]))
         )
 
-    _drive(running, caught_up, "t_narrow rebuilt at version 2 and verified")
+    _drive(running, caught_up, "t_narrow and t_key rebuilt at version 2 and verified")
     assert _chunks(running, refs.base) == [0, 1, 2]
     after = table_convergence(running.spark, running.config, table)
     assert after is not None and after.phase == "converged" and not after.resnapshot
@@ -363,6 +383,32 @@ def _narrowing_approved_then_resnapshot(
     assert 6 not in rows and rows[40] == (400, "new")
     assert running.spark.table(refs.dlt.sql).count() == 0
     assert any(f"re-snapshot {table} (schema version 2): rebuilt" in x for x in running.logs)
+    _key_rebuilt(running, write, key)
+
+
+def _key_rebuilt(running: Running, write: Callable[[list[str]], None], key: TableRefs) -> None:
+    """t_key, re-snapshotted under its new key (id, region): the base declares it, and
+    the merge matches by it, so an update of (1, 'eu') leaves (1, 'us') alone."""
+    assert _chunks(running, key.base) == [0]
+    fields = iceberg_table(running.spark, key.base).schema().identifierFieldNames()
+    assert sorted(fields) == ["id", "region"]
+    write(
+        [
+            "UPDATE {db}.t_key SET v = 11 WHERE id = 1 AND region = 'eu'",
+            "INSERT INTO {db}.t_key VALUES (2, 'eu', 22)",
+        ]
+    )
+
+    def merged() -> bool:
+        running.merger.merge_table("t_key")
+        return all(v.matches for v in running.verify(["t_key"]))
+
+    _drive(running, merged, "t_key merged under its new key and verified")
+    base = running.spark.table(key.base.sql)
+    rows = {(r.id, r.region): r.v for r in base.collect()}
+    assert rows == {(1, "us"): 1, (1, "eu"): 11, (2, "us"): 20, (2, "eu"): 22, (3, "eu"): 3}
+    assert base.count() == len(rows)
+    assert running.spark.table(key.dlt.sql).count() == 0
 
 
 def _chunks(running: Running, base: object) -> list[int]:
