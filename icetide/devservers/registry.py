@@ -15,9 +15,10 @@ tests register incompatible versions on purpose to see them refused there::
     with RegistryServer() as registry:
         client = SchemaRegistryClient({"url": registry.url})
 
-Protobuf: the server wants ``.proto`` text and does not answer ``format=serialized``,
-while icetide registers and reads file descriptors; Protobuf subjects are therefore
-tested against confluent-kafka's ``mock://`` registry only.
+Protobuf: the server wants ``.proto`` text and does not answer ``format=serialized``
+(it returns the text). Capture registers ``.proto`` text printed from its descriptor and
+the reader compiles the text back with protoc
+(:mod:`icetide.schema.convert.proto_text`), so Protobuf subjects run through it too.
 """
 
 from __future__ import annotations

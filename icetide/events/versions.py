@@ -19,6 +19,7 @@ ascending, at most up to ``up_to``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -95,13 +96,15 @@ class RegistryVersions:
                 continue
             kind = schema.schema_type or AVRO
             if kind == PROTOBUF:
-                # Decoding needs the descriptor, not .proto text (Python has no parser):
-                # Confluent-compatible registries serve it base64 with format=serialized.
+                # Decoding needs the descriptor, not .proto text: Confluent serves it
+                # base64 with format=serialized; a registry that cannot answers the text.
                 schema = self._call(
                     lambda i=schema_id: self.client.get_schema(i, fmt="serialized"), None
                 )
                 if schema is None:
                     continue
+                found[schema_id] = WriterSchema(kind, descriptor_text(schema.schema_str or ""))
+                continue
             found[schema_id] = WriterSchema(kind, schema.schema_str or "")
         return found
 
@@ -128,6 +131,34 @@ class RegistryVersions:
                 f"schema registry {self.url} unreachable: {exc}",
                 hint="check the registry URL and that it is running; the stage retries",
             ) from exc
+
+
+def descriptor_text(text: str) -> str:
+    """A Protobuf schema as the base64 ``FileDescriptorProto`` decoding reads: ``text``
+    itself when it is base64 (a ``format=serialized`` answer), else ``.proto`` text
+    compiled with protoc (:func:`~icetide.schema.convert.proto_text.proto_to_descriptor`).
+
+    Text that does not compile is returned as it is, with a warning naming protoc's
+    error: its messages then fail to decode and go to the dead-letter table
+    (``deserialization``) instead of stalling the batch.
+    """
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(text, validate=True)
+        return text  # .proto text is never base64 (spaces, quotes, semicolons)
+    except (binascii.Error, ValueError):
+        pass
+    from icetide.errors import SchemaError
+    from icetide.schema.convert.proto_text import proto_to_descriptor
+
+    try:
+        compiled = proto_to_descriptor(text)
+    except SchemaError as exc:
+        logging.getLogger(__name__).warning("%s; its messages go to the dead letters", exc)
+        return text
+    return base64.b64encode(compiled.SerializeToString()).decode("ascii")
 
 
 class HistoryVersions:

@@ -68,9 +68,10 @@ class Frame:
 class WriterSchema:
     """A registry schema: its format (AVRO, JSON, PROTOBUF) and text.
 
-    For Protobuf the text is the base64 of a serialized ``FileDescriptorProto`` (what a
-    Confluent-compatible registry returns for ``?format=serialized``): Python's protobuf
-    has no ``.proto`` parser, and the descriptor is what decoding needs.
+    For Protobuf the text is the base64 of a serialized ``FileDescriptorProto`` (what
+    Confluent returns for ``?format=serialized``, or ``.proto`` text compiled by protoc,
+    :func:`~icetide.events.versions.descriptor_text`): the descriptor is what decoding
+    needs, and Python's protobuf has no ``.proto`` parser.
     """
 
     format: str
@@ -304,13 +305,33 @@ def protobuf_class(text: str, indexes: tuple[int, ...]) -> Any:
 
     proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
     pool = descriptor_pool.DescriptorPool()
-    pool.Add(proto)
+    _add_with_imports(pool, proto)
     top = proto.message_type[indexes[0] if indexes else 0].name
     message = pool.FindMessageTypeByName(f"{proto.package}.{top}" if proto.package else top)
     for index in indexes[1:]:
         message = message.nested_types[index]
     cls = _PROTO_CACHE[key] = message_factory.GetMessageClass(message)
     return cls
+
+
+def _add_with_imports(pool: Any, proto: Any) -> None:
+    """Add ``proto`` to ``pool`` after the files it imports, taken from protobuf's default
+    pool: the well-known types and Confluent's ``confluent/meta.proto`` (a descriptor
+    compiled from ``.proto`` text names them as dependencies)."""
+    # Importing meta_pb2 and the well-known types' modules loads them into the default pool.
+    from confluent_kafka.schema_registry.confluent import meta_pb2  # noqa: F401
+    from google.protobuf import descriptor_pb2, descriptor_pool, timestamp_pb2, wrappers_pb2
+
+    del timestamp_pb2, wrappers_pb2  # imported for their side effect only
+
+    for name in proto.dependency:
+        try:
+            pool.FindFileByName(name)
+        except KeyError:
+            imported = descriptor_pb2.FileDescriptorProto()
+            descriptor_pool.Default().FindFileByName(name).CopyToProto(imported)
+            _add_with_imports(pool, imported)
+    pool.Add(proto)
 
 
 def _protobuf(payload: bytes, text: str, indexes: tuple[int, ...]) -> Any:

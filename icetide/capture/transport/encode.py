@@ -8,7 +8,9 @@
   (the readers include it when the format is not ``json``) is converted to Avro
   (:func:`~icetide.schema.convert.connect.connect_to_avro`), then, for the other two, to
   a JSON Schema (:func:`~icetide.schema.convert.json_schema.avro_to_json_schema`) or a
-  Protobuf file descriptor (:func:`~icetide.schema.convert.protobuf.avro_to_protobuf`);
+  Protobuf file descriptor (:func:`~icetide.schema.convert.protobuf.avro_to_protobuf`,
+  registered as ``.proto`` text as Confluent's Java serializer does:
+  :func:`~icetide.schema.convert.proto_text.descriptor_to_proto`);
   it is registered under the subject ``<topic>-value`` (TopicNameStrategy) with the
   transport's registry, and each value is written as the Confluent wire format: magic
   byte, schema id, (Protobuf: message index 0), then Avro binary, JSON text or Protobuf
@@ -145,6 +147,7 @@ def _json_schema_form(avro: dict[str, Any]) -> tuple[str, str, _Payload]:
 def _protobuf_form(avro: dict[str, Any]) -> tuple[str, str, _Payload]:
     from google.protobuf import descriptor_pool, json_format, message_factory
 
+    from icetide.schema.convert.proto_text import descriptor_to_proto
     from icetide.schema.convert.protobuf import avro_to_protobuf
 
     file = avro_to_protobuf(avro)
@@ -157,8 +160,9 @@ def _protobuf_form(avro: dict[str, Any]) -> tuple[str, str, _Payload]:
         parsed = json_format.ParseDict(payload, message())
         return parsed.SerializeToString(), (0,)  # the file's first message
 
-    # The registry keeps the descriptor itself (base64), the form decoding reads.
-    return PROTOBUF_TYPE, base64.b64encode(file.SerializeToString()).decode("ascii"), write
+    # Registered as .proto text, as Confluent's Java serializers do (a registry may accept
+    # nothing else); readers ask for the descriptor or compile the text back.
+    return PROTOBUF_TYPE, descriptor_to_proto(file), write
 
 
 _FORMS: dict[str, Callable[[dict[str, Any]], tuple[str, str, _Payload]]] = {

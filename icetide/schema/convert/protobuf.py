@@ -193,6 +193,13 @@ def _field_meta(field: Any) -> dict[str, str]:
     return dict(options.Extensions[extension].params)
 
 
+def _map_entry_name(field: str) -> str:
+    """The entry message protoc makes for ``map<K, V> field`` (``my_map``, ``myMap`` →
+    ``MyMapEntry``), so a printed and recompiled descriptor names it alike."""
+    parts = field.split("_")
+    return "".join(p[:1].upper() + p[1:] for p in parts) + "Entry"
+
+
 _PROTO_SCALARS = {
     "int": 5,  # TYPE_INT32
     "long": 3,  # TYPE_INT64
@@ -251,7 +258,7 @@ def avro_to_protobuf(avro: dict[str, Any], package: str = "") -> Any:
             if kind == "array":
                 set_type(field, element, f"{scope}.{name}")
                 return
-            entry = message.nested_type.add(name=name.title().replace("_", "") + "Entry")
+            entry = message.nested_type.add(name=_map_entry_name(name))
             entry.options.map_entry = True
             entry.field.add(name="key", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
             value = entry.field.add(name="value", number=2, label=t.LABEL_OPTIONAL)

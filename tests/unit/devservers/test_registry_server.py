@@ -35,8 +35,9 @@ def test_registry_serves_versions_accepts_an_incompatible_one_and_stops() -> Non
 
 
 def test_capture_forms_round_trip_through_the_live_registry() -> None:
-    # What capture registers for avro and json_schema reads back over HTTP to the JSON
-    # form's ledger row (Protobuf: see icetide/devservers/registry.py).
+    # What capture registers reads back over HTTP to the JSON form's ledger row. Protobuf
+    # goes as .proto text (the server refuses a descriptor and has no format=serialized),
+    # compiled back to a descriptor by protoc when read.
     from icetide.capture.transport.encode import ValueEncoder
     from icetide.events.versions import registry_for
     from icetide.ledger.decode import ROW, STATUS, project_one
@@ -45,7 +46,7 @@ def test_capture_forms_round_trip_through_the_live_registry() -> None:
 
     twin = project_one(ValueEncoder("json").encode(_record(), "t"), TABLE)
     with RegistryServer() as registry:
-        for form in ("avro", "json_schema"):
+        for form in ("avro", "json_schema", "protobuf"):
             raw = ValueEncoder(form, registry.url).encode(_record(), f"srv.{form}")
             schema_id = int.from_bytes(raw[1:5], "big")
             wire = Wire(registry_for(registry.url).writer_schemas({schema_id}))
