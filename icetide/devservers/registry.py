@@ -1,7 +1,7 @@
 """A private Confluent-compatible schema registry on loopback, for tests and benches.
 
-The server is ``rivven-schema`` (a Rust crate, Apache-2.0; ``scripts/install.sh`` installs it
-with ``cargo install``): a small Rust program serving the Confluent REST API (subjects,
+The server is ``rivven-schema`` (a Rust crate, Apache-2.0; ``scripts/install.sh --tests``
+installs it with ``cargo install``): a small Rust program serving the Confluent REST API (subjects,
 versions, ``/schemas/ids/{id}``) from memory. It is the registry the integration tests
 talk HTTP to through confluent-kafka's ``SchemaRegistryClient``, so producer, ledger and
 a killed child process share one registry, as they would in production. Apicurio
@@ -37,7 +37,8 @@ PROGRAM = "rivven-schema"
 VERSION = "0.0.22"
 """The version ``scripts/install.sh`` installs (0.0.x: the pin keeps its API still)."""
 _INSTALL_HINT = (
-    f"run scripts/install.sh (it runs `cargo install --locked {PROGRAM} --version {VERSION}`)"
+    "run `make install-tests` (scripts/install.sh --tests runs "
+    f"`cargo install --locked {PROGRAM} --version {VERSION}`)"
 )
 
 
