@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config.model import Config
+from icetide.ledger.figures import FIGURES_PROPERTY, figure_aggregates, figures_json
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract import ledger as c
@@ -249,6 +250,21 @@ def create_base(spark: SparkSession, layout: str, buckets: int = BUCKETS) -> Tab
     return name
 
 
+def append_ledger(frame: DataFrame, ledger: TableName, buckets: int) -> None:
+    """Append a ledger batch with the merge figures in its snapshot summary, as the
+    ledger stage records them (icetide/ledger/figures.py; there they ride on the
+    aggregate it runs over every batch anyway, here a separate one, not timed)."""
+    frame = frame.persist()
+    try:
+        row = frame.agg(*figure_aggregates(SCHEMA, CATALOG, buckets)).first()
+        ingested = frame.agg(F.unix_micros(F.max(c.INGESTED_AT))).first()
+        assert row is not None and ingested is not None
+        figures = figures_json(row, SCHEMA.version, buckets, int(ingested[0]))
+        append_with_properties(frame, ledger, {FIGURES_PROPERTY: figures})
+    finally:
+        frame.unpersist()
+
+
 def build_tables(
     spark: SparkSession,
     config: Config,
@@ -269,7 +285,7 @@ def build_tables(
         spark.sql(f"DROP TABLE IF EXISTS {ledger}")
         spark.sql(contract(layout, buckets).ledger_ddl(ledger))
         for i in range(history):
-            ledger_batch(spark, rows, change, mix, i, salt=i + 1).writeTo(ledger.sql).append()
+            append_ledger(ledger_batch(spark, rows, change, mix, i, salt=i + 1), ledger, buckets)
         before = current_snapshot_id(spark, ledger)
         assert before is not None
         name = create_base(spark, layout, buckets)
@@ -280,7 +296,7 @@ def build_tables(
         )
         seed = current_snapshot_id(spark, name)
         assert seed is not None
-        ledger_batch(spark, rows, change, mix, history).writeTo(ledger.sql).append()
+        append_ledger(ledger_batch(spark, rows, change, mix, history), ledger, buckets)
         end = current_snapshot_id(spark, ledger)
         assert end is not None
         tables.seeds[layout], tables.before_batch[layout], tables.batches[layout] = (

@@ -42,6 +42,7 @@ from icetide.ledger.decode import (
     project_batches,
     projected_spark_schema,
 )
+from icetide.ledger.figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.signals import (
@@ -421,13 +422,18 @@ class LedgerStage:
             .mapInArrow(project_batches(plan, self._wire, refused), projected_spark_schema(plan))
             .persist()
         )
+        stored = TableContract(plan.layout).target  # the ledger's own column names
+        buckets = self.config.table(name).buckets
         try:
+            # The merge's figures ride on the same aggregate (no job of their own) and
+            # land in the append's own snapshot summary (ledger/figures.py).
             stats = (
                 projected.groupBy(STATUS, REASON)
                 .agg(
                     F.count(F.lit(1)).alias("n"),
                     F.slice(F.collect_list(c.MESSAGE_ID), 1, 10).alias("samples"),
                     F.sum(F.when(F.size(EXTRA) > 0, 1).otherwise(0)).alias("with_extra"),
+                    *figure_aggregates(stored, refs.catalog, buckets),
                 )
                 .collect()
             )
@@ -451,7 +457,6 @@ class LedgerStage:
                             source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
                         )
                     )
-                stored = TableContract(plan.layout).target  # the ledger's own column names
                 ledger_cols = [quote(col.name) for col in stored.key_columns] + [
                     m for m in c.META_COLUMNS if m not in c.STAMPED
                 ]
@@ -460,10 +465,22 @@ class LedgerStage:
                     F.lit(now).alias(c.INGESTED_AT),
                     F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
-                properties = {c.EXTRA_COLUMNS_PROPERTY: json.dumps(extra, sort_keys=True)}
+                appended = [r for r in stats if r[STATUS] == ROW]
+                ingested_us = micros(now)
+                properties = (
+                    {
+                        FIGURES_PROPERTY: figures_json(
+                            appended[0], plan.layout.version, buckets, ingested_us
+                        )
+                    }
+                    if len(appended) == 1  # else the merge computes them from the rows
+                    else {}
+                )
+                if extra:
+                    properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(extra, sort_keys=True)
                 # Soft-deleted columns stay in the ledger's row images: write them as NULL.
                 rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
-                self._append(rows, refs.cdc, batch_id, properties if extra else None)
+                self._append(rows, refs.cdc, batch_id, properties)
             dead_projected = projected.where(F.col(STATUS) == DEAD).select(
                 F.col(c.MESSAGE_ID).alias("message_id"),
                 F.lit(name).alias("table"),

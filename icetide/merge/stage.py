@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -19,10 +20,17 @@ from pyspark.sql import functions as F
 from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
 from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
+from icetide.ledger.figures import (
+    BatchFigures,
+    LedgerSnapshot,
+    batch_figures,
+    micros,
+    tombstone,
+)
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.steps import MergeContext, key_changed, key_move, prepare
+from icetide.merge.steps import MergeContext, key_move, prepare
 from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.merge.versions import (
     MergeVersion,
@@ -50,11 +58,12 @@ from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
-    base_rows,
-    current_snapshot,
     current_snapshot_id,
     ensure_base_table,
+    iceberg_table,
     lineage_summaries,
+    metadata_snapshots,
+    snapshot_of,
     table_exists,
 )
 
@@ -143,7 +152,10 @@ class MergeStage:
         self.ensure_base(name, contract)
         if resnapshot_under_way(self.pipeline, name):
             return self._resnapshot(name, run, started)
-        progress = read_merge_progress(self.spark, refs.base)
+        # Loaded once for what the merge asks of the base before its MERGE (its
+        # snapshots; an ALTER by switch_base below changes none of them).
+        base_table = iceberg_table(self.spark, refs.base)
+        progress = read_merge_progress(self.spark, refs.base, base_table)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
             self.pipeline.report(
@@ -162,7 +174,9 @@ class MergeStage:
             # narrowing or type-category change): rebuild it from the source.
             return self._resnapshot(name, run, started)
         crash_point("merge.after_switch")
-        end = current_snapshot_id(self.spark, refs.cdc)
+        ledger = iceberg_table(self.spark, refs.cdc)  # loaded once: end and figures
+        snapshot = ledger.currentSnapshot()
+        end = None if snapshot is None else int(snapshot.snapshotId())
         start = progress.watermark
         if end is None or end == start:
             self._converge(name, run, end)
@@ -171,43 +185,31 @@ class MergeStage:
             read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
         )
         configured = self.config.table(name).merge.strategy
-        rows = base_rows(self.spark, refs.base)
+        pre = snapshot_of(base_table)
+        rows = int(pre.summary.get("total-records", "0") or 0) if pre is not None else 0
         may_prune = configured == "bucket_join_pruned" or (
             configured == "auto" and rows >= SMALL_BASE_ROWS
         )
-        history = self._history(refs.cdc, start, schema)
-        # One job for every figure the batch needs up front; the earlier truncates come
-        # from the same job (a scan Iceberg narrows to the row groups holding a 't').
-        figures = events.select(
-            F.lit(1).alias("n"),
-            F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
-            F.col(c.UNAVAILABLE).alias("unavailable"),
-            F.when(key_move(schema), 1).alias("moves"),
-            *(touched_buckets(contract, refs.base) if may_prune else ()),
-        )
-        if history is not None:
-            earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
-            figures = figures.unionByName(earlier, allowMissingColumns=True)
-        stats = figures.agg(
-            F.sum("n").alias("n"),
-            F.max("truncate").alias("truncate"),
-            F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
-            F.max("moves").alias("moves"),
-            *(
-                [F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("b")]
-                if may_prune
-                else []
-            ),
-            *([F.max("earlier").alias("earlier")] if history is not None else []),
-        ).first()
-        assert stats is not None
-        count, batch_truncate = int(stats["n"] or 0), stats["truncate"]
-        marks = [
-            m
-            for m in (batch_truncate, stats["earlier"] if history is not None else None)
-            if m is not None
-        ]
-        truncated_before = max(marks) if marks else None
+        cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
+        history = self._history(refs.cdc, start, schema, cutoff)
+        figures = self._recorded_figures(ledger, start, end, cutoff, contract)
+        if figures is not None:
+            # The ledger recorded them with the events (ledger/figures.py): no Spark job.
+            count, batch_truncate = figures.count, figures.truncate
+            truncated_before = max(
+                (m for m in (batch_truncate, figures.earlier) if m is not None), default=None
+            )
+            keep = figures.unavailable
+            has_moves = figures.moves
+            touched: list[int] | None = list(figures.touched) if may_prune else None
+            if figures.history_tombstones == 0 and not has_moves:
+                # Nothing to remember (no delete, truncate or key change): no history
+                # scan. A key change's look-up of lost values keeps it (merge/inherit.py).
+                history = None
+        else:
+            count, batch_truncate, truncated_before, keep, has_moves, touched = self._figures(
+                events, history, schema, contract, refs.base, may_prune
+            )
         if batch_truncate is not None:
             # Its own commit, before the MERGE that carries the watermark: if we die in
             # between, the replay deletes the same rows again and nothing else.
@@ -218,12 +220,11 @@ class MergeStage:
             crash_point("merge.after_truncate")
         # Columns some event left out (unchanged TOAST): only they can keep a stored
         # value, so only they are read from the base by the MERGE.
-        keep = frozenset(stats["unavailable"] or ())
         has_unavailable = bool(keep)
         moves: DataFrame | None = None
         inheritance: Inheritance | None = None
         try:
-            if stats["moves"]:
+            if has_moves:
                 # After the truncate's DELETE: an old row it removed has no values to give.
                 inheritance = inherit(
                     self.spark, events, history, refs.base, schema, refs.cdc, start
@@ -233,7 +234,11 @@ class MergeStage:
                 moves = applicable(resolved, schema)
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
             source = prepare(events, ctx)
-            before = current_snapshot_id(self.spark, refs.base)
+            before = (
+                current_snapshot_id(self.spark, refs.base)  # after the truncate's DELETE
+                if batch_truncate is not None
+                else (None if pre is None else pre.snapshot_id)
+            )
             choice = choose(configured, rows, count)
             properties = {
                 WATERMARK_PROPERTY: str(end),
@@ -249,16 +254,19 @@ class MergeStage:
                 f"icetide_batch_{name}",
                 properties,
                 keep,
-                sorted(stats["b"]) if may_prune else None,
+                touched,
             )
-            if current_snapshot_id(self.spark, refs.base) == before:
+            after: Any = iceberg_table(self.spark, refs.base)
+            committed = snapshot_of(after)
+            if (None if committed is None else committed.snapshot_id) == before:
                 self._commit_watermark_only(refs.base, properties)
+                after = None  # read again below
             crash_point("merge.after_commit")
         finally:
             if inheritance is not None:
                 inheritance.release()
-        self._converge(name, run, end)
-        compaction = self._compact(name, refs.base, contract)
+        self._converge(name, run, end, after)
+        compaction = self._compact(name, refs.base, contract, after)
         result = MergeResult(
             name,
             count,
@@ -285,6 +293,85 @@ class MergeStage:
             compacted_files=compaction.rewritten if compaction else 0,
         )
         return result
+
+    def _recorded_figures(
+        self,
+        ledger: Any,
+        start: int | None,
+        end: int,
+        cutoff: datetime,
+        contract: TableContract,
+    ) -> BatchFigures | None:
+        """The batch's figures from the ledger's snapshot summaries, or None when a
+        snapshot lacks them (:func:`~icetide.ledger.figures.batch_figures`)."""
+        _, listed = metadata_snapshots(self.spark, ledger)
+        lineage = [
+            LedgerSnapshot(
+                int(s["snapshot-id"]),
+                None if s.get("parent-snapshot-id") is None else int(s["parent-snapshot-id"]),
+                int(s.get("timestamp-ms", 0)),
+                {str(k): str(v) for k, v in (s.get("summary") or {}).items()},
+            )
+            for s in listed
+        ]
+        cutoff_us = micros(cutoff)
+        return batch_figures(
+            lineage, start, end, cutoff_us, contract.schema.version, contract.settings.buckets
+        )
+
+    def _figures(
+        self,
+        events: DataFrame,
+        history: DataFrame | None,
+        schema: TableSchema,
+        contract: TableContract,
+        base: TableName,
+        may_prune: bool,
+    ) -> tuple[int, Decimal | None, Decimal | None, frozenset[str], bool, list[int] | None]:
+        """The batch's figures from its rows, when the ledger did not record them: its
+        event count, its newest truncate, the newest truncate before the next merge's
+        rows may apply (the history's too), the placeholder columns, whether a key change
+        lacks values, and the buckets it touches (None unless ``may_prune``).
+
+        One job for all of them; the earlier truncates come from the same job (a scan
+        Iceberg narrows to the row groups holding a 't')."""
+        figures = events.select(
+            F.lit(1).alias("n"),
+            F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
+            F.col(c.UNAVAILABLE).alias("unavailable"),
+            F.when(key_move(schema), 1).alias("moves"),
+            *(touched_buckets(contract, base) if may_prune else ()),
+        )
+        if history is not None:
+            earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
+            figures = figures.unionByName(earlier, allowMissingColumns=True)
+        stats = figures.agg(
+            F.sum("n").alias("n"),
+            F.max("truncate").alias("truncate"),
+            F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
+            F.max("moves").alias("moves"),
+            *(
+                [F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("b")]
+                if may_prune
+                else []
+            ),
+            *([F.max("earlier").alias("earlier")] if history is not None else []),
+        ).first()
+        assert stats is not None
+        batch_truncate = stats["truncate"]
+        marks = [
+            m
+            for m in (batch_truncate, stats["earlier"] if history is not None else None)
+            if m is not None
+        ]
+        return (
+            int(stats["n"] or 0),
+            batch_truncate,
+            max(marks) if marks else None,
+            frozenset(stats["unavailable"] or ()),
+            bool(stats["moves"]),
+            sorted(stats["b"]) if may_prune else None,
+        )
 
     def _resnapshot(self, name: str, run: MergeVersion, started: float) -> MergeResult:
         """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):
@@ -313,11 +400,15 @@ class MergeStage:
         )
         return MergeResult(name, 0, None, None, time.monotonic() - started)
 
-    def _compact(self, name: str, base: TableName, contract: TableContract) -> Compaction | None:
+    def _compact(
+        self, name: str, base: TableName, contract: TableContract, loaded: Any = None
+    ) -> Compaction | None:
         """Bin-pack the base's small files when ``merge.compact_every`` merges have added
-        files since its last rewrite (:mod:`icetide.merge.compact`)."""
+        files since its last rewrite (:mod:`icetide.merge.compact`). ``loaded``: the
+        base's Iceberg table as of the merge's commit, when the caller has it."""
         every = self.config.table(name).merge.compact_every
-        snapshot = current_snapshot(self.spark, base)
+        loaded = loaded or iceberg_table(self.spark, base)
+        snapshot = snapshot_of(loaded)
         if snapshot is None:
             return None
         if every is None:
@@ -327,7 +418,7 @@ class MergeStage:
             return None
         # Every ``every``-th merge since the last rewrite: when a bucket had too few small
         # files to rewrite, the next merges do not plan the same rewrite again.
-        since = merges_since_rewrite(lineage_summaries(self.spark, base))
+        since = merges_since_rewrite(lineage_summaries(self.spark, base, loaded))
         if since < every or since % every:
             return None
         try:
@@ -348,12 +439,13 @@ class MergeStage:
             )
             return None
 
-    def _converge(self, name: str, run: MergeVersion, end: int | None) -> None:
+    def _converge(self, name: str, run: MergeVersion, end: int | None, loaded: Any = None) -> None:
         """Phase 3 once the ledger projects this version: every ledger row still holding
-        a new column's value in ``_rescued`` is in snapshot ``end``, and merged."""
+        a new column's value in ``_rescued`` is in snapshot ``end``, and merged.
+        ``loaded``: the base's Iceberg table, when the caller has it as of now."""
         version = run.contract.schema.version
         base = self.refs(name).base
-        props = table_properties(self.spark, base)
+        props = table_properties(self.spark, base, loaded)
         done = int_property(props, ph.DATA_VERSION)
         if done is None or done >= version or (run.projected or 0) < version:
             return
@@ -392,17 +484,17 @@ class MergeStage:
         )
 
     def _history(
-        self, ledger: TableName, start: int | None, schema: TableSchema
+        self, ledger: TableName, start: int | None, schema: TableSchema, cutoff: datetime
     ) -> DataFrame | None:
-        """Deletes and truncates merged before this batch, within the retention window."""
+        """Deletes and truncates merged before this batch, ingested at ``cutoff`` or later
+        (the retention window)."""
         if start is None:
             return None
-        cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         earlier = self.spark.read.format("iceberg").option("snapshot-id", start)
         rows = (
             earlier.load(ledger.dotted)
             .where(F.col(c.INGESTED_AT) >= F.lit(cutoff))
-            .where(F.col(c.OP).isin("d", "t") | key_changed(schema))
+            .where(tombstone(schema))
         )
         return align_images(rows, self.pipeline, schema.table, schema)
 

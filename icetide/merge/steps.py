@@ -14,6 +14,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from icetide.ledger.figures import key_changed, key_move
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import value_slot
 from icetide.schema.model import TableSchema
@@ -37,28 +38,6 @@ class MergeContext:
     moves: DataFrame | None = None
     """The batch's key changes with placeholders, filled in by
     :func:`icetide.merge.inherit.inherit`; None when the batch has none."""
-
-
-def key_changed(schema: TableSchema) -> Column:
-    """True for an update whose before image has a different primary key."""
-    before = [F.col(qualified(c.BEFORE, k)) for k in schema.primary_key]
-    present = reduce(lambda a, b: a & b, [b.isNotNull() for b in before])
-    differs = reduce(
-        lambda a, b: a | b,
-        [~F.col(qualified(c.BEFORE, k)).eqNullSafe(F.col(quote(k))) for k in schema.primary_key],
-    )
-    return (F.col(c.OP) == "u") & F.col(c.BEFORE).isNotNull() & present & differs
-
-
-def key_move(schema: TableSchema) -> Column:
-    """True for a key change whose after image has unchanged-TOAST placeholders
-    (see :mod:`icetide.merge.inherit`).
-
-    A ``c`` never has them unless it is the create half of a key change: an insert sends
-    every value.
-    """
-    has_placeholders = F.coalesce(F.size(c.UNAVAILABLE) > 0, F.lit(False))
-    return has_placeholders & ((F.col(c.OP) == "c") | key_changed(schema))
 
 
 def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:

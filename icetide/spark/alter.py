@@ -9,7 +9,7 @@ records the version in a table property, so "property says N" means "shape is N"
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
 from icetide.schema.contract.names import TableName
@@ -21,13 +21,14 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 
-def table_properties(spark: SparkSession, table: TableName) -> dict[str, str]:
-    """Every table property of ``table``, from its metadata through Iceberg's API.
+def table_properties(spark: SparkSession, table: TableName, loaded: Any = None) -> dict[str, str]:
+    """Every table property of ``table`` (of ``loaded``, its Iceberg table, when the
+    caller has it), from its metadata through Iceberg's API.
 
     Not ``SHOW TBLPROPERTIES``: that is a parsed and planned statement and a collect
     each time, and the merge asks three times per batch (docs/merge-performance.md).
     """
-    properties = iceberg_table(spark, table).properties()
+    properties = (loaded or iceberg_table(spark, table)).properties()
     return {str(k): str(v) for k, v in dict(properties).items()}
 
 

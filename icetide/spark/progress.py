@@ -8,7 +8,7 @@ all read them here, so none of them reaches into another stage's module.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.base import BOOTSTRAP_ID, BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
@@ -42,17 +42,18 @@ class MergeProgress:
     """``(bootstrap id, running|done)`` of the newest bootstrap, or None."""
 
 
-def read_merge_progress(spark: SparkSession, base: TableName) -> MergeProgress:
+def read_merge_progress(spark: SparkSession, base: TableName, loaded: Any = None) -> MergeProgress:
     """:func:`read_watermark` and :func:`read_bootstrap_state` at once, from the table's
     metadata file (its snapshots and their summaries) rather than a Spark query over
     the metadata tables: no Spark job before every merge.
 
     The newest snapshot on the current lineage carrying each property wins, as in
-    :func:`~icetide.spark.tables.latest_snapshot_property`.
+    :func:`~icetide.spark.tables.latest_snapshot_property`. ``loaded``: ``base``'s
+    Iceberg table, when the caller has loaded it.
     """
     watermark: int | None = None
     bootstrap: tuple[str, str] | None = None
-    for summary in lineage_summaries(spark, base):
+    for summary in lineage_summaries(spark, base, loaded):
         if watermark is None and WATERMARK_PROPERTY in summary:
             watermark = int(summary[WATERMARK_PROPERTY])
         if bootstrap is None and BOOTSTRAP_STATE in summary:

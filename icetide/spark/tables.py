@@ -107,7 +107,13 @@ class Snapshot:
 def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
     """The current snapshot of ``table`` (None before the first commit), from its
     metadata: no Spark job."""
-    snapshot = iceberg_table(spark, table).currentSnapshot()
+    return snapshot_of(iceberg_table(spark, table))
+
+
+def snapshot_of(table: Any) -> Snapshot | None:
+    """The current snapshot of a loaded Iceberg ``table`` (see :func:`iceberg_table`):
+    a stage that asks several things of one table loads it once."""
+    snapshot = table.currentSnapshot()
     if snapshot is None:
         return None
     parent = snapshot.parentId()
@@ -115,18 +121,30 @@ def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:
     return Snapshot(int(snapshot.snapshotId()), None if parent is None else int(parent), summary)
 
 
-def lineage_summaries(spark: SparkSession, table: TableName) -> Iterator[dict[str, str]]:
-    """The summaries of ``table``'s current snapshot and its ancestors, newest first.
+def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, list[dict[str, Any]]]:
+    """The current snapshot id and every snapshot (Iceberg's JSON of each: ``snapshot-id``,
+    ``parent-snapshot-id``, ``timestamp-ms``, ``summary``) of a loaded Iceberg ``table``
+    (see :func:`iceberg_table`), from its current metadata in one call: no Spark job and
+    no call per snapshot."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    metadata = table.operations().current()
+    parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
+    current = parsed.get("current-snapshot-id")
+    return (None if current in (None, -1) else int(current)), list(parsed.get("snapshots", []))
+
+
+def lineage_summaries(
+    spark: SparkSession, table: TableName, loaded: Any = None
+) -> Iterator[dict[str, str]]:
+    """The summaries of ``table``'s current snapshot and its ancestors, newest first
+    (of ``loaded``, its Iceberg table, when the caller has it).
 
     Read from the table's current metadata file in one call (Iceberg's own JSON of it),
     so walking a long lineage costs no Spark job and no call per snapshot.
     """
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    metadata = iceberg_table(spark, table).operations().current()
-    parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
-    snapshots = {s["snapshot-id"]: s for s in parsed.get("snapshots", [])}
-    current = parsed.get("current-snapshot-id")
+    current, listed = metadata_snapshots(spark, loaded or iceberg_table(spark, table))
+    snapshots = {s["snapshot-id"]: s for s in listed}
     seen: set[int] = set()
     while current is not None and current != -1 and current in snapshots:
         if current in seen:  # a malformed lineage must not loop forever

@@ -1,0 +1,235 @@
+"""The figures a merge needs before it plans a batch, recorded by the ledger.
+
+A merge must know, before it prepares a batch, its event count, its newest truncate,
+the columns some event left out (unchanged TOAST), whether a key change lacks values,
+the base buckets its keys fall in, and whether the deletes and truncates merged before
+it (the tombstone history) hold anything. Computing them from the ledger costs a Spark
+job per merge (two stages, a scan of the batch and of the history's truncates).
+
+The ledger already aggregates every micro-batch it appends (counts and dead-letter
+samples), so it computes these figures in the same aggregate and writes them, as JSON,
+into the summary of the snapshot that appends the events (:data:`FIGURES_PROPERTY`):
+the figures and the rows they describe commit together, so a crash cannot leave one
+without the other. The merge reads them from the ledger's metadata (no Spark job) with
+:func:`batch_figures`, and falls back to computing them when any snapshot it would read
+lacks them (written before this, or by another writer such as a dead-letter replay).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from icetide.schema.contract import ledger as c
+from icetide.schema.model import TableSchema
+from icetide.spark.sql import qualified, quote
+
+FIGURES_PROPERTY = "icetide.merge.figures"
+"""Ledger snapshot property: the figures of the events that snapshot appends (JSON)."""
+FIGURES_FORMAT = 1
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """``moment`` (timezone-aware) in microseconds since the epoch, as Spark stores a
+    timestamp: the ingestion times the ledger records and the merge's cutoff compare
+    exactly as the history scan's filter does."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def key_changed(schema: TableSchema) -> Column:
+    """True for an update whose before image has a different primary key."""
+    before = [F.col(qualified(c.BEFORE, k)) for k in schema.primary_key]
+    present = reduce(lambda a, b: a & b, [b.isNotNull() for b in before])
+    differs = reduce(
+        lambda a, b: a | b,
+        [~F.col(qualified(c.BEFORE, k)).eqNullSafe(F.col(quote(k))) for k in schema.primary_key],
+    )
+    return (F.col(c.OP) == "u") & F.col(c.BEFORE).isNotNull() & present & differs
+
+
+def key_move(schema: TableSchema) -> Column:
+    """True for a key change whose after image has unchanged-TOAST placeholders
+    (see :mod:`icetide.merge.inherit`).
+
+    A ``c`` never has them unless it is the create half of a key change: an insert sends
+    every value.
+    """
+    has_placeholders = F.coalesce(F.size(c.UNAVAILABLE) > 0, F.lit(False))
+    return has_placeholders & ((F.col(c.OP) == "c") | key_changed(schema))
+
+
+def tombstone(schema: TableSchema) -> Column:
+    """True for a ledger row the merge's tombstone history keeps: a delete, a truncate,
+    or a key change (whose old key is deleted)."""
+    return F.col(c.OP).isin("d", "t") | key_changed(schema)
+
+
+def bucket_of(catalog: str, buckets: int, column: str) -> Column:
+    """Iceberg's ``bucket(buckets, column)``, the base's partition of a key."""
+    return F.expr(f"{quote(catalog)}.system.bucket({buckets}, {column})")
+
+
+def figure_aggregates(schema: TableSchema, catalog: str, buckets: int) -> list[Column]:
+    """Aggregate expressions over ledger rows (``schema``: the ledger's own layout) that
+    :func:`figures_json` turns into the snapshot property. Rows that are not appended
+    must be filtered out (or made NULL) by the caller."""
+    first = schema.primary_key[0]
+    old = F.when(key_changed(schema), bucket_of(catalog, buckets, qualified(c.BEFORE, first)))
+    return [
+        F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("fig_truncate"),
+        F.array_distinct(F.flatten(F.collect_set(c.UNAVAILABLE))).alias("fig_unavailable"),
+        F.sum(F.when(key_move(schema), 1).otherwise(0)).alias("fig_moves"),
+        F.sum(F.when(tombstone(schema), 1).otherwise(0)).alias("fig_tombstones"),
+        F.array_union(
+            F.collect_set(bucket_of(catalog, buckets, quote(first))), F.collect_set(old)
+        ).alias("fig_buckets"),
+    ]
+
+
+def figures_json(row: Any, version: int, buckets: int, ingested_at_us: int) -> str:
+    """The property value for one append, from the row :func:`figure_aggregates` made."""
+    truncate = row["fig_truncate"]
+    return json.dumps(
+        {
+            "format": FIGURES_FORMAT,
+            "version": version,
+            "ingested_at_us": ingested_at_us,
+            "truncate": None if truncate is None else str(truncate),
+            "unavailable": sorted(row["fig_unavailable"] or ()),
+            "moves": int(row["fig_moves"] or 0),
+            "tombstones": int(row["fig_tombstones"] or 0),
+            "buckets": buckets,
+            "touched": sorted(int(b) for b in row["fig_buckets"] or () if b is not None),
+        },
+        sort_keys=True,
+    )
+
+
+@dataclass(frozen=True)
+class BatchFigures:
+    """What the ledger's summaries say of one batch and of the history before it."""
+
+    count: int
+    truncate: Decimal | None
+    """The batch's newest truncate."""
+    earlier: Decimal | None
+    """The newest truncate in the retained history."""
+    unavailable: frozenset[str]
+    moves: bool
+    touched: tuple[int, ...]
+    history_tombstones: int
+    """Rows of the retained history the merge's tombstone scan would keep."""
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """One snapshot of the ledger's lineage, as :func:`batch_figures` reads it."""
+
+    snapshot_id: int
+    parent_id: int | None
+    timestamp_ms: int
+    """When it was committed: its rows were ingested no later."""
+    summary: Mapping[str, str]
+
+
+def batch_figures(
+    lineage: Sequence[LedgerSnapshot],
+    start: int | None,
+    end: int,
+    cutoff_us: int,
+    version: int,
+    buckets: int,
+) -> BatchFigures | None:
+    """The figures of the events after snapshot ``start`` up to ``end`` and of the
+    history at ``start`` ingested at or after ``cutoff_us``, from ``lineage`` (every
+    snapshot of the ledger's metadata); None when a snapshot it needs has no figures
+    (or figures of another layout ``version`` or bucket count), or when the lineage is
+    not whole back to the cutoff: the caller computes them from the data then.
+
+    >>> def snap(i, parent, op="append", n=1, **fig):
+    ...     summary = {"operation": op, "added-records": str(n)}
+    ...     if fig:
+    ...         base = {"format": 1, "version": 1, "ingested_at_us": i, "truncate": None,
+    ...                 "unavailable": [], "moves": 0, "tombstones": 0, "buckets": 4,
+    ...                 "touched": []}
+    ...         summary[FIGURES_PROPERTY] = json.dumps({**base, **fig})
+    ...     return LedgerSnapshot(i, parent, i, summary)
+    >>> lineage = [snap(1, None, tombstones=2, truncate="7"), snap(2, 1, n=3, touched=[1]),
+    ...            snap(3, 2, n=2, touched=[2], unavailable=["b"])]
+    >>> f = batch_figures(lineage, 1, 3, 0, 1, 4)
+    >>> f.count, f.earlier, f.truncate, sorted(f.unavailable), f.touched, f.history_tombstones
+    (5, Decimal('7'), None, ['b'], (1, 2), 2)
+    >>> batch_figures(lineage, 1, 3, 2000, 1, 4).history_tombstones  # history before the cutoff
+    0
+    >>> batch_figures([snap(1, None), *lineage[1:]], 1, 3, 0, 1, 4) is None  # no figures
+    True
+    >>> batch_figures(lineage[1:], 1, 3, 0, 1, 4) is None  # snapshot 1 expired
+    True
+    """
+    by_id = {s.snapshot_id: s for s in lineage}
+    figures: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    count = 0
+    in_batch = True
+    current: int | None = end
+    seen: set[int] = set()
+    while current is not None:
+        snapshot = by_id.get(current)
+        if snapshot is None or current in seen:
+            return None  # expired (its figures gone) or a malformed lineage
+        seen.add(current)
+        if current == start:
+            in_batch = False
+        operation = snapshot.summary.get("operation")
+        added = int(snapshot.summary.get("added-records", "0") or 0)
+        parsed = _figures_of(snapshot.summary)
+        if not in_batch and snapshot.timestamp_ms * 1000 < cutoff_us:
+            break  # it and everything older were ingested before the cutoff
+        if operation == "replace" or (operation == "append" and not added):
+            pass  # no new rows (a rewrite of files, or an empty append)
+        elif operation != "append" or parsed is None:
+            return None  # rows removed, or rows without figures
+        elif in_batch:
+            if parsed.get("version") != version or parsed.get("buckets") != buckets:
+                return None
+            figures.append(parsed)
+            count += added
+        elif int(parsed["ingested_at_us"]) >= cutoff_us:
+            history.append(parsed)
+        current = snapshot.parent_id
+    if in_batch and start is not None:
+        return None  # ``start`` is not an ancestor of ``end``
+    return BatchFigures(
+        count=count,
+        truncate=_max_decimal(f["truncate"] for f in figures),
+        earlier=_max_decimal(f["truncate"] for f in history),
+        unavailable=frozenset(n for f in figures for n in f["unavailable"]),
+        moves=any(int(f["moves"]) for f in figures),
+        touched=tuple(sorted({int(b) for f in figures for b in f["touched"]})),
+        history_tombstones=sum(int(f["tombstones"]) for f in history),
+    )
+
+
+def _figures_of(summary: Mapping[str, str]) -> dict[str, Any] | None:
+    text = summary.get(FIGURES_PROPERTY)
+    if text is None:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and parsed.get("format") == FIGURES_FORMAT else None
+
+
+def _max_decimal(values: Any) -> Decimal | None:
+    present = [Decimal(v) for v in values if v is not None]
+    return max(present) if present else None

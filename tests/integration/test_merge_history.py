@@ -1,0 +1,103 @@
+"""The merge figures the ledger records with each append (icetide/ledger/figures.py):
+recorded right, used instead of a Spark job, and a ledger append without them (an
+older ledger, another writer) still merges right by computing them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from icetide.ledger.figures import FIGURES_PROPERTY
+from icetide.schema.contract import ledger as c
+from icetide.spark.tables import current_snapshot
+from tests.integration.events import SCHEMAS, SOURCES, mysql
+from tests.integration.harness import Pipeline
+
+
+def _job_marker(spark: SparkSession) -> int:
+    """The id of a tiny job run now: Spark numbers every job (a streaming query's too)
+    in one sequence, so two markers bound the jobs run between them."""
+    spark.range(1).collect()
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def _merge_jobs(pipeline: Pipeline) -> int:
+    before = _job_marker(pipeline.session)
+    pipeline.merge()
+    return _job_marker(pipeline.session) - before - 1
+
+
+def _items(pipeline: Pipeline) -> list[tuple[int, str]]:
+    return [(r["id"], r["name"]) for r in pipeline.base("items")]
+
+
+def test_the_merge_reads_the_ledgers_figures_and_computes_them_when_missing(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    shop = Pipeline.custom(tmp_path, warehouse, "merge_history", SCHEMAS, SOURCES, spark)
+    cdc = shop.refs("items").cdc
+    shop.land(
+        [
+            mysql("c", 100, after={"id": 1, "name": "a", "qty": 1}),
+            mysql("c", 110, after={"id": 2, "name": "b", "qty": 1}),
+            mysql("c", 120, after={"id": 3, "name": "c", "qty": 1}),
+            mysql("d", 200, before={"id": 3, "name": "c", "qty": 1}),
+        ]
+    )
+    shop.stream()
+    snapshot = current_snapshot(spark, cdc)
+    assert snapshot is not None
+    figures = json.loads(snapshot.summary[FIGURES_PROPERTY])
+    buckets = [
+        r[0]
+        for r in spark.sql(
+            "SELECT DISTINCT lake.system.bucket(2, id) FROM VALUES (1), (2), (3) AS t(id) "
+            "ORDER BY 1"
+        ).collect()
+    ]
+    assert (figures["tombstones"], figures["truncate"], figures["moves"]) == (1, None, 0)
+    assert (figures["touched"], figures["buckets"], figures["unavailable"]) == (buckets, 2, [])
+    shop.merge()
+    assert _items(shop) == [(1, "a"), (2, "b")]
+
+    # An older insert of the deleted key: the figures say the history holds a delete,
+    # so the merge still remembers it.
+    shop.land(
+        [
+            mysql("c", 150, after={"id": 3, "name": "late", "qty": 9}),
+            mysql(
+                "u",
+                300,
+                before={"id": 1, "name": "a", "qty": 1},
+                after={"id": 1, "name": "a2", "qty": 1},
+            ),
+        ]
+    )
+    shop.stream()
+    with_figures = _merge_jobs(shop)
+    assert _items(shop) == [(1, "a2"), (2, "b")]
+
+    # Rows appended without figures (as before they existed): the merge computes them.
+    rows = spark.table(cdc.sql).where((F.col("id") == 2) & (F.col(c.OP) == "c"))
+    moved = rows.select(
+        *[
+            (F.col(n) + F.lit(10**12)).cast(rows.schema[n].dataType).alias(n)
+            if n == c.POSITION
+            else F.concat(F.col(n), F.lit("-again")).alias(n)
+            if n == c.MESSAGE_ID
+            else F.lit("u").alias(n)
+            if n == c.OP
+            else F.col(n).withField("name", F.lit("b2")).alias(n)
+            if n == c.AFTER
+            else F.col(n)
+            for n in rows.columns
+        ]
+    )
+    moved.writeTo(cdc.sql).append()
+    without_figures = _merge_jobs(shop)
+    assert _items(shop) == [(1, "a2"), (2, "b2")]
+    # The figures save the merge its up-front Spark job.
+    assert without_figures > with_figures, (with_figures, without_figures)
