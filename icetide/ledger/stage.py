@@ -42,7 +42,6 @@ from icetide.ledger.decode import (
     project_batches,
     projected_spark_schema,
 )
-from icetide.ledger.figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.signals import (
@@ -59,6 +58,7 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.spark.align import align_to
+from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
@@ -426,7 +426,7 @@ class LedgerStage:
         buckets = self.config.table(name).buckets
         try:
             # The merge's figures ride on the same aggregate (no job of their own) and
-            # land in the append's own snapshot summary (ledger/figures.py).
+            # land in the append's own snapshot summary (spark/ledger_figures.py).
             stats = (
                 projected.groupBy(STATUS, REASON)
                 .agg(

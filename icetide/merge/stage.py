@@ -20,13 +20,6 @@ from pyspark.sql import functions as F
 from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
 from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
-from icetide.ledger.figures import (
-    BatchFigures,
-    LedgerSnapshot,
-    batch_figures,
-    micros,
-    tombstone,
-)
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
@@ -54,6 +47,13 @@ from icetide.spark.alter import int_property, set_properties, table_properties
 from icetide.spark.commit import append_with_properties
 from icetide.spark.defaults import initial_default_columns
 from icetide.spark.errors import jvm_boundary
+from icetide.spark.ledger_figures import (
+    BatchFigures,
+    LedgerSnapshot,
+    batch_figures,
+    micros,
+    tombstone,
+)
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
@@ -194,7 +194,7 @@ class MergeStage:
         history = self._history(refs.cdc, start, schema, cutoff)
         figures = self._recorded_figures(ledger, start, end, cutoff, contract)
         if figures is not None:
-            # The ledger recorded them with the events (ledger/figures.py): no Spark job.
+            # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
             count, batch_truncate = figures.count, figures.truncate
             truncated_before = max(
                 (m for m in (batch_truncate, figures.earlier) if m is not None), default=None
@@ -303,7 +303,7 @@ class MergeStage:
         contract: TableContract,
     ) -> BatchFigures | None:
         """The batch's figures from the ledger's snapshot summaries, or None when a
-        snapshot lacks them (:func:`~icetide.ledger.figures.batch_figures`)."""
+        snapshot lacks them (:func:`~icetide.spark.ledger_figures.batch_figures`)."""
         _, listed = metadata_snapshots(self.spark, ledger)
         lineage = [
             LedgerSnapshot(

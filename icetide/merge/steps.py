@@ -14,10 +14,10 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from icetide.ledger.figures import key_changed, key_move
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import value_slot
 from icetide.schema.model import TableSchema
+from icetide.spark.ledger_figures import key_changed, key_move
 from icetide.spark.sql import qualified, quote
 
 EVENT_ROWS = 10**6

@@ -1,4 +1,4 @@
-"""The merge figures the ledger records with each append (icetide/ledger/figures.py):
+"""The merge figures the ledger records with each append (icetide/spark/ledger_figures.py):
 recorded right, used instead of a Spark job, and a ledger append without them (an
 older ledger, another writer) still merges right by computing them."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide.ledger.figures import FIGURES_PROPERTY
 from icetide.schema.contract import ledger as c
+from icetide.spark.ledger_figures import FIGURES_PROPERTY
 from icetide.spark.tables import current_snapshot
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import Pipeline

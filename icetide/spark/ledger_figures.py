@@ -1,5 +1,8 @@
 """The figures a merge needs before it plans a batch, recorded by the ledger.
 
+In the spark package because both stages use it: the ledger writes the figures, the
+merge reads them (the merge does not import the ledger stage).
+
 A merge must know, before it prepares a batch, its event count, its newest truncate,
 the columns some event left out (unchanged TOAST), whether a key change lacks values,
 the base buckets its keys fall in, and whether the deletes and truncates merged before
