@@ -340,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="merge.compact_every for the 20-merge read test (default: the table default)",
     )
+    parser.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="seed the ledger without the merge figures (as written before they existed): "
+        "the merge computes them with a Spark job",
+    )
     parser.add_argument("--results", type=Path, help="write the table as Markdown here")
     args = parser.parse_args(argv)
     wanted = args.variants.split(",")
@@ -359,7 +365,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     mix = MIXES[args.mix]
     print(f"bench: {args.rows:,} rows, {args.change:.2%} changed, mix {mix.label}", file=sys.stderr)
-    tables = build_tables(spark, bench_config(work), args.rows, args.change, mix, layouts=layouts)
+    tables = build_tables(
+        spark,
+        bench_config(work),
+        args.rows,
+        args.change,
+        mix,
+        layouts=layouts,
+        figures=not args.no_figures,
+    )
     bench = Bench(spark, work, tables, args.repeat)
     variants: dict[str, tuple[str, Callable[[], object]]] = {}
     if "naive" in wanted:

@@ -250,17 +250,20 @@ def create_base(spark: SparkSession, layout: str, buckets: int = BUCKETS) -> Tab
     return name
 
 
-def append_ledger(frame: DataFrame, ledger: TableName, buckets: int) -> None:
+def append_ledger(frame: DataFrame, ledger: TableName, buckets: int, figures: bool = True) -> None:
     """Append a ledger batch with the merge figures in its snapshot summary, as the
     ledger stage records them (icetide/spark/ledger_figures.py; there they ride on the
     aggregate it runs over every batch anyway, here a separate one, not timed)."""
+    if not figures:  # as a ledger written before the figures: the merge computes them
+        frame.writeTo(ledger.sql).append()
+        return
     frame = frame.persist()
     try:
         row = frame.agg(*figure_aggregates(SCHEMA, CATALOG, buckets)).first()
         ingested = frame.agg(F.unix_micros(F.max(c.INGESTED_AT))).first()
         assert row is not None and ingested is not None
-        figures = figures_json(row, SCHEMA.version, buckets, int(ingested[0]))
-        append_with_properties(frame, ledger, {FIGURES_PROPERTY: figures})
+        recorded = figures_json(row, SCHEMA.version, buckets, int(ingested[0]))
+        append_with_properties(frame, ledger, {FIGURES_PROPERTY: recorded})
     finally:
         frame.unpersist()
 
@@ -274,6 +277,7 @@ def build_tables(
     history: int = 5,
     layouts: tuple[str, ...] = ("mor-v2",),
     buckets: int = BUCKETS,
+    figures: bool = True,
 ) -> Tables:
     """Seed the base (one per layout) and its ledger: ``history`` batches, then the one
     under test."""
@@ -285,7 +289,9 @@ def build_tables(
         spark.sql(f"DROP TABLE IF EXISTS {ledger}")
         spark.sql(contract(layout, buckets).ledger_ddl(ledger))
         for i in range(history):
-            append_ledger(ledger_batch(spark, rows, change, mix, i, salt=i + 1), ledger, buckets)
+            append_ledger(
+                ledger_batch(spark, rows, change, mix, i, salt=i + 1), ledger, buckets, figures
+            )
         before = current_snapshot_id(spark, ledger)
         assert before is not None
         name = create_base(spark, layout, buckets)
@@ -296,7 +302,7 @@ def build_tables(
         )
         seed = current_snapshot_id(spark, name)
         assert seed is not None
-        append_ledger(ledger_batch(spark, rows, change, mix, history), ledger, buckets)
+        append_ledger(ledger_batch(spark, rows, change, mix, history), ledger, buckets, figures)
         end = current_snapshot_id(spark, ledger)
         assert end is not None
         tables.seeds[layout], tables.before_batch[layout], tables.batches[layout] = (
