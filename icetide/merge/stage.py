@@ -49,7 +49,6 @@ from icetide.spark.defaults import initial_default_columns
 from icetide.spark.errors import jvm_boundary
 from icetide.spark.ledger_figures import (
     BatchFigures,
-    LedgerSnapshot,
     batch_figures,
     micros,
     tombstone,
@@ -57,6 +56,7 @@ from icetide.spark.ledger_figures import (
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
+    Snapshot,
     TableRefs,
     current_snapshot_id,
     ensure_base_table,
@@ -306,11 +306,11 @@ class MergeStage:
         snapshot lacks them (:func:`~icetide.spark.ledger_figures.batch_figures`)."""
         _, listed = metadata_snapshots(self.spark, ledger)
         lineage = [
-            LedgerSnapshot(
+            Snapshot(
                 int(s["snapshot-id"]),
                 None if s.get("parent-snapshot-id") is None else int(s["parent-snapshot-id"]),
-                int(s.get("timestamp-ms", 0)),
                 {str(k): str(v) for k, v in (s.get("summary") or {}).items()},
+                int(s.get("timestamp-ms", 0)),
             )
             for s in listed
         ]

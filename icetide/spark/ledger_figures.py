@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
 from icetide.spark.sql import qualified, quote
+from icetide.spark.tables import Snapshot
 
 FIGURES_PROPERTY = "icetide.merge.figures"
 """Ledger snapshot property: the figures of the events that snapshot appends (JSON)."""
@@ -133,19 +134,8 @@ class BatchFigures:
     """Rows of the retained history the merge's tombstone scan would keep."""
 
 
-@dataclass(frozen=True)
-class LedgerSnapshot:
-    """One snapshot of the ledger's lineage, as :func:`batch_figures` reads it."""
-
-    snapshot_id: int
-    parent_id: int | None
-    timestamp_ms: int
-    """When it was committed: its rows were ingested no later."""
-    summary: Mapping[str, str]
-
-
 def batch_figures(
-    lineage: Sequence[LedgerSnapshot],
+    lineage: Sequence[Snapshot],
     start: int | None,
     end: int,
     cutoff_us: int,
@@ -165,7 +155,7 @@ def batch_figures(
     ...                 "unavailable": [], "moves": 0, "tombstones": 0, "buckets": 4,
     ...                 "touched": []}
     ...         summary[FIGURES_PROPERTY] = json.dumps({**base, **fig})
-    ...     return LedgerSnapshot(i, parent, i, summary)
+    ...     return Snapshot(i, parent, summary, timestamp_ms=i)
     >>> lineage = [snap(1, None, tombstones=2, truncate="7"), snap(2, 1, n=3, touched=[1]),
     ...            snap(3, 2, n=2, touched=[2], unavailable=["b"])]
     >>> f = batch_figures(lineage, 1, 3, 0, 1, 4)

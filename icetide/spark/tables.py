@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +101,9 @@ class Snapshot:
 
     snapshot_id: int
     parent_id: int | None
-    summary: dict[str, str]
+    summary: Mapping[str, str]
+    timestamp_ms: int = 0
+    """When it was committed."""
 
 
 def current_snapshot(spark: SparkSession, table: TableName) -> Snapshot | None:

@@ -7,14 +7,15 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from icetide.spark.ledger_figures import FIGURES_PROPERTY, LedgerSnapshot, batch_figures
+from icetide.spark.ledger_figures import FIGURES_PROPERTY, batch_figures
+from icetide.spark.tables import Snapshot
 
 HOUR_US = 3_600_000_000
 
 
 def snap(
     i: int, parent: int | None, op: str = "append", n: int = 1, figures: bool = True, **fig: Any
-) -> LedgerSnapshot:
+) -> Snapshot:
     """Snapshot ``i`` committed at hour ``i``, its rows ingested at the same time."""
     summary = {"operation": op, "added-records": str(n)}
     if figures:
@@ -30,7 +31,7 @@ def snap(
             "touched": [],
         }
         summary[FIGURES_PROPERTY] = json.dumps({**base, **fig})
-    return LedgerSnapshot(i, parent, i * HOUR_US // 1000, summary)
+    return Snapshot(i, parent, summary, i * HOUR_US // 1000)
 
 
 def test_a_batch_sums_its_appends_and_the_history_keeps_what_is_within_retention() -> None:
@@ -71,9 +72,7 @@ def test_anything_the_figures_cannot_vouch_for_falls_back_to_the_rows() -> None:
         "a malformed property": [
             snap(1, None),
             snap(2, 1),
-            LedgerSnapshot(
-                3, 2, 3, {"operation": "append", "added-records": "1", FIGURES_PROPERTY: "{"}
-            ),
+            Snapshot(3, 2, {"operation": "append", "added-records": "1", FIGURES_PROPERTY: "{"}, 3),
         ],
     }
     for case, lineage in cases.items():
