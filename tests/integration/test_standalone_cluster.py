@@ -70,7 +70,16 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
     started = time.monotonic()
     port, ui = free_port(), free_port()
     master = f"spark://127.0.0.1:{port}"
-    with MariaDBServer() as server:
+    master_args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+    master_args += ["--port", str(port), "--webui-port", str(ui)]
+    worker_args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
+    worker_args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
+    # The daemons' JVMs start while MariaDB starts and the shop is seeded.
+    with (
+        daemon(master_args, tmp_path / "master.log"),
+        daemon(worker_args, tmp_path / "worker.log"),
+        MariaDBServer() as server,
+    ):
         start_shop(server, seed=17)
         path = write_live_pipeline(
             tmp_path,
@@ -88,25 +97,17 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
             "spark.cores.max": "1",
         }
         path.write_text(yaml.safe_dump(doc))
-        master_args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-        master_args += ["--port", str(port), "--webui-port", str(ui)]
-        worker_args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
-        worker_args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
-        with (
-            daemon(master_args, tmp_path / "master.log"),
-            daemon(worker_args, tmp_path / "worker.log"),
-        ):
-            wait_until(lambda: alive_workers(ui) == 1, "a worker registered with the master")
-            cluster_up = time.monotonic() - started
-            result = subprocess.run(
-                [sys.executable, "-m", "tests.integration.cluster_child", str(path)],
-                cwd=REPO,
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
+        wait_until(lambda: alive_workers(ui) == 1, "a worker registered with the master")
+        cluster_up = time.monotonic() - started
+        result = subprocess.run(
+            [sys.executable, "-m", "tests.integration.cluster_child", str(path)],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["master"] == master and report["executors"] >= 2, report  # driver + 1

@@ -122,10 +122,11 @@ def test_postgres_changes_converge_and_an_ambiguous_rename_is_held(
         # written while they were held.
         codes = _approve_at_once(running, config, [f"{HELD[0]}=rename", HELD[1]])
         assert sorted(codes) == [0, 3]  # the first leaves the other's change held
-        for table, version in [*((t, 2) for t in FLOWING), ("t_rename", 3)]:
-            running.until(
-                lambda t=table, v=version: running.converged(t, v), f"{table} at version {version}"
-            )
+        versions = {**dict.fromkeys(FLOWING, 2), "t_rename": 3}
+        running.until(  # one wait for all: each turn merges every table anyway
+            lambda: all(running.converged(t, v) for t, v in versions.items()),
+            f"{versions} reached",
+        )
         running.until_verified(list(tables))
 
         base = {t: spark.table(running.merge_pipeline.refs(t).base.sql) for t in tables}
