@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from icetide.config import Config, load_config, load_table_schemas
@@ -27,7 +30,7 @@ from icetide.progress import Reporter
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
-from icetide.spark.sql import quote
+from icetide.spark.sql import literal, quote
 from icetide.spark.tables import TableRefs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +52,33 @@ def run_script(
         text=True,
         check=False,
     )
+
+
+class Killed(BaseException):
+    """Raised at the crash point :func:`killed_at` arms: a ``BaseException``, so no
+    ``except Exception`` on the way up handles it, as nothing handles a ``kill -9``."""
+
+
+@contextmanager
+def killed_at(module: ModuleType, point: str) -> Iterator[None]:
+    """Stop what runs inside at ``module``'s crash point ``point``, in this process (and
+    fail unless it got there).
+
+    The tables are left as a ``kill -9`` there leaves them (every commit before the point
+    made, none after), without a child process starting a JVM of its own. Only for points
+    whose way up runs no cleanup that writes a table; ``cli(..., fault=...)`` is the real
+    kill.
+    """
+    real = module.crash_point
+
+    def crash(name: str) -> None:
+        if name == point:
+            raise Killed(point)
+        real(name)
+
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(Killed):
+        patch.setattr(module, "crash_point", crash)
+        yield
 
 
 @dataclass
@@ -199,6 +229,25 @@ class Pipeline:
         frame = self.session.table(self.refs(table).base.sql).orderBy(*[quote(k) for k in keys])
         return [r.asDict(recursive=True) for r in frame.collect()]
 
+    def fingerprints(self) -> dict[str, Fingerprint]:
+        """Every base table's rows, distinct keys and a digest of its rows, in one Spark job.
+
+        Comparing bases by these (two bases are equal exactly when their digests are) moves
+        no rows into Python and costs one job for all tables, where :meth:`base` costs a
+        sorted read per table.
+        """
+        parts = []
+        for table, schema in self.schemas.items():
+            keys = ", ".join(quote(k) for k in schema.primary_key)
+            parts.append(
+                f"SELECT {literal(table)} AS t, count(*) AS n, count(DISTINCT k) AS k, "
+                "sha2(concat_ws('\\n', array_sort(collect_list(j))), 256) AS d "
+                f"FROM (SELECT struct({keys}) AS k, to_json(struct(*)) AS j "
+                f"FROM {self.refs(table).base})"
+            )
+        rows = self.session.sql(" UNION ALL ".join(parts)).collect()
+        return {r.t: Fingerprint(r.n, r.k, r.d) for r in rows}
+
     def compare(self, workload: Workload) -> list[Comparison]:
         return compare_all(self.session, self.config, workload)
 
@@ -215,6 +264,18 @@ class Pipeline:
         for row in rows:
             row["payload"] = base64.b64decode(row["payload_b64"]).decode()
         return rows
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A base table in brief (:meth:`Pipeline.fingerprints`)."""
+
+    rows: int
+    keys: int
+    """Distinct primary keys: fewer than ``rows`` when a key is there twice."""
+    digest: str
+    """SHA-256 of the rows as JSON (icetide columns included), sorted: equal digests,
+    equal tables."""
 
 
 def assert_matches(comparisons: list[Comparison]) -> None:
