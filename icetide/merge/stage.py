@@ -56,7 +56,6 @@ from icetide.spark.ledger_figures import (
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
-    Snapshot,
     TableRefs,
     current_snapshot_id,
     ensure_base_table,
@@ -304,16 +303,7 @@ class MergeStage:
     ) -> BatchFigures | None:
         """The batch's figures from the ledger's snapshot summaries, or None when a
         snapshot lacks them (:func:`~icetide.spark.ledger_figures.batch_figures`)."""
-        _, listed = metadata_snapshots(self.spark, ledger)
-        lineage = [
-            Snapshot(
-                int(s["snapshot-id"]),
-                None if s.get("parent-snapshot-id") is None else int(s["parent-snapshot-id"]),
-                {str(k): str(v) for k, v in (s.get("summary") or {}).items()},
-                int(s.get("timestamp-ms", 0)),
-            )
-            for s in listed
-        ]
+        _, lineage = metadata_snapshots(self.spark, ledger)
         cutoff_us = micros(cutoff)
         return batch_figures(
             lineage, start, end, cutoff_us, contract.schema.version, contract.settings.buckets

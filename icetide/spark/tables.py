@@ -123,38 +123,43 @@ def snapshot_of(table: Any) -> Snapshot | None:
     return Snapshot(int(snapshot.snapshotId()), None if parent is None else int(parent), summary)
 
 
-def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, list[dict[str, Any]]]:
-    """The current snapshot id and every snapshot (Iceberg's JSON of each: ``snapshot-id``,
-    ``parent-snapshot-id``, ``timestamp-ms``, ``summary``) of a loaded Iceberg ``table``
-    (see :func:`iceberg_table`), from its current metadata in one call: no Spark job and
-    no call per snapshot."""
+def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, list[Snapshot]]:
+    """The current snapshot id and every snapshot of a loaded Iceberg ``table`` (see
+    :func:`iceberg_table`), read from its current metadata in one call (Iceberg's own
+    JSON of it): no Spark job and no call per snapshot, however long the lineage."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     metadata = table.operations().current()
     parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
     current = parsed.get("current-snapshot-id")
-    return (None if current in (None, -1) else int(current)), list(parsed.get("snapshots", []))
+    snapshots = [
+        Snapshot(
+            int(s["snapshot-id"]),
+            None if s.get("parent-snapshot-id") is None else int(s["parent-snapshot-id"]),
+            {str(k): str(v) for k, v in (s.get("summary") or {}).items()},
+            int(s.get("timestamp-ms", 0)),
+        )
+        for s in parsed.get("snapshots", [])
+    ]
+    return (None if current in (None, -1) else int(current)), snapshots
 
 
 def lineage_summaries(
     spark: SparkSession, table: TableName, loaded: Any = None
-) -> Iterator[dict[str, str]]:
+) -> Iterator[Mapping[str, str]]:
     """The summaries of ``table``'s current snapshot and its ancestors, newest first
-    (of ``loaded``, its Iceberg table, when the caller has it).
-
-    Read from the table's current metadata file in one call (Iceberg's own JSON of it),
-    so walking a long lineage costs no Spark job and no call per snapshot.
-    """
+    (of ``loaded``, its Iceberg table, when the caller has it), from
+    :func:`metadata_snapshots`."""
     current, listed = metadata_snapshots(spark, loaded or iceberg_table(spark, table))
-    snapshots = {s["snapshot-id"]: s for s in listed}
+    snapshots = {s.snapshot_id: s for s in listed}
     seen: set[int] = set()
-    while current is not None and current != -1 and current in snapshots:
+    while current is not None and current in snapshots:
         if current in seen:  # a malformed lineage must not loop forever
             return
         seen.add(current)
         snapshot = snapshots[current]
-        yield {str(k): str(v) for k, v in (snapshot.get("summary") or {}).items()}
-        current = snapshot.get("parent-snapshot-id")
+        yield snapshot.summary
+        current = snapshot.parent_id
 
 
 def base_rows(spark: SparkSession, table: TableName) -> int:
