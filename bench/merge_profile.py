@@ -50,6 +50,24 @@ def task_cpu(log_dir: Path) -> list[tuple[float, float]]:
     return tasks
 
 
+def stage_times(log_dir: Path) -> list[tuple[float, float, int, str]]:
+    """``(submitted, seconds, tasks, name)`` of every completed stage in the event logs
+    (epoch seconds): which stages of a merge run one task while a core idles."""
+    stages = []
+    for path in log_dir.iterdir():
+        for line in path.read_text().splitlines():
+            if '"SparkListenerStageCompleted"' not in line:
+                continue
+            info = json.loads(line)["Stage Info"]
+            began, ended = info.get("Submission Time"), info.get("Completion Time")
+            if began is None or ended is None:
+                continue
+            stages.append(
+                (began / 1000, (ended - began) / 1000, info["Number of Tasks"], info["Stage Name"])
+            )
+    return sorted(stages)
+
+
 def job_times(log_dir: Path) -> list[tuple[float, float, str]]:
     """``(submitted, seconds, call site)`` of every job in the event logs under ``log_dir``
     (epoch seconds)."""
@@ -71,9 +89,10 @@ def job_times(log_dir: Path) -> list[tuple[float, float, str]]:
 
 
 WALL: dict[str, list[float]] = defaultdict(list)
+EXPLAINED: set[str] = set()
 
 
-def instrument() -> None:
+def instrument(explain: bool = False) -> None:
     """Time every driver call that runs Spark work, by its icetide call site (wall time,
     including planning and commits, which job times leave out)."""
     import traceback
@@ -100,6 +119,18 @@ def instrument() -> None:
     for method in ("collect", "first", "count", "isEmpty"):
         wrap(DataFrame, method)
     wrap(SparkSession, "sql")
+    if explain:
+        timed_sql = SparkSession.sql
+
+        def explained(self: SparkSession, query: str, *args: object, **kw: object) -> object:
+            shape = query.split(" USING ")[-1][:60]
+            if query.startswith("MERGE INTO") and shape not in EXPLAINED:
+                EXPLAINED.add(shape)
+                plan = timed_sql(self, f"EXPLAIN FORMATTED {query}").collect()[0][0]
+                print(f"\n-- plan of {query[:100]}\n{plan}", file=sys.stderr)
+            return timed_sql(self, query, *args, **kw)
+
+        SparkSession.sql = explained  # type: ignore[method-assign]
 
 
 def report(
@@ -108,6 +139,7 @@ def report(
     windows: list[tuple[float, float]],
     jobs: list[tuple[float, float, str]],
     tasks: list[tuple[float, float]],
+    stages: list[tuple[float, float, int, str]],
 ) -> None:
     """Wall time, executor CPU and the jobs of one variant's merges."""
     cpu = [sum(c for t, c in tasks if lo <= t <= hi) for lo, hi in windows]
@@ -121,6 +153,10 @@ def report(
     for began, secs, where in jobs:
         if lo <= began <= hi:
             print(f"  {began - lo:6.2f} {secs:6.2f}  {where}")
+    print("last merge's stages (start offset s, seconds, tasks, name):")
+    for began, secs, n, where in stages:
+        if lo <= began <= hi:
+            print(f"  {began - lo:6.2f} {secs:6.2f} {n:4d}  {where[:70]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     batch = TableName(CATALOG, NAMESPACE, "accounts_batch")
     new.load(LEDGER.dotted).writeTo(batch.sql).using("iceberg").createOrReplace()
     naive = contract("mor-v2").naive_merge_sql(BASE, batch)
-    instrument()
+    instrument(args.explain)
     seconds: dict[str, list[float]] = defaultdict(list)
     windows: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for i in range(args.repeat):
@@ -175,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     jobs = job_times(logs)
     tasks = task_cpu(logs)
+    stages_run = stage_times(logs)
     for name in strategies:
-        report(name, seconds[name], windows[name], jobs, tasks)
+        report(name, seconds[name], windows[name], jobs, tasks, stages_run)
     print(f"\n{'driver call (wall, incl. planning/commit)':<60}{'calls':>6}{'s/merge':>9}")
     for where, values in sorted(WALL.items(), key=lambda kv: -sum(kv[1])):
         n = len(values) / args.repeat
