@@ -57,6 +57,7 @@ from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
+    column_upper_bound,
     current_snapshot_id,
     ensure_base_table,
     iceberg_table,
@@ -68,6 +69,9 @@ from icetide.spark.tables import (
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
+
+IN_ORDER = "in order: no version guard or tombstone history needed"
+"""What the merge log line and the commit's strategy property say of the in-order path."""
 
 COMPACT_EVERY = 4
 """``merge.compact_every`` when unset, for a base of ``SMALL_BASE_ROWS`` rows or more: a
@@ -92,6 +96,9 @@ class MergeResult:
     buckets: int | None = None
     compaction: Compaction | None = None
     """The small-file rewrite after the merge (:mod:`icetide.merge.compact`), if one ran."""
+    in_order: bool = False
+    """Every event was newer than every base row and remembered delete: the MERGE ran
+    without its version guard and tombstone history (:meth:`MergeStage.merge_table`)."""
 
     def render(self) -> str:
         """One progress line."""
@@ -110,6 +117,8 @@ class MergeResult:
             else ""
         )
         line = f"{line} by {self.strategy} ({self.reason}{touched})"
+        if self.in_order:
+            line += f"; {IN_ORDER}"
         if self.compaction is not None and self.compaction.rewritten:
             c = self.compaction
             line += f"; {c.rewritten} small files bin-packed into {c.added}"
@@ -192,6 +201,7 @@ class MergeStage:
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         history = self._history(refs.cdc, start, schema, cutoff)
         figures = self._recorded_figures(ledger, start, end, cutoff, contract)
+        in_order = False
         if figures is not None:
             # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
             count, batch_truncate = figures.count, figures.truncate
@@ -201,9 +211,11 @@ class MergeStage:
             keep = figures.unavailable
             has_moves = figures.moves
             touched: list[int] | None = list(figures.touched) if may_prune else None
-            if figures.history_tombstones == 0 and not has_moves:
-                # Nothing to remember (no delete, truncate or key change): no history
-                # scan. A key change's look-up of lost values keeps it (merge/inherit.py).
+            in_order = self._in_order(figures, base_table)
+            if (figures.history_tombstones == 0 or in_order) and not has_moves:
+                # Nothing to remember (no delete, truncate or key change), or nothing
+                # remembered could win over the batch: no history scan. A key change's
+                # look-up of lost values keeps it (merge/inherit.py).
                 history = None
         else:
             count, batch_truncate, truncated_before, keep, has_moves, touched = self._figures(
@@ -242,7 +254,8 @@ class MergeStage:
             properties = {
                 WATERMARK_PROPERTY: str(end),
                 EVENTS_PROPERTY: str(count),
-                STRATEGY_PROPERTY: f"{choice.strategy}: {choice.reason}",
+                STRATEGY_PROPERTY: f"{choice.strategy}: {choice.reason}"
+                + (f"; {IN_ORDER}" if in_order else ""),
             }
             applied = apply_batch(
                 self.spark,
@@ -254,6 +267,7 @@ class MergeStage:
                 properties,
                 keep,
                 touched,
+                guarded=not in_order,
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)
@@ -277,6 +291,7 @@ class MergeStage:
             applied.touched_buckets,
             applied.buckets,
             compaction,
+            in_order,
         )
         self.pipeline.report(
             "merge",
@@ -290,6 +305,7 @@ class MergeStage:
             strategy_reason=choice.reason,
             touched_buckets=applied.touched_buckets,
             compacted_files=compaction.rewritten if compaction else 0,
+            in_order=in_order,
         )
         return result
 
@@ -308,6 +324,21 @@ class MergeStage:
         return batch_figures(
             lineage, start, end, cutoff_us, contract.schema.version, contract.settings.buckets
         )
+
+    def _in_order(self, figures: BatchFigures, base: Any) -> bool:
+        """Whether every event of the batch is newer than every row of the loaded
+        ``base`` and every tombstone the merge would remember (see
+        :meth:`~icetide.spark.ledger_figures.BatchFigures.in_order`).
+
+        The base's newest position comes from its file metrics, not from what the
+        merges recorded, so rows a bootstrap or re-snapshot copied count as well.
+        Unknown (figures without positions, metrics off) answers False: the guarded
+        path is always right, only slower.
+        """
+        if not figures.positions_recorded:
+            return False
+        newest = column_upper_bound(self.spark, base, POSITION)
+        return newest.known and figures.in_order(newest.value)
 
     def _figures(
         self,

@@ -216,9 +216,10 @@ def apply_batch(
     properties: dict[str, str],
     keep: Collection[str] | None = None,
     touched: Sequence[int] | None = None,
+    guarded: bool = True,
 ) -> Applied:
     """MERGE the deduplicated ``source`` into ``base`` by ``strategy``, the commit
-    carrying ``properties`` (the watermark); ``keep`` as in
+    carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
     base buckets the batch touches (see :func:`touched_buckets`)."""
     if strategy == "shuffle":
@@ -226,7 +227,7 @@ def apply_batch(
 
         def merge_view() -> None:
             crash_point("merge.before_commit")
-            spark.sql(contract.merge_sql(base, view, keep))
+            spark.sql(contract.merge_sql(base, view, keep, guarded))
 
         try:
             with_commit_properties(spark, properties, merge_view)
@@ -237,7 +238,7 @@ def apply_batch(
     stage_batch(source, contract, staging)
     n = contract.settings.buckets
     pruned = strategy == "bucket_join_pruned" and touched is not None and len(touched) < n
-    sql = contract.bucket_merge_sql(base, staging, touched if pruned else None, keep)
+    sql = contract.bucket_merge_sql(base, staging, touched if pruned else None, keep, guarded)
 
     def merge_staged() -> None:
         crash_point("merge.before_commit")

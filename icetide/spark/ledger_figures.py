@@ -96,12 +96,18 @@ def figure_aggregates(schema: TableSchema, catalog: str, buckets: int) -> list[C
         F.array_union(
             F.collect_set(bucket_of(catalog, buckets, quote(first))), F.collect_set(old)
         ).alias("fig_buckets"),
+        F.min(F.col(c.POSITION)).alias("fig_first"),
+        F.max(F.when(tombstone(schema), F.col(c.POSITION))).alias("fig_last_tombstone"),
     ]
 
 
 def figures_json(row: Any, version: int, buckets: int, ingested_at_us: int) -> str:
     """The property value for one append, from the row :func:`figure_aggregates` made."""
-    truncate = row["fig_truncate"]
+    truncate, first, last_tombstone = (
+        row["fig_truncate"],
+        row["fig_first"],
+        row["fig_last_tombstone"],
+    )
     return json.dumps(
         {
             "format": FIGURES_FORMAT,
@@ -113,6 +119,8 @@ def figures_json(row: Any, version: int, buckets: int, ingested_at_us: int) -> s
             "tombstones": int(row["fig_tombstones"] or 0),
             "buckets": buckets,
             "touched": sorted(int(b) for b in row["fig_buckets"] or () if b is not None),
+            "first": None if first is None else str(first),
+            "last_tombstone": None if last_tombstone is None else str(last_tombstone),
         },
         sort_keys=True,
     )
@@ -132,6 +140,35 @@ class BatchFigures:
     touched: tuple[int, ...]
     history_tombstones: int
     """Rows of the retained history the merge's tombstone scan would keep."""
+    first: Decimal | None = None
+    """The batch's oldest position; None when a snapshot of the batch did not record it."""
+    last_tombstone: Decimal | None = None
+    """The newest position among the retained history's tombstones (None: it holds none)."""
+    positions_recorded: bool = False
+    """Whether every snapshot read recorded ``first`` and ``last_tombstone`` (written
+    before they were, they are unknown)."""
+
+    def in_order(self, base_newest: Decimal | None) -> bool:
+        """Whether every event of the batch is newer than every row of the base (whose
+        newest position is ``base_newest``, None for an empty base) and every tombstone
+        the merge would remember.
+
+        Then the version guard holds for every event and no remembered delete can win
+        over one: the merge may skip both (the in-order path, the usual case of a
+        source read in order). Unknown positions answer False.
+
+        >>> f = BatchFigures(2, None, None, frozenset(), False, (), 1, Decimal(9),
+        ...                  Decimal(5), True)
+        >>> f.in_order(Decimal(8)), f.in_order(Decimal(9)), f.in_order(None)
+        (True, False, True)
+        >>> BatchFigures(2, None, None, frozenset(), False, (), 1, Decimal(4),
+        ...              Decimal(5), True).in_order(None)  # a late event after a delete
+        False
+        """
+        if not self.positions_recorded or self.first is None:
+            return False
+        newest = [p for p in (base_newest, self.last_tombstone) if p is not None]
+        return not newest or self.first > max(newest)
 
 
 def batch_figures(
@@ -167,6 +204,14 @@ def batch_figures(
     True
     >>> batch_figures(lineage[1:], 1, 3, 0, 1, 4) is None  # snapshot 1 expired
     True
+    >>> f.positions_recorded  # written before the positions were recorded
+    False
+    >>> ordered = [snap(1, None, tombstones=1, first="3", last_tombstone="7"),
+    ...            snap(2, 1, first="9", last_tombstone=None), snap(3, 2, first="8",
+    ...            last_tombstone="8")]
+    >>> f = batch_figures(ordered, 1, 3, 0, 1, 4)
+    >>> f.first, f.last_tombstone, f.positions_recorded
+    (Decimal('8'), Decimal('7'), True)
     """
     by_id = {s.snapshot_id: s for s in lineage}
     figures: list[dict[str, Any]] = []
@@ -201,6 +246,7 @@ def batch_figures(
         current = snapshot.parent_id
     if in_batch and start is not None:
         return None  # ``start`` is not an ancestor of ``end``
+    walked = [*figures, *history]
     return BatchFigures(
         count=count,
         truncate=_max_decimal(f["truncate"] for f in figures),
@@ -209,6 +255,9 @@ def batch_figures(
         moves=any(int(f["moves"]) for f in figures),
         touched=tuple(sorted({int(b) for f in figures for b in f["touched"]})),
         history_tombstones=sum(int(f["tombstones"]) for f in history),
+        first=_min_decimal(f.get("first") for f in figures),
+        last_tombstone=_max_decimal(f.get("last_tombstone") for f in history),
+        positions_recorded=all("first" in f and "last_tombstone" in f for f in walked),
     )
 
 
@@ -221,6 +270,11 @@ def _figures_of(summary: Mapping[str, str]) -> dict[str, Any] | None:
     except ValueError:
         return None
     return parsed if isinstance(parsed, dict) and parsed.get("format") == FIGURES_FORMAT else None
+
+
+def _min_decimal(values: Any) -> Decimal | None:
+    present = [Decimal(v) for v in values if v is not None]
+    return min(present) if present else None
 
 
 def _max_decimal(values: Any) -> Decimal | None:

@@ -177,3 +177,47 @@ def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table.sql)
+
+
+@dataclass(frozen=True)
+class UpperBound:
+    """The largest value of a column in a table, as its file metrics tell it."""
+
+    known: bool
+    """False when a live data file has no upper bound for the column (its metrics are
+    off), so nothing can be said."""
+    value: Any = None
+    """The bound; None when the table holds no data file."""
+
+
+def column_upper_bound(spark: SparkSession, table: Any, column: str) -> UpperBound:
+    """The largest value of top-level ``column`` over the live data files of a loaded
+    Iceberg ``table`` (see :func:`iceberg_table`), from the bounds its manifests keep
+    for every file: no data read and no Spark job.
+
+    A bound covers every row a file holds, including rows a delete file has since
+    removed, so it is never below the largest live value. The cost is a few py4j calls
+    per data file, which compaction keeps few.
+    """
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    if table.currentSnapshot() is None:
+        return UpperBound(True)
+    field = table.schema().findField(column)
+    if field is None:
+        return UpperBound(False)
+    field_id, field_type = field.fieldId(), field.type()
+    conversions = jvm.org.apache.iceberg.types.Conversions
+    tasks = table.newScan().includeColumnStats().planFiles()
+    newest: Any = None
+    try:
+        for task in tasks.iterator():
+            bounds = task.file().upperBounds()
+            raw = None if bounds is None else bounds.get(field_id)
+            if raw is None:
+                return UpperBound(False)
+            value = conversions.fromByteBuffer(field_type, raw)
+            newest = value if newest is None or value > newest else newest
+    finally:
+        tasks.close()
+    return UpperBound(True, newest)

@@ -10,6 +10,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.merge.stage import MergeResult
 from icetide.schema.contract import ledger as c
 from icetide.spark.ledger_figures import FIGURES_PROPERTY
 from icetide.spark.tables import current_snapshot
@@ -24,10 +25,11 @@ def _job_marker(spark: SparkSession) -> int:
     return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
-def _merge_jobs(pipeline: Pipeline) -> int:
+def _merge_jobs(pipeline: Pipeline) -> tuple[int, MergeResult]:
+    """The Spark jobs one merge of ``items`` ran (nothing else to merge), and its result."""
     before = _job_marker(pipeline.session)
-    pipeline.merge()
-    return _job_marker(pipeline.session) - before - 1
+    (result,) = [r for r in pipeline.merge() if r.table == "items"]
+    return _job_marker(pipeline.session) - before - 1, result
 
 
 def _items(pipeline: Pipeline) -> list[tuple[int, str]]:
@@ -77,27 +79,51 @@ def test_the_merge_reads_the_ledgers_figures_and_computes_them_when_missing(
         ]
     )
     shop.stream()
-    with_figures = _merge_jobs(shop)
+    with_figures, late_insert = _merge_jobs(shop)
     assert _items(shop) == [(1, "a2"), (2, "b")]
+    assert not late_insert.in_order  # 150 is older than the remembered delete at 200
+
+    # An update older than the row it updates (250 < 300): the base's newest position
+    # (its file metrics) rules out the in-order path, and the guard drops it.
+    a2, b = {"id": 1, "name": "a2", "qty": 1}, {"id": 2, "name": "b", "qty": 1}
+    shop.land([mysql("u", 250, before=a2, after={**a2, "name": "late"})])
+    shop.stream()
+    guarded, late_update = _merge_jobs(shop)
+    assert not late_update.in_order
+    assert _items(shop) == [(1, "a2"), (2, "b")]
+
+    # Every event newer than every row and remembered delete: no version guard and no
+    # tombstone history, so fewer jobs than the same batch shape guarded.
+    shop.land(
+        [
+            mysql("u", 3_000_000, before=b, after={**b, "name": "b3"}),
+            mysql("c", 3_000_100, after={"id": 4, "name": "d", "qty": 1}),
+        ]
+    )
+    shop.stream()
+    in_order, result = _merge_jobs(shop)
+    assert result.in_order and "in order" in result.render()
+    assert _items(shop) == [(1, "a2"), (2, "b3"), (4, "d")]
+    assert in_order < guarded, (in_order, guarded)
 
     # Rows appended without figures (as before they existed): the merge computes them.
     rows = spark.table(cdc.sql).where((F.col("id") == 2) & (F.col(c.OP) == "c"))
     moved = rows.select(
         *[
-            (F.col(n) + F.lit(10**12)).cast(rows.schema[n].dataType).alias(n)
+            (F.col(n) + F.lit(10**13)).cast(rows.schema[n].dataType).alias(n)
             if n == c.POSITION
             else F.concat(F.col(n), F.lit("-again")).alias(n)
             if n == c.MESSAGE_ID
             else F.lit("u").alias(n)
             if n == c.OP
-            else F.col(n).withField("name", F.lit("b2")).alias(n)
+            else F.col(n).withField("name", F.lit("b4")).alias(n)
             if n == c.AFTER
             else F.col(n)
             for n in rows.columns
         ]
     )
     moved.writeTo(cdc.sql).append()
-    without_figures = _merge_jobs(shop)
-    assert _items(shop) == [(1, "a2"), (2, "b2")]
+    without_figures, _ = _merge_jobs(shop)
+    assert _items(shop) == [(1, "a2"), (2, "b4"), (4, "d")]
     # The figures save the merge its up-front Spark job.
     assert without_figures > with_figures, (with_figures, without_figures)

@@ -221,7 +221,13 @@ class TableContract:
         """Column id → the batch column holding its deduplicated value (non-key columns)."""
         return {col.id: value_slot(col.id) for col in self.target.value_columns}
 
-    def merge_sql(self, base: TableName, source: str, keep: Collection[str] | None = None) -> str:
+    def merge_sql(
+        self,
+        base: TableName,
+        source: str,
+        keep: Collection[str] | None = None,
+        guarded: bool = True,
+    ) -> str:
         """MERGE the deduplicated batch view ``source`` into ``base``.
 
         An event applies only when its position is newer than the row's, so redelivered
@@ -230,8 +236,12 @@ class TableContract:
         unchanged-TOAST placeholders for them); None means every column. The others are
         set from the slot alone, so a merge-on-read MERGE does not read them from the
         base at all.
+
+        ``guarded=False`` leaves the position comparison out, so the base's positions are
+        not read either: only for a batch whose every event is known to be newer than
+        every base row (the merge's in-order path, :mod:`icetide.merge.stage`).
         """
-        return self._merge(base, quote(source), keep=keep)
+        return self._merge(base, quote(source), keep=keep, guarded=guarded)
 
     def bucket_merge_sql(
         self,
@@ -239,6 +249,7 @@ class TableContract:
         staging: TableName,
         buckets: Sequence[int] | None = None,
         keep: Collection[str] | None = None,
+        guarded: bool = True,
     ) -> str:
         """:meth:`merge_sql` from a staging *table* partitioned like ``base``
         (``bucket(N, first key)``), so Spark can join bucket to bucket without shuffling
@@ -254,7 +265,7 @@ class TableContract:
             ids = ", ".join(str(int(i)) for i in sorted(buckets)) or "NULL"
             function = f"{quote(base.catalog)}.system.bucket"
             touched = f"{function}({self.settings.buckets}, t.{first}) IN ({ids})"
-        return self._merge(base, staging.sql, touched, keep)
+        return self._merge(base, staging.sql, touched, keep, guarded)
 
     def _merge(
         self,
@@ -262,12 +273,13 @@ class TableContract:
         source_sql: str,
         extra_on: str | None = None,
         keep: Collection[str] | None = None,
+        guarded: bool = True,
     ) -> str:
         schema, keys = self.target, set(self.target.key_ids)
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
         if extra_on:
             on = f"{on} AND {extra_on}"
-        newer = f"s.{c.POSITION} > t.{b.POSITION}"
+        newer = f" AND s.{c.POSITION} > t.{b.POSITION}" if guarded else ""
         slot = value_slot
         updates = [
             f"{quote(col.name)} = CASE WHEN s.{slot(col.id)} IS NULL "
@@ -283,8 +295,8 @@ class TableContract:
         ] + [f"s.{c.POSITION}", f"s.{c.SOURCE_TS}"]
         return (
             f"MERGE INTO {base} t USING {source_sql} s ON {on}\n"
-            f"WHEN MATCHED AND s.{c.OP} = 'd' AND {newer} THEN DELETE\n"
-            f"WHEN MATCHED AND {newer} THEN UPDATE SET {', '.join(updates)}\n"
+            f"WHEN MATCHED AND s.{c.OP} = 'd'{newer} THEN DELETE\n"
+            f"WHEN MATCHED{newer} THEN UPDATE SET {', '.join(updates)}\n"
             f"WHEN NOT MATCHED AND s.{c.OP} <> 'd' THEN INSERT ({', '.join(names)}) "
             f"VALUES ({', '.join(values)})"
         )
