@@ -54,12 +54,17 @@ SPJ_CONF = {
     "spark.sql.sources.v2.bucketing.enabled": "true",
     "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
-    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "true",
+    # One task per bucket (a bucket's files are not split over tasks), so that
+    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "false",
+    # each task writes its bucket's changed rows and deletes itself: no shuffle of the
+    # MERGE's output into a single writing task, still one new file per touched bucket.
+    "spark.sql.iceberg.distribution-mode": "none",
     "spark.sql.iceberg.planning.preserve-data-grouping": "true",
     # Per bucket, hash the (small) batch side instead of sorting the base side.
     "spark.sql.join.preferSortMergeJoin": "false",
 }
-"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle."""
+"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle, and
+to write the result from the join's own tasks."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,14 @@ def staging_table(base: TableName) -> TableName:
 
 STAGING_SHAPE = "icetide.staging.shape"
 """Staging-table property: the batch layout (columns and buckets) it was created for."""
+STAGING_LAYOUT = 2
+"""Bumped when :data:`STAGING_PROPERTIES` change, so older staging tables are replaced."""
 STAGING_PROPERTIES = {
     "format-version": "2",
-    "write.distribution-mode": "hash",
+    # Written by the deduplicating aggregate's own tasks, each with a file per bucket it
+    # holds (fanout): no shuffle into one writing task. The join groups a bucket's files.
+    "write.distribution-mode": "none",
+    "write.spark.fanout.enabled": "true",
     # Each merge replaces the whole batch: keep no old metadata files around.
     "write.metadata.delete-after-commit.enabled": "true",
     "write.metadata.previous-versions-max": "1",
@@ -149,27 +159,27 @@ def spj_conf(spark: SparkSession) -> Iterator[None]:
 
 
 def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:
-    """Write the deduplicated batch to ``staging``, bucketed like the base: one file per
-    bucket.
+    """Write the deduplicated batch to ``staging``, bucketed like the base.
 
     The table is kept between merges: when it has this batch's layout, the batch replaces
-    its rows (one overwrite commit) and the previous batch's snapshot and files are
-    expired, instead of creating and dropping a table per merge (a catalog create, a
-    replace transaction and a purge, measured in docs/merge-performance.md). A crash
-    anywhere leaves a staging table the next merge overwrites whole. Any other layout
-    (a schema change, another bucket count) replaces the table.
+    its rows (one overwrite commit), and every :data:`STAGING_SNAPSHOTS` merges the earlier
+    batches' snapshots and files are expired, instead of creating and dropping a table per
+    merge (a catalog create, a replace transaction and a purge, measured in
+    docs/merge-performance.md). A crash anywhere leaves a staging table the next merge
+    overwrites whole. Any other layout (a schema change, another bucket count) replaces
+    the table.
     """
     spark = source.sparkSession
     first = contract.target.primary_key[0]
     shape = hashlib.sha256(
-        f"{contract.settings.buckets} {first} {source.schema.json()}".encode()
+        f"{STAGING_LAYOUT} {contract.settings.buckets} {first} {source.schema.json()}".encode()
     ).hexdigest()[:16]
     if (
         table_exists(spark, staging)
         and table_properties(spark, staging).get(STAGING_SHAPE) == shape
     ):
         source.writeTo(staging.sql).overwrite(F.lit(True))
-        _expire_previous(spark, staging)
+        _expire_earlier(spark, staging)
         return
     writer = (
         source.writeTo(staging.sql)
@@ -182,12 +192,19 @@ def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) 
     writer.createOrReplace()
 
 
-def _expire_previous(spark: SparkSession, staging: TableName) -> None:
-    """Expire every snapshot of ``staging`` but the current one, deleting the earlier
-    batches' files (Iceberg's API on the driver: no Spark job)."""
+STAGING_SNAPSHOTS = 8
+"""The staging table's earlier batches are expired once it holds this many snapshots: an
+expiry reads the manifests and deletes the files on the driver (a third of a second
+per merge at 5M rows when run every merge), so it runs once every this many merges."""
+
+
+def _expire_earlier(spark: SparkSession, staging: TableName) -> None:
+    """Once ``staging`` holds :data:`STAGING_SNAPSHOTS` snapshots, expire every one but
+    the current, deleting the earlier batches' files (Iceberg's API on the driver: no
+    Spark job)."""
     table = iceberg_table(spark, staging)
     current = table.currentSnapshot()
-    if current is None:
+    if current is None or table.operations().current().snapshots().size() < STAGING_SNAPSHOTS:
         return
     table.expireSnapshots().expireOlderThan(current.timestampMillis()).retainLast(1).commit()
 

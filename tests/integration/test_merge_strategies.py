@@ -7,12 +7,14 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config.model import Config, TableMergeConfig
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import deliver, generate
+from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeStage
 from icetide.merge.strategy import STRATEGIES, spj_conf, stage_batch, staging_table
 from icetide.pipeline import Pipeline as StagePipeline
@@ -166,8 +168,10 @@ def test_the_bucket_join_reads_the_base_in_place(pipeline: Pipeline, spark: Spar
 
 
 def test_a_bucket_join_merge_writes_at_most_one_file_per_touched_bucket(
-    pipeline: Pipeline, spark: SparkSession
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The staging table's earlier batches are expired every second merge here (8 in use).
+    monkeypatch.setattr(strategies, "STAGING_SNAPSHOTS", 2)
     workload = generate(8, 400, tables=["customers"])
     first, second = plan_rounds(workload, 2, 8, late_rate=0.0)
     config = _with_strategy(pipeline.config, "bucket_join")
@@ -188,8 +192,9 @@ def test_a_bucket_join_merge_writes_at_most_one_file_per_touched_bucket(
     data = [r for r in per_bucket if r.content == 0]
     assert data, per_bucket  # the second round did write
     assert max(r.n for r in per_bucket) == 1, per_bucket
-    # The staging table is kept: the second merge overwrote it and expired the first
-    # batch; a batch of another layout (a schema change) replaces it.
+    # The staging table is kept: the second merge overwrote it and, at the second
+    # snapshot, expired the first batch; a batch of another layout (a schema change)
+    # replaces it.
     staging = iceberg_table(spark, staging_table(base))
     assert staging.currentSnapshot().operation() == "overwrite"
     assert len(list(staging.snapshots())) == 1
