@@ -199,8 +199,8 @@ class MergeStage:
             configured == "auto" and rows >= SMALL_BASE_ROWS
         )
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
-        history = self._history(refs.cdc, start, schema, cutoff)
         figures = self._recorded_figures(ledger, start, end, cutoff, contract)
+        history: DataFrame | None = None
         in_order = False
         if figures is not None:
             # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
@@ -212,12 +212,13 @@ class MergeStage:
             has_moves = figures.moves
             touched: list[int] | None = list(figures.touched) if may_prune else None
             in_order = self._in_order(figures, base_table)
-            if (figures.history_tombstones == 0 or in_order) and not has_moves:
-                # Nothing to remember (no delete, truncate or key change), or nothing
-                # remembered could win over the batch: no history scan. A key change's
-                # look-up of lost values keeps it (merge/inherit.py).
-                history = None
+            if (figures.history_tombstones > 0 and not in_order) or has_moves:
+                # Without it when there is nothing to remember (no delete, truncate or
+                # key change) or nothing remembered could win over the batch. A key
+                # change's look-up of lost values needs it (merge/inherit.py).
+                history = self._history(refs.cdc, start, schema, cutoff)
         else:
+            history = self._history(refs.cdc, start, schema, cutoff)
             count, batch_truncate, truncated_before, keep, has_moves, touched = self._figures(
                 events, history, schema, contract, refs.base, may_prune
             )
