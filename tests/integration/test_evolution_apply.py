@@ -4,6 +4,8 @@ through Spark, the schema file, audit log and table properties written.
 
 One table per database server (MariaDB, PostgreSQL), each in its own database and
 Iceberg namespace; the stages are not running (the runtime's side is tested with it).
+A declared type the source type still fits (TINYINT(1) as boolean, an enum by its labels)
+is no change in the plan; a real change of that source type is one.
 """
 
 from __future__ import annotations
@@ -174,3 +176,97 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
     assert main(["schema", "apply", *cli, "--ddl", str(ddl_file)]) == 0
     assert "nothing to do" in capsys.readouterr().out
     assert [e.version for e in index.versions(package)] == ["1.0.0", "2.0.0"]
+
+
+DECLARED = {
+    "mysql": (
+        "CREATE TABLE customers (id BIGINT PRIMARY KEY, vip TINYINT(1), token CHAR(36), "
+        "status ENUM('new','it''s paid'))",
+        "ALTER TABLE customers MODIFY vip INT",
+        "type_change:vip",
+    ),
+    "postgres": (
+        "CREATE TYPE mood AS ENUM ('sad', 'ok'); "
+        "CREATE TABLE customers (id bigint PRIMARY KEY, status mood)",
+        "ALTER TYPE mood ADD VALUE 'happy'",
+        "widen:status",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["mysql", "postgres"])
+def test_schema_plan_keeps_declared_types_the_source_types_still_fit(
+    kind: str,
+    request: pytest.FixtureRequest,
+    warehouse: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The schema file declares a MariaDB TINYINT(1) as boolean, a CHAR(36) as uuid and
+    an ENUM as an enum of its labels (PostgreSQL: an enum type as an enum of its
+    pg_enum labels): the catalog read keeps them, so the plan has no change; a real
+    change of the source type (MODIFY vip INT; a label added) is still planned."""
+    server: MariaDBServer | PostgresServer = request.getfixturevalue(
+        "mariadb" if kind == "mysql" else "postgres"
+    )
+    db = f"evo_declared_{kind}"
+    create, change, expected = DECLARED[kind]
+    if kind == "mysql":
+        with server.connect() as conn, conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {db}")
+        source = {"name": "src", "type": "mysql", "port": server.port, "user": "root"}
+        table_source = f"{db}.customers"
+    else:
+        assert isinstance(server, PostgresServer)
+        server.create_database(db)
+        source = {
+            "name": "src",
+            "type": "postgres",
+            "port": server.port,
+            "user": "postgres",
+            "database": db,
+        }
+        table_source = "public.customers"
+
+    def run(statement: str) -> None:
+        if isinstance(server, MariaDBServer):
+            with server.connect(db) as conn, conn.cursor() as cur:
+                cur.execute(statement)
+            return
+        server.execute(statement, db=db)
+
+    run(create)
+    columns: list[dict[str, Any]] = [{"id": 1, "name": "id", "type": "long", "nullable": False}]
+    if kind == "mysql":
+        columns += [
+            {"id": 2, "name": "vip", "type": "boolean"},
+            {"id": 3, "name": "token", "type": "uuid"},
+            {"id": 4, "name": "status", "type": {"enum": ["new", "it's paid", "shipped"]}},
+        ]
+    else:
+        columns += [{"id": 2, "name": "status", "type": {"enum": ["sad", "ok"]}}]
+    (tmp_path / "schemas").mkdir()
+    schema_file = tmp_path / "schemas" / "customers.yaml"
+    schema_file.write_text(
+        yaml.safe_dump({"table": "customers", "primary_key": ["id"], "columns": columns})
+    )
+    config_path = tmp_path / "icetide.yaml"
+    config_path.write_text(
+        yaml.safe_dump(
+            {
+                "pipeline": f"declared{kind}",
+                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": db},
+                "sources": [source],
+                "tables": [{"name": "customers", "source": table_source}],
+            }
+        )
+    )
+    cli = ["schema", "plan", "-c", str(config_path), "--table", "customers", "--output", "json"]
+
+    assert main(cli) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["changes"] == [] and not plan["changed"], plan["changes"]
+    run(change)
+    assert main(cli) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in plan["changes"]] == [expected]
