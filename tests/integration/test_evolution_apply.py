@@ -46,20 +46,15 @@ DDL = {
 }
 
 
-def _source(kind: str, server: Any, db: str) -> dict[str, Any]:
+def _source(kind: str, server: Any, db: str, *statements: str) -> dict[str, Any]:
+    """A new database ``db`` on ``server`` with ``statements`` run in it; its source config."""
     if kind == "mysql":
-        conn = server.connect()
-        with conn.cursor() as cur:
+        with server.connect() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {db}")
-            cur.execute(f"USE {db}")
-            cur.execute(CREATE)
-            cur.execute("INSERT INTO customers VALUES (1, 'a@x', 1.50)")
-        conn.commit()
-        conn.close()
+        _run(kind, server, db, *statements)
         return {"name": "src", "type": "mysql", "port": server.port, "user": "root"}
     server.create_database(db)
-    server.execute(CREATE, db=db)
-    server.execute("INSERT INTO customers VALUES (1, 'a@x', 1.50)", db=db)
+    _run(kind, server, db, *statements)
     return {
         "name": "src",
         "type": "postgres",
@@ -69,17 +64,35 @@ def _source(kind: str, server: Any, db: str) -> dict[str, Any]:
     }
 
 
-def _run_source_ddl(kind: str, server: Any, db: str) -> None:
+def _run(kind: str, server: Any, db: str, *statements: str) -> None:
     if kind == "mysql":
-        conn = server.connect(db)
-        with conn.cursor() as cur:
-            for statement in DDL[kind]:
+        with server.connect(db) as conn, conn.cursor() as cur:
+            for statement in statements:
                 cur.execute(statement)
-        conn.commit()
-        conn.close()
-    else:
-        for statement in DDL[kind]:
-            server.execute(statement, db=db)
+            conn.commit()
+        return
+    for statement in statements:
+        server.execute(statement, db=db)
+
+
+def _config(
+    tmp_path: Path, warehouse: Path, kind: str, db: str, namespace: str, source: Any
+) -> Path:
+    """``icetide.yaml`` with one table, ``customers``, read from ``source``."""
+    path = tmp_path / "icetide.yaml"
+    table = f"{db}.customers" if kind == "mysql" else "public.customers"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "pipeline": f"evo{kind}",
+                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
+                "sources": [source],
+                "tables": [{"name": "customers", "source": table}],
+            }
+        )
+    )
+    (tmp_path / "schemas").mkdir()
+    return path
 
 
 @pytest.mark.parametrize("kind", ["mysql", "postgres"])
@@ -95,24 +108,8 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
         "mariadb" if kind == "mysql" else "postgres"
     )
     db, namespace = f"evo_{kind}", f"evo_apply_{kind}"
-    source = _source(kind, server, db)
-    config_path = tmp_path / "icetide.yaml"
-    config_path.write_text(
-        yaml.safe_dump(
-            {
-                "pipeline": f"evo{kind}",
-                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
-                "sources": [source],
-                "tables": [
-                    {
-                        "name": "customers",
-                        "source": f"{db}.customers" if kind == "mysql" else "public.customers",
-                    }
-                ],
-            }
-        )
-    )
-    (tmp_path / "schemas").mkdir()
+    source = _source(kind, server, db, CREATE, "INSERT INTO customers VALUES (1, 'a@x', 1.50)")
+    config_path = _config(tmp_path, warehouse, kind, db, namespace, source)
     config = load_config(config_path)
     # Onboarding's part, done here by hand: the first schema from the catalog, the tables.
     first = read_source_schema(config.sources[0], config.table("customers"))
@@ -122,7 +119,7 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
     spark.sql(TableContract(first).base_ddl(refs.base))
     spark.sql(TableContract(first).ledger_ddl(refs.cdc))
 
-    _run_source_ddl(kind, server, db)
+    _run(kind, server, db, *DDL[kind])
     cli = ["-c", str(config_path), "--table", "customers"]
     if kind == "postgres":
         # pgoutput sends no DDL: without it, the rename cannot be told from drop + add.
@@ -211,31 +208,8 @@ def test_schema_plan_keeps_declared_types_the_source_types_still_fit(
     )
     db = f"evo_declared_{kind}"
     create, change, expected = DECLARED[kind]
-    if kind == "mysql":
-        with server.connect() as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE {db}")
-        source = {"name": "src", "type": "mysql", "port": server.port, "user": "root"}
-        table_source = f"{db}.customers"
-    else:
-        assert isinstance(server, PostgresServer)
-        server.create_database(db)
-        source = {
-            "name": "src",
-            "type": "postgres",
-            "port": server.port,
-            "user": "postgres",
-            "database": db,
-        }
-        table_source = "public.customers"
-
-    def run(statement: str) -> None:
-        if isinstance(server, MariaDBServer):
-            with server.connect(db) as conn, conn.cursor() as cur:
-                cur.execute(statement)
-            return
-        server.execute(statement, db=db)
-
-    run(create)
+    source = _source(kind, server, db, create)
+    config_path = _config(tmp_path, warehouse, kind, db, db, source)
     columns: list[dict[str, Any]] = [{"id": 1, "name": "id", "type": "long", "nullable": False}]
     if kind == "mysql":
         columns += [
@@ -245,28 +219,15 @@ def test_schema_plan_keeps_declared_types_the_source_types_still_fit(
         ]
     else:
         columns += [{"id": 2, "name": "status", "type": {"enum": ["sad", "ok"]}}]
-    (tmp_path / "schemas").mkdir()
-    schema_file = tmp_path / "schemas" / "customers.yaml"
-    schema_file.write_text(
+    (tmp_path / "schemas" / "customers.yaml").write_text(
         yaml.safe_dump({"table": "customers", "primary_key": ["id"], "columns": columns})
-    )
-    config_path = tmp_path / "icetide.yaml"
-    config_path.write_text(
-        yaml.safe_dump(
-            {
-                "pipeline": f"declared{kind}",
-                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": db},
-                "sources": [source],
-                "tables": [{"name": "customers", "source": table_source}],
-            }
-        )
     )
     cli = ["schema", "plan", "-c", str(config_path), "--table", "customers", "--output", "json"]
 
     assert main(cli) == 0
     [plan] = json.loads(capsys.readouterr().out)
     assert plan["changes"] == [] and not plan["changed"], plan["changes"]
-    run(change)
+    _run(kind, server, db, change)
     assert main(cli) == 0
     [plan] = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in plan["changes"]] == [expected]
