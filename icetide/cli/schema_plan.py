@@ -172,7 +172,7 @@ def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> Evolu
 
     table = pipeline.config.table(name)
     old = pipeline.schema(table.name)
-    fresh = _fresh(args, pipeline, table.name)
+    fresh = _fresh(args, pipeline, table.name, old)
     evidence = _evidence(args, pipeline, table.name)
     policy = Policy.from_config(table.evolution)
     new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
@@ -189,7 +189,9 @@ def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> Evolu
     )
 
 
-def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSchema:
+def _fresh(
+    args: argparse.Namespace, pipeline: Pipeline, table: str, declared: TableSchema
+) -> TableSchema:
     from icetide.config.loader import load_schema_file
     from icetide.evolution.source_schema import read_source_schema
 
@@ -197,7 +199,7 @@ def _fresh(args: argparse.Namespace, pipeline: Pipeline, table: str) -> TableSch
         schema = load_schema_file(args.source, f"--from for table {table}")
         return schema.renamed(table)
     source = _source_of(pipeline, table)
-    return read_source_schema(source, pipeline.config.table(table))
+    return read_source_schema(source, pipeline.config.table(table), declared)
 
 
 def _source_of(pipeline: Pipeline, table: str) -> SourceConfig:

@@ -42,9 +42,13 @@ DDL = (
 BIG_TRANSACTION_ROWS = 10_000
 
 
-def _schema(table: str, columns: list[tuple[str, str, str | None]]) -> TableSchema:
+def _schema(
+    table: str, columns: list[tuple[str, str, str | None]], required: tuple[str, ...] = ()
+) -> TableSchema:
+    # The first column is the key; ``required`` are the others the DDL declares NOT NULL,
+    # so the schema says what the catalog says and detection finds no change in them.
     built = tuple(
-        Column(id=i, name=name, type=parse_type(kind), nullable=i > 1)
+        Column(id=i, name=name, type=parse_type(kind), nullable=i > 1 and name not in required)
         for i, (name, kind, _) in enumerate(columns, start=1)
     )
     hints = {i: logical for i, (_, _, logical) in enumerate(columns, start=1) if logical}
@@ -52,7 +56,9 @@ def _schema(table: str, columns: list[tuple[str, str, str | None]]) -> TableSche
 
 
 def shop_schemas() -> list[TableSchema]:
-    """The icetide schemas of the shop tables (what ``infer_table_schema`` would write)."""
+    """The icetide schemas of the shop tables: what ``infer_table_schema`` would write,
+    except ``vip``, declared ``boolean`` (a ``TINYINT(1)`` may be, see
+    :func:`icetide.schema.convert.mysql.accepts`)."""
     return [
         _schema(
             "customers",
@@ -64,6 +70,7 @@ def shop_schemas() -> list[TableSchema]:
                 ("vip", "boolean", None),
                 ("updated_at", "timestamp", "io.debezium.time.MicroTimestamp"),
             ],
+            required=("name",),
         ),
         _schema(
             "orders",

@@ -4,7 +4,10 @@ evolution plan → a new schema version, written where every stage picks it up.
 The ledger stage calls :class:`Detector` with the schema-change signals of a batch
 (:mod:`icetide.ledger.signals`: DDL text, PostgreSQL column lists, unknown fields in
 events). For each table it reads the source catalog now
-(:func:`~icetide.evolution.source_schema.read_source_schema`), takes the DDL texts as
+(:func:`~icetide.evolution.source_schema.read_catalog`) and maps its columns against the
+schema file's (:func:`~icetide.evolution.source_schema.schema_from_catalog`: a declared
+type the source type still fits, such as ``boolean`` for a ``TINYINT(1)``, is kept, so
+it is no change; a source type it no longer fits is), takes the DDL texts as
 evidence (:func:`~icetide.evolution.evidence.collect`: a rename keeps its id), and hands
 both to the decision layer (:func:`~icetide.evolution.plan.build_plan` with the table's
 policy). What the policy allows is applied with
@@ -32,7 +35,7 @@ from icetide.evolution.classify import candidate_schema
 from icetide.evolution.evidence import collect
 from icetide.evolution.plan import EvolutionPlan, build_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
-from icetide.evolution.source_schema import read_source_schema
+from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_catalog
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.contract import phases as p
 from icetide.schema.model import TableSchema
@@ -44,7 +47,9 @@ if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
 
 
-CatalogReader = Callable[[str], TableSchema | None]
+CatalogReader = Callable[[str], Catalog | None]
+"""A table's source catalog now (``None``: the table is gone); the real one reads the
+capturing source (:func:`~icetide.evolution.source_schema.read_catalog`)."""
 
 
 @dataclass
@@ -63,14 +68,18 @@ class Detector:
             self.detect(table, [s for s in signals if s.table == table])
 
     def _candidate(self, table: str) -> TableSchema | None:
-        if self.catalog is not None:
-            return self.catalog(table)
         config = self.pipeline.config
         settings = config.table(table)
-        try:
-            return read_source_schema(capturing_source(config, settings), settings)
-        except SchemaError:
-            return None  # the source table is gone: nothing to evolve to
+        if self.catalog is not None:
+            found = self.catalog(table)
+        else:
+            try:
+                found = read_catalog(capturing_source(config, settings), settings)
+            except SchemaError:
+                found = None  # the source table is gone: nothing to evolve to
+        if found is None:
+            return None
+        return schema_from_catalog(settings, found, declared=self.pipeline.schema(table))
 
     def plan(self, table: str, signals: Sequence[ChangeSignal]) -> EvolutionPlan | None:
         """The evolution plan for what ``table``'s source shows now (None: unreadable)."""

@@ -92,13 +92,16 @@ def source_of(config: Config, table: TableConfig) -> SourceConfig:
     )
 
 
-def catalog_schema(config: Config, table: TableConfig) -> TableSchema:
+def catalog_schema(
+    config: Config, table: TableConfig, declared: TableSchema | None = None
+) -> TableSchema:
     """``table``'s schema as its source's catalog describes it now (the one catalog
     reader, :func:`icetide.evolution.source_schema.read_source_schema`, defaults
-    included); a table without a primary key is refused with the fix."""
+    included; the types of ``declared``, an existing schema file, kept where they still
+    fit the source types); a table without a primary key is refused with the fix."""
     source = source_of(config, table)
     try:
-        schema = read_source_schema(source, table)
+        schema = read_source_schema(source, table, declared)
     except SchemaError as exc:
         if "primary_key: needs at least one column" not in exc.message:
             raise
@@ -216,14 +219,16 @@ def _schema_file(
     config: Config, table: TableConfig, force: bool, dry_run: bool
 ) -> tuple[Onboarded, TableSchema]:
     source = source_of(config, table)
-    catalog = catalog_schema(config, table)
     path = table.schema_file
-    described = f"{source.name} ({source.type}) {table.source}"
-    result = Onboarded(table.name, described, str(path), WRITTEN, dry_run=dry_run)
+    existing: TableSchema | None = None
     if path.is_file():
         existing = load_schema_file(path, f"schema of table {table.name}")
         if not existing.table:
             existing = existing.renamed(table.name)
+    catalog = catalog_schema(config, table, existing)
+    described = f"{source.name} ({source.type}) {table.source}"
+    result = Onboarded(table.name, described, str(path), WRITTEN, dry_run=dry_run)
+    if existing is not None:
         result.differences = differences(existing, catalog)
         if not result.differences:
             result.file, schema = UNCHANGED, existing

@@ -8,6 +8,19 @@ default and the primary-key index's column order. Types map through the converte
 :mod:`icetide.schema.convert` and defaults through
 :func:`icetide.schema.defaults.default_from_source`, as inference does. The ids are
 meaningless until :func:`icetide.evolution.classify.candidate_schema` matches them.
+
+**Declared types.** A schema file may declare a column as another type than inference
+reads, when that type holds the source type's values too: MySQL's ``TINYINT(1)`` as
+``boolean``, ``CHAR(36)`` as ``uuid``, an enum as an icetide ``enum`` holding its labels.
+Given the schema file's columns (``declared``), a column keeps its declared type while
+the converter still :func:`accepts <icetide.schema.convert.mysql.accepts>` it for the
+source type. So change detection, ``schema plan`` and ``onboard`` compare the source's
+shape with what the file means, not with one spelling of it: an untouched ``TINYINT(1)``
+declared ``boolean`` is no ``boolean → int`` change, while ``MODIFY vip INT`` (which
+``boolean`` does not fit) is. Why this and not a comparison with the source's previous
+catalog: the schema file records no source types, only icetide types, so "what the
+source said last time" does not exist for tables onboarded before; which declarations
+fit a source type is a fact about the type, kept once in its converter.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from icetide.schema.convert import mysql as mysql_types
 from icetide.schema.convert import postgres as pg_types
 from icetide.schema.infer import infer_table_schema
 from icetide.schema.model import TableSchema
+from icetide.schema.types import IcetideType
 
 _MYSQL = """
 SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES', COLUMN_KEY = 'PRI', COLUMN_DEFAULT
@@ -36,7 +50,10 @@ _POSTGRES = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
        array_position(i.indkey::int2[], a.attnum) IS NOT NULL,
        pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e',
-       array_position(i.indkey::int2[], a.attnum)
+       array_position(i.indkey::int2[], a.attnum),
+       CASE WHEN t.typtype = 'e' THEN ARRAY(
+           SELECT e.enumlabel::text FROM pg_enum e
+           WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder) END
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -49,7 +66,8 @@ ORDER BY a.attnum
 
 @dataclass(frozen=True)
 class CatalogColumn:
-    """One source column as the catalog describes it (what inference reads)."""
+    """One source column as the catalog describes it (what inference reads); ``labels``:
+    a PostgreSQL enum's labels (a MySQL enum's are in ``type_text``)."""
 
     name: str
     type_text: str
@@ -58,11 +76,45 @@ class CatalogColumn:
     default: str | None
     dialect: Literal["mysql", "postgres"]
     enum: bool = False
+    labels: tuple[str, ...] = ()
+
+    def mapped(self, declared: IcetideType | None = None) -> tuple[IcetideType, str | None]:
+        """The icetide type (and Debezium logical name) of the column: ``declared`` when
+        its converter accepts that for the source type (see the module doc), else the
+        type inference reads."""
+        if self.dialect == "mysql":
+            ctype, hint = mysql_types.icetide_type(self.type_text)
+            fits = declared is not None and mysql_types.accepts(self.type_text, declared)
+        else:
+            ctype, hint = pg_types.icetide_type(self.type_text, enum=self.enum)
+            fits = declared is not None and pg_types.accepts(
+                self.type_text, declared, enum=self.enum, labels=self.labels
+            )
+        if fits and declared is not None:
+            return declared, hint
+        return ctype, hint
 
 
-def read_source_schema(source: SourceConfig, table: TableConfig) -> TableSchema:
-    """``table``'s current columns at ``source`` as a :class:`TableSchema` (see module
-    doc); :class:`SchemaError` when the catalog does not know the table."""
+@dataclass(frozen=True)
+class Catalog:
+    """What a source's catalog says of one table: its columns in order and primary key."""
+
+    columns: tuple[CatalogColumn, ...]
+    key: tuple[str, ...]
+
+
+def read_source_schema(
+    source: SourceConfig, table: TableConfig, declared: TableSchema | None = None
+) -> TableSchema:
+    """``table``'s current columns at ``source`` as a :class:`TableSchema`, keeping the
+    types of ``declared`` (the schema file) that still fit (see module doc);
+    :class:`SchemaError` when the catalog does not know the table."""
+    return schema_from_catalog(table, read_catalog(source, table), declared)
+
+
+def read_catalog(source: SourceConfig, table: TableConfig) -> Catalog:
+    """``table``'s columns and key as ``source``'s catalog describes them now;
+    :class:`SchemaError` when it does not know the table."""
     if source.type == "mysql":
         columns, key = _mysql(source, table.source)
     else:
@@ -72,15 +124,23 @@ def read_source_schema(source: SourceConfig, table: TableConfig) -> TableSchema:
             f"table {table.name}: source {source.name} has no table {table.source}",
             hint="check the table's source: in the config",
         )
+    return Catalog(tuple(columns), key)
 
-    def type_of(column: CatalogColumn) -> tuple[str, str | None]:
-        if column.dialect == "mysql":
-            mapped, hint = mysql_types.icetide_type(column.type_text)
-        else:
-            mapped, hint = pg_types.icetide_type(column.type_text, enum=column.enum)
-        return str(mapped), hint
 
-    return infer_table_schema(table.name, columns, type_of, table.primary_key or key)
+def schema_from_catalog(
+    table: TableConfig, catalog: Catalog, declared: TableSchema | None = None
+) -> TableSchema:
+    """The :class:`TableSchema` of a catalog's columns (ids 1..n), each column of the type
+    :meth:`CatalogColumn.mapped` gives it against ``declared``'s column of the same name
+    (case-insensitive, as :func:`~icetide.evolution.classify.candidate_schema` matches)."""
+    by_name = {c.name.casefold(): c.type for c in declared.columns} if declared else {}
+
+    def type_of(column: CatalogColumn) -> tuple[IcetideType, str | None]:
+        return column.mapped(by_name.get(column.name.casefold()))
+
+    return infer_table_schema(
+        table.name, catalog.columns, type_of, table.primary_key or catalog.key
+    )
 
 
 def _split(name: str, default: str | None) -> tuple[str, str]:
@@ -121,7 +181,16 @@ def _postgres(source: SourceConfig, name: str) -> tuple[list[CatalogColumn], tup
     finally:
         conn.close()
     columns = [
-        CatalogColumn(r[0], str(r[1]), bool(r[2]), bool(r[3]), r[4], "postgres", bool(r[5]))
+        CatalogColumn(
+            r[0],
+            str(r[1]),
+            bool(r[2]),
+            bool(r[3]),
+            r[4],
+            "postgres",
+            bool(r[5]),
+            tuple(r[7] or ()),
+        )
         for r in rows
     ]
     # int2vector subscripts start at 0: the key's first column is at 0, not 1

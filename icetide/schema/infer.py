@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 
 from icetide.schema.defaults import Dialect, default_from_source
 from icetide.schema.model import Column, SinkSettings, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.types import IcetideType, parse_type
 
 
 class SourceColumn(Protocol):
@@ -31,14 +31,14 @@ class SourceColumn(Protocol):
 
 
 C = TypeVar("C", bound=SourceColumn)
-TypeMapping = Callable[[C], tuple[str, str | None]]
-"""A source column → (icetide type text, Debezium logical type name or ``None``)."""
+TypeMapping = Callable[[C], tuple[IcetideType | str, str | None]]
+"""A source column → (icetide type, or its text; Debezium logical type name or ``None``)."""
 
 
 def infer_table_schema(
     table: str,
     columns: Sequence[C],
-    type_of: Callable[[C], tuple[str, str | None]],
+    type_of: Callable[[C], tuple[IcetideType | str, str | None]],
     primary_key: Sequence[str] = (),
 ) -> TableSchema:
     """A first icetide schema for a table (ids 1..n in column order).
@@ -51,7 +51,7 @@ def infer_table_schema(
     logical: dict[int, str] = {}
     for number, info in enumerate(columns, start=1):
         type_name, hint = type_of(info)
-        ctype = parse_type(type_name)
+        ctype = type_name if isinstance(type_name, IcetideType) else parse_type(type_name)
         default_text = getattr(info, "default", None)
         dialect: Dialect = "postgres" if getattr(info, "dialect", None) == "postgres" else "mysql"
         built.append(

@@ -4,6 +4,8 @@ through Spark, the schema file, audit log and table properties written.
 
 One table per database server (MariaDB, PostgreSQL), each in its own database and
 Iceberg namespace; the stages are not running (the runtime's side is tested with it).
+A declared type the source type still fits (TINYINT(1) as boolean, an enum by its labels)
+is no change in the plan; a real change of that source type is one.
 """
 
 from __future__ import annotations
@@ -44,20 +46,15 @@ DDL = {
 }
 
 
-def _source(kind: str, server: Any, db: str) -> dict[str, Any]:
+def _source(kind: str, server: Any, db: str, *statements: str) -> dict[str, Any]:
+    """A new database ``db`` on ``server`` with ``statements`` run in it; its source config."""
     if kind == "mysql":
-        conn = server.connect()
-        with conn.cursor() as cur:
+        with server.connect() as conn, conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {db}")
-            cur.execute(f"USE {db}")
-            cur.execute(CREATE)
-            cur.execute("INSERT INTO customers VALUES (1, 'a@x', 1.50)")
-        conn.commit()
-        conn.close()
+        _run(kind, server, db, *statements)
         return {"name": "src", "type": "mysql", "port": server.port, "user": "root"}
     server.create_database(db)
-    server.execute(CREATE, db=db)
-    server.execute("INSERT INTO customers VALUES (1, 'a@x', 1.50)", db=db)
+    _run(kind, server, db, *statements)
     return {
         "name": "src",
         "type": "postgres",
@@ -67,17 +64,35 @@ def _source(kind: str, server: Any, db: str) -> dict[str, Any]:
     }
 
 
-def _run_source_ddl(kind: str, server: Any, db: str) -> None:
+def _run(kind: str, server: Any, db: str, *statements: str) -> None:
     if kind == "mysql":
-        conn = server.connect(db)
-        with conn.cursor() as cur:
-            for statement in DDL[kind]:
+        with server.connect(db) as conn, conn.cursor() as cur:
+            for statement in statements:
                 cur.execute(statement)
-        conn.commit()
-        conn.close()
-    else:
-        for statement in DDL[kind]:
-            server.execute(statement, db=db)
+            conn.commit()
+        return
+    for statement in statements:
+        server.execute(statement, db=db)
+
+
+def _config(
+    tmp_path: Path, warehouse: Path, kind: str, db: str, namespace: str, source: Any
+) -> Path:
+    """``icetide.yaml`` with one table, ``customers``, read from ``source``."""
+    path = tmp_path / "icetide.yaml"
+    table = f"{db}.customers" if kind == "mysql" else "public.customers"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "pipeline": f"evo{kind}",
+                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
+                "sources": [source],
+                "tables": [{"name": "customers", "source": table}],
+            }
+        )
+    )
+    (tmp_path / "schemas").mkdir()
+    return path
 
 
 @pytest.mark.parametrize("kind", ["mysql", "postgres"])
@@ -93,24 +108,8 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
         "mariadb" if kind == "mysql" else "postgres"
     )
     db, namespace = f"evo_{kind}", f"evo_apply_{kind}"
-    source = _source(kind, server, db)
-    config_path = tmp_path / "icetide.yaml"
-    config_path.write_text(
-        yaml.safe_dump(
-            {
-                "pipeline": f"evo{kind}",
-                "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
-                "sources": [source],
-                "tables": [
-                    {
-                        "name": "customers",
-                        "source": f"{db}.customers" if kind == "mysql" else "public.customers",
-                    }
-                ],
-            }
-        )
-    )
-    (tmp_path / "schemas").mkdir()
+    source = _source(kind, server, db, CREATE, "INSERT INTO customers VALUES (1, 'a@x', 1.50)")
+    config_path = _config(tmp_path, warehouse, kind, db, namespace, source)
     config = load_config(config_path)
     # Onboarding's part, done here by hand: the first schema from the catalog, the tables.
     first = read_source_schema(config.sources[0], config.table("customers"))
@@ -120,7 +119,7 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
     spark.sql(TableContract(first).base_ddl(refs.base))
     spark.sql(TableContract(first).ledger_ddl(refs.cdc))
 
-    _run_source_ddl(kind, server, db)
+    _run(kind, server, db, *DDL[kind])
     cli = ["-c", str(config_path), "--table", "customers"]
     if kind == "postgres":
         # pgoutput sends no DDL: without it, the rename cannot be told from drop + add.
@@ -174,3 +173,61 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
     assert main(["schema", "apply", *cli, "--ddl", str(ddl_file)]) == 0
     assert "nothing to do" in capsys.readouterr().out
     assert [e.version for e in index.versions(package)] == ["1.0.0", "2.0.0"]
+
+
+DECLARED = {
+    "mysql": (
+        "CREATE TABLE customers (id BIGINT PRIMARY KEY, vip TINYINT(1), token CHAR(36), "
+        "status ENUM('new','it''s paid'))",
+        "ALTER TABLE customers MODIFY vip INT",
+        "type_change:vip",
+    ),
+    "postgres": (
+        "CREATE TYPE mood AS ENUM ('sad', 'ok'); "
+        "CREATE TABLE customers (id bigint PRIMARY KEY, status mood)",
+        "ALTER TYPE mood ADD VALUE 'happy'",
+        "widen:status",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["mysql", "postgres"])
+def test_schema_plan_keeps_declared_types_the_source_types_still_fit(
+    kind: str,
+    request: pytest.FixtureRequest,
+    warehouse: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The schema file declares a MariaDB TINYINT(1) as boolean, a CHAR(36) as uuid and
+    an ENUM as an enum of its labels (PostgreSQL: an enum type as an enum of its
+    pg_enum labels): the catalog read keeps them, so the plan has no change; a real
+    change of the source type (MODIFY vip INT; a label added) is still planned."""
+    server: MariaDBServer | PostgresServer = request.getfixturevalue(
+        "mariadb" if kind == "mysql" else "postgres"
+    )
+    db = f"evo_declared_{kind}"
+    create, change, expected = DECLARED[kind]
+    source = _source(kind, server, db, create)
+    config_path = _config(tmp_path, warehouse, kind, db, db, source)
+    columns: list[dict[str, Any]] = [{"id": 1, "name": "id", "type": "long", "nullable": False}]
+    if kind == "mysql":
+        columns += [
+            {"id": 2, "name": "vip", "type": "boolean"},
+            {"id": 3, "name": "token", "type": "uuid"},
+            {"id": 4, "name": "status", "type": {"enum": ["new", "it's paid", "shipped"]}},
+        ]
+    else:
+        columns += [{"id": 2, "name": "status", "type": {"enum": ["sad", "ok"]}}]
+    (tmp_path / "schemas" / "customers.yaml").write_text(
+        yaml.safe_dump({"table": "customers", "primary_key": ["id"], "columns": columns})
+    )
+    cli = ["schema", "plan", "-c", str(config_path), "--table", "customers", "--output", "json"]
+
+    assert main(cli) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["changes"] == [] and not plan["changed"], plan["changes"]
+    _run(kind, server, db, change)
+    assert main(cli) == 0
+    [plan] = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in plan["changes"]] == [expected]

@@ -22,7 +22,11 @@ caller decides where new ids start (above ``last_column_id``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from icetide.errors import SchemaChangeError
+from icetide.schema.promote import promote
+from icetide.schema.types import EnumType, IcetideType
 
 NextId = Callable[[], int]
 """Hands out the next unused field id each time it is called."""
@@ -37,3 +41,20 @@ def ids_from(first: int) -> NextId:
     """
     counter = itertools.count(first)
     return lambda: next(counter)
+
+
+def holds_enum(declared: IcetideType, labels: Sequence[str]) -> bool:
+    """Whether ``declared`` is an enum holding every label of a source enum: the rule of
+    :func:`~icetide.schema.promote.promote` (an enum may gain symbols, never lose one), so
+    the source converters' :func:`accepts` and evolution agree on what an enum holds.
+
+    >>> holds_enum(EnumType(("a", "b", "c")), ["b", "a"]), holds_enum(EnumType(("a",)), ["a", "b"])
+    (True, False)
+    """
+    if not isinstance(declared, EnumType) or not labels:
+        return False
+    try:
+        promote(EnumType(tuple(labels)), declared)
+    except SchemaChangeError:
+        return False
+    return True

@@ -27,6 +27,19 @@ char, varchar, *text, enum, set, others     string
 ENUM stays ``string``: Debezium sends the label, and a source that adds a label must not
 make the pipeline reject rows before the schema file learns it.
 
+A schema file may also declare some columns as another type that holds their values, by
+a convention the converter knows (:func:`accepts`). Change detection keeps such a
+declaration instead of reporting a type change nobody made
+(:mod:`icetide.evolution.source_schema`):
+
+==========================  =====================================================
+MySQL type                  may also be declared as
+==========================  =====================================================
+tinyint(1), bool, boolean   boolean (MySQL's own boolean; values 0/1)
+char(36)                    uuid (what :func:`mysql_type` writes for a uuid)
+enum('a','b')               an enum holding every label (``enum(a, b)`` or more)
+==========================  =====================================================
+
 The other way, :func:`mysql_type` writes the DDL type that holds an icetide type (for
 tests and the demo creating source tables), :data:`DDL_TYPES`:
 
@@ -54,6 +67,7 @@ from collections.abc import Callable
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.convert import holds_enum
 from icetide.schema.types import (
     NESTED,
     BinaryType,
@@ -70,6 +84,7 @@ from icetide.schema.types import (
     TimestampType,
     TimestamptzType,
     TimeType,
+    UUIDType,
 )
 
 Mapped = tuple[IcetideType, str | None]
@@ -145,6 +160,49 @@ def icetide_type(column_type: str) -> Mapped:
     if base in _BINARY:
         return BinaryType(), None
     return StringType(), None
+
+
+def accepts(column_type: str, declared: IcetideType) -> bool:
+    """Whether a schema file may declare a column of this MySQL type as ``declared``: the
+    type :func:`icetide_type` reads, or another that holds its values by a convention
+    (the module doc's second table). Nothing else: a declaration the source type no longer
+    fits (``vip`` declared boolean after ``MODIFY vip INT``) is a change to plan.
+
+    >>> accepts("tinyint(1)", BooleanType()), accepts("int", BooleanType())
+    (True, False)
+    >>> from icetide.schema.types import EnumType
+    >>> accepts("enum('new','paid')", EnumType(("new", "paid", "shipped")))
+    True
+    """
+    if declared == icetide_type(column_type)[0]:
+        return True
+    match = _TYPE.match(column_type.lower())
+    if match is None:
+        return False
+    base, args, _ = match.groups()
+    if isinstance(declared, BooleanType):
+        return base in ("bool", "boolean") or (base == "tinyint" and _numbers(args) == [1])
+    if isinstance(declared, UUIDType):
+        return base == "char" and _numbers(args) == [36]
+    labels = enum_labels(column_type)
+    return labels is not None and holds_enum(declared, labels)
+
+
+_ENUM = re.compile(r"\s*enum\s*\((.*)\)\s*$", re.DOTALL | re.IGNORECASE)
+_LABEL = re.compile(r"'((?:[^']|'')*)'")
+
+
+def enum_labels(column_type: str) -> tuple[str, ...] | None:
+    """The labels of an ``enum(...)`` column type in order (``None``: not an enum), as
+    ``information_schema`` writes them: quoted, a quote doubled.
+
+    >>> enum_labels("enum('a','it''s','b(c)')"), enum_labels("varchar(3)")
+    (('a', "it's", 'b(c)'), None)
+    """
+    match = _ENUM.match(column_type)
+    if match is None:
+        return None
+    return tuple(label.replace("''", "'") for label in _LABEL.findall(match.group(1)))
 
 
 def _fixed(text: str) -> Callable[[Any], str]:

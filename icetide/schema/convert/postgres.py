@@ -33,6 +33,13 @@ enums, anything else
 Enums stay ``string`` (the label), so a label added at the source never rejects rows;
 an enum's name alone does not say it is one, so the caller says so (``enum=True``).
 
+A schema file may also declare an enum column as an icetide enum holding every one of its
+labels (:func:`accepts`; the caller passes the labels, from ``pg_enum``). Change detection
+keeps such a declaration instead of reporting a type change nobody made
+(:mod:`icetide.evolution.source_schema`). Every other PostgreSQL type has exactly one
+declaration: a native ``uuid`` or ``boolean`` is its own type, and a ``text`` column
+declared as an enum would let the source write values the enum does not hold.
+
 The other way, :func:`postgres_type` writes the DDL type holding an icetide type (for
 tests and the demo creating source tables), :data:`DDL_TYPES`: boolean ``boolean``,
 int ``integer``, long ``bigint``, float ``real``, double ``double precision``, string
@@ -46,10 +53,11 @@ composite types or arrays, which read back as ``json``: they are :data:`DDL_UNSU
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.schema.convert import holds_enum
 from icetide.schema.types import (
     NESTED,
     BinaryType,
@@ -172,6 +180,25 @@ def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
             found = decimal_for(int(precision), int(scale or 0))
             return (found, None) if found else (StringType(), None)
     return StringType(), None
+
+
+def accepts(
+    column_type: str, declared: IcetideType, *, enum: bool = False, labels: Sequence[str] = ()
+) -> bool:
+    """Whether a schema file may declare a column of this PostgreSQL type as ``declared``:
+    the type :func:`icetide_type` reads, or, for an enum (``enum``, its ``labels``), an
+    icetide enum holding every label (see the module doc).
+
+    >>> from icetide.schema.types import EnumType
+    >>> accepts('"mood"', EnumType(("sad", "ok", "happy")), enum=True, labels=["sad", "ok"])
+    True
+    >>> accepts("text", EnumType(("sad", "ok"))), accepts("integer", BooleanType())
+    (False, False)
+    """
+    if declared == icetide_type(column_type, enum=enum)[0]:
+        return True
+    scalar = not column_type.strip().endswith("[]")
+    return enum and scalar and holds_enum(declared, labels)
 
 
 def _fixed(text: str) -> Callable[[Any], str]:

@@ -1,5 +1,7 @@
 """DDL detection honours ``evolution.enabled: false`` as the message-schema walk does: the
-change read from the source is refused with ``schema_evolution_disabled`` and not applied."""
+change read from the source is refused with ``schema_evolution_disabled`` and not applied.
+A declared type the source type still fits (the demo's ``TINYINT(1)`` declared
+``boolean``) is no change; a source type it no longer fits is."""
 
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from icetide.config import Config
+from icetide.demo.shop import shop_schemas
 from icetide.evolution.detect import Detector
 from icetide.evolution.policy import EVOLUTION_DISABLED
+from icetide.evolution.source_schema import Catalog, CatalogColumn
 from icetide.ledger.signals import ChangeSignal
 from icetide.pipeline import Pipeline
 from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 
 ITEMS = {
     "table": "items",
@@ -22,7 +27,14 @@ ITEMS = {
         {"id": 2, "name": "name", "type": "string"},
     ],
 }
-SOURCE_NOW = {**ITEMS, "columns": [*ITEMS["columns"], {"id": 3, "name": "note", "type": "string"}]}
+SOURCE_NOW = Catalog(
+    (
+        CatalogColumn("id", "bigint(20)", False, True, None, "mysql"),
+        CatalogColumn("name", "longtext", True, False, None, "mysql"),
+        CatalogColumn("note", "varchar(20)", True, False, None, "mysql"),
+    ),
+    ("id",),
+)
 DDL = ChangeSignal("items", "ddl", ddl="ALTER TABLE items ADD COLUMN note varchar(20)")
 
 
@@ -34,17 +46,24 @@ class Reports:
         self.lines.append((message, kw))
 
 
-def detector(tmp_path: Path, enabled: bool) -> tuple[Detector, Pipeline, Reports]:
+def detector(
+    tmp_path: Path,
+    enabled: bool = True,
+    schema: TableSchema | None = None,
+    catalog: Catalog = SOURCE_NOW,
+    source: str = "mysql",
+) -> tuple[Detector, Pipeline, Reports]:
+    schema = schema or schema_from_dict(ITEMS)
+    name = schema.table
     doc = {
         "pipeline": "p",
-        "sources": [{"name": "shopdb", "type": "mysql"}],
-        "tables": [{"name": "items", "source": "shop.items", "evolution": {"enabled": enabled}}],
+        "sources": [{"name": "shopdb", "type": source, "database": "shop"}],
+        "tables": [{"name": name, "source": f"shop.{name}", "evolution": {"enabled": enabled}}],
     }
     config = Config.model_validate(doc, context={"config_dir": tmp_path})
     reports = Reports()
-    pipeline = Pipeline(config, {"items": schema_from_dict(ITEMS)}, reports)  # type: ignore[arg-type]
-    fresh = schema_from_dict(SOURCE_NOW)
-    found = Detector(None, pipeline, catalog=lambda table: fresh)  # type: ignore[arg-type]
+    pipeline = Pipeline(config, {name: schema}, reports)  # type: ignore[arg-type]
+    found = Detector(None, pipeline, catalog=lambda table: catalog)  # type: ignore[arg-type]
     return found, pipeline, reports
 
 
@@ -67,3 +86,85 @@ def test_a_ddl_change_is_refused_with_the_carried_paths_reason_when_evolution_is
     assert "table items" in text and "evolution.enabled is false" in text and "note" in text
     [(message, figures)] = reports.lines
     assert figures["refused"] == EVOLUTION_DISABLED and EVOLUTION_DISABLED in message
+
+
+def shop_customers(vip: str) -> Catalog:
+    """The demo's ``customers`` as MariaDB's ``information_schema`` shows it, after
+    ``ADD COLUMN note`` and with ``vip`` of the given column type."""
+    return Catalog(
+        (
+            CatalogColumn("id", "int(11)", False, True, None, "mysql"),
+            CatalogColumn("name", "varchar(100)", False, False, None, "mysql"),
+            CatalogColumn("email", "varchar(200)", True, False, None, "mysql"),
+            CatalogColumn("balance", "decimal(12,2)", True, False, None, "mysql"),
+            CatalogColumn("vip", vip, True, False, None, "mysql"),
+            CatalogColumn("updated_at", "datetime(6)", True, False, None, "mysql"),
+            CatalogColumn("note", "varchar(16)", True, False, None, "mysql"),
+        ),
+        ("id",),
+    )
+
+
+NOTE = ChangeSignal("customers", "ddl", ddl="ALTER TABLE customers ADD COLUMN note VARCHAR(16)")
+
+
+@pytest.mark.parametrize(
+    ("vip", "held"),
+    [
+        ("tinyint(1)", []),  # untouched: the declared boolean still fits
+        ("int(11)", ["type_change:vip"]),  # MODIFY vip INT
+        ("varchar(5)", ["type_change:vip"]),  # MODIFY vip VARCHAR(5)
+    ],
+)
+def test_a_declared_boolean_tinyint_is_no_change_but_a_new_vip_type_is(
+    tmp_path: Path, vip: str, held: list[str]
+) -> None:
+    customers = shop_schemas()[0]
+    assert str(customers.by_name["vip"].type) == "boolean"
+    found, _, _ = detector(tmp_path, schema=customers, catalog=shop_customers(vip))
+    plan = found.plan("customers", [NOTE])
+    assert plan is not None
+    assert [c.id for c in plan.applied] == ["add_column:note"]
+    assert [c.id for c in plan.held] == held
+    now = plan.new.by_name["vip"]
+    assert now.id == 5 and plan.new.by_name["note"].id == 7
+    if held:
+        assert plan.held[0].detail == {"from": "boolean", "to": str(now.type)}
+    else:  # the candidate keeps the declaration: nothing to alter, nothing to approve
+        assert str(now.type) == "boolean" and plan.target.by_name["vip"] == now
+
+
+MOODS = {
+    "table": "people",
+    "primary_key": ["id"],
+    "columns": [
+        {"id": 1, "name": "id", "type": "long", "nullable": False},
+        {"id": 2, "name": "mood", "type": {"enum": ["sad", "ok", "happy"]}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("labels", "changes"),
+    [
+        (("sad", "ok", "happy"), []),  # the declared enum holds every label
+        (("sad", "ok", "happy", "meh"), ["widen:mood"]),  # ADD VALUE 'meh': a change
+    ],
+)
+def test_a_declared_postgres_enum_is_no_change_until_a_label_is_added(
+    tmp_path: Path, labels: tuple[str, ...], changes: list[str]
+) -> None:
+    catalog = Catalog(
+        (
+            CatalogColumn("id", "bigint", False, True, None, "postgres"),
+            CatalogColumn("mood", '"mood"', True, False, None, "postgres", True, labels),
+        ),
+        ("id",),
+    )
+    found, _, _ = detector(
+        tmp_path, schema=schema_from_dict(MOODS), catalog=catalog, source="postgres"
+    )
+    relation = ChangeSignal("people", "relation", columns=("id", "mood"))
+    plan = found.plan("people", [relation])
+    assert plan is not None
+    assert [c.id for c in plan.changes] == changes

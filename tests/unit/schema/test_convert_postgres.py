@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from icetide.errors import SchemaError
-from icetide.schema.convert.postgres import DDL_UNSUPPORTED, icetide_type, postgres_type
-from icetide.schema.types import TYPE_NAMES, IcetideType, StringType, parse_type
+from icetide.schema.convert.postgres import (
+    DDL_UNSUPPORTED,
+    accepts,
+    icetide_type,
+    postgres_type,
+)
+from icetide.schema.types import TYPE_NAMES, EnumType, IcetideType, StringType, parse_type
 from tests.type_samples import SAMPLES
 
 READS_BACK_AS: dict[str, IcetideType] = {"enum": StringType()}
@@ -70,3 +75,28 @@ def test_postgres_types(column_type: str, expected: str, hint: str | None) -> No
 def test_enums_are_text_and_their_arrays_json() -> None:
     assert icetide_type('"mood"', enum=True) == (StringType(), None)
     assert icetide_type('"mood"[]', enum=True) == (parse_type("json"), None)
+
+
+MOOD = EnumType(("sad", "ok", "happy"))
+
+
+@pytest.mark.parametrize(
+    ("column_type", "declared", "enum", "labels", "valid"),
+    [
+        ('"mood"', MOOD, True, ("sad", "ok", "happy"), True),
+        ('"mood"', MOOD, True, ("sad", "ok"), True),  # a label the source dropped
+        ('"mood"', MOOD, True, ("sad", "ok", "happy", "meh"), False),  # one it added
+        ('"mood"', MOOD, True, (), False),  # labels unknown: nothing to check against
+        ('"mood"', StringType(), True, ("sad",), True),  # what inference reads
+        ('"mood"[]', MOOD, True, ("sad", "ok", "happy"), False),
+        ("text", MOOD, False, (), False),  # text holds any value, the enum does not
+        ("boolean", parse_type("boolean"), False, (), True),
+        ("integer", parse_type("boolean"), False, (), False),
+        ("character(36)", parse_type("uuid"), False, (), False),  # PostgreSQL has uuid
+        ("uuid", parse_type("uuid"), False, (), True),
+    ],
+)
+def test_declared_types_a_column_type_accepts(
+    column_type: str, declared: IcetideType, enum: bool, labels: tuple[str, ...], valid: bool
+) -> None:
+    assert accepts(column_type, declared, enum=enum, labels=labels) is valid
