@@ -1,8 +1,9 @@
 """How the deduplicated batch meets the base table: the merge strategies, and the choice.
 
-Every strategy runs the same version-guarded MERGE from the table contract
-(:meth:`~icetide.schema.contract.builder.TableContract.merge_sql`); they differ only in
-how Spark joins the batch with the base, so they produce the same base table:
+Every strategy runs the same MERGE from the table contract
+(:meth:`~icetide.schema.contract.builder.TableContract.merge_sql`; version-guarded unless
+the batch is in order, see :meth:`icetide.merge.stage.MergeStage.merge_table`); they differ
+only in how Spark joins the batch with the base, so they produce the same base table:
 
 ``shuffle``
     The batch as a temporary view. Spark shuffles the *whole base* by key to join it:

@@ -62,6 +62,11 @@ def test_the_merge_reads_the_ledgers_figures_and_computes_them_when_missing(
     ]
     assert (figures["tombstones"], figures["truncate"], figures["moves"]) == (1, None, 0)
     assert (figures["touched"], figures["buckets"], figures["unavailable"]) == (buckets, 2, [])
+    # Binlog positions: (file 3 * 10**13 + offset) * 10**6 + row.
+    assert (figures["first"], figures["last_tombstone"]) == (
+        str((3 * 10**13 + 100) * 10**6),
+        str((3 * 10**13 + 200) * 10**6),
+    )
     shop.merge()
     assert _items(shop) == [(1, "a"), (2, "b")]
 
