@@ -186,7 +186,9 @@ class TableContract:
 
     def base_ddl(self, table: TableName) -> str:
         """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2 (or the
-        settings' version), hash distribution."""
+        settings' version), hash distribution, and bounds kept for the position column
+        however wide the table (Iceberg keeps column metrics for the first 100 columns
+        only by default; the merge's in-order check reads these bounds)."""
         mode = self.settings.mode
         bucket_column = quote(self.target.primary_key[0])
         body = ",\n  ".join(self.base_columns())
@@ -197,6 +199,7 @@ class TableContract:
             f"'write.delete.mode'='{mode}', 'write.update.mode'='{mode}', "
             f"'write.merge.mode'='{mode}', "
             f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "
+            f"'write.metadata.metrics.column.{b.POSITION}'='truncate(16)', "
             f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.target.version}')"
         )
 
