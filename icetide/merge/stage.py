@@ -211,7 +211,7 @@ class MergeStage:
             keep = figures.unavailable
             has_moves = figures.moves
             touched: list[int] | None = list(figures.touched) if may_prune else None
-            in_order = self._in_order(figures, base_table)
+            in_order = self._in_order(figures, refs.base, base_table)
             if (figures.history_tombstones > 0 and not in_order) or has_moves:
                 # Without it when there is nothing to remember (no delete, truncate or
                 # key change) or nothing remembered could win over the batch. A key
@@ -326,9 +326,9 @@ class MergeStage:
             lineage, start, end, cutoff_us, contract.schema.version, contract.settings.buckets
         )
 
-    def _in_order(self, figures: BatchFigures, base: Any) -> bool:
-        """Whether every event of the batch is newer than every row of the loaded
-        ``base`` and every tombstone the merge would remember (see
+    def _in_order(self, figures: BatchFigures, base: TableName, loaded: Any) -> bool:
+        """Whether every event of the batch is newer than every row of ``base`` (its
+        Iceberg table ``loaded``) and every tombstone the merge would remember (see
         :meth:`~icetide.spark.ledger_figures.BatchFigures.in_order`).
 
         The base's newest position comes from its file metrics, not from what the
@@ -338,7 +338,7 @@ class MergeStage:
         """
         if not figures.positions_recorded:
             return False
-        newest = column_upper_bound(self.spark, base, POSITION)
+        newest = column_upper_bound(self.spark, base, POSITION, loaded)
         return newest.known and figures.in_order(newest.value)
 
     def _figures(

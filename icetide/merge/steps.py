@@ -146,21 +146,36 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
 
 
 def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
-    """:func:`dedupe_latest` when every value is available: the latest row image wins."""
-    living = F.col(c.OP) != "d"
+    """:func:`dedupe_latest` when every value is available: the latest event wins whole.
+
+    One ``max_by`` of the whole event (one ordering by the ``DECIMAL(38,0)`` position per
+    key, where a ``max_by`` per field made four). When the latest event is a delete its
+    values are never read (the MERGE deletes, or inserts nothing), so they are left NULL.
+    """
     latest = "_latest"
-    grouped = events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(
-        *_latest_event(),
-        F.max_by(F.when(living, F.col(c.AFTER)), F.when(living, F.col(c.POSITION))).alias(latest),
+    fields = F.struct(
+        F.col(c.OP).alias(c.OP), F.col(c.SOURCE_TS).alias(c.SOURCE_TS), F.col(c.AFTER).alias("a")
     )
+    grouped = events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(
+        F.max(c.POSITION).alias(c.POSITION),
+        F.max_by(fields, F.col(c.POSITION)).alias(latest),
+    )
+    op = F.col(latest).getField(c.OP)
+    image = F.when(op != "d", F.col(latest).getField("a"))
     slots = [
-        F.when(
-            F.col(latest).isNotNull(), F.struct(F.col(latest).getField(col.name).alias("v"))
-        ).alias(value_slot(col.id))
+        F.when(image.isNotNull(), F.struct(image.getField(col.name).alias("v"))).alias(
+            value_slot(col.id)
+        )
         for col in ctx.schema.value_columns
     ]
     keys = [quote(k) for k in ctx.schema.primary_key]
-    return grouped.select(*keys, c.POSITION, c.OP, c.SOURCE_TS, *slots)
+    return grouped.select(
+        *keys,
+        c.POSITION,
+        op.alias(c.OP),
+        F.col(latest).getField(c.SOURCE_TS).alias(c.SOURCE_TS),
+        *slots,
+    )
 
 
 Step = Callable[[DataFrame, MergeContext], DataFrame]

@@ -33,13 +33,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
-from icetide.merge.steps import key_changed
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import BEFORE
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified, quote
 from icetide.spark.alter import table_properties
 from icetide.spark.commit import with_commit_properties
+from icetide.spark.ledger_figures import bucket_of, key_changed
 from icetide.spark.tables import iceberg_table, table_exists
 
 Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned"]
@@ -213,13 +213,14 @@ def _expire_earlier(spark: SparkSession, staging: TableName) -> None:
 def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
     """Per ledger event, the base bucket its key falls in (``bucket``) and, for a key
     change, its old key's (``old_bucket``): the buckets a batch touches, computed in the
-    merge's first aggregate rather than by another job."""
+    merge's first aggregate rather than by another job (the ledger's figures use the same
+    :func:`~icetide.spark.ledger_figures.bucket_of`)."""
     first = contract.target.primary_key[0]
-    function = f"{quote(base.catalog)}.system.bucket({contract.settings.buckets}, "
+    n = contract.settings.buckets
     return [
-        F.expr(f"{function}{quote(first)})").alias("bucket"),
+        bucket_of(base.catalog, n, quote(first)).alias("bucket"),
         F.when(
-            key_changed(contract.target), F.expr(f"{function}{qualified(BEFORE, first)})")
+            key_changed(contract.target), bucket_of(base.catalog, n, qualified(BEFORE, first))
         ).alias("old_bucket"),
     ]
 

@@ -190,22 +190,44 @@ class UpperBound:
     """The bound; None when the table holds no data file."""
 
 
-def column_upper_bound(spark: SparkSession, table: Any, column: str) -> UpperBound:
-    """The largest value of top-level ``column`` over the live data files of a loaded
-    Iceberg ``table`` (see :func:`iceberg_table`), from the bounds its manifests keep
-    for every file: no data read and no Spark job.
+LISTED_FILES = 256
+"""Up to this many live data files, :func:`column_upper_bound` reads each file's bound
+through py4j (a few calls per file, ~1 ms); above, one Spark job over the ``files``
+metadata table costs less."""
+
+
+def column_upper_bound(
+    spark: SparkSession, name: TableName, column: str, table: Any = None
+) -> UpperBound:
+    """The largest value of top-level ``column`` over the live data files of table
+    ``name`` (``table``: its loaded Iceberg table, see :func:`iceberg_table`), from the
+    bounds its manifests keep for every file: no data read.
 
     A bound covers every row a file holds, including rows a delete file has since
-    removed, so it is never below the largest live value. The cost is a few py4j calls
-    per data file, which compaction keeps few.
+    removed, so it is never below the largest live value. Few files are read through
+    py4j on the driver (no Spark job); many, by one job over the ``files`` metadata
+    table, so a base that no compaction has visited does not make this slow.
     """
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    if table.currentSnapshot() is None:
+    table = table if table is not None else iceberg_table(spark, name)
+    snapshot = table.currentSnapshot()
+    if snapshot is None:
         return UpperBound(True)
     field = table.schema().findField(column)
     if field is None:
         return UpperBound(False)
+    files = int(snapshot.summary().get("total-data-files") or LISTED_FILES + 1)
+    if files > LISTED_FILES:
+        bound = f"readable_metrics.{qualified(column, 'upper_bound')}"
+        row = spark.sql(
+            f"SELECT max({bound}) AS newest, count_if({bound} IS NULL) AS unbounded, "
+            f"count(*) AS files FROM {name.child('files')} WHERE content = 0"
+        ).first()
+        assert row is not None
+        if row["unbounded"]:
+            return UpperBound(False)
+        return UpperBound(True, row["newest"])
     field_id, field_type = field.fieldId(), field.type()
     conversions = jvm.org.apache.iceberg.types.Conversions
     tasks = table.newScan().includeColumnStats().planFiles()

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.merge.stage import MergeResult
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import POSITION
+from icetide.spark import tables
 from icetide.spark.ledger_figures import FIGURES_PROPERTY
-from icetide.spark.tables import current_snapshot
+from icetide.spark.tables import UpperBound, column_upper_bound, current_snapshot
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import Pipeline
 
@@ -37,7 +40,7 @@ def _items(pipeline: Pipeline) -> list[tuple[int, str]]:
 
 
 def test_the_merge_reads_the_ledgers_figures_and_computes_them_when_missing(
-    tmp_path: Path, warehouse: Path, spark: SparkSession
+    tmp_path: Path, warehouse: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shop = Pipeline.custom(tmp_path, warehouse, "merge_history", SCHEMAS, SOURCES, spark)
     cdc = shop.refs("items").cdc
@@ -132,3 +135,13 @@ def test_the_merge_reads_the_ledgers_figures_and_computes_them_when_missing(
     assert _items(shop) == [(1, "a2"), (2, "b4"), (4, "d")]
     # The figures save the merge its up-front Spark job.
     assert without_figures > with_figures, (with_figures, without_figures)
+
+    # The base's newest position, as the in-order check reads it: the files' bounds
+    # through py4j, or (many files) one query of the files metadata table; both the
+    # largest position the base holds.
+    base = shop.refs("items").base
+    newest = spark.table(base.sql).agg(F.max(POSITION)).first()
+    assert newest is not None
+    listed = column_upper_bound(spark, base, POSITION)
+    monkeypatch.setattr(tables, "LISTED_FILES", 0)
+    assert listed == column_upper_bound(spark, base, POSITION) == UpperBound(True, newest[0])
