@@ -436,8 +436,10 @@ def render(
         if not o.seconds:
             lines.append(f"{name}: not measured ({o.note})")
             continue
-        ratio = naive.median / o.median if naive and naive.seconds else float("nan")
-        lines.append(f"{name}: {o.median:.2f} s, vs naive {ratio:.2f}x")
+        if naive and naive.seconds:
+            lines.append(f"{name}: {o.median:.2f} s, vs naive {naive.median / o.median:.2f}x")
+        else:
+            lines.append(f"{name}: {o.median:.2f} s (naive not run)")
     lines += [
         "",
         "| variant | median s | naive ÷ it | it ÷ best icetide | data files/merge "
