@@ -55,17 +55,17 @@ SPJ_CONF = {
     "spark.sql.sources.v2.bucketing.enabled": "true",
     "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
-    # One task per bucket (a bucket's files are not split over tasks), so that
-    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "false",
-    # each task writes its bucket's changed rows and deletes itself: no shuffle of the
-    # MERGE's output into a single writing task, still one new file per touched bucket.
-    "spark.sql.iceberg.distribution-mode": "none",
+    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "true",
     "spark.sql.iceberg.planning.preserve-data-grouping": "true",
     # Per bucket, hash the (small) batch side instead of sorting the base side.
     "spark.sql.join.preferSortMergeJoin": "false",
 }
-"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle, and
-to write the result from the join's own tasks."""
+"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle.
+
+Only join planning: these are session settings, seen by every thread of ``icetide run``
+while the MERGE runs, so nothing here may change how another statement writes (for
+example Iceberg's ``spark.sql.iceberg.distribution-mode``, which would send a
+concurrent bootstrap's or dead-letter write unclustered to its writers)."""
 
 
 @dataclass(frozen=True)
