@@ -190,10 +190,10 @@ class UpperBound:
     """The bound; None when the table holds no data file."""
 
 
-LISTED_FILES = 96
+LISTED_FILES = 256
 """Up to this many live data files, :func:`column_upper_bound` reads each file's bound
-through py4j (a few calls per file: 58–82 ms for the demo's 24–32-file bases, 2–3 ms a
-file); above, one Spark job over the ``files`` metadata table (about 0.3 s) costs less."""
+through py4j (a few calls per file, ~1 ms); above, one Spark job over the ``files``
+metadata table costs less."""
 
 
 def column_upper_bound(
