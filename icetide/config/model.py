@@ -489,9 +489,12 @@ class MergeConfig(_Model):
 class TableMergeConfig(_Model):
     """Per-table merge settings (``tables[i].merge``)."""
 
-    strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned"] = "auto"
+    strategy: Literal["auto", "shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"] = (
+        "auto"
+    )
     """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
-    from the base's size and the batch's."""
+    from the base's size and the batch's. ``delete_insert`` applies only to a batch in
+    order with whole row images; any other batch gets ``auto``'s choice."""
     compact_every: int | None = Field(None, ge=0)
     """Once this many merges have added data files since the base's last rewrite, the
     merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never

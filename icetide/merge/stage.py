@@ -9,6 +9,7 @@ position that produced it and only newer events apply.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -123,6 +124,23 @@ class MergeResult:
             c = self.compaction
             line += f"; {c.rewritten} small files bin-packed into {c.added}"
         return line
+
+
+def _replace_blocker(
+    in_order: bool, keep: Collection[str], has_moves: bool, base_snapshot: int | None
+) -> str | None:
+    """Why the batch cannot be applied by ``delete_insert`` (which replaces each key's
+    row whole, without reading it), or None when it can."""
+    if not in_order:
+        return "the batch is not known to be newer than the base (in order)"
+    if keep:
+        columns = ", ".join(sorted(keep))
+        return f"events leave {columns} unchanged (TOAST): the stored values are read"
+    if has_moves:
+        return "key changes take values from the old rows"
+    if base_snapshot is None:
+        return "the base has no snapshot yet"
+    return None
 
 
 class MergeStage:
@@ -251,7 +269,8 @@ class MergeStage:
                 if batch_truncate is not None
                 else (None if pre is None else pre.snapshot_id)
             )
-            choice = choose(configured, rows, count)
+            blocker = _replace_blocker(in_order, keep, has_moves, before)
+            choice = choose(configured, rows, count, blocker)
             properties = {
                 WATERMARK_PROPERTY: str(end),
                 EVENTS_PROPERTY: str(count),

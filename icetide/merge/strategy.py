@@ -17,6 +17,13 @@ only in how Spark joins the batch with the base, so they produce the same base t
     staging table's partition list, no data read): a small batch over many buckets reads
     a fraction of the base.
 
+``delete_insert``
+    For a batch the base cannot hold anything newer than (the merge's in-order path),
+    with whole row images: the base rows of the batch's keys are deleted (the keys
+    broadcast to the base's scan tasks: the base read in place, no staging table) and
+    the batch's living rows appended, both on a branch of the base that main is then
+    fast-forwarded to, so readers see one change. Any other batch takes another strategy.
+
 ``naive`` (:meth:`~icetide.schema.contract.builder.TableContract.naive_merge_sql`) is
 not here: it is the benchmarks' baseline, and it is wrong under redelivery.
 """
@@ -34,22 +41,31 @@ from pyspark.sql import functions as F
 
 from icetide.faults import crash_point
 from icetide.schema.contract.builder import TableContract
-from icetide.schema.contract.ledger import BEFORE
+from icetide.schema.contract.ledger import BEFORE, OP
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified, quote
 from icetide.spark.alter import table_properties
-from icetide.spark.commit import with_commit_properties
+from icetide.spark.branches import BranchDiverged, publish, start_branch
+from icetide.spark.commit import append_with_properties, with_commit_properties
 from icetide.spark.ledger_figures import bucket_of, key_changed
 from icetide.spark.tables import iceberg_table, table_exists
 
-Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned"]
-STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned")
+Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"]
+STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert")
 SMALL_BASE_ROWS = 200_000
 """Below this many base rows a shuffle of the whole base is cheaper than a staging
 table's write and commit (measured: docs/merge-performance.md)."""
 LARGE_BATCH_SHARE = 0.5
 """A batch of at least this share of the base rewrites most of it: a staging table
 buys nothing over shuffling both."""
+BROADCAST_EVENTS = 2_000_000
+"""Above this many events a batch's keys are not broadcast to every base scan task
+(``delete_insert``): each task would hold a hash table of them."""
+MERGE_BRANCH = "icetide_merge"
+"""The base's branch ``delete_insert`` writes on before main is fast-forwarded to it."""
+PUBLISH_ATTEMPTS = 3
+"""``delete_insert`` starts over from main's new head this many times when another
+writer commits to main while it writes its branch (a compaction), then gives up."""
 
 SPJ_CONF = {
     "spark.sql.sources.v2.bucketing.enabled": "true",
@@ -76,23 +92,35 @@ class Choice:
     reason: str
 
 
-def choose(configured: str, base_rows: int, batch_events: int) -> Choice:
+def choose(
+    configured: str, base_rows: int, batch_events: int, blocker: str | None = "order unknown"
+) -> Choice:
     """The strategy for a batch of ``batch_events`` events into a base of ``base_rows``.
 
     ``configured`` is the table's ``merge.strategy``; anything but ``auto`` is taken as
-    it is.
+    it is, except ``delete_insert`` for a batch it cannot apply: ``blocker`` says why
+    (None when the batch is in order with whole row images, see
+    :meth:`icetide.merge.stage.MergeStage.merge_table`), and ``auto`` chooses instead.
 
     >>> choose("auto", 5_000_000, 150_000).strategy
     'bucket_join_pruned'
+    >>> choose("auto", 5_000_000, 150_000, None).strategy
+    'delete_insert'
     >>> choose("auto", 1_000, 50).reason
     'auto: base of 1,000 rows is below 200,000, shuffling it is cheaper than a staging table'
     >>> choose("shuffle", 5_000_000, 10).reason
     'configured'
+    >>> choose("delete_insert", 1_000, 50, "a late event").reason
+    'delete_insert configured, but a late event; auto: base of 1,000 rows is below 200,000, \
+shuffling it is cheaper than a staging table'
     """
     if configured != "auto":
         if configured not in STRATEGIES:
             raise ValueError(f"unknown merge strategy {configured!r}")
-        return Choice(cast(Strategy, configured), "configured")
+        if configured != "delete_insert" or blocker is None:
+            return Choice(cast(Strategy, configured), "configured")
+        chosen = choose("auto", base_rows, batch_events, blocker)
+        return Choice(chosen.strategy, f"delete_insert configured, but {blocker}; {chosen.reason}")
     if base_rows < SMALL_BASE_ROWS:
         return Choice(
             "shuffle",
@@ -105,11 +133,14 @@ def choose(configured: str, base_rows: int, batch_events: int) -> Choice:
             f"auto: batch of {batch_events:,} events is at least "
             f"{LARGE_BATCH_SHARE:.0%} of the {base_rows:,}-row base",
         )
-    return Choice(
-        "bucket_join_pruned",
-        f"auto: base of {base_rows:,} rows, batch of {batch_events:,} events: "
-        "bucket join, base read in place",
-    )
+    sizes = f"auto: base of {base_rows:,} rows, batch of {batch_events:,} events"
+    if blocker is None and batch_events <= BROADCAST_EVENTS:
+        return Choice(
+            "delete_insert",
+            f"{sizes} in order: its keys deleted through a broadcast join, base read in "
+            "place, its rows appended, published on main at once",
+        )
+    return Choice("bucket_join_pruned", f"{sizes}: bucket join, base read in place")
 
 
 @dataclass(frozen=True)
@@ -241,6 +272,10 @@ def apply_batch(
     carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
     base buckets the batch touches (see :func:`touched_buckets`)."""
+    if strategy == "delete_insert":
+        delete_insert(spark, contract, base, source, view, properties)
+        n = contract.settings.buckets
+        return Applied(strategy, None if touched is None else len(touched), n)
     if strategy == "shuffle":
         source.createOrReplaceTempView(view)
 
@@ -266,3 +301,43 @@ def apply_batch(
 
     with_commit_properties(spark, properties, merge_staged)
     return Applied(strategy, None if touched is None else len(touched), n)
+
+
+def delete_insert(
+    spark: SparkSession,
+    contract: TableContract,
+    base: TableName,
+    source: DataFrame,
+    view: str,
+    properties: dict[str, str],
+) -> None:
+    """Apply an in-order batch as a DELETE of its keys and an append of its living rows,
+    on :data:`MERGE_BRANCH`, then fast-forward main to it (one change for readers, the
+    append's snapshot carrying ``properties``).
+
+    Equal to the unguarded MERGE for a batch with whole row images: every key of the
+    batch loses its base row and, unless its last event is a delete, gets the batch's.
+    A crash before the publish leaves main as it was (the next merge moves the branch
+    back); another writer's commit to main meanwhile starts it over from main's new head.
+    """
+    keys = [quote(k) for k in contract.target.primary_key]
+    rows = source.where(F.col(OP) != "d").selectExpr(*contract.row_select())
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        table = iceberg_table(spark, base)
+        head = table.currentSnapshot()
+        if head is None:
+            raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
+        start_branch(table, MERGE_BRANCH, int(head.snapshotId()))
+        source.select(*keys).createOrReplaceTempView(view)
+        try:
+            spark.sql(contract.delete_keys_sql(base.branch(MERGE_BRANCH), view))
+        finally:
+            spark.catalog.dropTempView(view)
+        append_with_properties(rows, base, properties, branch=MERGE_BRANCH)
+        crash_point("merge.before_commit")
+        try:
+            publish(table, MERGE_BRANCH)
+            return
+        except BranchDiverged:
+            if attempt == PUBLISH_ATTEMPTS:
+                raise

@@ -60,13 +60,16 @@ def with_commit_properties(
         raise
 
 
-def append_with_properties(frame: DataFrame, table: TableName, properties: dict[str, str]) -> None:
-    """Append ``frame`` to ``table`` in one snapshot carrying ``properties`` in its summary.
+def append_with_properties(
+    frame: DataFrame, table: TableName, properties: dict[str, str], branch: str | None = None
+) -> None:
+    """Append ``frame`` to ``table`` (to its ``branch``, main when None) in one snapshot
+    carrying ``properties`` in its summary.
 
     An empty ``frame`` (``spark.table(t).limit(0)``) records progress alone: a stage's
     marker commit.
     """
-    writer = frame.writeTo(table.sql)
+    writer = frame.writeTo(table.sql if branch is None else table.branch(branch))
     for key, value in properties.items():
         writer = writer.option(f"snapshot-property.{key}", value)
     writer.append()

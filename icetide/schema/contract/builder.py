@@ -246,6 +246,37 @@ class TableContract:
         """
         return self._merge(base, quote(source), keep=keep, guarded=guarded)
 
+    def delete_keys_sql(self, base: str, keys: str) -> str:
+        """DELETE the rows of ``base`` (a quoted table or branch) whose key is in the
+        view ``keys``: the first half of the merge's in-order replace
+        (:mod:`icetide.merge.strategy`, ``delete_insert``).
+
+        The keys are broadcast to the base's scan tasks (a batch's keys are few against
+        the base), so the base is read in place, never shuffled, and without a staging
+        table; only its key columns and row positions are read.
+        """
+        pk = [quote(k) for k in self.target.primary_key]
+        columns = pk[0] if len(pk) == 1 else f"({', '.join(pk)})"
+        return (
+            f"DELETE FROM {base} WHERE {columns} IN "
+            f"(SELECT /*+ BROADCAST */ {', '.join(pk)} FROM {quote(keys)})"
+        )
+
+    def row_select(self) -> list[str]:
+        """The deduplicated batch's living rows as base rows: the SELECT list (over the
+        batch's columns) of the in-order replace's append, the same values the MERGE
+        inserts."""
+        names = [quote(col.name) for col in self.target.columns] + [b.POSITION, b.SOURCE_TS]
+        return [f"{value} AS {name}" for value, name in zip(self._row_values(), names, strict=True)]
+
+    def _row_values(self) -> list[str]:
+        """A base row's values from the batch's columns, in the base's column order."""
+        keys = set(self.target.key_ids)
+        return [
+            quote(col.name) if col.id in keys else f"{value_slot(col.id)}.v"
+            for col in self.target.columns
+        ] + [c.POSITION, c.SOURCE_TS]
+
     def bucket_merge_sql(
         self,
         base: TableName,
@@ -278,7 +309,7 @@ class TableContract:
         keep: Collection[str] | None = None,
         guarded: bool = True,
     ) -> str:
-        schema, keys = self.target, set(self.target.key_ids)
+        schema = self.target
         on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in schema.primary_key)
         if extra_on:
             on = f"{on} AND {extra_on}"
@@ -292,10 +323,7 @@ class TableContract:
             for col in schema.value_columns
         ] + [f"{b.POSITION} = s.{c.POSITION}", f"{b.SOURCE_TS} = s.{c.SOURCE_TS}"]
         names = [quote(col.name) for col in schema.columns] + [b.POSITION, b.SOURCE_TS]
-        values = [
-            f"s.{quote(col.name)}" if col.id in keys else f"s.{slot(col.id)}.v"
-            for col in schema.columns
-        ] + [f"s.{c.POSITION}", f"s.{c.SOURCE_TS}"]
+        values = [f"s.{value}" for value in self._row_values()]
         return (
             f"MERGE INTO {base} t USING {source_sql} s ON {on}\n"
             f"WHEN MATCHED AND s.{c.OP} = 'd'{newer} THEN DELETE\n"

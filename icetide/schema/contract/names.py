@@ -38,6 +38,14 @@ class TableName:
         """The table whose name is this one's plus ``suffix`` (``_cdc``, ``_dlt``)."""
         return TableName(self.catalog, self.namespace, self.name + suffix)
 
+    def branch(self, branch: str) -> str:
+        """A branch of this table, quoted for SQL: Iceberg's ``branch_<name>`` suffix.
+
+        >>> TableName("lake", "cdc", "orders").branch("icetide_merge")
+        '`lake`.`cdc`.`orders`.`branch_icetide_merge`'
+        """
+        return qualified(self.catalog, self.namespace, self.name, f"branch_{branch}")
+
     def child(self, table: str) -> str:
         """A metadata table of this one (``snapshots``, ``history``), quoted."""
         return qualified(self.catalog, self.namespace, self.name, table)
