@@ -1,0 +1,126 @@
+"""``delete_insert``: an in-order batch deleted and appended on a branch of the base, main
+fast-forwarded to it, so readers never see the keys deleted without their new rows.
+
+(That it gives the same base as every other strategy, round by round with late events
+in between, is test_merge_strategies.py's.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icetide.config.model import Config, TableMergeConfig
+from icetide.demo.run import plan_rounds
+from icetide.demo.workload import Workload, deliver, generate
+from icetide.merge import strategy as strategies
+from icetide.merge.stage import MergeResult, MergeStage
+from icetide.merge.strategy import MERGE_BRANCH
+from icetide.pipeline import Pipeline as StagePipeline
+from icetide.schema.contract.base import STRATEGY_PROPERTY, WATERMARK_PROPERTY
+from icetide.spark.branches import start_branch
+from icetide.spark.commit import append_with_properties
+from icetide.spark.tables import iceberg_table
+from tests.integration.harness import Pipeline, assert_matches
+
+TABLE = "customers"
+
+
+def _delete_insert(config: Config) -> Config:
+    merge = TableMergeConfig(strategy="delete_insert")
+    tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
+    return config.model_copy(update={"tables": tables})
+
+
+def _two_rounds(
+    pipeline: Pipeline, spark: SparkSession, between: Callable[[], None] = lambda: None
+) -> tuple[Workload, MergeResult, int]:
+    """Merge an in-order workload in two rounds with ``delete_insert`` configured
+    (``between`` runs once the second round is in the ledger): the second merge's
+    result and main's head before it."""
+    workload = generate(8, 400, tables=[TABLE])
+    first, second = plan_rounds(workload, 2, 8, late_rate=0.0)
+    stage = MergeStage(spark, StagePipeline(_delete_insert(pipeline.config), pipeline.schemas))
+    deliver(first, pipeline.landing, seed=1, files=2, duplicate_rate=0.0)
+    pipeline.stream()
+    [opening] = stage.run_once()
+    # The base had no snapshot: nothing to branch from, so auto chose.
+    assert opening.strategy == "shuffle", opening.render()
+    assert "the base has no snapshot yet" in opening.reason
+    head = iceberg_table(spark, pipeline.refs(TABLE).base).currentSnapshot().snapshotId()
+    deliver(second, pipeline.landing, seed=2, files=2, duplicate_rate=0.0)
+    pipeline.stream()
+    between()
+    [result] = stage.run_once()
+    return workload, result, int(head)
+
+
+def test_main_moves_once_from_the_old_head_to_the_append(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    workload, result, before = _two_rounds(pipeline, spark)
+    assert result.strategy == "delete_insert", result.render()
+    assert result.in_order
+    base = pipeline.refs(TABLE).base
+    table = iceberg_table(spark, base)
+    head = table.currentSnapshot()
+    delete = table.snapshot(head.parentId())
+    # The branch wrote two snapshots: the DELETE of the batch's keys, then the append
+    # carrying the watermark ...
+    assert int(delete.parentId()) == before
+    assert int(delete.summary().get("added-delete-files") or 0) > 0
+    assert int(delete.summary().get("added-data-files") or 0) == 0
+    assert head.operation() == "append"
+    assert head.summary().get(WATERMARK_PROPERTY) is not None
+    assert "delete_insert" in head.summary().get(STRATEGY_PROPERTY)
+    # ... and main went from the old head straight to the append: the DELETE was never
+    # main's head (main's history is the list of its heads).
+    heads = [r.snapshot_id for r in spark.sql(f"SELECT * FROM {base.child('history')}").collect()]
+    assert heads[-2:] == [before, int(head.snapshotId())], heads
+    assert int(delete.snapshotId()) not in heads
+    assert int(table.refs().get(MERGE_BRANCH).snapshotId()) == int(head.snapshotId())
+    assert_matches(pipeline.compare(workload))
+
+
+def test_a_branch_left_by_a_crash_is_started_over(pipeline: Pipeline, spark: SparkSession) -> None:
+    """What a crash before the publish leaves (the branch ahead of main, here with every
+    row deleted) is not built on: the next merge starts the branch at main's head."""
+    base = pipeline.refs(TABLE).base
+
+    def crashed_attempt() -> None:
+        table = iceberg_table(spark, base)
+        start_branch(table, MERGE_BRANCH, int(table.currentSnapshot().snapshotId()))
+        spark.sql(f"DELETE FROM {base.branch(MERGE_BRANCH)} WHERE true")
+
+    workload, result, _ = _two_rounds(pipeline, spark, crashed_attempt)
+    assert result.strategy == "delete_insert", result.render()
+    assert_matches(pipeline.compare(workload))
+
+
+def test_a_commit_to_main_meanwhile_starts_the_branch_over(
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer commits to main between the branch's writes and the publish: the
+    fast-forward is refused, main keeps the other commit, and the batch is written again
+    from main's new head."""
+    base = pipeline.refs(TABLE).base
+    calls: list[int] = []
+    real_publish = strategies.publish
+
+    def publish(table: Any, branch: str) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            append_with_properties(spark.table(base.sql).limit(0), base, {"other": "writer"})
+        real_publish(table, branch)
+
+    monkeypatch.setattr(strategies, "publish", publish)
+    workload, result, before = _two_rounds(pipeline, spark)
+    assert result.strategy == "delete_insert", result.render()
+    assert len(calls) == 2
+    table = iceberg_table(spark, base)
+    other = table.snapshot(table.snapshot(table.currentSnapshot().parentId()).parentId())
+    assert other.summary().get("other") == "writer"
+    assert int(other.parentId()) == before
+    assert_matches(pipeline.compare(workload))
