@@ -24,7 +24,7 @@ from icetide.faults import crash_point
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.steps import MergeContext, key_move, prepare, prepared_keys
+from icetide.merge.steps import MergeContext, key_move, prepare
 from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.merge.versions import (
     MergeVersion,
@@ -288,7 +288,6 @@ class MergeStage:
                 keep,
                 touched,
                 guarded=not in_order,
-                keys=prepared_keys(events, ctx) if choice.strategy == "delete_insert" else None,
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)

@@ -191,12 +191,3 @@ PREPARE_STEPS: tuple[Step, ...] = (
 def prepare(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """Run :data:`PREPARE_STEPS` over raw ledger events."""
     return reduce(lambda frame, step: step(frame, ctx), PREPARE_STEPS, events)
-
-
-def prepared_keys(events: DataFrame, ctx: MergeContext) -> DataFrame:
-    """The keys :func:`prepare`'s rows will have, without its aggregate: every step but
-    :func:`dedupe_latest`, so a key may repeat. What a DELETE of the batch's keys needs
-    (its semi join ignores repeats), without the shuffle the deduplication costs."""
-    steps = [step for step in PREPARE_STEPS if step is not dedupe_latest]
-    rows = reduce(lambda frame, step: step(frame, ctx), steps, events)
-    return rows.select(*[quote(k) for k in ctx.schema.primary_key])

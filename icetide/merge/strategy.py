@@ -267,16 +267,13 @@ def apply_batch(
     keep: Collection[str] | None = None,
     touched: Sequence[int] | None = None,
     guarded: bool = True,
-    keys: DataFrame | None = None,
 ) -> Applied:
     """MERGE the deduplicated ``source`` into ``base`` by ``strategy``, the commit
     carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
-    base buckets the batch touches (see :func:`touched_buckets`), ``keys`` the batch's
-    keys for ``delete_insert`` (:func:`~icetide.merge.steps.prepared_keys`; ``source``'s
-    when None)."""
+    base buckets the batch touches (see :func:`touched_buckets`)."""
     if strategy == "delete_insert":
-        delete_insert(spark, contract, base, source, view, properties, keys)
+        delete_insert(spark, contract, base, source, view, properties)
         n = contract.settings.buckets
         return Applied(strategy, None if touched is None else len(touched), n)
     if strategy == "shuffle":
@@ -313,7 +310,6 @@ def delete_insert(
     source: DataFrame,
     view: str,
     properties: dict[str, str],
-    keys: DataFrame | None = None,
 ) -> None:
     """Apply an in-order batch as a DELETE of its keys and an append of its living rows,
     on :data:`MERGE_BRANCH`, then fast-forward main to it (one change for readers, the
@@ -324,8 +320,7 @@ def delete_insert(
     A crash before the publish leaves main as it was (the next merge moves the branch
     back); another writer's commit to main meanwhile starts it over from main's new head.
     """
-    if keys is None:
-        keys = source.select(*[quote(k) for k in contract.target.primary_key])
+    keys = [quote(k) for k in contract.target.primary_key]
     rows = source.where(F.col(OP) != "d").selectExpr(*contract.row_select())
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         table = iceberg_table(spark, base)
@@ -333,7 +328,7 @@ def delete_insert(
         if head is None:
             raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
         start_branch(table, MERGE_BRANCH, int(head.snapshotId()))
-        keys.createOrReplaceTempView(view)
+        source.select(*keys).createOrReplaceTempView(view)
         try:
             spark.sql(contract.delete_keys_sql(base.branch(MERGE_BRANCH), view))
         finally:
