@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
+from pyspark import SparkContext
 
 from icetide.errors import CommitConflictError
 
@@ -50,12 +50,26 @@ def publish(table: Any, branch: str) -> None:
     table.refresh()
     try:
         table.manageSnapshots().fastForwardBranch(MAIN, branch).commit()
-    except Py4JJavaError as exc:
-        kind = exc.java_exception.getClass().getName()
-        if kind.endswith("ValidationException"):
-            raise BranchDiverged(
-                f"cannot publish branch {branch}: {exc.java_exception.getMessage()}",
-                hint="another writer committed to main meanwhile; main holds nothing of "
-                "the branch, and the step is retried from main's new head",
-            ) from None
-        raise
+    except Exception as exc:  # Iceberg's refusal arrives as whatever py4j made of it
+        table.refresh()
+        if _main_is_ancestor(table, branch):
+            raise
+        raise BranchDiverged(
+            f"cannot publish branch {branch}: main moved meanwhile ({exc.__class__.__name__})",
+            hint="another writer committed to main; main holds nothing of the branch, and "
+            "the step is retried from main's new head",
+        ) from None
+
+
+def _main_is_ancestor(table: Any, branch: str) -> bool:
+    """Whether main's head is on ``branch``'s lineage (so it can be fast-forwarded)."""
+    jvm = SparkContext._jvm
+    assert jvm is not None
+    main, ahead = table.refs().get(MAIN), table.refs().get(branch)
+    if main is None or ahead is None:
+        return False
+    return bool(
+        jvm.org.apache.iceberg.util.SnapshotUtil.isAncestorOf(
+            table, ahead.snapshotId(), main.snapshotId()
+        )
+    )
