@@ -7,8 +7,8 @@ once; every timed merge starts from the seeded snapshot again (rollback, no copy
 
 * ``naive``: ``ROW_NUMBER()`` dedupe + unguarded MERGE (the design's baseline);
 * icetide's merge stage with each strategy (``shuffle``, ``bucket_join``,
-  ``bucket_join_pruned``), on merge-on-read v2 (position deletes), and the bucket join on
-  v3 (deletion vectors) and copy-on-write;
+  ``bucket_join_pruned``, ``delete_insert``), on merge-on-read v2 (position deletes), and
+  ``auto`` on v3 (deletion vectors) and copy-on-write;
 * ``pyiceberg``: the deduplicated batch upserted into a SqlCatalog (sqlite) copy of the
   base with ``Table.upsert``, and its deletes with ``Table.delete``;
 * ``floor``: pyarrow reads the base's key column and writes the changed rows as Parquet.
@@ -50,9 +50,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.merge.stage import MergeStage
+from icetide.merge.strategy import STRATEGIES
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.spark.session import build_session
+from icetide.spark.tables import iceberg_table
 
 MIXES = {
     "default": Mix(),
@@ -86,13 +88,20 @@ def timed(fn: Callable[[], object]) -> float:
 
 def added_files(spark: SparkSession, table: TableName, since: int) -> tuple[int, int, int]:
     """Data files, delete files written since snapshot ``since``, and the buckets
-    they went to."""
+    they went to: over every snapshot of main's lineage after ``since``, including
+    those a published branch added without making them main's head (``delete_insert``'s
+    DELETE), which the ``history`` table does not list."""
+    loaded = iceberg_table(spark, table)
+    ids, snapshot = [], loaded.currentSnapshot()
+    while snapshot is not None and int(snapshot.snapshotId()) != since:
+        ids.append(str(int(snapshot.snapshotId())))
+        parent = snapshot.parentId()
+        snapshot = None if parent is None else loaded.snapshot(parent)
+    if not ids:
+        return 0, 0, 0
     rows = spark.sql(
         f"SELECT data_file.content AS content, data_file.partition AS p FROM "
-        f"{table.child('entries')} WHERE status = 1 AND snapshot_id IN (SELECT snapshot_id "
-        f"FROM {table.child('history')} WHERE is_current_ancestor AND snapshot_id != {since} "
-        f"AND made_current_at >= (SELECT made_current_at FROM {table.child('history')} "
-        f"WHERE snapshot_id = {since} ORDER BY made_current_at DESC LIMIT 1))"
+        f"{table.child('entries')} WHERE status = 1 AND snapshot_id IN ({', '.join(ids)})"
     ).collect()
     data = sum(1 for r in rows if r.content == 0)
     deletes = len(rows) - data
@@ -106,7 +115,7 @@ class Bench:
         self.spark, self.work, self.tables, self.repeat = spark, work, tables, repeat
         self.stages = {
             s: MergeStage(spark, pipeline(bench_config(work, strategy=s)))
-            for s in ("auto", "shuffle", "bucket_join", "bucket_join_pruned")
+            for s in ("auto", *STRATEGIES)
         }
         layout = "mor-v2"
         ledger = Tables.ledger(layout)
@@ -378,16 +387,13 @@ def main(argv: list[str] | None = None) -> int:
     variants: dict[str, tuple[str, Callable[[], object]]] = {}
     if "naive" in wanted:
         variants["naive"] = ("mor-v2", lambda: spark.sql(bench.naive))
-    for s in ("shuffle", "bucket_join", "bucket_join_pruned"):
+    for s in ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"):
         if s in wanted:
             variants[s] = ("mor-v2", bench.icetide(s, "mor-v2"))
     if "v3" in wanted:
-        variants["bucket_join (v3 deletion vectors)"] = (
-            "mor-v3",
-            bench.icetide("bucket_join", "mor-v3"),
-        )
+        variants["auto (v3 deletion vectors)"] = ("mor-v3", bench.icetide("auto", "mor-v3"))
     if "cow" in wanted:
-        variants["bucket_join (copy-on-write)"] = ("cow", bench.icetide("bucket_join", "cow"))
+        variants["auto (copy-on-write)"] = ("cow", bench.icetide("auto", "cow"))
     if "auto" in wanted:
         variants["auto"] = ("mor-v2", bench.icetide("auto", "mor-v2"))
     results = bench.run(variants, args.warmup)
@@ -480,7 +486,7 @@ def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> s
     return text + (f"\n\nMachine: {where}.\n" if where else "")
 
 
-LAYOUT_FREE_STRATEGIES = ("shuffle", "bucket_join", "bucket_join_pruned", "auto")
+LAYOUT_FREE_STRATEGIES = ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert", "auto")
 
 if __name__ == "__main__":
     sys.exit(main())
