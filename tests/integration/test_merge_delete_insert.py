@@ -81,6 +81,14 @@ def test_main_moves_once_from_the_old_head_to_the_append(
     assert heads[-2:] == [before, int(head.snapshotId())], heads
     assert int(delete.snapshotId()) not in heads
     assert int(table.refs().get(MERGE_BRANCH).snapshotId()) == int(head.snapshotId())
+    # At most one file per bucket from each statement: the deletes, then the rows.
+    for snapshot in (delete, head):
+        per_bucket = spark.sql(
+            f"SELECT data_file.partition AS p, count(*) AS n FROM {base.child('entries')} "
+            f"WHERE snapshot_id = {int(snapshot.snapshotId())} AND status = 1 "
+            "GROUP BY data_file.partition"
+        ).collect()
+        assert per_bucket and max(r.n for r in per_bucket) == 1, per_bucket
     assert_matches(pipeline.compare(workload))
 
 
