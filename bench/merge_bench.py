@@ -37,8 +37,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from merge_data import (
+    BUCKETS,
     Mix,
     Tables,
+    append_ledger,
     bench_config,
     build_tables,
     contract,
@@ -248,20 +250,22 @@ def accumulate(
     merges: int = 20,
     compact_every: int | None = None,
 ) -> dict[str, float]:
-    """Base read time after ``merges`` bucket-join merges (0.1% changes each) against
+    """Base read time after ``merges`` merges as ``auto`` chooses them (0.1% changes each,
+    in order: ``delete_insert``) against
     the same base freshly compacted; and delete files accumulated. ``compact_every`` is
     the tables' ``merge.compact_every`` (None: the default, the merge's own small-file
     rewrite; 0: none)."""
-    config = bench_config(work, strategy="bucket_join", compact_every=compact_every)
+    config = bench_config(work, strategy="auto", compact_every=compact_every)
     tables = build_tables(spark, config, rows, 0.001, Mix(), history=1)
     stage = MergeStage(spark, pipeline(config))
     base, ledger = Tables.base("mor-v2"), Tables.ledger("mor-v2")
     merge_seconds: list[float] = []
     compactions = rewritten = 0
     for i in range(merges):
-        ledger_batch(spark, rows, 0.001, Mix(), 100 + i, salt=i * 7 + 3).writeTo(
-            ledger.sql
-        ).append()
+        # With the merge figures in the snapshot, as the ledger stage appends.
+        append_ledger(
+            ledger_batch(spark, rows, 0.001, Mix(), 100 + i, salt=i * 7 + 3), ledger, BUCKETS
+        )
         started = time.perf_counter()
         result = stage.merge_table(Tables.table("mor-v2"))
         merge_seconds.append(time.perf_counter() - started)
@@ -289,7 +293,7 @@ def accumulate(
 
     data_before, deletes_before = files()
     read()
-    merged = statistics.median([read() for _ in range(5)])
+    merged = statistics.median([read() for _ in range(9)])
     spark.sql(
         f"CALL lake.system.rewrite_data_files(table => 'b.{base.name}', "
         "options => map('delete-file-threshold', '1', 'rewrite-all', 'true'))"
@@ -297,7 +301,7 @@ def accumulate(
     spark.sql(f"CALL lake.system.rewrite_position_delete_files(table => 'b.{base.name}')")
     data_after, deletes_after = files()
     read()
-    compacted = statistics.median([read() for _ in range(5)])
+    compacted = statistics.median([read() for _ in range(9)])
     return {
         "merges": merges,
         "compactions": compactions,
@@ -474,7 +478,7 @@ def render(
 def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> str:
     """The 20-merge read test as one paragraph."""
     text = (
-        f"Base read after {acc['merges']:.0f} bucket-join merges (0.1% of keys each, "
+        f"Base read after {acc['merges']:.0f} merges by auto (0.1% of keys each, "
         f"{rows:,}-row base; {acc['compactions']:.0f} of them bin-packed "
         f"{acc['compacted_files']:.0f} small files in all, "
         f"merges {acc['merge_total_s']:.1f} s in all, median {acc['merge_median_s']:.2f} s): "
