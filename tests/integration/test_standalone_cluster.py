@@ -74,6 +74,9 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
     master_args += ["--port", str(port), "--webui-port", str(ui)]
     worker_args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
     worker_args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
+    # Its applications' folders (each with a copy of the jars) in the test's folder, not
+    # under the pyspark install, where they would pile up run after run.
+    worker_args += ["--work-dir", str(tmp_path / "worker")]
     # The daemons' JVMs start while MariaDB starts and the shop is seeded.
     with (
         daemon(master_args, tmp_path / "master.log"),
