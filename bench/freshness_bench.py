@@ -103,7 +103,7 @@ def latencies(config_path: Path) -> dict[str, Any]:
             continue
         added = spark.sql(
             f"SELECT data_file.file_path AS file, snapshot_id AS ledger_snapshot "
-            f"FROM {refs.cdc.child('entries')} WHERE status = 1"
+            f"FROM {refs.cdc.child('entries')} WHERE status != 2"
         )
         ledger_times = spark.sql(
             f"SELECT snapshot_id AS ledger_snapshot, committed_at AS ledger_at "
