@@ -56,10 +56,12 @@ def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def alive_workers(ui_port: int) -> int:
+    """Workers the master's UI lists as alive; 0 while the UI is not up yet (refused, or
+    an empty answer while it is still starting: seen once in a full-suite run)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
             state = json.loads(r.read())
-    except OSError:
+    except (OSError, ValueError):
         return 0
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
