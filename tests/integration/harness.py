@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.config import Config, load_config, load_table_schemas
+from icetide.config.model import TableMergeConfig
 from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline
 from icetide.demo.workload import Workload, next_index
@@ -276,6 +277,13 @@ class Fingerprint:
     digest: str
     """SHA-256 of the rows as JSON (icetide columns included), sorted: equal digests,
     equal tables."""
+
+
+def with_merge_strategy(config: Config, strategy: str, compact_every: int | None = None) -> Config:
+    """``config`` with every table's ``merge.strategy`` (and ``compact_every``) set."""
+    merge = TableMergeConfig.model_validate({"strategy": strategy, "compact_every": compact_every})
+    tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
+    return config.model_copy(update={"tables": tables})
 
 
 def assert_matches(comparisons: list[Comparison]) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.config.model import Config, TableMergeConfig
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
 from icetide.merge import strategy as strategies
@@ -23,15 +22,9 @@ from icetide.schema.contract.base import STRATEGY_PROPERTY, WATERMARK_PROPERTY
 from icetide.spark.branches import start_branch
 from icetide.spark.commit import append_with_properties
 from icetide.spark.tables import iceberg_table
-from tests.integration.harness import Pipeline, assert_matches
+from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"
-
-
-def _delete_insert(config: Config) -> Config:
-    merge = TableMergeConfig(strategy="delete_insert")
-    tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
-    return config.model_copy(update={"tables": tables})
 
 
 def _two_rounds(
@@ -42,7 +35,10 @@ def _two_rounds(
     result and main's head before it."""
     workload = generate(8, 400, tables=[TABLE])
     first, second = plan_rounds(workload, 2, 8, late_rate=0.0)
-    stage = MergeStage(spark, StagePipeline(_delete_insert(pipeline.config), pipeline.schemas))
+    stage = MergeStage(
+        spark,
+        StagePipeline(with_merge_strategy(pipeline.config, "delete_insert"), pipeline.schemas),
+    )
     deliver(first, pipeline.landing, seed=1, files=2, duplicate_rate=0.0)
     pipeline.stream()
     [opening] = [r for r in stage.run_once() if r.table == TABLE]

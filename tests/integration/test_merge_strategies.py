@@ -11,7 +11,6 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from icetide.config.model import Config, TableMergeConfig
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import deliver, generate
 from icetide.merge import strategy as strategies
@@ -19,19 +18,13 @@ from icetide.merge.stage import MergeStage
 from icetide.merge.strategy import STRATEGIES, spj_conf, stage_batch, staging_table
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.spark.tables import current_snapshot_id, iceberg_table
-from tests.integration.harness import Pipeline, assert_matches
+from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 BUCKETS = 16
 """Few enough that each MERGE and staging write handles few files (64 made this test the
 slowest of the suite), more than the last round's events can touch."""
 LAST_ROUND = 12
 """Events in the last round: over three tables, far fewer than ``BUCKETS`` per table."""
-
-
-def _with_strategy(config: Config, strategy: str, compact_every: int | None = None) -> Config:
-    merge = TableMergeConfig(strategy=strategy, compact_every=compact_every)  # type: ignore[arg-type]
-    tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
-    return config.model_copy(update={"tables": tables})
 
 
 def _rollback(spark: SparkSession, pipeline: Pipeline, snapshots: dict[str, int | None]) -> None:
@@ -69,7 +62,7 @@ def test_every_strategy_merges_each_round_into_the_same_base(
         s: MergeStage(
             spark,
             StagePipeline(
-                _with_strategy(pipeline.config, s, 2 if s == last else 0), pipeline.schemas
+                with_merge_strategy(pipeline.config, s, 2 if s == last else 0), pipeline.schemas
             ),
         )
         for s in STRATEGIES
@@ -179,7 +172,7 @@ def test_a_bucket_join_merge_writes_at_most_one_file_per_touched_bucket(
     monkeypatch.setattr(strategies, "STAGING_SNAPSHOTS", 2)
     workload = generate(8, 400, tables=["customers"])
     first, second = plan_rounds(workload, 2, 8, late_rate=0.0)
-    config = _with_strategy(pipeline.config, "bucket_join")
+    config = with_merge_strategy(pipeline.config, "bucket_join")
     stage = MergeStage(spark, StagePipeline(config, pipeline.schemas))
     deliver(first, pipeline.landing, seed=1, files=3, duplicate_rate=0.0)
     pipeline.stream()
