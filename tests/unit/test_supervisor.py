@@ -56,3 +56,28 @@ def test_a_failing_task_is_restarted_and_reported_and_stop_closes_everything() -
     assert events.count("close flaky") == 3
     assert events.count("close steady") == 1
     assert sup.tasks[0].restarts == 2 and sup.tasks[1].restarts == 0
+
+
+def test_rounds_start_at_a_fixed_rate_and_a_long_round_is_followed_at_once() -> None:
+    """Rounds start every ``interval``: after a round longer than that the next starts at
+    once (not a whole interval later), after a short one the rest of the interval."""
+    import time
+
+    stop = Stop()
+    starts: list[float] = []
+    long_round = threading.Event()  # never set: the first round simply lasts 0.6 s
+
+    def step() -> None:
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            long_round.wait(0.6)
+        if len(starts) == 3:
+            stop.request("test")
+
+    sup = Supervisor(stop, lambda *_, **__: None)
+    sup.add(Task("merge", step, 0.5))
+    with pytest.raises(Stopped):
+        sup.run()
+    after_long, after_short = starts[1] - starts[0], starts[2] - starts[1]
+    assert after_long < 0.9, f"a 0.6 s round was followed {after_long:.2f} s after it began"
+    assert after_short >= 0.45, f"a short round was followed after only {after_short:.2f} s"
