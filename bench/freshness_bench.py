@@ -140,7 +140,8 @@ def latencies(config_path: Path) -> dict[str, Any]:
         never += per_event.where(F.col("visible_at").isNull()).count()
         frames.append(
             per_event.where(F.col("visible_at").isNotNull()).select(
-                (F.unix_micros("visible_at") - F.unix_micros("source_ts")).alias("us")
+                (F.unix_micros("visible_at") - F.unix_micros("source_ts")).alias("us"),
+                (F.unix_micros("ledger_at") - F.unix_micros("source_ts")).alias("ledger_us"),
             )
         )
     gaps = merge_gaps(spark, config)
@@ -153,6 +154,7 @@ def latencies(config_path: Path) -> dict[str, Any]:
         F.count("us").alias("n"),
         F.percentile_approx("us", [0.5, 0.99], 10000).alias("p"),
         F.max("us").alias("max"),
+        F.percentile_approx("ledger_us", [0.5, 0.99], 10000).alias("ledger"),
     ).first()
     assert q is not None
     spark.stop()
@@ -163,6 +165,8 @@ def latencies(config_path: Path) -> dict[str, Any]:
         "p50_s": q["p"][0] / 1e6,
         "p99_s": q["p"][1] / 1e6,
         "max_s": q["max"] / 1e6,
+        "ledger_p50_s": q["ledger"][0] / 1e6,
+        "ledger_p99_s": q["ledger"][1] / 1e6,
         "never_visible": never,
     } | gaps
 
@@ -203,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=600, help="how long to land events")
     parser.add_argument("--stream-interval", default="2s")
     parser.add_argument("--merge-interval", default="5s")
+    parser.add_argument("--parallel-tables", type=int, default=2, help="merge.parallel_tables")
     parser.add_argument("--drain", type=int, default=180, help="seconds to wait after landing")
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
     args = parser.parse_args(argv)
@@ -214,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             "schedule": {
                 "stream_interval": args.stream_interval,
                 "merge_interval": args.merge_interval,
-            }
+            },
+            "merge": {"parallel_tables": args.parallel_tables},
         },
     )
     landing = work / "landing"
@@ -262,7 +268,8 @@ def render(
         "",
         f"Machine: {platform.machine()} {os.cpu_count()} cores, commit {commit}, load average "
         f"{load0:.1f} at start, {load1:.1f} at the end (shared machine). Schedule: stream "
-        f"every {args.stream_interval}, merge every {args.merge_interval}; {on_time:.0%} of "
+        f"every {args.stream_interval}, merge every {args.merge_interval} "
+        f"({args.parallel_tables} table(s) at a time); {on_time:.0%} of "
         "the one-second landing ticks were on time.",
         "",
     ]
@@ -273,6 +280,8 @@ def render(
             f"- events visible: {r['events']:,} (not visible by the end: {r['never_visible']:,})",
             f"- p50 {r['p50_s']:.1f} s, p99 {r['p99_s']:.1f} s, max {r['max_s']:.1f} s "
             "(visible in the base table − source commit time)",
+            f"- of which in the ledger: p50 {r['ledger_p50_s']:.1f} s, p99 "
+            f"{r['ledger_p99_s']:.1f} s (ledger commit − source commit time)",
         ]
     if r.get("merge_gap_median_s") is not None:
         lines.append(

@@ -226,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     merge_every = config.schedule.merge_interval.total_seconds()
 
     def merge_round() -> None:
-        merge_all(merge, config)
+        merge_all(merge)
         stream.tick()
 
     supervisor.add(Task("merge", merge_round, merge_every))

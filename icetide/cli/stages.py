@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from functools import partial
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
@@ -12,7 +11,6 @@ from icetide.cli.context import command_parser, log, with_config, with_metrics
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config import Config
     from icetide.ledger.stage import LedgerStage
     from icetide.merge.stage import MergeResult, MergeStage
     from icetide.pipeline import Pipeline
@@ -44,20 +42,10 @@ def cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def merge_all(stage: MergeStage, config: Config) -> list[MergeResult]:
-    """Merge each table in turn, stopping between tables when asked to.
-
-    A merge refused because maintenance committed first is merged again (it committed
-    nothing, and a replay is a no-op anyway).
-    """
-    from icetide.spark.retry import retry_conflicts
-
-    results = []
-    for table in config.tables:
-        context.state.stop.check()
-        name = table.name
-        results.append(retry_conflicts(f"merge of {name}", partial(stage.merge_table, name)))
-    return results
+def merge_all(stage: MergeStage) -> list[MergeResult]:
+    """Merge every table once (:meth:`~icetide.merge.stage.MergeStage.run_once`),
+    merging no more tables once a stop is requested."""
+    return stage.run_once(before_each=context.state.stop.check)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -71,7 +59,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     stage = MergeStage(spark, pipeline)
     interval = config.schedule.merge_interval.total_seconds()
     while True:
-        results = merge_all(stage, config)
+        results = merge_all(stage)
         if args.once:
             if not any(r.events for r in results):
                 log(f"merge: nothing new to merge in {len(results)} table(s)")

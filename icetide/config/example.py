@@ -88,13 +88,17 @@ schedule:
   # Durations: 500ms, 10s, 5m, 1h, 7d or a number of seconds.
   # How often the stream stage appends new events to the CDC tables. Default: 10s
   stream_interval: 10s
-  # How often the merge stage applies the CDC tables to the base tables. Default: 60s
+  # How often a merge round starts (a round longer than this is followed at once).
+  # Default: 60s
   merge_interval: 60s
 
 merge:
   # How long deletes are remembered, so a late, older insert cannot resurrect a deleted
   # row. Default: 7d
   tombstone_retention: 7d
+  # How many tables a merge round merges at once (threads of one Spark session); 1
+  # merges them one after the other, in config order. Default: 2
+  parallel_tables: 2
 
 maintenance:
   # How often `icetide run` maintains every table (compaction, delete-file rewrite,

@@ -484,6 +484,10 @@ class MergeConfig(_Model):
 
     tombstone_retention: Duration = timedelta(days=7)
     """How long a delete is remembered, so a late, older insert cannot resurrect the row."""
+    parallel_tables: int = Field(2, ge=1)
+    """How many tables a merge round merges at once, in threads of one SparkSession: one
+    merge's driver work (planning, commits) overlaps another's tasks. 1: one after the
+    other, in config order."""
 
 
 class TableMergeConfig(_Model):

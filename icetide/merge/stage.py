@@ -9,10 +9,12 @@ position that produced it and only newer events apply.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -55,6 +57,7 @@ from icetide.spark.ledger_figures import (
     tombstone,
 )
 from icetide.spark.progress import read_merge_progress, read_new_events
+from icetide.spark.retry import retry_conflicts
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
@@ -162,9 +165,32 @@ class MergeStage:
             self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
         )
 
-    def run_once(self) -> list[MergeResult]:
-        """Merge every configured table once."""
-        return [self.merge_table(t.name) for t in self.config.tables]
+    def run_once(self, before_each: Callable[[], None] | None = None) -> list[MergeResult]:
+        """Merge every configured table once, ``merge.parallel_tables`` at a time; the
+        results in config order. ``before_each`` runs before each table's merge (a stop
+        check: raising there merges no more tables).
+
+        Tables are merged in threads of this one SparkSession: one merge's planning,
+        commits and Python work on the driver overlap another's tasks (the demo's three
+        small tables merged two at a time: docs/merge-performance.md). A merge refused
+        because another writer (maintenance) committed first is merged again: it
+        committed nothing, and a replayed batch is a no-op anyway. The first failure is
+        raised once every merge under way has ended.
+        """
+
+        def one(name: str) -> MergeResult:
+            if before_each is not None:
+                before_each()
+            return retry_conflicts(f"merge of {name}", partial(self.merge_table, name))
+
+        names = [t.name for t in self.config.tables]
+        workers = min(self.config.merge.parallel_tables, len(names))
+        if workers <= 1:
+            return [one(name) for name in names]
+        with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
+            futures = [pool.submit(one, name) for name in names]
+            wait(futures)
+        return [future.result() for future in futures]
 
     def merge_table(self, name: str) -> MergeResult:
         """Merge the new ledger events of one table."""

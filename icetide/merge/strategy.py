@@ -31,6 +31,7 @@ not here: it is the benchmarks' baseline, and it is wrong under redelivery.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -174,20 +175,41 @@ STAGING_PROPERTIES = {
 }
 
 
+_spj_lock = threading.Lock()
+_spj_users: dict[int, tuple[int, dict[str, str | None]]] = {}
+"""Per SparkSession (``id``): the statements inside :func:`spj_conf` and the settings
+from before the first of them."""
+
+
 @contextmanager
 def spj_conf(spark: SparkSession) -> Iterator[None]:
-    """The storage-partitioned-join settings for one statement, then as they were."""
-    before = {k: spark.conf.get(k, None) for k in SPJ_CONF}
-    for key, value in SPJ_CONF.items():
-        spark.conf.set(key, value)
+    """The storage-partitioned-join settings while the statement runs, then as they were.
+
+    Session settings are shared by every thread: when merges of two tables overlap
+    (``merge.parallel_tables``), the first to enter sets them, and the last to leave puts
+    back what was there before the first (a plain save-and-restore per statement would
+    leave them set, or unset them under the other's MERGE)."""
+    key = id(spark)
+    with _spj_lock:
+        users, before = _spj_users.get(key, (0, {}))
+        if users == 0:
+            before = {k: spark.conf.get(k, None) for k in SPJ_CONF}
+            for name, value in SPJ_CONF.items():
+                spark.conf.set(name, value)
+        _spj_users[key] = (users + 1, before)
     try:
         yield
     finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
+        with _spj_lock:
+            users, before = _spj_users.pop(key)
+            if users > 1:
+                _spj_users[key] = (users - 1, before)
             else:
-                spark.conf.set(key, old)
+                for name, old in before.items():
+                    if old is None:
+                        spark.conf.unset(name)
+                    else:
+                        spark.conf.set(name, old)
 
 
 def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) -> None:

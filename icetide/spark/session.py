@@ -41,6 +41,8 @@ _DEBIAN_JDBC_ARTIFACTS = {
     "mariadb-java-client.jar": "mariadb-java-client",
     "postgresql.jar": "postgresql",
 }
+CODEGEN_CACHE_ENTRIES = 1000
+"""Spark's cache of compiled query code, in classes (see :func:`spark_conf`)."""
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 _CATALOG_IMPLS = {
     "glue": "org.apache.iceberg.aws.glue.GlueCatalog",
@@ -165,6 +167,11 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.sql.requireAllClusterKeysForCoPartition": "false",
         "spark.sql.iceberg.planning.preserve-data-grouping": "true",
         "spark.sql.adaptive.enabled": "true",
+        # Compiled query code is cached by its text, 100 classes by default: one ledger
+        # micro-batch and one merge round of the demo's three tables generate ~140, so
+        # the cache was cycled through and every batch and merge compiled all its code
+        # again (~1.1 s of driver CPU per round; docs/merge-performance.md).
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }

@@ -165,6 +165,22 @@ def test_the_bucket_join_reads_the_base_in_place(pipeline: Pipeline, spark: Spar
     assert not [line for line in below_join if "Exchange" in line], "\n".join(tree)
 
 
+def test_overlapping_bucket_joins_leave_the_session_settings_as_they_found_them(
+    spark: SparkSession,
+) -> None:
+    """Two tables' bucket joins overlap under ``merge.parallel_tables``: the settings stay
+    while either runs, and afterwards are what they were before the first."""
+    setting = "spark.sql.sources.v2.bucketing.enabled"
+    before = spark.conf.get(setting, None)
+    first, second = spj_conf(spark), spj_conf(spark)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert spark.conf.get(setting) == "true", "the first to leave unset the other's settings"
+    second.__exit__(None, None, None)
+    assert spark.conf.get(setting, None) == before
+
+
 def test_a_bucket_join_merge_writes_at_most_one_file_per_touched_bucket(
     pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
