@@ -170,7 +170,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         # Compiled query code is cached by its text, 100 classes by default: one ledger
         # micro-batch and one merge round of the demo's three tables generate ~140, so
         # the cache was cycled through and every batch and merge compiled all its code
-        # again (~1.1 s of driver CPU per round; docs/merge-performance.md).
+        # again (~1.2 s of compiling per round; docs/merge-performance.md).
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
