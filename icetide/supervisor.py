@@ -31,16 +31,20 @@ class Task:
 
     name: str
     step: Callable[[], object]
-    """One round of work (what it returns is ignored); raising means the task failed
-    and is restarted."""
+    """One round of work; raising means the task failed and is restarted. What it
+    returns matters only with ``catch_up``: true when the round found work to do."""
     interval: float
-    """Seconds from the start of one round to the start of the next (see
-    :func:`pause_after`)."""
+    """Seconds to wait after a round before the next (but see ``catch_up``)."""
     start: Callable[[], None] | None = None
     """Set-up, run first and again after every failure (start a query, a process)."""
     close: Callable[[], None] | None = None
     """Tear-down on stop or failure (stop the query, end the process)."""
     initial_delay: float = 0.0
+    catch_up: bool = False
+    """After a round that found work (``step`` returned true), start the next one
+    ``interval`` after this one *started* (:func:`pause_after`): a stage falling behind
+    its schedule runs its rounds back to back. After an idle round, still a whole
+    interval: a pipeline with nothing to do rests."""
     failures: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
 
@@ -55,11 +59,11 @@ def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
 
 
 def pause_after(round_seconds: float, interval: float) -> float:
-    """Seconds to wait after a round of ``round_seconds`` before the next one starts.
+    """Seconds to wait after a busy round of ``round_seconds`` of a ``catch_up`` task.
 
-    Rounds start every ``interval`` (a fixed rate, like the stream's processing-time
-    trigger), and a round longer than that is followed at once: "merge every 5s" means
-    a change waits at most one round for a merge to start, not a round plus 5 s (which
+    Busy rounds start every ``interval`` (a fixed rate, like the stream's processing-time
+    trigger), and one longer than that is followed at once: with "merge every 5s" a
+    change waits at most one round for a merge to start, not a round plus 5 s (which
     had made the freshness benchmark's merge cycle 17 s for 10 s of merging).
 
     >>> pause_after(2.0, 5.0), pause_after(7.5, 5.0), pause_after(0.0, 0.0)
@@ -147,9 +151,12 @@ class Supervisor:
                             task.start()
                         started = True
                     began = time.monotonic()
-                    task.step()
+                    busy = task.step()
                     task.failures = 0
-                    self._wait(pause_after(time.monotonic() - began, task.interval))
+                    if task.catch_up and busy:
+                        self._wait(pause_after(time.monotonic() - began, task.interval))
+                    else:
+                        self._wait(task.interval)
                 except Stopped:
                     break
                 except Exception as exc:  # noqa: BLE001 - every failure restarts the task

@@ -225,11 +225,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     merge = MergeStage(spark, pipeline)
     merge_every = config.schedule.merge_interval.total_seconds()
 
-    def merge_round() -> None:
-        merge_all(merge)
+    def merge_round() -> bool:
+        merged = any(result.events for result in merge_all(merge))
         stream.tick()
+        return merged
 
-    supervisor.add(Task("merge", merge_round, merge_every))
+    supervisor.add(Task("merge", merge_round, merge_every, catch_up=True))
     every = config.maintenance.interval.total_seconds()
 
     def maintain() -> None:

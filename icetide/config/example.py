@@ -88,8 +88,8 @@ schedule:
   # Durations: 500ms, 10s, 5m, 1h, 7d or a number of seconds.
   # How often the stream stage appends new events to the CDC tables. Default: 10s
   stream_interval: 10s
-  # How often a merge round starts (a round longer than this is followed at once).
-  # Default: 60s
+  # How often a merge round starts (a round that merged something and took longer
+  # is followed at once; after an idle round, the whole interval). Default: 60s
   merge_interval: 60s
 
 merge:

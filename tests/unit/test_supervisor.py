@@ -58,26 +58,32 @@ def test_a_failing_task_is_restarted_and_reported_and_stop_closes_everything() -
     assert sup.tasks[0].restarts == 2 and sup.tasks[1].restarts == 0
 
 
-def test_rounds_start_at_a_fixed_rate_and_a_long_round_is_followed_at_once() -> None:
-    """Rounds start every ``interval``: after a round longer than that the next starts at
-    once (not a whole interval later), after a short one the rest of the interval."""
+def test_busy_rounds_start_at_a_fixed_rate_and_an_idle_round_waits_a_whole_interval() -> None:
+    """A ``catch_up`` task: after a busy round longer than its interval the next starts at
+    once, after a short busy one the rest of the interval; after an idle round (the step
+    returned False) a whole interval, however long the round took."""
     import time
 
     stop = Stop()
     starts: list[float] = []
-    long_round = threading.Event()  # never set: the first round simply lasts 0.6 s
+    ends: list[float] = []
+    long_round = threading.Event()  # never set: rounds 1 and 3 simply last 0.6 s
 
-    def step() -> None:
+    def step() -> bool:
         starts.append(time.monotonic())
-        if len(starts) == 1:
+        if len(starts) in (1, 3):
             long_round.wait(0.6)
-        if len(starts) == 3:
+        if len(starts) == 4:
             stop.request("test")
+        ends.append(time.monotonic())
+        return len(starts) != 3  # the third round found nothing to do
 
     sup = Supervisor(stop, lambda *_, **__: None)
-    sup.add(Task("merge", step, 0.5))
+    sup.add(Task("merge", step, 0.5, catch_up=True))
     with pytest.raises(Stopped):
         sup.run()
     after_long, after_short = starts[1] - starts[0], starts[2] - starts[1]
+    after_idle = starts[3] - ends[2]
     assert after_long < 0.9, f"a 0.6 s round was followed {after_long:.2f} s after it began"
     assert after_short >= 0.45, f"a short round was followed after only {after_short:.2f} s"
+    assert after_idle >= 0.45, f"an idle round was followed {after_idle:.2f} s after it ended"
