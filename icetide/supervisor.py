@@ -2,7 +2,8 @@
 
 ``icetide run`` hands the :class:`Supervisor` one :class:`Task` per stage (capture,
 stream, merge, maintenance, the observer). Each runs in a thread of its own: a round
-(``step``), then a wait of ``interval``, until a stop is requested. A failed round is
+(``step``), then a wait of ``interval`` (less after a busy round of a ``catch_up``
+task, see :func:`pause_after`), until a stop is requested. A failed round is
 reported, and the task is started again after a backoff that doubles up to a ceiling
 (reset by the next good round), so a catalog that is down for a minute costs a few
 retries, not the process. A stop request (Ctrl-C, SIGTERM: :mod:`icetide.stopping`)
