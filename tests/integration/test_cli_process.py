@@ -156,7 +156,12 @@ def test_a_signal_during_a_merge_stops_run_and_a_rerun_loses_nothing(
         warehouse,
         f"cli_signal_merge_{signal.Signals(sig).name.lower()}",
         spark=spark,
-        extra={"schedule": {"stream_interval": "1s", "merge_interval": "1s"}},
+        # One table at a time: with ``merge.parallel_tables`` of 2 the third table starts
+        # the moment the first finishes, so no table would be left to start after the signal.
+        extra={
+            "schedule": {"stream_interval": "1s", "merge_interval": "1s"},
+            "merge": {"parallel_tables": 1},
+        },
     )
     workload = generate(23, 120)
     deliver(workload, shop.landing, seed=4, files=2, duplicate_rate=0.0)
