@@ -68,6 +68,9 @@ _PLACEHOLDERS: tuple[Any, ...] = (
     [UNAVAILABLE],
     list(_PLACEHOLDER_BYTES),
 )
+_PLACEHOLDERS_BY_TYPE: dict[type, tuple[Any, ...]] = {
+    kind: tuple(p for p in _PLACEHOLDERS if type(p) is kind) for kind in (str, list)
+}
 
 
 def is_unavailable(value: Any) -> bool:
@@ -76,7 +79,8 @@ def is_unavailable(value: Any) -> bool:
     >>> is_unavailable("__debezium_unavailable_value"), is_unavailable("x")
     (True, False)
     """
-    return any(type(value) is type(p) and value == p for p in _PLACEHOLDERS)
+    candidates = _PLACEHOLDERS_BY_TYPE.get(type(value))  # called for every column value
+    return candidates is not None and value in candidates
 
 
 def _bad(message: str, *, column: str | None = None) -> DecodeError:
@@ -126,8 +130,14 @@ def decode_message(raw: str | bytes | bytearray | None) -> Decoded:
     return decode_document(parse_json(raw))
 
 
-def decode_document(doc: Any) -> Decoded:
-    """Like :func:`decode_message` for a value already parsed from JSON."""
+def decode_document(doc: Any, *, images: bool = True) -> Decoded:
+    """Like :func:`decode_message` for a value already parsed from JSON.
+
+    ``images=False`` checks the envelope but leaves the ``before``/``after`` column values
+    as parsed (no logical-type decoding, placeholders kept): for routing a message, where
+    decoding every value would be thrown away. A bad column value then surfaces when the
+    event is decoded in full.
+    """
     if doc is None:
         return Skipped("tombstone")
     if not isinstance(doc, dict):
@@ -145,10 +155,12 @@ def decode_document(doc: Any) -> Decoded:
         if raw_schema is not None and not isinstance(raw_schema, dict):
             raise _bad(f"field 'schema' must be an object or null, got {_kind(raw_schema)}")
         schema = raw_schema
-    return _decode_payload(payload, schema or {})
+    return _decode_payload(payload, schema or {}, images)
 
 
-def _decode_payload(payload: dict[str, Any], schema: Mapping[str, Any]) -> Decoded:
+def _decode_payload(
+    payload: dict[str, Any], schema: Mapping[str, Any], images: bool = True
+) -> Decoded:
     schema_name = schema.get("name")
     schema_name = schema_name if isinstance(schema_name, str) else ""
     if schema_name.endswith("Key"):
@@ -156,7 +168,7 @@ def _decode_payload(payload: dict[str, Any], schema: Mapping[str, Any]) -> Decod
     if "ddl" in payload or "tableChanges" in payload:
         return _schema_change(payload)
     if "op" in payload:
-        return _row_event(payload, schema)
+        return _row_event(payload, schema, images)
     status = payload.get("status")
     if isinstance(status, str) and status.upper() in ("BEGIN", "END") and "id" in payload:
         if schema_name.endswith("TransactionMetadataValue") or set(payload) <= _TRANSACTION_FIELDS:
@@ -192,7 +204,7 @@ def _schema_change(payload: dict[str, Any]) -> Skipped:
     )
 
 
-def _row_event(payload: dict[str, Any], schema: Mapping[str, Any]) -> Decoded:
+def _row_event(payload: dict[str, Any], schema: Mapping[str, Any], images: bool) -> Decoded:
     op = payload["op"]
     if not isinstance(op, str):
         raise _bad(f"field 'op' must be a string, got {_kind(op)}")
@@ -209,8 +221,8 @@ def _row_event(payload: dict[str, Any], schema: Mapping[str, Any]) -> Decoded:
     source = _source_dict(payload)
     table = _source_table(source)
     where = f" (table {table.qualified})" if table else ""
-    before, _ = _image(payload, "before", schema, where)
-    after, unavailable = _image(payload, "after", schema, where)
+    before, _ = _image(payload, "before", schema, where, images)
+    after, unavailable = _image(payload, "after", schema, where, images)
     if op in ("c", "r", "u") and after is None:
         raise _bad(f"op {op!r} event has no 'after' object{where}")
     if op == "d" and before is None:
@@ -233,14 +245,17 @@ def _row_event(payload: dict[str, Any], schema: Mapping[str, Any]) -> Decoded:
 
 
 def _image(
-    payload: dict[str, Any], name: str, schema: Mapping[str, Any], where: str
+    payload: dict[str, Any], name: str, schema: Mapping[str, Any], where: str, decode: bool
 ) -> tuple[dict[str, Any] | None, frozenset[str]]:
-    """The decoded ``before``/``after`` image without placeholders, and the placeholders."""
+    """The decoded ``before``/``after`` image without placeholders, and the placeholders
+    (the raw image, placeholders and all, unless ``decode``)."""
     raw = payload.get(name)
     if raw is None:
         return None, frozenset()
     if not isinstance(raw, dict):
         raise _bad(f"field {name!r} must be an object or null, got {_kind(raw)}{where}")
+    if not decode:
+        return raw, frozenset()
     missing = frozenset(k for k, v in raw.items() if is_unavailable(v))
     kept = {k: v for k, v in raw.items() if k not in missing}
     struct = _field_schema(schema, name)

@@ -1,8 +1,9 @@
 """Python steps that run inside Spark workers (``mapInArrow``): classify, then project.
 
-``classify`` decodes every message once to learn its table and whether it is a row
-change, something to skip (tombstone, transaction marker) or a dead letter. ``project``
-decodes the messages of one table into that table's typed ledger rows.
+``classify`` parses every message and reads its envelope to learn its table and whether
+it is a row change, something to skip (tombstone, transaction marker) or a dead letter.
+``project`` decodes the messages of one table, column values too, into that table's
+typed ledger rows; a value that cannot be read makes its message a dead letter there.
 
 Messages arrive as the exact bytes the transport delivered. The rule is structural: any
 failure while decoding or projecting one message — invalid UTF-8, JSON nested too deep
@@ -226,7 +227,9 @@ def _keyed(
 
 def _route(doc: Any, routes: Routes) -> Classified:
     try:
-        decoded = decode_document(doc)
+        # Routing needs the envelope, not the column values: ``project`` decodes those
+        # (and dead-letters a bad one to the same table), so they are decoded once.
+        decoded = decode_document(doc, images=False)
     except DecodeError as exc:
         return _guess_table(doc, routes), DEAD, exc.reason, exc.message
     if not isinstance(decoded, ChangeEvent):

@@ -104,6 +104,19 @@ def test_deep_nesting_is_a_dead_letter_not_a_crash() -> None:
     assert "RecursionError" in row["_error"]
 
 
+def test_a_bad_column_value_is_routed_by_classify_and_dead_lettered_by_projection() -> None:
+    # Classify decodes the envelope only (the column values once, in projection): a value
+    # its schema cannot read still reaches its table, whose dead-letter table takes it.
+    qty = {"field": "qty", "type": "bytes", "name": "org.apache.kafka.connect.data.Decimal"}
+    row_struct = {"field": "after", "type": "struct", "fields": [qty]}
+    doc = {"schema": {"type": "struct", "fields": [row_struct]}, "payload": event(4, 1, qty="*")}
+    raw = line(doc)
+    assert classify_one(raw, ROUTES) == ("items", ROW, "", "")
+    row = project_one(raw, ITEMS)
+    assert (row[STATUS], row[REASON]) == (DEAD, "bad_logical_value")
+    assert row["_error"].startswith("after.qty: ")
+
+
 def test_invalid_utf8_is_dead_lettered_with_its_table_when_it_can_be_told() -> None:
     text = json.dumps(event(4, 1, name="caf\u00e9"), ensure_ascii=False)
     raw = text.encode().replace("\u00e9".encode(), b"\xe9")  # Latin-1 é inside UTF-8
