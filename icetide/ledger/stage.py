@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -34,6 +35,7 @@ from icetide.ledger.decode import (
     SCHEMA_CHANGE,
     SKIP,
     STATUS,
+    Projection,
     Refused,
     Routes,
     classify_batches,
@@ -57,6 +59,7 @@ from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
+from icetide.schema.model import TableSchema
 from icetide.spark.align import align_to
 from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.spark.sql import quote
@@ -64,6 +67,22 @@ from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_pr
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
+
+
+SHARE = "_share"
+"""The column naming the table in the batch's combined projection counts."""
+
+
+@dataclass(frozen=True)
+class _Share:
+    """One table's part of a micro-batch: its classified messages, their projection
+    (persisted while the batch is stored) and the ledger layout they are written in."""
+
+    name: str
+    plan: Projection
+    mine: DataFrame
+    projected: DataFrame
+    stored: TableSchema
 
 
 def _b64_col(col: str) -> Column:
@@ -289,16 +308,15 @@ class LedgerStage:
                     else:
                         routed_dead.add(str(row.table))
             tables_with_rows = {str(r.table) for r in counts if r.status == ROW}
-            for name in sorted(tables_with_rows | routed_dead):
-                signals += self._table_batch(
-                    name,
-                    classified,
-                    batch_id,
-                    now,
-                    summary,
-                    name in routed_dead,
-                    refused.get(name),
-                )
+            signals += self._tables_batch(
+                sorted(tables_with_rows | routed_dead),
+                classified,
+                batch_id,
+                now,
+                summary,
+                routed_dead,
+                refused,
+            )
             if unrouted:
                 unrouted_rows = classified.where(
                     (F.col("status") == DEAD) & F.col("table").isNull()
@@ -399,22 +417,38 @@ class LedgerStage:
             F.lit(now).alias("ingested_at"),
         )
 
-    def _table_batch(
+    def _tables_batch(
         self,
-        name: str,
+        names: Sequence[str],
         classified: DataFrame,
         batch_id: int,
         now: datetime,
         summary: BatchSummary,
-        has_routed_dead: bool,
-        refused: Refused | None = None,
+        routed_dead: set[str],
+        refused: Mapping[str, Refused],
     ) -> list[ChangeSignal]:
+        """Project each table's messages and append them: the projections and their
+        figures come out of one Spark job for every table (a job's fixed cost is most of
+        a micro-batch's time at a steady rate), then one append per table."""
+        shares = [self._share(name, classified, refused.get(name)) for name in names]
+        signals: list[ChangeSignal] = []
+        try:
+            stats = self._share_stats(shares)
+            for share in shares:
+                signals += self._store(
+                    share, stats.get(share.name, []), batch_id, now, summary, routed_dead
+                )
+        finally:
+            for share in shares:
+                share.projected.unpersist()
+        return signals
+
+    def _share(self, name: str, classified: DataFrame, refused: Refused | None) -> _Share:
+        """One table's part of the batch, projected (lazily, persisted once computed)."""
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/versions.py).
         alter_ledger(self.spark, self.pipeline, name)
         plan = projection(self.spark, self.pipeline, name)
-        signals: list[ChangeSignal] = []
-        refs = self.refs(name)
         mine = classified.where(F.col("table") == name)
         projected = (
             mine.where(F.col("status") == ROW)
@@ -422,83 +456,109 @@ class LedgerStage:
             .mapInArrow(project_batches(plan, self._wire, refused), projected_spark_schema(plan))
             .persist()
         )
-        stored = TableContract(plan.layout).target  # the ledger's own column names
+        return _Share(name, plan, mine, projected, TableContract(plan.layout).target)
+
+    def _share_stats(self, shares: Sequence[_Share]) -> dict[str, list[Any]]:
+        """Each table's projection counts by status and reason, with the merge's figures
+        (they land in the append's own snapshot summary; spark/ledger_figures.py): one
+        job over every table's projection."""
+        frames = [
+            share.projected.groupBy(STATUS, REASON)
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.slice(F.collect_list(c.MESSAGE_ID), 1, 10).alias("samples"),
+                F.sum(F.when(F.size(EXTRA) > 0, 1).otherwise(0)).alias("with_extra"),
+                *figure_aggregates(
+                    share.stored,
+                    self.refs(share.name).catalog,
+                    self.config.table(share.name).buckets,
+                ),
+            )
+            .select(F.lit(share.name).alias(SHARE), "*")
+            for share in shares
+        ]
+        if not frames:
+            return {}
+        stats: dict[str, list[Any]] = {}
+        for row in reduce(DataFrame.unionByName, frames).collect():
+            stats.setdefault(row[SHARE], []).append(row)
+        return stats
+
+    def _store(
+        self,
+        share: _Share,
+        stats: Sequence[Any],
+        batch_id: int,
+        now: datetime,
+        summary: BatchSummary,
+        routed_dead: set[str],
+    ) -> list[ChangeSignal]:
+        """Append one table's rows to its ledger and its dead letters to its dead-letter
+        table; the signal of event columns its schema lacks, if any."""
+        name, plan, projected, stored = share.name, share.plan, share.projected, share.stored
+        signals: list[ChangeSignal] = []
+        refs = self.refs(name)
         buckets = self.config.table(name).buckets
-        try:
-            # The merge's figures ride on the same aggregate (no job of their own) and
-            # land in the append's own snapshot summary (spark/ledger_figures.py).
-            stats = (
-                projected.groupBy(STATUS, REASON)
-                .agg(
-                    F.count(F.lit(1)).alias("n"),
-                    F.slice(F.collect_list(c.MESSAGE_ID), 1, 10).alias("samples"),
-                    F.sum(F.when(F.size(EXTRA) > 0, 1).otherwise(0)).alias("with_extra"),
-                    *figure_aggregates(stored, refs.catalog, buckets),
-                )
-                .collect()
-            )
-            ok = sum(r.n for r in stats if r[STATUS] == ROW)
-            summary.rows[name] = ok
-            for r in stats:
-                if r[STATUS] == DEAD:
-                    summary.add_dead(r[REASON], r.n, list(r.samples), name)
-            if ok:
-                extra: dict[str, int] = {}
-                if any(r[STATUS] == ROW and r.with_extra for r in stats):
-                    extra, first = self._extra_columns(projected)
-                    summary.extra_columns[name] = extra
-                    signals.append(
-                        ChangeSignal(
-                            name,
-                            "unknown_fields",
-                            columns=tuple(sorted(extra)),
-                            position=int(first[0]) if first[0] is not None else None,
-                            position_text=first[1],
-                            source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
-                        )
+        ok = sum(r.n for r in stats if r[STATUS] == ROW)
+        summary.rows[name] = ok
+        for r in stats:
+            if r[STATUS] == DEAD:
+                summary.add_dead(r[REASON], r.n, list(r.samples), name)
+        if ok:
+            extra: dict[str, int] = {}
+            if any(r[STATUS] == ROW and r.with_extra for r in stats):
+                extra, first = self._extra_columns(projected)
+                summary.extra_columns[name] = extra
+                signals.append(
+                    ChangeSignal(
+                        name,
+                        "unknown_fields",
+                        columns=tuple(sorted(extra)),
+                        position=int(first[0]) if first[0] is not None else None,
+                        position_text=first[1],
+                        source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
                     )
-                ledger_cols = [quote(col.name) for col in stored.key_columns] + [
-                    m for m in c.META_COLUMNS if m not in c.STAMPED
-                ]
-                rows = projected.where(F.col(STATUS) == ROW).select(
-                    *ledger_cols,
-                    F.lit(now).alias(c.INGESTED_AT),
-                    F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
                 )
-                appended = [r for r in stats if r[STATUS] == ROW]
-                ingested_us = micros(now)
-                properties = (
-                    {
-                        FIGURES_PROPERTY: figures_json(
-                            appended[0], plan.layout.version, buckets, ingested_us
-                        )
-                    }
-                    if len(appended) == 1  # else the merge computes them from the rows
-                    else {}
-                )
-                if extra:
-                    properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(extra, sort_keys=True)
-                # Soft-deleted columns stay in the ledger's row images: write them as NULL.
-                rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
-                self._append(rows, refs.cdc, batch_id, properties)
-            dead_projected = projected.where(F.col(STATUS) == DEAD).select(
-                F.col(c.MESSAGE_ID).alias("message_id"),
-                F.lit(name).alias("table"),
-                F.col(REASON).alias("reason"),
-                F.col(ERROR).alias("error"),
-                F.col(RAW).alias("raw"),
+            ledger_cols = [quote(col.name) for col in stored.key_columns] + [
+                m for m in c.META_COLUMNS if m not in c.STAMPED
+            ]
+            rows = projected.where(F.col(STATUS) == ROW).select(
+                *ledger_cols,
+                F.lit(now).alias(c.INGESTED_AT),
+                F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
             )
-            dead_routed = mine.where(F.col("status") == DEAD).select(
-                "message_id", "table", "reason", "error", "raw"
+            appended = [r for r in stats if r[STATUS] == ROW]
+            ingested_us = micros(now)
+            properties = (
+                {
+                    FIGURES_PROPERTY: figures_json(
+                        appended[0], plan.layout.version, buckets, ingested_us
+                    )
+                }
+                if len(appended) == 1  # else the merge computes them from the rows
+                else {}
             )
-            if has_routed_dead or any(r[STATUS] == DEAD for r in stats):
-                self._append(
-                    self._dead_frame(dead_projected.unionByName(dead_routed), now),
-                    refs.dlt,
-                    batch_id,
-                )
-        finally:
-            projected.unpersist()
+            if extra:
+                properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(extra, sort_keys=True)
+            # Soft-deleted columns stay in the ledger's row images: write them as NULL.
+            rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
+            self._append(rows, refs.cdc, batch_id, properties)
+        dead_projected = projected.where(F.col(STATUS) == DEAD).select(
+            F.col(c.MESSAGE_ID).alias("message_id"),
+            F.lit(name).alias("table"),
+            F.col(REASON).alias("reason"),
+            F.col(ERROR).alias("error"),
+            F.col(RAW).alias("raw"),
+        )
+        dead_routed = share.mine.where(F.col("status") == DEAD).select(
+            "message_id", "table", "reason", "error", "raw"
+        )
+        if name in routed_dead or any(r[STATUS] == DEAD for r in stats):
+            self._append(
+                self._dead_frame(dead_projected.unionByName(dead_routed), now),
+                refs.dlt,
+                batch_id,
+            )
         return signals
 
     @staticmethod
