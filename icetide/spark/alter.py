@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.errors import SchemaError
 from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal
-from icetide.spark.tables import iceberg_table
+from icetide.spark.tables import iceberg_table, string_map
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,8 +28,7 @@ def table_properties(spark: SparkSession, table: TableName, loaded: Any = None) 
     Not ``SHOW TBLPROPERTIES``: that is a parsed and planned statement and a collect
     each time, and the merge asks three times per batch (docs/merge-performance.md).
     """
-    properties = (loaded or iceberg_table(spark, table)).properties()
-    return {str(k): str(v) for k, v in dict(properties).items()}
+    return string_map((loaded or iceberg_table(spark, table)).properties())
 
 
 def int_property(properties: Mapping[str, str], key: str) -> int | None:
