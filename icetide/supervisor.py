@@ -59,18 +59,22 @@ def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
     return min(ceiling, first * 2 ** (failures - 1))
 
 
-def pause_after(round_seconds: float, interval: float) -> float:
-    """Seconds to wait after a busy round of ``round_seconds`` of a ``catch_up`` task.
+def pause_after(round_seconds: float, interval: float, busy: bool = True) -> float:
+    """Seconds to wait after a round of ``round_seconds`` of a ``catch_up`` task (and of
+    ``icetide merge``'s loop), ``busy`` when it found work.
 
     Busy rounds start every ``interval`` (a fixed rate, like the stream's processing-time
     trigger), and one longer than that is followed at once: with "merge every 5s" a
     change waits at most one round for a merge to start, not a round plus 5 s (which
-    had made the freshness benchmark's merge cycle 17 s for 10 s of merging).
+    had made the freshness benchmark's merge cycle 17 s for 10 s of merging). After an
+    idle round, the whole interval: a pipeline with nothing to do rests.
 
     >>> pause_after(2.0, 5.0), pause_after(7.5, 5.0), pause_after(0.0, 0.0)
     (3.0, 0.0, 0.0)
+    >>> pause_after(2.0, 5.0, busy=False)
+    5.0
     """
-    return max(0.0, interval - round_seconds)
+    return max(0.0, interval - round_seconds) if busy else interval
 
 
 def describe(exc: BaseException) -> str:
@@ -152,12 +156,10 @@ class Supervisor:
                             task.start()
                         started = True
                     began = time.monotonic()
-                    busy = task.step()
+                    found = task.step()
                     task.failures = 0
-                    if task.catch_up and busy:
-                        self._wait(pause_after(time.monotonic() - began, task.interval))
-                    else:
-                        self._wait(task.interval)
+                    busy = task.catch_up and bool(found)
+                    self._wait(pause_after(time.monotonic() - began, task.interval, busy))
                 except Stopped:
                     break
                 except Exception as exc:  # noqa: BLE001 - every failure restarts the task

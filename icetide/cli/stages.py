@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, with_config, with_metrics
+from icetide.supervisor import pause_after
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +51,8 @@ def merge_all(stage: MergeStage) -> list[MergeResult]:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """Run the merge stage once, or every ``schedule.merge_interval``."""
+    """Run the merge stage once, or every ``schedule.merge_interval`` (a busy round
+    longer than that is followed at once, see :func:`~icetide.supervisor.pause_after`)."""
     from icetide.merge.stage import MergeStage
 
     pipeline = context.load_pipeline(args)
@@ -59,12 +62,15 @@ def cmd_merge(args: argparse.Namespace) -> int:
     stage = MergeStage(spark, pipeline)
     interval = config.schedule.merge_interval.total_seconds()
     while True:
+        began = time.monotonic()
         results = merge_all(stage)
+        merged = any(r.events for r in results)
         if args.once:
-            if not any(r.events for r in results):
+            if not merged:
                 log(f"merge: nothing new to merge in {len(results)} table(s)")
             return 0
-        context.state.stop.wait(interval)
+        # Scheduled like `icetide run`'s merge task: busy rounds at a fixed rate.
+        context.state.stop.wait(pause_after(time.monotonic() - began, interval, merged))
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -69,20 +69,18 @@ PUBLISH_ATTEMPTS = 3
 writer commits to main while it writes its branch (a compaction), then gives up."""
 
 SPJ_CONF = {
-    "spark.sql.sources.v2.bucketing.enabled": "true",
-    "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
-    "spark.sql.requireAllClusterKeysForCoPartition": "false",
     "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "true",
-    "spark.sql.iceberg.planning.preserve-data-grouping": "true",
     # Per bucket, hash the (small) batch side instead of sorting the base side.
     "spark.sql.join.preferSortMergeJoin": "false",
 }
-"""What Spark 3.5 needs to join two Iceberg tables bucketed alike without a shuffle.
+"""What Spark 3.5 needs, on top of the session's own storage-partitioned-join settings
+(:func:`icetide.spark.session.spark_conf`), to join two Iceberg tables bucketed alike
+without a shuffle, in the way that suits a small batch and a large base.
 
-Only join planning: these are session settings, seen by every thread of ``icetide run``
-while the MERGE runs, so nothing here may change how another statement writes (for
-example Iceberg's ``spark.sql.iceberg.distribution-mode``, which would send a
-concurrent bootstrap's or dead-letter write unclustered to its writers)."""
+Only join planning, and only while the MERGE runs: these are session settings,
+seen by every thread of ``icetide run``, so nothing here may change how another
+statement writes (for example Iceberg's ``spark.sql.iceberg.distribution-mode``, which
+would send a concurrent bootstrap's or dead-letter write unclustered to its writers)."""
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         # Storage-partitioned join: lets a bucketed batch meet the bucketed base without
-        # shuffling the base.
+        # shuffling the base (the merge adds merge.strategy.SPJ_CONF around its MERGE).
         "spark.sql.sources.v2.bucketing.enabled": "true",
         "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
         "spark.sql.requireAllClusterKeysForCoPartition": "false",
