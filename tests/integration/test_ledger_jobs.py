@@ -1,0 +1,29 @@
+"""How many Spark jobs one ledger micro-batch runs: at a steady rate a job's fixed cost is
+most of a micro-batch's time (docs/merge-performance.md, session 24), so the count is a
+property of the design, checked here without timing anything."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from icetide.demo.workload import deliver, generate
+from icetide.ledger.stage import LedgerStage
+from tests.integration.harness import Pipeline
+
+
+def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    stage = LedgerStage(spark, pipeline.pipeline)
+    deliver(generate(3, 300), pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
+    stage.start(once=True).awaitTermination()  # the first reads each table's last batch
+    deliver(generate(4, 300), pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
+    query = stage.start(once=True)
+    query.awaitTermination()
+    # A streaming query runs its micro-batches in a job group named by its run id.
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
+    tables = [table.name for table in pipeline.config.tables]
+    assert len(tables) == 3
+    assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
+    # Classify, the three tables' projections and figures, one append per table.
+    assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
