@@ -158,9 +158,7 @@ def decode_document(doc: Any, *, images: bool = True) -> Decoded:
     return _decode_payload(payload, schema or {}, images)
 
 
-def _decode_payload(
-    payload: dict[str, Any], schema: Mapping[str, Any], images: bool = True
-) -> Decoded:
+def _decode_payload(payload: dict[str, Any], schema: Mapping[str, Any], images: bool) -> Decoded:
     schema_name = schema.get("name")
     schema_name = schema_name if isinstance(schema_name, str) else ""
     if schema_name.endswith("Key"):

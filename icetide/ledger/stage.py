@@ -436,7 +436,12 @@ class LedgerStage:
             stats = self._share_stats(shares)
             for share in shares:
                 signals += self._store(
-                    share, stats.get(share.name, []), batch_id, now, summary, routed_dead
+                    share,
+                    stats.get(share.name, []),
+                    batch_id,
+                    now,
+                    summary,
+                    share.name in routed_dead,
                 )
         finally:
             for share in shares:
@@ -491,7 +496,7 @@ class LedgerStage:
         batch_id: int,
         now: datetime,
         summary: BatchSummary,
-        routed_dead: set[str],
+        has_routed_dead: bool,
     ) -> list[ChangeSignal]:
         """Append one table's rows to its ledger and its dead letters to its dead-letter
         table; the signal of event columns its schema lacks, if any."""
@@ -553,7 +558,7 @@ class LedgerStage:
         dead_routed = share.mine.where(F.col("status") == DEAD).select(
             "message_id", "table", "reason", "error", "raw"
         )
-        if name in routed_dead or any(r[STATUS] == DEAD for r in stats):
+        if has_routed_dead or any(r[STATUS] == DEAD for r in stats):
             self._append(
                 self._dead_frame(dead_projected.unionByName(dead_routed), now),
                 refs.dlt,
