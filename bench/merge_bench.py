@@ -251,16 +251,29 @@ def accumulate(
     compact_every: int | None = None,
 ) -> dict[str, float]:
     """Base read time after ``merges`` merges as ``auto`` chooses them (0.1% changes each,
-    in order: ``delete_insert``) against
-    the same base freshly compacted; and delete files accumulated. ``compact_every`` is
-    the tables' ``merge.compact_every`` (None: the default, the merge's own small-file
-    rewrite; 0: none)."""
+    in order: ``delete_insert``) against the same base freshly compacted; and delete files
+    accumulated. The read is also timed after every merge (median of 3): the merge's
+    small-file rewrite runs every few merges, so "after the 20th" is one point of a
+    cycle, and the cycle's mean and worst say what a reader meets between rewrites.
+    ``compact_every`` is the tables' ``merge.compact_every`` (None: the default, the
+    merge's own small-file rewrite; 0: none)."""
     config = bench_config(work, strategy="auto", compact_every=compact_every)
     tables = build_tables(spark, config, rows, 0.001, Mix(), history=1)
     stage = MergeStage(spark, pipeline(config))
     base, ledger = Tables.base("mor-v2"), Tables.ledger("mor-v2")
     merge_seconds: list[float] = []
+    cycle: list[float] = []
     compactions = rewritten = 0
+
+    def read() -> float:
+        return timed(
+            lambda: (
+                spark.table(base.sql)
+                .agg(F.count("owner"), F.sum("balance"), F.max("note"), F.max("updated_at"))
+                .collect()
+            )
+        )
+
     for i in range(merges):
         # With the merge figures in the snapshot, as the ledger stage appends.
         append_ledger(
@@ -272,16 +285,8 @@ def accumulate(
         if result.compaction is not None and result.compaction.rewritten:
             compactions += 1
             rewritten += result.compaction.rewritten
+        cycle.append(statistics.median([read() for _ in range(3)]))
     del tables
-
-    def read() -> float:
-        return timed(
-            lambda: (
-                spark.table(base.sql)
-                .agg(F.count("owner"), F.sum("balance"), F.max("note"), F.max("updated_at"))
-                .collect()
-            )
-        )
 
     def files() -> tuple[int, int]:
         r = spark.sql(
@@ -311,6 +316,8 @@ def accumulate(
         "read_after_merges_s": merged,
         "read_compacted_s": compacted,
         "ratio": merged / compacted,
+        "cycle_mean_ratio": statistics.mean(cycle) / compacted,
+        "cycle_max_ratio": max(cycle) / compacted,
         "data_files": data_before,
         "delete_files": deletes_before,
         "data_files_compacted": data_after,
@@ -485,7 +492,9 @@ def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> s
         f"{acc['read_after_merges_s']:.2f} s with "
         f"{acc['data_files']:.0f} data + {acc['delete_files']:.0f} delete files; freshly "
         f"compacted: {acc['read_compacted_s']:.2f} s ({acc['data_files_compacted']:.0f} + "
-        f"{acc['delete_files_compacted']:.0f} files); ratio {acc['ratio']:.2f}x."
+        f"{acc['delete_files_compacted']:.0f} files); ratio {acc['ratio']:.2f}x. "
+        f"Read after each of the {acc['merges']:.0f} merges against the compacted read: "
+        f"mean {acc['cycle_mean_ratio']:.2f}x, worst {acc['cycle_max_ratio']:.2f}x."
     )
     return text + (f"\n\nMachine: {where}.\n" if where else "")
 
