@@ -239,7 +239,7 @@ class MergeStage:
         configured = self.config.table(name).merge.strategy
         pre = snapshot_of(base_table)
         rows = int(pre.summary.get("total-records", "0") or 0) if pre is not None else 0
-        may_prune = configured == "bucket_join_pruned" or (
+        may_prune = configured in ("bucket_join_pruned", "delete_insert") or (
             configured == "auto" and rows >= SMALL_BASE_ROWS
         )
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention

@@ -246,21 +246,41 @@ class TableContract:
         """
         return self._merge(base, quote(source), keep=keep, guarded=guarded)
 
-    def delete_keys_sql(self, base: str, keys: str) -> str:
-        """DELETE the rows of ``base`` (a quoted table or branch) whose key is in the
-        view ``keys``: the first half of the merge's in-order replace
-        (:mod:`icetide.merge.strategy`, ``delete_insert``).
+    def delete_keys_sql(
+        self, base: TableName, keys: str, branch: str, buckets: Sequence[int] | None = None
+    ) -> str:
+        """DELETE the rows of ``base``'s ``branch`` whose key is in the view ``keys``: the
+        first half of the merge's in-order replace (:mod:`icetide.merge.strategy`,
+        ``delete_insert``).
 
         The keys are broadcast to the base's scan tasks (a batch's keys are few against
         the base), so the base is read in place, never shuffled, and without a staging
-        table; only its key columns and row positions are read.
+        table; only its key columns and row positions are read. ``buckets`` (the buckets
+        the batch touches, from the ledger's figures) restricts the scan to their files;
+        None reads every bucket.
+
+        >>> from icetide.schema.model import Column
+        >>> from icetide.schema.types import LongType
+        >>> schema = TableSchema("t", (Column(1, "id", LongType(), False),), ("id",))
+        >>> print(TableContract(schema).delete_keys_sql(
+        ...     TableName("lake", "s", "t"), "keys", "b", [3, 1]))
+        DELETE FROM `lake`.`s`.`t`.`branch_b` WHERE `id` IN (SELECT /*+ BROADCAST */ `id` \
+FROM `keys`) AND `lake`.system.bucket(16, `id`) IN (1, 3)
         """
         pk = [quote(k) for k in self.target.primary_key]
         columns = pk[0] if len(pk) == 1 else f"({', '.join(pk)})"
-        return (
-            f"DELETE FROM {base} WHERE {columns} IN "
-            f"(SELECT /*+ BROADCAST */ {', '.join(pk)} FROM {quote(keys)})"
-        )
+        where = f"{columns} IN (SELECT /*+ BROADCAST */ {', '.join(pk)} FROM {quote(keys)})"
+        if buckets is not None:
+            where += f" AND {self._in_buckets(base, pk[0], buckets)}"
+        return f"DELETE FROM {base.branch(branch)} WHERE {where}"
+
+    def _in_buckets(self, base: TableName, column: str, buckets: Sequence[int]) -> str:
+        """``column`` (a base row's first key, quoted) falls in one of ``buckets``: a
+        predicate Iceberg prunes the base's files by (its ``bucket`` function is the
+        partition transform)."""
+        ids = ", ".join(str(int(i)) for i in sorted(buckets)) or "NULL"
+        function = f"{quote(base.catalog)}.system.bucket"
+        return f"{function}({self.settings.buckets}, {column}) IN ({ids})"
 
     def row_select(self) -> list[str]:
         """The deduplicated batch's living rows as base rows: the SELECT list (over the
@@ -295,10 +315,7 @@ class TableContract:
         """
         touched = None
         if buckets is not None:
-            first = quote(self.target.primary_key[0])
-            ids = ", ".join(str(int(i)) for i in sorted(buckets)) or "NULL"
-            function = f"{quote(base.catalog)}.system.bucket"
-            touched = f"{function}({self.settings.buckets}, t.{first}) IN ({ids})"
+            touched = self._in_buckets(base, f"t.{quote(self.target.primary_key[0])}", buckets)
         return self._merge(base, staging.sql, touched, keep, guarded)
 
     def _merge(
