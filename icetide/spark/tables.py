@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,13 +106,43 @@ class Snapshot:
     """When it was committed."""
 
 
+PY4J_CHUNK = 2600
+"""Characters per py4j answer when a long text crosses from the JVM (:func:`_jvm_json`):
+at most three UTF-8 bytes each, so an answer stays within one 8 KiB socket write."""
+
+
+def _jvm_json(write: Callable[[Any], object]) -> Any:
+    """The JSON that ``write`` writes into a ``java.io.StringWriter``, parsed.
+
+    py4j's JVM side sends an answer longer than its 8 KiB buffer in two socket writes,
+    and the second waits for Python's delayed ACK (Nagle's algorithm): ~44 ms for any
+    answer over 8 KiB, measured, whatever its length. A table's metadata passes that
+    after a few commits. So the text stays in the JVM and comes over in
+    :data:`PY4J_CHUNK`-character pieces, each a call of well under a millisecond.
+    """
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    assert jvm is not None, "no active SparkContext"
+    writer = jvm.java.io.StringWriter()
+    write(writer)
+    buffer = writer.getBuffer()
+    size = int(buffer.length())
+    return json.loads(
+        "".join(
+            str(buffer.substring(i, min(i + PY4J_CHUNK, size))) for i in range(0, size, PY4J_CHUNK)
+        )
+    )
+
+
 def string_map(java_map: Any) -> dict[str, str]:
     """A Java ``Map<String, String>`` (a py4j proxy: a summary, table properties) as a
     dict, in one py4j call, as JSON by Iceberg's own mapper.
 
     Iterating the proxy costs a call per key and per value, and its iterator ends in a
     ``NoSuchElementException`` that PySpark converts at a dozen more calls: ~10 ms per
-    map, several maps per merge and per ledger batch.
+    map, several maps per merge and per ledger batch. (A map is a few hundred bytes to a
+    few KiB: one answer, below the size :func:`_jvm_json` is for.)
     """
     from pyspark import SparkContext
 
@@ -141,12 +171,19 @@ def snapshot_of(table: Any) -> Snapshot | None:
 
 def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, list[Snapshot]]:
     """The current snapshot id and every snapshot of a loaded Iceberg ``table`` (see
-    :func:`iceberg_table`), read from its current metadata in one call (Iceberg's own
-    JSON of it): no Spark job and no call per snapshot, however long the lineage."""
+    :func:`iceberg_table`), read from its current metadata as Iceberg's own JSON of it
+    (:func:`_jvm_json`): no Spark job and no call per snapshot, however long the
+    lineage."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     metadata = table.operations().current()
-    parsed = json.loads(jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata))
+
+    def write(writer: Any) -> None:
+        generator = jvm.org.apache.iceberg.util.JsonUtil.factory().createGenerator(writer)
+        jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata, generator)
+        generator.flush()
+
+    parsed = _jvm_json(write)
     current = parsed.get("current-snapshot-id")
     snapshots = [
         Snapshot(
