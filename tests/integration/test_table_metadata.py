@@ -15,6 +15,7 @@ from py4j import clientserver
 from pyspark.sql import SparkSession
 
 from icetide.schema.contract.names import TableName
+from icetide.spark import tables
 from icetide.spark.commit import append_with_properties
 from icetide.spark.tables import iceberg_table, metadata_snapshots
 from tests.integration.harness import Pipeline
@@ -58,3 +59,6 @@ def test_metadata_of_many_commits_comes_over_whole_in_small_answers(
     ]
     assert snapshots[-1].summary["note"] == f"23: {note}"
     assert answers and max(answers) < SOCKET_WRITE, max(answers)
+    # Beyond PY4J_CHUNKS pieces the text comes over in one answer, as exactly.
+    monkeypatch.setattr(tables, "PY4J_CHUNKS", 1)
+    assert metadata_snapshots(spark, loaded) == (current, snapshots)
