@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
@@ -106,35 +109,31 @@ class Snapshot:
     """When it was committed."""
 
 
-PY4J_CHUNK = 2600
-"""Characters per py4j answer when a long text crosses from the JVM (:func:`_jvm_json`):
-at most three UTF-8 bytes each, so an answer stays within one 8 KiB socket write."""
-PY4J_CHUNKS = 64
-"""Above this many pieces a text comes over in one answer: one ~44 ms wait costs less
-than the calls (each ~0.3 ms)."""
-
-
 def _jvm_json(write: Callable[[Any], object]) -> Any:
-    """The JSON that ``write`` writes into a ``java.io.StringWriter``, parsed.
+    """The JSON that ``write`` writes into a ``java.io.OutputStream``, parsed.
 
-    py4j's JVM side sends an answer longer than its 8 KiB buffer in two socket writes,
-    and the second waits for Python's delayed ACK (Nagle's algorithm): ~44 ms for any
-    answer over 8 KiB, measured, whatever its length. A table's metadata passes that
-    after a few commits. So the text stays in the JVM and comes over in
-    :data:`PY4J_CHUNK`-character pieces, each a call of well under a millisecond.
+    A long text is not returned through py4j: its JVM side sends an answer longer than
+    its 8 KiB buffer in two socket writes, and the second waits for Python's delayed
+    ACK (Nagle's algorithm), ~44 ms whatever the length (measured). A table's metadata
+    passes 8 KiB after a few commits. The driver's JVM and this process share a machine
+    (py4j is local), so the JVM writes the text into a private temporary file and it is
+    read here: a handful of calls, whatever the size.
     """
     from pyspark import SparkContext
 
     jvm = SparkContext._jvm
     assert jvm is not None, "no active SparkContext"
-    writer = jvm.java.io.StringWriter()
-    write(writer)
-    buffer = writer.getBuffer()
-    size = int(buffer.length())
-    if size > PY4J_CHUNK * PY4J_CHUNKS:
-        return json.loads(str(buffer.toString()))
-    pieces = (buffer.substring(i, min(i + PY4J_CHUNK, size)) for i in range(0, size, PY4J_CHUNK))
-    return json.loads("".join(str(piece) for piece in pieces))
+    handle, name = tempfile.mkstemp(prefix="icetide-", suffix=".json")
+    os.close(handle)
+    try:
+        stream = jvm.java.io.FileOutputStream(name)
+        try:
+            write(stream)
+        finally:
+            stream.close()
+        return json.loads(Path(name).read_bytes())
+    finally:
+        os.unlink(name)
 
 
 def string_map(java_map: Any) -> dict[str, str]:
@@ -180,8 +179,8 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
     assert jvm is not None
     metadata = table.operations().current()
 
-    def write(writer: Any) -> None:
-        generator = jvm.org.apache.iceberg.util.JsonUtil.factory().createGenerator(writer)
+    def write(stream: Any) -> None:
+        generator = jvm.org.apache.iceberg.util.JsonUtil.factory().createGenerator(stream)
         jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata, generator)
         generator.flush()
 

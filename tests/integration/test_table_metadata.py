@@ -1,5 +1,5 @@
 """A table's metadata read from the JVM (``spark.tables.metadata_snapshots``): whole and
-exact, and in answers py4j sends in one socket write.
+exact, with no py4j answer longer than one socket write.
 
 Any py4j answer over 8 KiB waits ~44 ms for Python's delayed ACK (docs/merge-performance.md,
 session 25); a table's metadata passes 8 KiB after a few commits, and the merge reads it
@@ -8,6 +8,8 @@ three times per table."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,6 @@ from py4j import clientserver
 from pyspark.sql import SparkSession
 
 from icetide.schema.contract.names import TableName
-from icetide.spark import tables
 from icetide.spark.commit import append_with_properties
 from icetide.spark.tables import iceberg_table, metadata_snapshots
 from tests.integration.harness import Pipeline
@@ -25,7 +26,7 @@ SOCKET_WRITE = 8192
 
 
 def test_metadata_of_many_commits_comes_over_whole_in_small_answers(
-    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     table = TableName("lake", pipeline.config.catalog.namespace, "many_commits")
     spark.sql(f"CREATE TABLE {table.sql} (id BIGINT, v STRING) USING iceberg")
@@ -49,6 +50,9 @@ def test_metadata_of_many_commits_comes_over_whole_in_small_answers(
         return answer
 
     monkeypatch.setattr(clientserver.ClientServerConnection, "send_command", recorded)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     current, snapshots = metadata_snapshots(spark, loaded)
     monkeypatch.undo()
 
@@ -59,6 +63,4 @@ def test_metadata_of_many_commits_comes_over_whole_in_small_answers(
     ]
     assert snapshots[-1].summary["note"] == f"23: {note}"
     assert answers and max(answers) < SOCKET_WRITE, max(answers)
-    # Beyond PY4J_CHUNKS pieces the text comes over in one answer, as exactly.
-    monkeypatch.setattr(tables, "PY4J_CHUNKS", 1)
-    assert metadata_snapshots(spark, loaded) == (current, snapshots)
+    assert not list(scratch.iterdir())  # the JVM's file is gone
