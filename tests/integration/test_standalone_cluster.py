@@ -12,7 +12,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyspark
 import yaml
@@ -27,7 +29,9 @@ SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 
 
 @contextmanager
-def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def daemon(
+    args: list[str], log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """A Spark daemon in the foreground, in its own process group, ended afterwards."""
     env = {
         **os.environ,
@@ -35,6 +39,7 @@ def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
         "PYTHONPATH": str(REPO),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_NO_DAEMONIZE": "1",
+        **(env or {}),
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -47,42 +52,79 @@ def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield proc
     finally:
-        os.killpg(proc.pid, 15)
         try:
+            os.killpg(proc.pid, 15)
             proc.wait(60)
+        except ProcessLookupError:  # it had exited, with all of its group
+            proc.wait()
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
 
 
-def alive_workers(ui_port: int) -> int:
-    """Workers the master's UI lists as alive; 0 while the UI is not up yet (refused, or
-    an empty answer while it is still starting: seen once in a full-suite run)."""
+def master_state(ui_port: int) -> dict[str, Any]:
+    """The master UI's ``/json/``; empty while the UI is not up yet (refused, or an empty
+    answer while it is still starting: seen once in a full-suite run)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
             state = json.loads(r.read())
     except (OSError, ValueError):
-        return 0
-    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def alive_workers(ui_port: int) -> int:
+    """Workers the master's UI lists as alive."""
+    workers = master_state(ui_port).get("workers", [])
+    return sum(1 for w in workers if w.get("state") == "ALIVE")
+
+
+def exited_or_up(proc: subprocess.Popen[bytes], ui_port: int, url: str) -> bool:
+    """Whether the master has exited, or its UI reports ``url``."""
+    return proc.poll() is not None or master_state(ui_port).get("url") == url
+
+
+@contextmanager
+def standalone_master(log: Path, attempts: int = 3) -> Iterator[tuple[str, int]]:
+    """A master that is up, as (its URL, its UI port), before any worker is given the URL.
+
+    The ports come from ``free_port()``, so another process can take one before the master
+    binds it. Spark would then move to the next port, and a worker given the first one
+    reaches whatever holds it (a full-suite run once met an HTTP server there). So the
+    master may not move (``spark.port.maxRetries=0``): it exits instead, and is started
+    again on new ports. It counts as up once its UI reports the URL asked for."""
+    no_moving = {"SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0"}
+    for _ in range(attempts):
+        port, ui = free_port(), free_port()
+        url = f"spark://127.0.0.1:{port}"
+        args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+        args += ["--port", str(port), "--webui-port", str(ui)]
+        with daemon(args, log, env=no_moving) as proc:
+            wait_until(partial(exited_or_up, proc, ui, url), "the master to start or exit")
+            if proc.poll() is None:
+                yield url, ui
+                return
+    raise AssertionError(f"the master did not start in {attempts} attempts: {log.read_text()}")
+
+
+def worker_args(master: str, work_dir: Path) -> list[str]:
+    """One worker of one core for ``master``. Its applications' folders (each with a copy
+    of the jars) go to ``work_dir``, not under the pyspark install, where they would pile
+    up run after run."""
+    args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
+    args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
+    return [*args, "--work-dir", str(work_dir)]
 
 
 def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
     tmp_path: Path, warehouse: Path
 ) -> None:
     started = time.monotonic()
-    port, ui = free_port(), free_port()
-    master = f"spark://127.0.0.1:{port}"
-    master_args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-    master_args += ["--port", str(port), "--webui-port", str(ui)]
-    worker_args = ["org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1"]
-    worker_args += ["--cores", "1", "--memory", "1g", "--webui-port", str(free_port())]
-    # Its applications' folders (each with a copy of the jars) in the test's folder, not
-    # under the pyspark install, where they would pile up run after run.
-    worker_args += ["--work-dir", str(tmp_path / "worker")]
-    # The daemons' JVMs start while MariaDB starts and the shop is seeded.
+    # The master is up before the worker is given its URL; the worker's JVM starts while
+    # MariaDB starts and the shop is seeded.
     with (
-        daemon(master_args, tmp_path / "master.log"),
-        daemon(worker_args, tmp_path / "worker.log"),
+        standalone_master(tmp_path / "master.log") as (master, ui),
+        daemon(worker_args(master, tmp_path / "worker"), tmp_path / "worker.log"),
         MariaDBServer() as server,
     ):
         start_shop(server, seed=17)
