@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -86,7 +87,28 @@ def test_main_moves_once_from_the_old_head_to_the_append(
             "GROUP BY data_file.partition"
         ).collect()
         assert per_bucket and max(r.n for r in per_bucket) == 1, per_bucket
+    # Delete files in Snappy, data files in Iceberg's default zstd (base_ddl).
+    codecs = {
+        (r.content, codec)
+        for r in spark.sql(
+            f"SELECT data_file.content AS content, data_file.file_path AS path "
+            f"FROM {base.child('entries')} WHERE status = 1 "
+            f"AND snapshot_id IN ({int(delete.snapshotId())}, {int(head.snapshotId())})"
+        ).collect()
+        for codec in parquet_codecs(r.path)
+    }
+    assert codecs == {(0, "ZSTD"), (1, "SNAPPY")}, codecs
     assert_matches(pipeline.compare(workload))
+
+
+def parquet_codecs(path: str) -> set[str]:
+    """The compression codecs of a Parquet file's column chunks."""
+    meta = pq.ParquetFile(path.removeprefix("file:")).metadata
+    return {
+        meta.row_group(g).column(i).compression
+        for g in range(meta.num_row_groups)
+        for i in range(meta.num_columns)
+    }
 
 
 def test_a_branch_left_by_a_crash_is_started_over(pipeline: Pipeline, spark: SparkSession) -> None:

@@ -188,7 +188,13 @@ class TableContract:
         """``CREATE TABLE`` for the mirror: ``bucket(N, pk)``, format v2 (or the
         settings' version), hash distribution, and bounds kept for the position column
         however wide the table (Iceberg keeps column metrics for the first 100 columns
-        only by default; the merge's in-order check reads these bounds)."""
+        only by default; the merge's in-order check reads these bounds).
+
+        Position-delete files are written with Snappy, data files with Iceberg's default
+        (zstd): a merge writes a delete file per touched bucket, and zstd's set-up per
+        file cost 0.12 s of a 1.9 s merge at 5M rows (measured:
+        docs/merge-performance.md). A delete file holds file paths and row positions,
+        lives until the next compaction, and is small either way."""
         mode = self.settings.mode
         bucket_column = quote(self.target.primary_key[0])
         body = ",\n  ".join(self.base_columns())
@@ -200,6 +206,7 @@ class TableContract:
             f"'write.merge.mode'='{mode}', "
             f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "
             f"'write.metadata.metrics.column.{b.POSITION}'='truncate(16)', "
+            "'write.delete.parquet.compression-codec'='snappy', "
             f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.target.version}')"
         )
 
