@@ -26,7 +26,7 @@ from icetide.faults import crash_point
 from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.steps import MergeContext, key_move, prepare
+from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
 from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.merge.versions import (
     MergeVersion,
@@ -314,6 +314,7 @@ class MergeStage:
                 keep,
                 touched,
                 guarded=not in_order,
+                keys=changed_keys(events, schema) if choice.strategy == "delete_insert" else None,
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)
