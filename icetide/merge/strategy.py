@@ -308,13 +308,15 @@ def apply_batch(
     carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
     base buckets the batch touches (see :func:`touched_buckets`). ``keys``: the keys
-    ``delete_insert`` deletes (:func:`~icetide.merge.steps.changed_keys`; None: the
-    keys of ``source``)."""
+    ``delete_insert`` deletes (:func:`~icetide.merge.steps.changed_keys`), needed by it
+    alone."""
     n = contract.settings.buckets
     # Only a batch that misses some bucket restricts the base's scan.
     pruned = touched if touched is not None and len(touched) < n else None
     if strategy == "delete_insert":
-        delete_insert(spark, contract, base, source, view, properties, pruned, keys)
+        if keys is None:
+            raise ValueError("delete_insert needs the batch's keys (merge.steps.changed_keys)")
+        delete_insert(spark, contract, base, source, keys, view, properties, pruned)
         return Applied(strategy, None if touched is None else len(touched), n)
     if strategy == "shuffle":
         source.createOrReplaceTempView(view)
@@ -348,24 +350,22 @@ def delete_insert(
     contract: TableContract,
     base: TableName,
     source: DataFrame,
+    keys: DataFrame,
     view: str,
     properties: dict[str, str],
     touched: Sequence[int] | None = None,
-    keys: DataFrame | None = None,
 ) -> None:
-    """Apply an in-order batch as a DELETE of its keys and an append of its living rows,
-    on :data:`MERGE_BRANCH`, then fast-forward main to it (one change for readers, the
-    append's snapshot carrying ``properties``). ``touched``: the only base buckets the
-    batch's keys fall in (None: any). ``keys``: the keys to delete, read without the
-    row images (:func:`~icetide.merge.steps.changed_keys`); None: ``source``'s.
+    """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
+    rows (from ``source``), on :data:`MERGE_BRANCH`, then fast-forward main to it (one
+    change for readers, the append's snapshot carrying ``properties``). ``keys`` are
+    read without the row images (:func:`~icetide.merge.steps.changed_keys`);
+    ``touched``: the only base buckets they fall in (None: any).
 
     Equal to the unguarded MERGE for a batch with whole row images: every key of the
     batch loses its base row and, unless its last event is a delete, gets the batch's.
     A crash before the publish leaves main as it was (the next merge moves the branch
     back); another writer's commit to main meanwhile starts it over from main's new head.
     """
-    if keys is None:
-        keys = source.select(*[quote(k) for k in contract.target.primary_key])
     rows = source.where(F.col(OP) != "d").selectExpr(*contract.row_select())
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         table = iceberg_table(spark, base)
