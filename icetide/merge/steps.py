@@ -59,7 +59,7 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     names = [*keys, c.OP, c.AFTER, c.UNAVAILABLE, c.POSITION, c.SOURCE_TS]
     itself = F.struct(*[F.col(quote(n)).alias(n) for n in names])
     old_key_delete = F.struct(
-        *[F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType).alias(k) for k in keys],
+        *_old_key(events, keys),
         F.lit("d").alias(c.OP),
         F.lit(None).cast(events.schema[c.AFTER].dataType).alias(c.AFTER),
         F.array().cast("array<string>").alias(c.UNAVAILABLE),
@@ -73,6 +73,11 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
         .where(F.col(row).isNotNull())
         .select(*[F.col(row).getField(n).alias(n) for n in names])
     )
+
+
+def _old_key(events: DataFrame, keys: list[str]) -> list[Column]:
+    """A key change's old key: ``_before``'s key fields, typed as the event's keys."""
+    return [F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType).alias(k) for k in keys]
 
 
 def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
@@ -191,9 +196,7 @@ def changed_keys(events: DataFrame, schema: TableSchema) -> DataFrame:
     """
     keys = list(schema.primary_key)
     itself = F.struct(*[F.col(quote(k)).alias(k) for k in keys])
-    old = F.struct(
-        *[F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType).alias(k) for k in keys]
-    )
+    old = F.struct(*_old_key(events, keys))
     key = "_key"
     return (
         events.where(F.col(c.OP) != "t")
