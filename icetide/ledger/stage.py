@@ -62,7 +62,6 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.align import align_to
 from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
-from icetide.spark.session import LEDGER_POOL, in_pool
 from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
@@ -247,7 +246,6 @@ class LedgerStage:
 
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:
         """Classify, project and append one micro-batch of raw messages."""
-        in_pool(self.spark, LEDGER_POOL)
         with self._lock:
             self._process_batch(batch, batch_id)
 

@@ -43,10 +43,6 @@ _DEBIAN_JDBC_ARTIFACTS = {
 }
 CODEGEN_CACHE_ENTRIES = 1000
 """Spark's cache of compiled query code, in classes (see :func:`spark_conf`)."""
-SCHEDULER_POOLS = Path(__file__).with_name("scheduler-pools.xml")
-"""Spark's fair scheduler pools: the ledger's first, everything else in ``default``."""
-LEDGER_POOL = "ledger"
-"""The pool of the ledger's micro-batches (:func:`in_pool`)."""
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 _CATALOG_IMPLS = {
     "glue": "org.apache.iceberg.aws.glue.GlueCatalog",
@@ -176,9 +172,6 @@ def spark_conf(config: Config) -> dict[str, str]:
         # the cache was cycled through and every batch and merge compiled all its code
         # again (~1.2 s of compiling per round; docs/merge-performance.md).
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
-        # The ledger's micro-batches go first (LEDGER_POOL): freshness waits on them.
-        "spark.scheduler.mode": "FAIR",
-        "spark.scheduler.allocation.file": str(SCHEDULER_POOLS),
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
@@ -224,13 +217,6 @@ def build_session(config: Config) -> SparkSession:
     if not config.spark.master.startswith("local"):
         session.sparkContext.addPyFile(str(_package_zip()))
     return session
-
-
-def in_pool(spark: SparkSession, pool: str) -> None:
-    """Run the Spark jobs this thread starts from now on in scheduler ``pool``
-    (:data:`SCHEDULER_POOLS`). A thread-local setting of Spark's: the streaming ledger sets
-    it in its micro-batch function, so a merge's queued tasks never hold its jobs back."""
-    spark.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
 
 
 def stop_session(session: SparkSession, timeout: float = 60) -> None:

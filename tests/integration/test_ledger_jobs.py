@@ -8,7 +8,6 @@ from pyspark.sql import SparkSession
 
 from icetide.demo.workload import deliver, generate
 from icetide.ledger.stage import LedgerStage
-from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
 
 
@@ -28,32 +27,3 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
     # Classify, the three tables' projections and figures, one append per table.
     assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
-
-
-def test_a_micro_batch_runs_its_jobs_in_the_ledger_scheduler_pool(
-    pipeline: Pipeline, spark: SparkSession
-) -> None:
-    """The fair scheduler serves the ledger's pool first (icetide/spark/scheduler-pools.xml),
-    so a merge's queued tasks do not hold a micro-batch back."""
-    stage = LedgerStage(spark, pipeline.pipeline)
-    deliver(generate(5, 200), pipeline.landing, seed=5, files=1, duplicate_rate=0.0)
-    query = stage.start(once=True)
-    query.awaitTermination()
-    tracker = spark.sparkContext.statusTracker()
-    stages = {
-        stage_id
-        for job in tracker.getJobIdsForGroup(str(query.runId))
-        if (info := tracker.getJobInfo(job)) is not None
-        for stage_id in info.stageIds
-    }
-    assert stages
-    store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
-    # Each stage's last attempt, as Spark's status store recorded it.
-    pools = {
-        stage_id: store.stageData(stage_id, False, None, False, None).last().schedulingPool()
-        for stage_id in stages
-    }
-    assert set(pools) == stages
-    assert set(pools.values()) == {LEDGER_POOL}, pools
-    # The caller's own thread is left in the default pool.
-    assert spark.sparkContext.getLocalProperty("spark.scheduler.pool") in (None, "default")
