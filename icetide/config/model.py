@@ -499,11 +499,12 @@ class TableMergeConfig(_Model):
     """How the batch meets the base (:mod:`icetide.merge.strategy`); ``auto`` chooses
     from the base's size and the batch's. ``delete_insert`` applies only to a batch in
     order with whole row images; any other batch gets ``auto``'s choice."""
-    compact_every: int | None = Field(None, ge=0)
+    compact_every: int = Field(4, ge=0)
     """Once this many merges have added data files since the base's last rewrite, the
     merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
-    (leave it to ``icetide maintain``). Unset: every 4 merges for a base of 200,000 rows
-    or more, never below (a small base reads fast whatever its files)."""
+    (leave it to ``icetide maintain``). Small bases too: a merge that shuffles a small
+    base reads every file it has, so without the rewrite each merge is slower than the
+    last (docs/merge-performance.md, session 28)."""
     resnapshot_chunk_rows: int = Field(200_000, ge=1)
     """Rows per chunk when the merge re-snapshots the table for a change no ALTER
     expresses (:mod:`icetide.bootstrap.resnapshot`): one chunk per merge round, each its

@@ -77,12 +77,6 @@ if TYPE_CHECKING:
 IN_ORDER = "in order: no version guard or tombstone history needed"
 """What the merge log line and the commit's strategy property say of the in-order path."""
 
-COMPACT_EVERY = 4
-"""``merge.compact_every`` when unset, for a base of ``SMALL_BASE_ROWS`` rows or more: a
-bucket is read from at most this many small files besides its large ones (measured in
-docs/merge-performance.md)."""
-
-
 @dataclass(frozen=True)
 class MergeResult:
     """What one merge of one table did."""
@@ -475,14 +469,11 @@ class MergeStage:
         files since its last rewrite (:mod:`icetide.merge.compact`). ``loaded``: the
         base's Iceberg table as of the merge's commit, when the caller has it."""
         every = self.config.table(name).merge.compact_every
+        if every == 0:
+            return None
         loaded = loaded or iceberg_table(self.spark, base)
         snapshot = snapshot_of(loaded)
         if snapshot is None:
-            return None
-        if every is None:
-            rows = int(snapshot.summary.get("total-records", "0") or 0)
-            every = COMPACT_EVERY if rows >= SMALL_BASE_ROWS else 0
-        if every == 0:
             return None
         # Every ``every``-th merge since the last rewrite: when a bucket had too few small
         # files to rewrite, the next merges do not plan the same rewrite again.

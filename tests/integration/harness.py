@@ -281,7 +281,10 @@ class Fingerprint:
 
 def with_merge_strategy(config: Config, strategy: str, compact_every: int | None = None) -> Config:
     """``config`` with every table's ``merge.strategy`` (and ``compact_every``) set."""
-    merge = TableMergeConfig.model_validate({"strategy": strategy, "compact_every": compact_every})
+    settings: dict[str, object] = {"strategy": strategy}
+    if compact_every is not None:
+        settings["compact_every"] = compact_every
+    merge = TableMergeConfig.model_validate(settings)
     tables = tuple(t.model_copy(update={"merge": merge}) for t in config.tables)
     return config.model_copy(update={"tables": tables})
 

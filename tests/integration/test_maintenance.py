@@ -23,7 +23,7 @@ from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.spark.progress import read_watermark
 from icetide.spark.retry import retry_conflicts
 from icetide.spark.sql import literal
-from tests.integration.harness import Pipeline, assert_matches
+from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"
 
@@ -63,6 +63,8 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     p = Pipeline.create(
         tmp_path, warehouse, "maint_files", spark=spark, buckets=16, extra=aggressive
     )
+    # The merge's own small-file rewrite off: every merge's files are left for maintain.
+    p.config = with_merge_strategy(p.config, "auto", compact_every=0)
     workload = generate(31, 400, tables=[TABLE], key_space=120)
     parts = plan_rounds(workload, MERGES + 1, 31, late_rate=0.05)
     merges = _rounds(p, parts[:MERGES], seed=31)
@@ -100,6 +102,24 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     # And the next merge picks up exactly where the watermark says.
     [after] = [r for r in p.merge() if r.table == TABLE]
     assert after.start_snapshot == watermark and after.events == len(parts[MERGES].events)
+    assert_matches(p.compare(workload))
+
+
+def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """Without merge settings, a small base (far below the 200,000 rows where ``auto``
+    stops shuffling it) still has its small files bin-packed every fourth merge: a
+    shuffle merge reads every file of the base, so a base never packed makes each merge
+    slower than the last (bench/results/freshness.md, session 28)."""
+    p = Pipeline.create(tmp_path, warehouse, "maint_default", spark=spark, buckets=4)
+    workload = generate(37, 240, tables=[TABLE], key_space=60)
+    merges = _rounds(p, plan_rounds(workload, 4, 37, late_rate=0.0), seed=37)
+    assert [m.events > 0 for m in merges] == [True] * 4
+    packed = [m.compaction for m in merges]
+    assert packed[:3] == [None, None, None], packed
+    assert packed[3] is not None and packed[3].rewritten > packed[3].added > 0, packed
+    assert max(data_files_per_partition(spark, p.refs(TABLE).base).values()) < 4
     assert_matches(p.compare(workload))
 
 
