@@ -112,7 +112,14 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
     stops shuffling it) still has its small files bin-packed every fourth merge: a
     shuffle merge reads every file of the base, so a base never packed makes each merge
     slower than the last (bench/results/freshness.md, session 28)."""
-    p = Pipeline.create(tmp_path, warehouse, "maint_default", spark=spark, buckets=4)
+    p = Pipeline.create(
+        tmp_path,
+        warehouse,
+        "maint_default",
+        spark=spark,
+        buckets=4,
+        extra={"schedule": {"stream_interval": "100ms"}},
+    )
     workload = generate(37, 240, tables=[TABLE], key_space=60)
     merges = _rounds(p, plan_rounds(workload, 4, 37, late_rate=0.0), seed=37)
     assert [m.events > 0 for m in merges] == [True] * 4
