@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 IN_ORDER = "in order: no version guard or tombstone history needed"
 """What the merge log line and the commit's strategy property say of the in-order path."""
 
+
 @dataclass(frozen=True)
 class MergeResult:
     """What one merge of one table did."""
