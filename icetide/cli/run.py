@@ -117,8 +117,11 @@ class Stream:
         from icetide.spark.errors import jvm_boundary
 
         with jvm_boundary("ledger stream"):
-            self.ledger = ledger_stage(self.spark, self.pipeline)
-            self.query = self.ledger.start(once=False)
+            ledger = ledger_stage(self.spark, self.pipeline)
+            self.query = ledger.start(once=False)
+        # Only now: the merge's tick moves schema phases on the ledger tables, which
+        # start() creates on a first run (a tick before that failed the merge round).
+        self.ledger = ledger
 
     def tick(self) -> None:
         """Move a schema change's phases on even when no event arrives (after merges)."""

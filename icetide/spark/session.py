@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
+from icetide.spark import worker_daemon
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -175,6 +176,10 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
+    if spark.master.startswith("local"):
+        # The workers are this Python: run the daemon that skips re-reading Spark's own
+        # zip archives before each task (icetide/spark/worker_daemon.py).
+        conf["spark.python.daemon.module"] = worker_daemon.MODULE
     jars = [str(j) for j in jvm_jars(spark)]
     if jars:
         conf["spark.jars"] = ",".join(jars)

@@ -27,3 +27,29 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
     # Classify, the three tables' projections and figures, one append per table.
     assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
+
+
+def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkSession) -> None:
+    """PySpark's worker re-reads every zip archive on its path before each task on Python
+    before 3.12; icetide's daemon spares Spark's own (icetide/spark/worker_daemon.py)."""
+    import sys
+
+    import pyarrow as pa
+
+    def probe(batches):  # type: ignore[no-untyped-def]
+        import sys as worker_sys
+        import zipimport
+
+        main = worker_sys.modules["__main__"].__spec__
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "main": [main.name if main else None],
+                    "invalidate": [zipimport.zipimporter.invalidate_caches.__qualname__],
+                }
+            )
+
+    rows = spark.range(1).mapInArrow(probe, "main STRING, invalidate STRING").collect()
+    assert {row.main for row in rows} == {"icetide.spark.worker_daemon"}
+    if sys.version_info < (3, 12):
+        assert {row.invalidate for row in rows} == {"keep_archives.<locals>.invalidate_caches"}

@@ -274,3 +274,29 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     assert [c.name for c in stages.pipeline.schema("customers").columns][-1] == "note"
     verdicts = run_verify(stages.pipeline, spark)
     assert all(v.matches for v in verdicts), render_verdicts(verdicts)
+
+
+def test_a_merge_rounds_tick_while_the_stream_first_starts_waits_for_the_ledger_tables(
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``icetide run`` on a new pipeline: the merge thread's round ends with the stream's
+    tick (schema phases on the ledger tables) while the stream thread is still creating
+    those tables. The tick must wait for them, not fail the merge round."""
+    from icetide.cli.run import Stream
+    from icetide.ledger.stage import LedgerStage
+
+    stream = Stream(spark, pipeline.pipeline)
+    create = LedgerStage.ensure_tables
+
+    def create_with_a_tick_between(self: LedgerStage) -> None:
+        stream.tick()  # the merge thread's, before any ledger table exists
+        create(self)
+
+    monkeypatch.setattr(LedgerStage, "ensure_tables", create_with_a_tick_between)
+    stream.start()
+    try:
+        assert stream.ledger is not None and stream.query is not None
+        assert stream.query.isActive
+        stream.tick()  # and once started, the tick acts on the tables
+    finally:
+        stream.close()

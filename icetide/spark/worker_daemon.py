@@ -1,0 +1,66 @@
+"""The Python worker daemon of a local session: PySpark's own, without re-reading Spark's
+zip archives before every task.
+
+PySpark's worker calls ``importlib.invalidate_caches()`` before each task, so that files
+shipped with ``addPyFile`` become importable. On Python 3.10 and 3.11 that makes every
+``zipimporter`` read its archive's whole directory again at that moment: ``pyspark.zip``
+(793 entries) once for each of its packages a worker has imported. That cost 25–50 ms of
+CPU per Python task here, about a fifth of the ledger's Python CPU at 2,000 events/s
+(docs/merge-performance.md, session 29). CPython made the re-read lazy in 3.12
+(gh-103200, reported by a Spark developer for exactly this).
+
+Spark's own archives (``$SPARK_HOME/python/lib``: ``pyspark.zip``, py4j's) never change
+while a worker lives, so their importers skip the re-read; any other archive (a shipped
+``--py-files`` zip) is still re-read as before. The daemon runs as
+``spark.python.daemon.module`` (:func:`icetide.spark.session.spark_conf`), only on a local
+master: there the workers run this same Python with icetide importable. An executor
+elsewhere keeps PySpark's own daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipimport
+from collections.abc import Callable, Iterable
+
+MODULE = "icetide.spark.worker_daemon"
+"""The value of ``spark.python.daemon.module`` that runs this daemon."""
+
+
+def spark_archive_dirs() -> tuple[str, ...]:
+    """Where Spark keeps the archives it puts on every worker's path."""
+    home = os.environ.get("SPARK_HOME")
+    return (os.path.join(home, "python", "lib"),) if home else ()
+
+
+def keep_archives(dirs: Iterable[str]) -> Callable[[], None]:
+    """Let the zip importers of archives in ``dirs`` keep their directory when caches are
+    invalidated; return the function that puts the old behaviour back."""
+    fixed = {os.path.realpath(d) for d in dirs}
+    original = zipimport.zipimporter.invalidate_caches
+
+    def invalidate_caches(self: zipimport.zipimporter) -> None:
+        if os.path.realpath(os.path.dirname(self.archive)) in fixed:
+            return
+        original(self)
+
+    zipimport.zipimporter.invalidate_caches = invalidate_caches  # type: ignore[method-assign]
+
+    def restore() -> None:
+        zipimport.zipimporter.invalidate_caches = original  # type: ignore[method-assign]
+
+    return restore
+
+
+def main() -> None:
+    """Start PySpark's daemon with Spark's archives kept (Python before 3.12 only)."""
+    if sys.version_info < (3, 12):
+        keep_archives(spark_archive_dirs())
+    from pyspark.daemon import manager
+
+    manager()
+
+
+if __name__ == "__main__":
+    main()
