@@ -53,3 +53,16 @@ def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkS
     assert {row.main for row in rows} == {"icetide.spark.worker_daemon"}
     if sys.version_info < (3, 12):
         assert {row.invalidate for row in rows} == {"keep_archives.<locals>.invalidate_caches"}
+
+
+def test_the_classes_named_for_the_jvm_view_exist(spark: SparkSession) -> None:
+    """A misspelt named import would quietly fall back to the slow wildcard look-up."""
+    from icetide.spark.session import _NAMED_JVM_IMPORTS
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    for name in _NAMED_JVM_IMPORTS:
+        assert jvm.java.lang.Class.forName(name).getName() == name
+        # and the view answers the short name with that very class
+        short = name.rsplit(".", 1)[1]
+        assert getattr(jvm, short)._fqn == name
