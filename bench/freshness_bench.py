@@ -5,8 +5,10 @@ The demo workload's events (three tables, realistic Debezium messages) are lande
 ``--rate`` events per second, one file per second, for ``--seconds``; each message's
 ``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
 time"). ``icetide run --no-capture`` runs the stream and merge stages on the schedule
-given. After the run (and a drain of up to ``--drain`` seconds), one Spark session reads
-back when each change became visible, from the tables' own metadata:
+given; the landing starts when it says it is running (its Spark session is up; until
+session 28 it started 5 s after the command). After the run (and a drain of up to
+``--drain`` seconds), one Spark session reads back when each change became visible, from
+the tables' own metadata:
 
 * each ledger row's file → the ledger snapshot that added it (``entries``);
 * each base snapshot carries the merge watermark (the last ledger snapshot merged) and
@@ -87,6 +89,16 @@ def run_load(landing: Path, messages: list[dict[str, Any]], rate: int, seconds: 
         batch = messages[tick * rate : (tick + 1) * rate]
         land(landing, tick + 1, [stamped(m, now_ms) for m in batch])
     return 1 - late / max(seconds, 1)
+
+
+def wait_until_running(log: Path, run: subprocess.Popen[bytes], timeout: float = 180) -> None:
+    """Until ``icetide run`` says it runs its stages (its Spark session is up and the
+    stream starting): events landed before that would time the start of a JVM."""
+    deadline = time.monotonic() + timeout
+    while "\nrunning: " not in "\n" + log.read_text(errors="replace"):
+        if run.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"icetide run did not start; its log: {log}")
+        time.sleep(0.2)
 
 
 def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
@@ -278,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             cwd=work,
         )
         try:
-            time.sleep(5)
+            wait_until_running(log, run)
             on_time = run_load(landing, messages, args.rate, args.seconds)
             time.sleep(args.drain)
         finally:

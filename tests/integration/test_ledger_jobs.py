@@ -37,6 +37,7 @@ def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkS
     import pyarrow as pa
 
     def probe(batches):  # type: ignore[no-untyped-def]
+        import gc
         import sys as worker_sys
         import zipimport
 
@@ -46,11 +47,15 @@ def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkS
                 {
                     "main": [main.name if main else None],
                     "invalidate": [zipimport.zipimporter.invalidate_caches.__qualname__],
+                    "frozen": [gc.get_freeze_count()],
                 }
             )
 
-    rows = spark.range(1).mapInArrow(probe, "main STRING, invalidate STRING").collect()
+    schema = "main STRING, invalidate STRING, frozen BIGINT"
+    rows = spark.range(1).mapInArrow(probe, schema).collect()
     assert {row.main for row in rows} == {"icetide.spark.worker_daemon"}
+    # The daemon imported the ledger's modules and froze them before forking the worker.
+    assert all(row.frozen > 10_000 for row in rows), rows
     if sys.version_info < (3, 12):
         assert {row.invalidate for row in rows} == {"keep_archives.<locals>.invalidate_caches"}
 

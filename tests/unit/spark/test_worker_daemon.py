@@ -35,3 +35,19 @@ def test_an_archive_in_a_kept_folder_is_not_read_again_and_any_other_is(tmp_path
         restore()
     importers[kept].invalidate_caches()
     assert importers[kept].find_spec("second") is not None  # Python's own behaviour back
+
+
+def test_preload_imports_what_it_can_and_freezes_it() -> None:
+    import gc
+    import sys
+
+    from icetide.spark.worker_daemon import PRELOAD, preload
+
+    assert "icetide.ledger.decode" in PRELOAD
+    try:
+        missing = preload(["json", "icetide_no_such_module"])
+        assert missing == ["icetide_no_such_module"]
+        assert "json" in sys.modules
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
