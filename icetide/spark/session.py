@@ -177,8 +177,9 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
     if spark.master.startswith("local"):
-        # The workers are this Python: run the daemon that skips re-reading Spark's own
-        # zip archives before each task (icetide/spark/worker_daemon.py).
+        # The workers are this Python: run the daemon that forks them with the ledger's
+        # modules imported and skips re-reading Spark's zip archives before each task
+        # (icetide/spark/worker_daemon.py).
         conf["spark.python.daemon.module"] = worker_daemon.MODULE
     jars = [str(j) for j in jvm_jars(spark)]
     if jars:

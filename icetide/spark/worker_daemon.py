@@ -1,5 +1,5 @@
-"""The Python worker daemon of a local session: PySpark's own, without re-reading Spark's
-zip archives before every task.
+"""The Python worker daemon of a local session: PySpark's own, started warm, and without
+re-reading Spark's zip archives before every task.
 
 PySpark's worker calls ``importlib.invalidate_caches()`` before each task, so that files
 shipped with ``addPyFile`` become importable. On Python 3.10 and 3.11 that makes every
