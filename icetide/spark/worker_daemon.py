@@ -4,9 +4,9 @@ re-reading Spark's zip archives before every task.
 PySpark's worker calls ``importlib.invalidate_caches()`` before each task, so that files
 shipped with ``addPyFile`` become importable. On Python 3.10 and 3.11 that makes every
 ``zipimporter`` read its archive's whole directory again at that moment: ``pyspark.zip``
-(793 entries) once for each of its packages a worker has imported. That cost 25–50 ms of
-CPU per Python task here, about a fifth of the ledger's Python CPU at 2,000 events/s
-(docs/merge-performance.md, session 29). CPython made the re-read lazy in 3.12
+(793 entries) once for each of its packages a worker has imported: 24 ms for 11 such
+importers timed alone, before every Python task, and about a fifth of the ledger's Python
+CPU (docs/merge-performance.md, session 29). CPython made the re-read lazy in 3.12
 (gh-103200, reported by a Spark developer for exactly this).
 
 Spark's own archives (``$SPARK_HOME/python/lib``: ``pyspark.zip``, py4j's) never change
@@ -20,9 +20,10 @@ The daemon also imports what the ledger's workers run (:data:`PRELOAD`) before i
 them, and freezes those objects out of the garbage collector (``gc.freeze``, made for
 pre-fork servers). A worker forked cold no longer imports pyarrow and icetide's decoders
 on its first task, and the full ``gc.collect()`` PySpark runs after every task of a reused
-worker no longer walks every object of those modules (~50 ms a task). The ledger stage
-alone, 40,000 events: 26.9 s in a new JVM against 35.3 s, 14.7–17.8 s warm against
-17.2–19.0 s (docs/merge-performance.md, session 29).
+worker no longer walks every object of those modules (55 ms a collection, timed in a
+process holding them). The ledger stage
+alone over 40,000 events: its workers' CPU about 30% lower, its first run in a new JVM
+12–15% shorter (docs/merge-performance.md, session 29).
 """
 
 from __future__ import annotations
