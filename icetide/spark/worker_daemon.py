@@ -21,9 +21,9 @@ them, and freezes those objects out of the garbage collector (``gc.freeze``, mad
 pre-fork servers). A worker forked cold no longer imports pyarrow and icetide's decoders
 on its first task, and the full ``gc.collect()`` PySpark runs after every task of a reused
 worker no longer walks every object of those modules (55 ms a collection, timed in a
-process holding them). The ledger stage
-alone over 40,000 events: its workers' CPU about 30% lower, its first run in a new JVM
-12–15% shorter (docs/merge-performance.md, session 29).
+process holding them). The ledger stage alone over 40,000 events: its workers' CPU about
+30% lower, its first run in a new JVM 12–15% shorter (docs/merge-performance.md, session
+29).
 """
 
 from __future__ import annotations
