@@ -31,7 +31,8 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
 
 def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkSession) -> None:
     """PySpark's worker re-reads every zip archive on its path before each task on Python
-    before 3.12; icetide's daemon spares Spark's own (icetide/spark/worker_daemon.py)."""
+    before 3.12; icetide's daemon spares Spark's own, and forks the workers with the
+    ledger's modules imported and frozen (icetide/spark/worker_daemon.py)."""
     import sys
 
     import pyarrow as pa
