@@ -13,10 +13,24 @@ threshold), when reading past the deletes costs more than a rewrite.
 It runs after the merge's own commit (the one with the watermark), as a commit of its
 own that changes no row: a crash in between loses nothing, and a rewrite that loses a
 race with ``icetide maintain`` is left to the next merge.
+
+A packing merge is the slow one of its table (session 28: ~6 s against ~3 s on the
+demo's tables), so two habits keep it short, both for freshness:
+
+- one table packs per merge round (:class:`PackingTurn`): the tables of one run reach
+  their ``compact_every``-th merge in the same round, and a round that packs them all
+  holds back every event waiting for it;
+- the delete files a packing leaves dangling (position deletes that no longer apply to
+  any live data file: Iceberg's ``remove-dangling-deletes``, a separate action with its
+  own queries and commit, about half of a packing's extra time) are removed on every
+  ``DANGLING_EVERY``-th packing only. Until then they cost readers an entry each in the
+  delete manifests, and are skipped at planning (their sequence number is older than
+  every data file they could apply to).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,15 +45,52 @@ if TYPE_CHECKING:
 SMALL_SHARE = 4
 """A data file below ``1 / SMALL_SHARE`` of an average bucket's bytes is small."""
 
+DANGLING_EVERY = 4
+"""Every how many packings one also removes the delete files left dangling."""
+
 
 @dataclass(frozen=True)
 class Compaction:
-    """What one small-file rewrite did."""
+    """What a merge did about its base's small files."""
 
     rewritten: int
     """Data files replaced."""
     added: int
     """Data files written in their place."""
+    dangling_removed: int = 0
+    """Dangling delete files removed (only on every ``DANGLING_EVERY``-th packing)."""
+    deferred: bool = False
+    """The packing was due but another table of the round packed: this table packs at
+    its next merge."""
+
+
+class PackingTurn:
+    """One merge round's single turn to pack small files.
+
+    ``reserved``: the table that has waited longest for a turn, if any; only it may take
+    this round's turn (else a table due at every merge would take every turn). With no
+    reservation the first due table of the round takes it. Thread-safe: a round merges
+    ``merge.parallel_tables`` tables at once.
+    """
+
+    def __init__(self, reserved: str | None = None) -> None:
+        self.reserved = reserved
+        self._lock = threading.Lock()
+        self._taken = False
+
+    def take(self, table: str) -> bool:
+        """Whether ``table`` packs this round (at most one table does)."""
+        with self._lock:
+            if self._taken or self.reserved not in (None, table):
+                return False
+            self._taken = True
+            return True
+
+    @property
+    def taken(self) -> bool:
+        """Whether a table packed this round."""
+        with self._lock:
+            return self._taken
 
 
 def merges_since_rewrite(summaries: Iterable[Mapping[str, str]]) -> int:
@@ -61,6 +112,31 @@ def merges_since_rewrite(summaries: Iterable[Mapping[str, str]]) -> int:
     return count
 
 
+def packings_since_dangling_removal(summaries: Iterable[Mapping[str, str]]) -> int:
+    """Packings (``replace`` commits that wrote data files) since the last commit that
+    only removed delete files (Iceberg's dangling-delete removal), from the lineage's
+    summaries newest first. A removal that found nothing commits nothing, so after one
+    the count goes on: the next packing removes again.
+
+    >>> packings_since_dangling_removal([{"operation": "replace", "added-data-files": "4"},
+    ...                                  {"operation": "overwrite", "added-data-files": "4"},
+    ...                                  {"operation": "replace", "added-data-files": "2",
+    ...                                   "removed-delete-files": "4"},
+    ...                                  {"operation": "replace", "removed-delete-files": "7"},
+    ...                                  {"operation": "replace", "added-data-files": "4"}])
+    2
+    """
+    count = 0
+    for summary in summaries:
+        if summary.get("operation") != "replace":
+            continue
+        if int(summary.get("added-data-files", "0") or 0) > 0:
+            count += 1
+        elif int(summary.get("removed-delete-files", "0") or 0) > 0:
+            break
+    return count
+
+
 def small_file_bytes(summary: Mapping[str, str], buckets: int, target_file_size: int) -> int:
     """The size below which a data file counts as small: a ``SMALL_SHARE``-th of the
     average bucket (from the snapshot summary), and below the compaction target.
@@ -72,15 +148,19 @@ def small_file_bytes(summary: Mapping[str, str], buckets: int, target_file_size:
     return max(1, min(total // (buckets * SMALL_SHARE), target_file_size * 3 // 4))
 
 
-def rewrite_small_files_sql(table: TableName, *, small_bytes: int, target_file_size: int) -> str:
+def rewrite_small_files_sql(
+    table: TableName, *, small_bytes: int, target_file_size: int, remove_dangling: bool
+) -> str:
     """Bin-pack, per bucket, the data files below ``small_bytes`` (two or more of them).
 
     The new files take a new sequence number, so the position deletes that pointed at
-    the replaced files apply to nothing and are dropped as dangling in the same commit
-    (icetide writes no equality deletes; see maintenance's rewrite for the reasoning).
+    the replaced files apply to nothing: those of one replaced file leave in the
+    rewrite's commit, those of several (and of a large file too) stay until a dangling
+    removal (``remove_dangling``, a second commit; icetide writes no equality deletes,
+    see maintenance's rewrite for the reasoning).
 
     >>> print(rewrite_small_files_sql(TableName("lake", "s", "t"), small_bytes=10,
-    ...                               target_file_size=100))  # doctest: +NORMALIZE_WHITESPACE
+    ...     target_file_size=100, remove_dangling=True))  # doctest: +NORMALIZE_WHITESPACE
     CALL `lake`.system.rewrite_data_files(table => '`s`.`t`', strategy => 'binpack',
     options => map('target-file-size-bytes', '100', 'min-file-size-bytes', '10',
     'min-input-files', '2', 'remove-dangling-deletes', 'true',
@@ -90,7 +170,7 @@ def rewrite_small_files_sql(table: TableName, *, small_bytes: int, target_file_s
         "target-file-size-bytes": str(target_file_size),
         "min-file-size-bytes": str(small_bytes),
         "min-input-files": "2",
-        "remove-dangling-deletes": "true",
+        "remove-dangling-deletes": "true" if remove_dangling else "false",
         "use-starting-sequence-number": "false",
     }
     return procedure_call(
@@ -104,13 +184,19 @@ def compact_small_files(
     summary: Mapping[str, str],
     buckets: int,
     target_file_size: int,
+    remove_dangling: bool,
 ) -> Compaction:
     """Run :func:`rewrite_small_files_sql` on ``table`` (``summary``: its current
     snapshot's)."""
     small = small_file_bytes(summary, buckets, target_file_size)
-    row = spark.sql(
-        rewrite_small_files_sql(table, small_bytes=small, target_file_size=target_file_size)
-    ).first()
+    sql = rewrite_small_files_sql(
+        table, small_bytes=small, target_file_size=target_file_size, remove_dangling=remove_dangling
+    )
+    row = spark.sql(sql).first()
     if row is None:
         return Compaction(0, 0)
-    return Compaction(int(row["rewritten_data_files_count"]), int(row["added_data_files_count"]))
+    return Compaction(
+        int(row["rewritten_data_files_count"]),
+        int(row["added_data_files_count"]),
+        int(row.asDict().get("removed_delete_files_count") or 0),
+    )

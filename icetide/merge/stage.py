@@ -23,7 +23,14 @@ from pyspark.sql import functions as F
 from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
 from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
-from icetide.merge.compact import Compaction, compact_small_files, merges_since_rewrite
+from icetide.merge.compact import (
+    DANGLING_EVERY,
+    Compaction,
+    PackingTurn,
+    compact_small_files,
+    merges_since_rewrite,
+    packings_since_dangling_removal,
+)
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
@@ -118,9 +125,13 @@ class MergeResult:
         line = f"{line} by {self.strategy} ({self.reason}{touched})"
         if self.in_order:
             line += f"; {IN_ORDER}"
-        if self.compaction is not None and self.compaction.rewritten:
-            c = self.compaction
+        c = self.compaction
+        if c is not None and c.rewritten:
             line += f"; {c.rewritten} small files bin-packed into {c.added}"
+            if c.dangling_removed:
+                line += f", {c.dangling_removed} dangling delete files removed"
+        elif c is not None and c.deferred:
+            line += "; small files packed at its next merge (another table packs this round)"
         return line
 
 
@@ -148,6 +159,12 @@ class MergeStage:
         self.spark = spark
         self.pipeline = pipeline
         self.config = pipeline.config
+        self._turn: PackingTurn | None = None
+        """This round's one turn to pack small files (:mod:`icetide.merge.compact`);
+        None outside :meth:`run_once`, where a due table always packs."""
+        self._owed: list[str] = []
+        """Tables whose packing was due in a round another table packed, longest waiting
+        first: the first has the next round's turn."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -179,13 +196,21 @@ class MergeStage:
             return retry_conflicts(f"merge of {name}", partial(self.merge_table, name))
 
         names = [t.name for t in self.config.tables]
-        workers = min(self.config.merge.parallel_tables, len(names))
-        if workers <= 1:
-            return [one(name) for name in names]
-        with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
-            futures = [pool.submit(one, name) for name in names]
-            wait(futures)
-        return [future.result() for future in futures]
+        self._turn = turn = PackingTurn(self._owed[0] if self._owed else None)
+        try:
+            workers = min(self.config.merge.parallel_tables, len(names))
+            if workers <= 1:
+                return [one(name) for name in names]
+            with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
+                futures = [pool.submit(one, name) for name in names]
+                wait(futures)
+            return [future.result() for future in futures]
+        finally:
+            self._turn = None
+            if turn.reserved is not None and not turn.taken and self._owed:
+                # Its merge did not pack (no new events, or it failed): the next waiting
+                # table has the next turn, so an idle table holds no one back.
+                self._owed.append(self._owed.pop(0))
 
     def merge_table(self, name: str) -> MergeResult:
         """Merge the new ledger events of one table."""
@@ -477,10 +502,19 @@ class MergeStage:
         if snapshot is None:
             return None
         # Every ``every``-th merge since the last rewrite: when a bucket had too few small
-        # files to rewrite, the next merges do not plan the same rewrite again.
-        since = merges_since_rewrite(lineage_summaries(self.spark, base, loaded))
-        if since < every or since % every:
+        # files to rewrite, the next merges do not plan the same rewrite again. A table
+        # whose turn another table took in its round packs at its next merge.
+        summaries = list(lineage_summaries(self.spark, base, loaded))
+        since = merges_since_rewrite(summaries)
+        if since < every or (since % every and name not in self._owed):
             return None
+        if self._turn is not None and not self._turn.take(name):
+            if name not in self._owed:
+                self._owed.append(name)
+            return Compaction(0, 0, deferred=True)
+        if name in self._owed:
+            self._owed.remove(name)
+        dangling = packings_since_dangling_removal(summaries) + 1 >= DANGLING_EVERY
         try:
             with jvm_boundary(f"bin-packing the small files of {base}"):
                 return compact_small_files(
@@ -489,6 +523,7 @@ class MergeStage:
                     snapshot.summary,
                     contract.settings.buckets,
                     self.config.maintenance.target_file_size,
+                    remove_dangling=dangling,
                 )
         except CommitConflictError as exc:
             # Rows are unchanged either way; the next merge tries again.

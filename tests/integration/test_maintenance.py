@@ -18,11 +18,13 @@ from icetide.ledger.stage import LedgerStage
 from icetide.maintenance.files import data_files_per_partition, file_counts
 from icetide.maintenance.retention import snapshot_time
 from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintain_table
+from icetide.merge.compact import DANGLING_EVERY
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.spark.progress import read_watermark
 from icetide.spark.retry import retry_conflicts
 from icetide.spark.sql import literal
+from icetide.spark.tables import lineage_summaries
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"
@@ -127,6 +129,70 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
     assert packed[:3] == [None, None, None], packed
     assert packed[3] is not None and packed[3].rewritten > packed[3].added > 0, packed
     assert max(data_files_per_partition(spark, p.refs(TABLE).base).values()) < 4
+    assert_matches(p.compare(workload))
+
+
+PACKING_ROUNDS = 11
+
+
+def test_one_table_packs_per_round_and_dangling_deletes_go_every_fourth_packing(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """Two tables due to pack in every round (``compact_every: 1``): each round packs one
+    of them and the other packs at its next merge, and a table's dangling delete files
+    are removed on its every ``DANGLING_EVERY``-th packing, not on each (both habits keep
+    a packing merge short for freshness: icetide/merge/compact.py)."""
+    tables = [TABLE, "products"]
+    p = Pipeline.create(
+        tmp_path,
+        warehouse,
+        "maint_turns",
+        spark=spark,
+        buckets=4,
+        extra={"schedule": {"stream_interval": "100ms"}},
+    )
+    p.config = with_merge_strategy(p.config, "auto", compact_every=1)
+    workload = generate(41, 700, tables=tables, key_space=40)
+    stage = MergeStage(p.session, p.pipeline)
+    query = LedgerStage(p.session, p.pipeline).start(once=False)
+    rounds: list[list[MergeResult]] = []
+    try:
+        parts = plan_rounds(workload, PACKING_ROUNDS, 41, late_rate=0.0)
+        for number, part in enumerate(parts):
+            deliver(part, p.landing, seed=41_000 + number, files=1, duplicate_rate=0.05)
+            query.processAllAvailable()
+            rounds.append([r for r in stage.run_once() if r.table in tables])
+    finally:
+        query.stop()
+    for results in rounds:
+        ran = [r.table for r in results if r.compaction is not None and not r.compaction.deferred]
+        assert len(ran) <= 1, f"{ran} packed in one round"
+    deferred = [
+        r.table for results in rounds for r in results if r.compaction and r.compaction.deferred
+    ]
+    assert set(deferred) == set(tables), deferred  # each table waited for its turn once at least
+
+    for table in tables:
+        # Oldest first: the packings (replace commits writing data files) between two
+        # dangling-delete removals (replace commits that only remove delete files).
+        summaries = list(lineage_summaries(spark, p.refs(table).base))[::-1]
+        runs, since = [], 0
+        for summary in summaries:
+            if summary.get("operation") != "replace":
+                continue
+            if int(summary.get("added-data-files", "0")) > 0:
+                since += 1
+            elif int(summary.get("removed-delete-files", "0")) > 0:
+                runs.append(since)
+                since = 0
+        assert runs and min(runs) >= DANGLING_EVERY, (table, runs, since)
+        removed = [
+            r.compaction.dangling_removed
+            for results in rounds
+            for r in results
+            if r.table == table and r.compaction is not None and r.compaction.dangling_removed
+        ]
+        assert len(removed) == len(runs), (table, removed, runs)
     assert_matches(p.compare(workload))
 
 

@@ -31,3 +31,18 @@ def test_a_small_file_rewrite_is_named_after_the_strategy() -> None:
     )
     nothing = MergeResult("customers", 3, 41, 42, 0.25, "shuffle", "configured", None, None)
     assert "bin-packed" not in nothing.render()
+
+
+def test_a_packing_says_what_it_removed_and_a_deferred_one_says_when_it_packs() -> None:
+    def line(compaction: Compaction) -> str:
+        return MergeResult(
+            "customers", 3, 41, 42, 0.25, "shuffle", "configured", None, None, compaction
+        ).render()
+
+    assert line(Compaction(9, 2, dangling_removed=5)).endswith(
+        "; 9 small files bin-packed into 2, 5 dangling delete files removed"
+    )
+    assert "dangling" not in line(Compaction(9, 2))
+    assert line(Compaction(0, 0, deferred=True)).endswith(
+        "; small files packed at its next merge (another table packs this round)"
+    )
