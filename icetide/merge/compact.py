@@ -93,6 +93,49 @@ class PackingTurn:
             return self._taken
 
 
+class PackingTurns:
+    """Which table packs its small files in each merge round of one process: at most
+    one a round, and a table that was due but lost the turn packs in a later round, the
+    longest waiting first (kept in memory: after a restart a table packs at its next
+    ``compact_every``-th merge instead)."""
+
+    def __init__(self) -> None:
+        self._owed: list[str] = []
+        self._lock = threading.Lock()
+
+    def open_round(self) -> PackingTurn:
+        """The turn of a new round, reserved for the longest waiting table, if any."""
+        with self._lock:
+            return PackingTurn(self._owed[0] if self._owed else None)
+
+    def due(self, table: str, since: int, every: int) -> bool:
+        """Whether ``table`` should pack: every ``every``-th merge since its last rewrite
+        (``since``; when a bucket had too few small files to rewrite, the next merges do
+        not plan the same rewrite again), or later when it lost its turn."""
+        with self._lock:
+            owed = table in self._owed
+        return since >= every and (since % every == 0 or owed)
+
+    def take(self, turn: PackingTurn | None, table: str) -> bool:
+        """Whether due ``table`` packs now (always outside a round: ``turn`` None);
+        else it waits for a later round."""
+        granted = turn is None or turn.take(table)
+        with self._lock:
+            if granted and table in self._owed:
+                self._owed.remove(table)
+            elif not granted and table not in self._owed:
+                self._owed.append(table)
+        return granted
+
+    def close_round(self, turn: PackingTurn) -> None:
+        """After a round: a reserved turn no one took (the waiting table had no new
+        events, or its merge failed) passes to the next waiting table, so an idle table
+        holds no one back."""
+        with self._lock:
+            if turn.reserved is not None and not turn.taken and self._owed:
+                self._owed.append(self._owed.pop(0))
+
+
 def merges_since_rewrite(summaries: Iterable[Mapping[str, str]]) -> int:
     """Commits that added data files since the last rewrite (``replace``), from the
     lineage's summaries newest first: each added at most one file per bucket.

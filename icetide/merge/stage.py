@@ -27,6 +27,7 @@ from icetide.merge.compact import (
     DANGLING_EVERY,
     Compaction,
     PackingTurn,
+    PackingTurns,
     compact_small_files,
     merges_since_rewrite,
     packings_since_dangling_removal,
@@ -159,12 +160,10 @@ class MergeStage:
         self.spark = spark
         self.pipeline = pipeline
         self.config = pipeline.config
+        self._turns = PackingTurns()
         self._turn: PackingTurn | None = None
         """This round's one turn to pack small files (:mod:`icetide.merge.compact`);
         None outside :meth:`run_once`, where a due table always packs."""
-        self._owed: list[str] = []
-        """Tables whose packing was due in a round another table packed, longest waiting
-        first: the first has the next round's turn."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -196,7 +195,7 @@ class MergeStage:
             return retry_conflicts(f"merge of {name}", partial(self.merge_table, name))
 
         names = [t.name for t in self.config.tables]
-        self._turn = turn = PackingTurn(self._owed[0] if self._owed else None)
+        self._turn = turn = self._turns.open_round()
         try:
             workers = min(self.config.merge.parallel_tables, len(names))
             if workers <= 1:
@@ -207,10 +206,7 @@ class MergeStage:
             return [future.result() for future in futures]
         finally:
             self._turn = None
-            if turn.reserved is not None and not turn.taken and self._owed:
-                # Its merge did not pack (no new events, or it failed): the next waiting
-                # table has the next turn, so an idle table holds no one back.
-                self._owed.append(self._owed.pop(0))
+            self._turns.close_round(turn)
 
     def merge_table(self, name: str) -> MergeResult:
         """Merge the new ledger events of one table."""
@@ -501,19 +497,11 @@ class MergeStage:
         snapshot = snapshot_of(loaded)
         if snapshot is None:
             return None
-        # Every ``every``-th merge since the last rewrite: when a bucket had too few small
-        # files to rewrite, the next merges do not plan the same rewrite again. A table
-        # whose turn another table took in its round packs at its next merge.
         summaries = list(lineage_summaries(self.spark, base, loaded))
-        since = merges_since_rewrite(summaries)
-        if since < every or (since % every and name not in self._owed):
+        if not self._turns.due(name, merges_since_rewrite(summaries), every):
             return None
-        if self._turn is not None and not self._turn.take(name):
-            if name not in self._owed:
-                self._owed.append(name)
+        if not self._turns.take(self._turn, name):
             return Compaction(0, 0, deferred=True)
-        if name in self._owed:
-            self._owed.remove(name)
         dangling = packings_since_dangling_removal(summaries) + 1 >= DANGLING_EVERY
         try:
             with jvm_boundary(f"bin-packing the small files of {base}"):
