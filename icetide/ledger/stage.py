@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -73,19 +71,6 @@ if TYPE_CHECKING:
 
 SHARE = "_share"
 """The column naming the table in the batch's combined projection counts."""
-
-
-APPEND_THREADS = 4
-"""How many tables' appends of one micro-batch run at once."""
-
-
-def _tally(name: str, stats: Sequence[Any], summary: BatchSummary) -> None:
-    """Count one table's stored events and dead letters (from its projection's stats)
-    in the batch's summary."""
-    summary.rows[name] = sum(r.n for r in stats if r[STATUS] == ROW)
-    for r in stats:
-        if r[STATUS] == DEAD:
-            summary.add_dead(r[REASON], r.n, list(r.samples), name)
 
 
 @dataclass(frozen=True)
@@ -450,32 +435,14 @@ class LedgerStage:
         try:
             stats = self._share_stats(shares)
             for share in shares:
-                _tally(share.name, stats.get(share.name, []), summary)
-            # The tables' appends are independent (a commit each, each skipped on replay
-            # by its own batch property), and most of one is the driver's planning and
-            # commit: run at once, one table's commit overlaps another's write.
-            # The threads inherit this one's Spark properties: the streaming query's job
-            # group (stopping the query cancels their jobs too) and its batch.
-            store = inheritable_thread_target(self._store)
-            workers = max(1, min(len(shares), APPEND_THREADS))
-            with ThreadPoolExecutor(workers, thread_name_prefix="icetide-ledger") as pool:
-                futures = [
-                    pool.submit(
-                        store,
-                        share,
-                        stats.get(share.name, []),
-                        batch_id,
-                        now,
-                        share.name in routed_dead,
-                    )
-                    for share in shares
-                ]
-                wait(futures)
-            for share, future in zip(shares, futures, strict=True):
-                stored, extra = future.result()  # the first failure, once all have ended
-                signals += stored
-                if extra:
-                    summary.extra_columns[share.name] = extra
+                signals += self._store(
+                    share,
+                    stats.get(share.name, []),
+                    batch_id,
+                    now,
+                    summary,
+                    share.name in routed_dead,
+                )
         finally:
             for share in shares:
                 share.projected.unpersist()
@@ -532,20 +499,25 @@ class LedgerStage:
         stats: Sequence[Any],
         batch_id: int,
         now: datetime,
+        summary: BatchSummary,
         has_routed_dead: bool,
-    ) -> tuple[list[ChangeSignal], dict[str, int]]:
+    ) -> list[ChangeSignal]:
         """Append one table's rows to its ledger and its dead letters to its dead-letter
-        table; the signal of event columns its schema lacks, if any, and those columns
-        with how many events carried each. Runs in a thread beside the other tables'."""
+        table; the signal of event columns its schema lacks, if any."""
         name, plan, projected, stored = share.name, share.plan, share.projected, share.stored
         signals: list[ChangeSignal] = []
         refs = self.refs(name)
         buckets = self.config.table(name).buckets
         ok = sum(r.n for r in stats if r[STATUS] == ROW)
-        extra: dict[str, int] = {}
+        summary.rows[name] = ok
+        for r in stats:
+            if r[STATUS] == DEAD:
+                summary.add_dead(r[REASON], r.n, list(r.samples), name)
         if ok:
+            extra: dict[str, int] = {}
             if any(r[STATUS] == ROW and r.with_extra for r in stats):
                 extra, first = self._extra_columns(projected)
+                summary.extra_columns[name] = extra
                 signals.append(
                     ChangeSignal(
                         name,
@@ -596,7 +568,7 @@ class LedgerStage:
                 refs.dlt,
                 batch_id,
             )
-        return signals, extra
+        return signals
 
     @staticmethod
     def _extra_columns(projected: DataFrame) -> tuple[dict[str, int], tuple[Any, Any, Any]]:
