@@ -17,7 +17,7 @@ race with ``icetide maintain`` is left to the next merge.
 A packing merge is the slow one of its table (session 28: ~6 s against ~3 s on the
 demo's tables), so two habits keep it short, both for freshness:
 
-- one table packs per merge round (:class:`PackingTurn`): the tables of one run reach
+- one table packs per merge round (:class:`PackingTurns`): the tables of one run reach
   their ``compact_every``-th merge in the same round, and a round that packs them all
   holds back every event waiting for it;
 - the delete files a packing leaves dangling (position deletes that no longer apply to
@@ -111,9 +111,13 @@ class PackingTurns:
     def due(self, table: str, since: int, every: int) -> bool:
         """Whether ``table`` should pack: every ``every``-th merge since its last rewrite
         (``since``; when a bucket had too few small files to rewrite, the next merges do
-        not plan the same rewrite again), or later when it lost its turn."""
+        not plan the same rewrite again), or later when it lost its turn. A waiting
+        table rewritten meanwhile (by ``icetide maintain``) waits no more."""
         with self._lock:
             owed = table in self._owed
+            if owed and since < every:
+                self._owed.remove(table)
+                owed = False
         return since >= every and (since % every == 0 or owed)
 
     def take(self, turn: PackingTurn | None, table: str) -> bool:

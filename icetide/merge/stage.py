@@ -368,6 +368,8 @@ class MergeStage:
             strategy_reason=choice.reason,
             touched_buckets=applied.touched_buckets,
             compacted_files=compaction.rewritten if compaction else 0,
+            dangling_deletes_removed=compaction.dangling_removed if compaction else 0,
+            packing_deferred=bool(compaction and compaction.deferred),
             in_order=in_order,
         )
         return result

@@ -62,7 +62,9 @@ def test_a_waiting_table_is_due_off_its_schedule_and_others_are_not() -> None:
     assert not turns.due("orders", 5, 4)
     turns.take(_taken(), "orders")  # lost the turn of its round
     assert turns.due("orders", 5, 4)
-    assert not turns.due("orders", 3, 4)  # never before compact_every merges
+    assert not turns.due("orders", 3, 4)  # rewritten meanwhile: waits no more
+    assert turns.open_round().reserved is None
+    assert not turns.due("orders", 5, 4)
 
 
 def test_an_idle_waiting_table_passes_its_turn_on() -> None:
