@@ -245,5 +245,5 @@ def compact_small_files(
     return Compaction(
         int(row["rewritten_data_files_count"]),
         int(row["added_data_files_count"]),
-        int(row.asDict().get("removed_delete_files_count") or 0),
+        int(row["removed_delete_files_count"]),
     )

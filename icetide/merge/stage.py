@@ -161,9 +161,7 @@ class MergeStage:
         self.pipeline = pipeline
         self.config = pipeline.config
         self._turns = PackingTurns()
-        self._turn: PackingTurn | None = None
-        """This round's one turn to pack small files (:mod:`icetide.merge.compact`);
-        None outside :meth:`run_once`, where a due table always packs."""
+        """Which table packs its small files in each round (:mod:`icetide.merge.compact`)."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -192,10 +190,10 @@ class MergeStage:
         def one(name: str) -> MergeResult:
             if before_each is not None:
                 before_each()
-            return retry_conflicts(f"merge of {name}", partial(self.merge_table, name))
+            return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
 
         names = [t.name for t in self.config.tables]
-        self._turn = turn = self._turns.open_round()
+        turn = self._turns.open_round()
         try:
             workers = min(self.config.merge.parallel_tables, len(names))
             if workers <= 1:
@@ -205,11 +203,11 @@ class MergeStage:
                 wait(futures)
             return [future.result() for future in futures]
         finally:
-            self._turn = None
             self._turns.close_round(turn)
 
-    def merge_table(self, name: str) -> MergeResult:
-        """Merge the new ledger events of one table."""
+    def merge_table(self, name: str, turn: PackingTurn | None = None) -> MergeResult:
+        """Merge the new ledger events of one table. ``turn``: its round's one turn to
+        pack small files; None (one table merged alone) packs whenever due."""
         started = time.monotonic()
         refs = self.refs(name)
         # One schema for the whole batch: the ledger's layout version, read before the
@@ -342,7 +340,7 @@ class MergeStage:
             if inheritance is not None:
                 inheritance.release()
         self._converge(name, run, end, after)
-        compaction = self._compact(name, refs.base, contract, after)
+        compaction = self._compact(name, refs.base, contract, turn, after)
         result = MergeResult(
             name,
             count,
@@ -487,7 +485,12 @@ class MergeStage:
         return MergeResult(name, 0, None, None, time.monotonic() - started)
 
     def _compact(
-        self, name: str, base: TableName, contract: TableContract, loaded: Any = None
+        self,
+        name: str,
+        base: TableName,
+        contract: TableContract,
+        turn: PackingTurn | None,
+        loaded: Any = None,
     ) -> Compaction | None:
         """Bin-pack the base's small files when ``merge.compact_every`` merges have added
         files since its last rewrite (:mod:`icetide.merge.compact`). ``loaded``: the
@@ -502,7 +505,7 @@ class MergeStage:
         summaries = list(lineage_summaries(self.spark, base, loaded))
         if not self._turns.due(name, merges_since_rewrite(summaries), every):
             return None
-        if not self._turns.take(self._turn, name):
+        if not self._turns.take(turn, name):
             return Compaction(0, 0, deferred=True)
         dangling = packings_since_dangling_removal(summaries) + 1 >= DANGLING_EVERY
         try:

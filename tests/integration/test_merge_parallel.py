@@ -8,6 +8,7 @@ import threading
 from pyspark.sql import SparkSession
 
 from icetide.demo.workload import deliver, generate
+from icetide.merge.compact import PackingTurn
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.pipeline import Pipeline as StagePipeline
 from tests.integration.harness import Pipeline, assert_matches
@@ -24,14 +25,14 @@ class Overlapping(MergeStage):
         self.begun = 0
         self.lock = threading.Lock()
 
-    def merge_table(self, name: str) -> MergeResult:
+    def merge_table(self, name: str, turn: PackingTurn | None = None) -> MergeResult:
         with self.lock:
             self.threads.add(threading.current_thread().name)
             self.begun += 1
             first_two = self.begun <= 2
         if first_two:
             self.together.wait()
-        return super().merge_table(name)
+        return super().merge_table(name, turn)
 
 
 def test_two_tables_merge_at_once_and_each_matches_its_source(
