@@ -35,13 +35,7 @@ from icetide.merge.compact import (
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
-from icetide.merge.strategy import (
-    SMALL_BASE_ROWS,
-    Replace,
-    apply_batch,
-    choose,
-    touched_buckets,
-)
+from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.merge.versions import (
     MergeVersion,
     align_images,
@@ -265,7 +259,7 @@ class MergeStage:
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
         figures = self._recorded_figures(ledger, start, end, cutoff, contract)
         history: DataFrame | None = None
-        in_order, newest = False, None
+        in_order = False
         if figures is not None:
             # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
             count, batch_truncate = figures.count, figures.truncate
@@ -275,7 +269,7 @@ class MergeStage:
             keep = figures.unavailable
             has_moves = figures.moves
             touched: list[int] | None = list(figures.touched) if may_prune else None
-            in_order, newest = self._in_order(figures, refs.base, base_table)
+            in_order = self._in_order(figures, refs.base, base_table)
             if (figures.history_tombstones > 0 and not in_order) or has_moves:
                 # Without it when there is nothing to remember (no delete, truncate or
                 # key change) or nothing remembered could win over the batch. A key
@@ -334,11 +328,7 @@ class MergeStage:
                 keep,
                 touched,
                 guarded=not in_order,
-                replace=(
-                    Replace(changed_keys(events, schema), newest)
-                    if choice.strategy == "delete_insert"
-                    else None
-                ),
+                keys=changed_keys(events, schema) if choice.strategy == "delete_insert" else None,
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)
@@ -398,13 +388,10 @@ class MergeStage:
             lineage, start, end, cutoff_us, contract.schema.version, contract.settings.buckets
         )
 
-    def _in_order(
-        self, figures: BatchFigures, base: TableName, loaded: Any
-    ) -> tuple[bool, Decimal | None]:
+    def _in_order(self, figures: BatchFigures, base: TableName, loaded: Any) -> bool:
         """Whether every event of the batch is newer than every row of ``base`` (its
         Iceberg table ``loaded``) and every tombstone the merge would remember (see
-        :meth:`~icetide.spark.ledger_figures.BatchFigures.in_order`); and the base's
-        newest position (None: no data file, or unknown).
+        :meth:`~icetide.spark.ledger_figures.BatchFigures.in_order`).
 
         The base's newest position comes from its file metrics, not from what the
         merges recorded, so rows a bootstrap or re-snapshot copied count as well.
@@ -412,9 +399,9 @@ class MergeStage:
         path is always right, only slower.
         """
         if not figures.positions_recorded:
-            return False, None
+            return False
         newest = column_upper_bound(self.spark, base, POSITION, loaded)
-        return newest.known and figures.in_order(newest.value), newest.value
+        return newest.known and figures.in_order(newest.value)
 
     def _figures(
         self,

@@ -21,9 +21,8 @@ only in how Spark joins the batch with the base, so they produce the same base t
     For a batch the base cannot hold anything newer than (the merge's in-order path),
     with whole row images: the base rows of the batch's keys are deleted (the keys
     broadcast to the base's scan tasks: the base read in place, no staging table) and
-    the batch's living rows appended, at once, both on a branch of the base that main is
-    then fast-forwarded to, so readers see one change. Any other batch takes another
-    strategy.
+    the batch's living rows appended, both on a branch of the base that main is then
+    fast-forwarded to, so readers see one change. Any other batch takes another strategy.
 
 ``naive`` (:meth:`~icetide.schema.contract.builder.TableContract.naive_merge_sql`) is
 not here: it is the benchmarks' baseline, and it is wrong under redelivery.
@@ -33,17 +32,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import partial
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.util import inheritable_thread_target
 
 from icetide.faults import crash_point
 from icetide.schema.contract.builder import TableContract
@@ -307,20 +302,21 @@ def apply_batch(
     keep: Collection[str] | None = None,
     touched: Sequence[int] | None = None,
     guarded: bool = True,
-    replace: Replace | None = None,
+    keys: DataFrame | None = None,
 ) -> Applied:
     """MERGE the deduplicated ``source`` into ``base`` by ``strategy``, the commit
     carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
-    base buckets the batch touches (see :func:`touched_buckets`). ``replace``: what
-    ``delete_insert`` needs, and it alone (:class:`Replace`)."""
+    base buckets the batch touches (see :func:`touched_buckets`). ``keys``: the keys
+    ``delete_insert`` deletes (:func:`~icetide.merge.steps.changed_keys`), needed by it
+    alone."""
     n = contract.settings.buckets
     # Only a batch that misses some bucket restricts the base's scan.
     pruned = touched if touched is not None and len(touched) < n else None
     if strategy == "delete_insert":
-        if replace is None:
-            raise ValueError("delete_insert needs the batch's keys and the base's newest position")
-        delete_insert(spark, contract, base, source, replace, view, properties, pruned)
+        if keys is None:
+            raise ValueError("delete_insert needs the batch's keys (merge.steps.changed_keys)")
+        delete_insert(spark, contract, base, source, keys, view, properties, pruned)
         return Applied(strategy, None if touched is None else len(touched), n)
     if strategy == "shuffle":
         source.createOrReplaceTempView(view)
@@ -349,84 +345,41 @@ def apply_batch(
     return Applied(strategy, None if touched is None else len(touched), n)
 
 
-@dataclass(frozen=True)
-class Replace:
-    """What ``delete_insert`` needs beyond the batch: the keys it deletes
-    (:func:`~icetide.merge.steps.changed_keys`), and the base's newest position, which
-    the in-order check read (None: the base holds no data file)."""
-
-    keys: DataFrame
-    newest: Decimal | None
-
-
-def beside(first: Callable[[], None], second: Callable[[], None]) -> None:
-    """Run ``first`` in a thread while ``second`` runs here; return when both are done,
-    raising ``second``'s error, else ``first``'s.
-
-    The thread inherits this one's Spark properties (job group, scheduler pool), so its
-    statements belong to the same work.
-    """
-    with ThreadPoolExecutor(1, thread_name_prefix="icetide-beside") as pool:
-        running = pool.submit(inheritable_thread_target(first))
-        try:
-            second()
-        finally:
-            wait([running])  # never leave a statement running behind an error
-    running.result()
-
-
 def delete_insert(
     spark: SparkSession,
     contract: TableContract,
     base: TableName,
     source: DataFrame,
-    replace: Replace,
+    keys: DataFrame,
     view: str,
     properties: dict[str, str],
     touched: Sequence[int] | None = None,
 ) -> None:
-    """Apply an in-order batch as a DELETE of its keys and an append of its living rows
-    (from ``source``), on :data:`MERGE_BRANCH`, then fast-forward main to it (one change
-    for readers). ``replace.keys`` are read without the row images
-    (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base buckets they
-    fall in (None: any).
+    """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
+    rows (from ``source``), on :data:`MERGE_BRANCH`, then fast-forward main to it (one
+    change for readers, the append's snapshot carrying ``properties``). ``keys`` are
+    read without the row images (:func:`~icetide.merge.steps.changed_keys`);
+    ``touched``: the only base buckets they fall in (None: any).
 
     Equal to the unguarded MERGE for a batch with whole row images: every key of the
     batch loses its base row and, unless its last event is a delete, gets the batch's.
-
-    The two statements run at once (:func:`beside`): each ends in a write by one task and
-    a commit by the driver, which one after the other leave a core idle. Either may
-    commit first, so the DELETE names only rows at or below ``replace.newest`` (every
-    event of an in-order batch is newer): planned after the append's commit, it leaves
-    the appended rows alone, and committed after it, Iceberg's check for files added
-    meanwhile finds none its condition could match. Both commits carry ``properties``
-    (the watermark), so main's new head does, whichever is last. A base without data
-    files has nothing to delete.
-
     A crash before the publish leaves main as it was (the next merge moves the branch
-    back); another writer's commit to main meanwhile starts it over from main's new head,
-    one statement after the other then (the newest position read before may be stale).
+    back); another writer's commit to main meanwhile starts it over from main's new head.
     """
     rows = source.where(F.col(OP) != "d").selectExpr(*contract.row_select())
-
-    def append() -> None:
-        append_with_properties(rows, base, properties, branch=MERGE_BRANCH)
-
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         table = iceberg_table(spark, base)
         head = table.currentSnapshot()
         if head is None:
             raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
         start_branch(table, MERGE_BRANCH, int(head.snapshotId()))
-        if replace.newest is None and not _has_data_files(head):
-            append()
-        elif attempt == 1 and replace.newest is not None:
-            sql = contract.delete_keys_sql(base, view, MERGE_BRANCH, touched, replace.newest)
-            beside(partial(_delete, spark, sql, replace.keys, view, properties), append)
-        else:
-            sql = contract.delete_keys_sql(base, view, MERGE_BRANCH, touched)
-            _delete(spark, sql, replace.keys, view, properties)
-            append()
+        keys.createOrReplaceTempView(view)
+        try:
+            with scoped_conf(spark, NO_RUNTIME_PRUNING):
+                spark.sql(contract.delete_keys_sql(base, view, MERGE_BRANCH, touched))
+        finally:
+            spark.catalog.dropTempView(view)
+        append_with_properties(rows, base, properties, branch=MERGE_BRANCH)
         crash_point("merge.before_commit")
         try:
             publish(table, MERGE_BRANCH)
@@ -434,22 +387,3 @@ def delete_insert(
         except BranchDiverged:
             if attempt == PUBLISH_ATTEMPTS:
                 raise
-
-
-def _has_data_files(snapshot: Any) -> bool:
-    """Whether the loaded Iceberg ``snapshot`` holds a data file, by its summary (a
-    summary without the count answers yes)."""
-    return int(snapshot.summary().get("total-data-files") or 1) > 0
-
-
-def _delete(
-    spark: SparkSession, sql: str, keys: DataFrame, view: str, properties: dict[str, str]
-) -> None:
-    """``delete_insert``'s DELETE: ``sql`` over ``keys`` as the view ``view``, run without
-    Spark's run-time pruning and committed with ``properties``."""
-    keys.createOrReplaceTempView(view)
-    try:
-        with scoped_conf(spark, NO_RUNTIME_PRUNING):
-            with_commit_properties(spark, properties, lambda: spark.sql(sql))
-    finally:
-        spark.catalog.dropTempView(view)

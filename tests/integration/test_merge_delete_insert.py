@@ -55,7 +55,7 @@ def _two_rounds(
     return workload, result, int(head)
 
 
-def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
+def test_main_moves_once_from_the_old_head_to_the_append(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     workload, result, before = _two_rounds(pipeline, spark)
@@ -64,26 +64,23 @@ def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
     base = pipeline.refs(TABLE).base
     table = iceberg_table(spark, base)
     head = table.currentSnapshot()
-    parent = table.snapshot(head.parentId())
-    # The branch wrote two snapshots, in whichever order the statements committed (they
-    # run at once): the DELETE of the batch's keys and the append; both carry the
-    # watermark, so main's new head does ...
-    assert int(parent.parentId()) == before
-    [delete] = [s for s in (head, parent) if s.operation() == "delete"]
-    [append] = [s for s in (head, parent) if s.operation() == "append"]
+    delete = table.snapshot(head.parentId())
+    # The branch wrote two snapshots: the DELETE of the batch's keys, then the append
+    # carrying the watermark ...
+    assert int(delete.parentId()) == before
     assert int(delete.summary().get("added-delete-files") or 0) > 0
     assert int(delete.summary().get("added-data-files") or 0) == 0
-    for snapshot in (delete, append):
-        assert snapshot.summary().get(WATERMARK_PROPERTY) is not None
-        assert "delete_insert" in snapshot.summary().get(STRATEGY_PROPERTY)
-    # ... and main went from the old head straight to the branch's: the first of the two
-    # was never main's head (main's history is the list of its heads).
+    assert head.operation() == "append"
+    assert head.summary().get(WATERMARK_PROPERTY) is not None
+    assert "delete_insert" in head.summary().get(STRATEGY_PROPERTY)
+    # ... and main went from the old head straight to the append: the DELETE was never
+    # main's head (main's history is the list of its heads).
     heads = [r.snapshot_id for r in spark.sql(f"SELECT * FROM {base.child('history')}").collect()]
     assert heads[-2:] == [before, int(head.snapshotId())], heads
-    assert int(parent.snapshotId()) not in heads
+    assert int(delete.snapshotId()) not in heads
     assert int(table.refs().get(MERGE_BRANCH).snapshotId()) == int(head.snapshotId())
     # At most one file per bucket from each statement: the deletes, then the rows.
-    for snapshot in (delete, append):
+    for snapshot in (delete, head):
         per_bucket = spark.sql(
             f"SELECT data_file.partition AS p, count(*) AS n FROM {base.child('entries')} "
             f"WHERE snapshot_id = {int(snapshot.snapshotId())} AND status = 1 "
@@ -96,39 +93,11 @@ def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
         for r in spark.sql(
             f"SELECT data_file.content AS content, data_file.file_path AS path "
             f"FROM {base.child('entries')} WHERE status = 1 "
-            f"AND snapshot_id IN ({int(delete.snapshotId())}, {int(append.snapshotId())})"
+            f"AND snapshot_id IN ({int(delete.snapshotId())}, {int(head.snapshotId())})"
         ).collect()
         for codec in parquet_codecs(r.path)
     }
     assert codecs == {(0, "ZSTD"), (1, "SNAPPY")}, codecs
-    assert_matches(pipeline.compare(workload))
-
-
-@pytest.mark.parametrize("append_first", [True, False], ids=["append-first", "delete-first"])
-def test_either_statement_may_commit_first(
-    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, append_first: bool
-) -> None:
-    """The DELETE and the append run at once, so either commits first. Forced here one
-    after the other in each order: when the append's rows are on the branch before the
-    DELETE is even planned, the DELETE (bounded by the base's newest position) leaves
-    them alone, and main's new head carries the watermark whichever it is."""
-    orders: list[str] = []
-
-    def one_after_the_other(first: Callable[[], None], second: Callable[[], None]) -> None:
-        order = (second, first) if append_first else (first, second)
-        orders.append("append-first" if append_first else "delete-first")
-        for statement in order:
-            statement()
-
-    monkeypatch.setattr(strategies, "beside", one_after_the_other)
-    workload, result, before = _two_rounds(pipeline, spark)
-    assert result.strategy == "delete_insert", result.render()
-    assert len(orders) == 1
-    table = iceberg_table(spark, pipeline.refs(TABLE).base)
-    head = table.currentSnapshot()
-    assert head.operation() == ("delete" if append_first else "append")
-    assert head.summary().get(WATERMARK_PROPERTY) is not None
-    assert int(table.snapshot(head.parentId()).parentId()) == before
     assert_matches(pipeline.compare(workload))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import cached_property
 
 import pyarrow as pa
@@ -23,7 +22,7 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import arrow_struct, arrow_type, sql_type, struct_sql
 from icetide.schema.model import TableSchema
-from icetide.schema.quoting import literal, quote
+from icetide.schema.quoting import quote
 from icetide.schema.sink import target_schema
 
 
@@ -255,12 +254,7 @@ class TableContract:
         return self._merge(base, quote(source), keep=keep, guarded=guarded)
 
     def delete_keys_sql(
-        self,
-        base: TableName,
-        keys: str,
-        branch: str,
-        buckets: Sequence[int] | None = None,
-        at_most: Decimal | None = None,
+        self, base: TableName, keys: str, branch: str, buckets: Sequence[int] | None = None
     ) -> str:
         """DELETE the rows of ``base``'s ``branch`` whose key is in the view ``keys``: the
         first half of the merge's in-order replace (:mod:`icetide.merge.strategy`,
@@ -270,27 +264,21 @@ class TableContract:
         the base), so the base is read in place, never shuffled, and without a staging
         table; only its key columns and row positions are read. ``buckets`` (the buckets
         the batch touches, from the ledger's figures) restricts the scan to their files;
-        None reads every bucket. ``at_most``: only rows at or below this position (or
-        without one) go, so rows of the batch appended to the branch meanwhile stay; the
-        condition is also what Iceberg checks files committed meanwhile against.
+        None reads every bucket.
 
         >>> from icetide.schema.model import Column
         >>> from icetide.schema.types import LongType
         >>> schema = TableSchema("t", (Column(1, "id", LongType(), False),), ("id",))
         >>> print(TableContract(schema).delete_keys_sql(
-        ...     TableName("lake", "s", "t"), "keys", "b", [3, 1], Decimal(42)))
+        ...     TableName("lake", "s", "t"), "keys", "b", [3, 1]))
         DELETE FROM `lake`.`s`.`t`.`branch_b` WHERE `id` IN (SELECT /*+ BROADCAST */ `id` \
-FROM `keys`) AND `lake`.system.bucket(16, `id`) IN (1, 3) AND (_icetide_position <= \
-CAST('42' AS DECIMAL(38,0)) OR _icetide_position IS NULL)
+FROM `keys`) AND `lake`.system.bucket(16, `id`) IN (1, 3)
         """
         pk = [quote(k) for k in self.target.primary_key]
         columns = pk[0] if len(pk) == 1 else f"({', '.join(pk)})"
         where = f"{columns} IN (SELECT /*+ BROADCAST */ {', '.join(pk)} FROM {quote(keys)})"
         if buckets is not None:
             where += f" AND {self._in_buckets(base, pk[0], buckets)}"
-        if at_most is not None:
-            bound = f"CAST({literal(str(at_most))} AS {c.POSITION_SQL})"
-            where += f" AND ({b.POSITION} <= {bound} OR {b.POSITION} IS NULL)"
         return f"DELETE FROM {base.branch(branch)} WHERE {where}"
 
     def _in_buckets(self, base: TableName, column: str, buckets: Sequence[int]) -> str:
