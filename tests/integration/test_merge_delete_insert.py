@@ -6,6 +6,7 @@ in between, is test_merge_strategies.py's.)"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -20,7 +21,7 @@ from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.merge.strategy import MERGE_BRANCH
 from icetide.pipeline import Pipeline as StagePipeline
-from icetide.schema.contract.base import STRATEGY_PROPERTY, WATERMARK_PROPERTY
+from icetide.schema.contract.base import DELETE_ISOLATION, STRATEGY_PROPERTY, WATERMARK_PROPERTY
 from icetide.spark.branches import start_branch
 from icetide.spark.commit import append_with_properties
 from icetide.spark.tables import iceberg_table
@@ -55,7 +56,7 @@ def _two_rounds(
     return workload, result, int(head)
 
 
-def test_main_moves_once_from_the_old_head_to_the_append(
+def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     workload, result, before = _two_rounds(pipeline, spark)
@@ -63,24 +64,28 @@ def test_main_moves_once_from_the_old_head_to_the_append(
     assert result.in_order
     base = pipeline.refs(TABLE).base
     table = iceberg_table(spark, base)
+    assert table.properties().get(DELETE_ISOLATION) == "snapshot"  # so both run at once
     head = table.currentSnapshot()
-    delete = table.snapshot(head.parentId())
-    # The branch wrote two snapshots: the DELETE of the batch's keys, then the append
-    # carrying the watermark ...
-    assert int(delete.parentId()) == before
+    parent = table.snapshot(head.parentId())
+    # The branch wrote two snapshots, in whichever order the statements committed: the
+    # DELETE of the batch's keys and the append; both carry the watermark, so main's new
+    # head does ...
+    assert int(parent.parentId()) == before
+    [delete] = [s for s in (head, parent) if s.operation() == "delete"]
+    [append] = [s for s in (head, parent) if s.operation() == "append"]
     assert int(delete.summary().get("added-delete-files") or 0) > 0
     assert int(delete.summary().get("added-data-files") or 0) == 0
-    assert head.operation() == "append"
-    assert head.summary().get(WATERMARK_PROPERTY) is not None
-    assert "delete_insert" in head.summary().get(STRATEGY_PROPERTY)
-    # ... and main went from the old head straight to the append: the DELETE was never
-    # main's head (main's history is the list of its heads).
+    for snapshot in (delete, append):
+        assert snapshot.summary().get(WATERMARK_PROPERTY) is not None
+        assert "delete_insert" in snapshot.summary().get(STRATEGY_PROPERTY)
+    # ... and main went from the old head straight to the branch's: the first of the two
+    # was never main's head (main's history is the list of its heads).
     heads = [r.snapshot_id for r in spark.sql(f"SELECT * FROM {base.child('history')}").collect()]
     assert heads[-2:] == [before, int(head.snapshotId())], heads
-    assert int(delete.snapshotId()) not in heads
+    assert int(parent.snapshotId()) not in heads
     assert int(table.refs().get(MERGE_BRANCH).snapshotId()) == int(head.snapshotId())
     # At most one file per bucket from each statement: the deletes, then the rows.
-    for snapshot in (delete, head):
+    for snapshot in (delete, append):
         per_bucket = spark.sql(
             f"SELECT data_file.partition AS p, count(*) AS n FROM {base.child('entries')} "
             f"WHERE snapshot_id = {int(snapshot.snapshotId())} AND status = 1 "
@@ -93,12 +98,72 @@ def test_main_moves_once_from_the_old_head_to_the_append(
         for r in spark.sql(
             f"SELECT data_file.content AS content, data_file.file_path AS path "
             f"FROM {base.child('entries')} WHERE status = 1 "
-            f"AND snapshot_id IN ({int(delete.snapshotId())}, {int(head.snapshotId())})"
+            f"AND snapshot_id IN ({int(delete.snapshotId())}, {int(append.snapshotId())})"
         ).collect()
         for codec in parquet_codecs(r.path)
     }
     assert codecs == {(0, "ZSTD"), (1, "SNAPPY")}, codecs
     assert_matches(pipeline.compare(workload))
+
+
+@pytest.mark.parametrize("isolation", ["snapshot", "serializable"])
+def test_the_statements_run_at_once_only_where_deletes_check_what_they_read(
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """At once on a base whose DELETEs use snapshot isolation (every base icetide
+    creates); one after the other on a base that refuses a DELETE when rows its
+    condition could match were added meanwhile (a base created before session 31)."""
+    base = pipeline.refs(TABLE).base
+    at_once: list[int] = []
+    real = strategies.once_started
+
+    def counted(*args: Any) -> None:
+        at_once.append(1)
+        real(*args)
+
+    def set_isolation() -> None:
+        spark.sql(f"ALTER TABLE {base} SET TBLPROPERTIES ('{DELETE_ISOLATION}'='{isolation}')")
+
+    monkeypatch.setattr(strategies, "once_started", counted)
+    workload, result, before = _two_rounds(pipeline, spark, set_isolation)
+    assert result.strategy == "delete_insert", result.render()
+    assert len(at_once) == (1 if isolation == "snapshot" else 0)
+    table = iceberg_table(spark, base)
+    head = table.currentSnapshot()
+    if isolation == "serializable":
+        assert head.operation() == "append"
+        assert table.snapshot(head.parentId()).operation() == "delete"
+    assert_matches(pipeline.compare(workload))
+
+
+def test_the_second_statement_starts_once_the_first_runs(spark: SparkSession) -> None:
+    """``once_started`` holds the append until the DELETE's first job has started (it is
+    planned then: what it scans is fixed), and never runs it after a DELETE that failed."""
+    sc = spark.sparkContext
+    second_began = threading.Event()
+    seen: list[int] = []
+
+    def first() -> None:
+        sc.setJobGroup("first-statement", "the statement that must be planned first")
+        # Had the second not waited, it would begin while this one is still planning.
+        second_began.wait(timeout=1)
+        spark.range(200_000).selectExpr("sum(id)").collect()
+
+    def second() -> None:
+        second_began.set()
+        seen.append(len(sc.statusTracker().getJobIdsForGroup("first-statement")))
+
+    strategies.once_started(spark, first, second)
+    assert seen == [1], seen
+
+    ran: list[int] = []
+
+    def failing() -> None:
+        raise RuntimeError("the DELETE could not be planned")
+
+    with pytest.raises(RuntimeError, match="could not be planned"):
+        strategies.once_started(spark, failing, lambda: ran.append(1))
+    assert ran == []
 
 
 def parquet_codecs(path: str) -> set[str]:

@@ -23,3 +23,9 @@ BOOTSTRAP_CHUNK = "icetide.bootstrap.chunk"
 DROPPED_COMMENT = "icetide: dropped from the schema in version {version}"
 """The comment a soft-dropped column keeps: it stays in the table, no longer written."""
 Mode = Literal["merge-on-read", "copy-on-write"]
+
+DELETE_ISOLATION = "write.delete.isolation-level"
+"""The Iceberg table property naming what a DELETE's commit checks against commits made
+since it read: ``serializable`` (Iceberg's default) refuses any new data file its
+condition could match, ``snapshot`` only deletes of the same rows and files it read
+that are gone."""
