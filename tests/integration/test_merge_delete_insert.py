@@ -6,17 +6,23 @@ in between, is test_merge_strategies.py's.)"""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
 
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
+from icetide.merge import stage as merge_stage
 from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.merge.strategy import MERGE_BRANCH
@@ -133,6 +139,47 @@ def test_the_statements_run_at_once_only_where_deletes_check_what_they_read(
     if isolation == "serializable":
         assert head.operation() == "append"
         assert table.snapshot(head.parentId()).operation() == "delete"
+    assert_matches(pipeline.compare(workload))
+
+
+def test_a_delete_that_commits_after_the_append_leaves_its_rows(
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The order in which the statements at once can go wrong: the append commits while
+    the DELETE is still running. Forced here: the DELETE's keys are held in its first job
+    until the append has committed. The DELETE then commits last, without refusal
+    (snapshot isolation), and deletes none of the rows appended meanwhile (its scan was
+    fixed when it was planned)."""
+    committed = tmp_path / "append-committed"
+    marker = str(committed)
+
+    @F.udf(BooleanType())
+    def after_the_append(_: object) -> bool:
+        waited = 0.0
+        while not os.path.exists(marker) and waited < 60:
+            time.sleep(0.01)  # in a Spark worker: nothing else to wait on there
+            waited += 0.01
+        return True
+
+    real_keys, real_append = merge_stage.changed_keys, strategies.append_with_properties
+
+    def held_keys(events: DataFrame, schema: Any) -> DataFrame:
+        keys = real_keys(events, schema)
+        return keys.where(after_the_append(F.col(keys.columns[0])))
+
+    def append(*args: Any, **kwargs: Any) -> None:
+        real_append(*args, **kwargs)
+        committed.touch()
+
+    monkeypatch.setattr(merge_stage, "changed_keys", held_keys)
+    monkeypatch.setattr(strategies, "append_with_properties", append)
+    workload, result, before = _two_rounds(pipeline, spark)
+    assert result.strategy == "delete_insert", result.render()
+    table = iceberg_table(spark, pipeline.refs(TABLE).base)
+    head = table.currentSnapshot()
+    assert head.operation() == "delete"  # it did commit after the append
+    assert head.summary().get(WATERMARK_PROPERTY) is not None
+    assert table.snapshot(head.parentId()).operation() == "append"
     assert_matches(pipeline.compare(workload))
 
 
