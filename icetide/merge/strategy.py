@@ -413,12 +413,13 @@ def delete_insert(
     31, :meth:`~icetide.schema.contract.builder.TableContract.base_ddl`), the append
     starts as soon as the DELETE's first job has (:func:`once_started`): each statement
     ends in a write by one task and a commit by the driver, which one after the other
-    leave a core idle (21% faster at 5M rows, docs/merge-performance.md). The DELETE
-    has by then fixed the branch snapshot it scans, so it never sees the appended rows;
-    either may commit first, and ``snapshot`` isolation lets the DELETE commit after the
-    append (Iceberg's default refuses a DELETE when data files its condition could match
-    were added meanwhile). Both commits carry ``properties`` (the watermark), so main's
-    new head does, whichever is last. On any other base, one after the other.
+    leave a core idle (13% faster in a same-process A/B at 5M rows,
+    docs/merge-performance.md). The DELETE has by then fixed the branch snapshot it
+    scans, so it never sees the appended rows; either may commit first, and ``snapshot``
+    isolation lets the DELETE commit after the append (Iceberg's default refuses a
+    DELETE when data files its condition could match were added meanwhile). Both
+    commits carry ``properties`` (the watermark), so main's new head does, whichever is
+    last. On any other base, one after the other.
 
     A crash before the publish leaves main as it was (the next merge moves the branch
     back); another writer's commit to main meanwhile starts it over from main's new head.
