@@ -303,7 +303,6 @@ class MergeStage:
                 self._dead_letter_lost(name, schema, resolved.where(F.size(LOST) > 0))
                 moves = applicable(resolved, schema)
             ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
-            source = prepare(events, ctx)
             before = (
                 current_snapshot_id(self.spark, refs.base)  # after the truncate's DELETE
                 if batch_truncate is not None
@@ -322,7 +321,7 @@ class MergeStage:
                 choice.strategy,
                 contract,
                 refs.base,
-                source,
+                lambda: prepare(events, ctx),
                 f"icetide_batch_{name}",
                 properties,
                 keep,

@@ -38,7 +38,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Literal, cast
+from functools import cache
+from typing import Literal, TypeVar, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -56,6 +57,7 @@ from icetide.spark.commit import append_with_properties, with_commit_properties
 from icetide.spark.ledger_figures import bucket_of, key_changed
 from icetide.spark.tables import iceberg_table, table_exists
 
+T = TypeVar("T")
 Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"]
 STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert")
 SMALL_BASE_ROWS = 200_000
@@ -304,7 +306,7 @@ def apply_batch(
     strategy: Strategy,
     contract: TableContract,
     base: TableName,
-    source: DataFrame,
+    source: Callable[[], DataFrame],
     view: str,
     properties: dict[str, str],
     keep: Collection[str] | None = None,
@@ -312,12 +314,13 @@ def apply_batch(
     guarded: bool = True,
     keys: DataFrame | None = None,
 ) -> Applied:
-    """MERGE the deduplicated ``source`` into ``base`` by ``strategy``, the commit
-    carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
+    """MERGE the deduplicated batch ``source`` builds into ``base`` by ``strategy``, the
+    commit carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
     base buckets the batch touches (see :func:`touched_buckets`). ``keys``: the keys
     ``delete_insert`` deletes (:func:`~icetide.merge.steps.changed_keys`), needed by it
-    alone."""
+    alone. ``source`` is called once, when the strategy needs the batch: building it is
+    ~0.1 s of driver calls, which ``delete_insert`` makes while its DELETE is planned."""
     n = contract.settings.buckets
     # Only a batch that misses some bucket restricts the base's scan.
     pruned = touched if touched is not None and len(touched) < n else None
@@ -326,8 +329,9 @@ def apply_batch(
             raise ValueError("delete_insert needs the batch's keys (merge.steps.changed_keys)")
         delete_insert(spark, contract, base, source, keys, view, properties, pruned)
         return Applied(strategy, None if touched is None else len(touched), n)
+    batch = source()
     if strategy == "shuffle":
-        source.createOrReplaceTempView(view)
+        batch.createOrReplaceTempView(view)
 
         def merge_view() -> None:
             crash_point("merge.before_commit")
@@ -339,7 +343,7 @@ def apply_batch(
             spark.catalog.dropTempView(view)
         return Applied(strategy)
     staging = staging_table(base)
-    stage_batch(source, contract, staging)
+    stage_batch(batch, contract, staging)
     sql = contract.bucket_merge_sql(
         base, staging, pruned if strategy == "bucket_join_pruned" else None, keep, guarded
     )
@@ -354,17 +358,22 @@ def apply_batch(
 
 
 def once_started(
-    spark: SparkSession, first: Callable[[], None], second: Callable[[], None]
+    spark: SparkSession,
+    first: Callable[[], None],
+    second: Callable[[T], None],
+    meanwhile: Callable[[], T],
 ) -> None:
     """Run ``first`` (Spark statements) in a thread, and ``second`` here as soon as
     ``first``'s first Spark job has started; return when both are done.
 
     A statement's first job starts only once it is planned, so whatever ``first`` read
-    (the tables' snapshots it scans) was fixed before ``second`` does anything. When
-    ``first`` ends without a job, ``second`` runs after it, and not at all when ``first``
-    fails. The thread inherits this one's Spark properties (job group, scheduler pool);
-    ``first``'s jobs are found by a job tag of their own. ``second``'s error is raised
-    first.
+    (the tables' snapshots it scans) was fixed before ``second`` does anything. While
+    ``first`` is planned, ``meanwhile`` runs here (driver work ``second`` needs, such as
+    building its DataFrame, that would otherwise wait for the job), and ``second`` gets
+    its result. When ``first`` ends without a job, ``second`` runs after it, and not at
+    all when ``first`` fails. The thread inherits this one's Spark properties (job group,
+    scheduler pool); ``first``'s jobs are found by a job tag of their own. An error here
+    is raised before ``first``'s, once ``first`` is done.
     """
     sc = spark.sparkContext
     tag = f"icetide-{uuid.uuid4().hex}"
@@ -379,12 +388,13 @@ def once_started(
     tracker = sc._jsc.sc().statusTracker()  # the JVM's: Python's cannot look up tags
     with ThreadPoolExecutor(1, thread_name_prefix="icetide-first") as pool:
         running = pool.submit(inheritable_thread_target(tagged))
-        while not running.done() and len(tracker.getJobIdsForTag(tag)) == 0:
-            wait([running], timeout=JOB_POLL_SECONDS)
-        if running.done():
-            running.result()  # raises first's error: second never runs after a failure
         try:
-            second()
+            ready = meanwhile()
+            while not running.done() and len(tracker.getJobIdsForTag(tag)) == 0:
+                wait([running], timeout=JOB_POLL_SECONDS)
+            if running.done():
+                running.result()  # raises first's error: second never runs after a failure
+            second(ready)
         finally:
             wait([running])  # never leave a statement running behind an error
     running.result()
@@ -394,15 +404,16 @@ def delete_insert(
     spark: SparkSession,
     contract: TableContract,
     base: TableName,
-    source: DataFrame,
+    source: Callable[[], DataFrame],
     keys: DataFrame,
     view: str,
     properties: dict[str, str],
     touched: Sequence[int] | None = None,
 ) -> None:
     """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
-    rows (from ``source``), on :data:`MERGE_BRANCH`, then fast-forward main to it (one
-    change for readers). ``keys`` are read without the row images
+    rows (from the deduplicated batch ``source`` builds), on :data:`MERGE_BRANCH`, then
+    fast-forward main to it (one change for readers). ``keys`` are read without the row
+    images
     (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base buckets they
     fall in (None: any).
 
@@ -419,13 +430,17 @@ def delete_insert(
     isolation lets the DELETE commit after the append (Iceberg's default refuses a
     DELETE when data files its condition could match were added meanwhile). Both
     commits carry ``properties`` (the watermark), so main's new head does, whichever is
-    last. On any other base, one after the other.
+    last. The append's DataFrame is built while the DELETE is planned. On any other
+    base, one after the other.
 
     A crash before the publish leaves main as it was (the next merge moves the branch
     back); another writer's commit to main meanwhile starts it over from main's new head.
     """
-    rows = source.where(F.col(OP) != "d").selectExpr(*contract.row_select())
     sql = contract.delete_keys_sql(base, view, MERGE_BRANCH, touched)
+
+    @cache  # once for every attempt
+    def living_rows() -> DataFrame:
+        return source().where(F.col(OP) != "d").selectExpr(*contract.row_select())
 
     def delete() -> None:
         keys.createOrReplaceTempView(view)
@@ -435,7 +450,7 @@ def delete_insert(
         finally:
             spark.catalog.dropTempView(view)
 
-    def append() -> None:
+    def append(rows: DataFrame) -> None:
         append_with_properties(rows, base, properties, branch=MERGE_BRANCH)
 
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
@@ -445,10 +460,11 @@ def delete_insert(
             raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
         start_branch(table, MERGE_BRANCH, int(head.snapshotId()))
         if table.properties().get(DELETE_ISOLATION) == "snapshot":
-            once_started(spark, delete, append)
+            # The rows are built while the DELETE is planned.
+            once_started(spark, delete, append, living_rows)
         else:
             delete()
-            append()
+            append(living_rows())
         crash_point("merge.before_commit")
         try:
             publish(table, MERGE_BRANCH)

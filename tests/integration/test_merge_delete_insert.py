@@ -185,10 +185,11 @@ def test_a_delete_that_commits_after_the_append_leaves_its_rows(
 
 def test_the_second_statement_starts_once_the_first_runs(spark: SparkSession) -> None:
     """``once_started`` holds the append until the DELETE's first job has started (it is
-    planned then: what it scans is fixed), and never runs it after a DELETE that failed."""
+    planned then: what it scans is fixed), builds what the append needs while the DELETE
+    is planned, and never runs the append after a DELETE that failed."""
     sc = spark.sparkContext
     second_began = threading.Event()
-    seen: list[int] = []
+    seen: list[tuple[str, int]] = []
 
     def first() -> None:
         sc.setJobGroup("first-statement", "the statement that must be planned first")
@@ -196,12 +197,16 @@ def test_the_second_statement_starts_once_the_first_runs(spark: SparkSession) ->
         second_began.wait(timeout=1)
         spark.range(200_000).selectExpr("sum(id)").collect()
 
-    def second() -> None:
-        second_began.set()
-        seen.append(len(sc.statusTracker().getJobIdsForGroup("first-statement")))
+    def meanwhile() -> str:
+        seen.append(("meanwhile", len(sc.statusTracker().getJobIdsForGroup("first-statement"))))
+        return "the rows"
 
-    strategies.once_started(spark, first, second)
-    assert seen == [1], seen
+    def second(rows: str) -> None:
+        second_began.set()
+        seen.append((rows, len(sc.statusTracker().getJobIdsForGroup("first-statement"))))
+
+    strategies.once_started(spark, first, second, meanwhile)
+    assert seen == [("meanwhile", 0), ("the rows", 1)], seen
 
     ran: list[int] = []
 
@@ -209,8 +214,17 @@ def test_the_second_statement_starts_once_the_first_runs(spark: SparkSession) ->
         raise RuntimeError("the DELETE could not be planned")
 
     with pytest.raises(RuntimeError, match="could not be planned"):
-        strategies.once_started(spark, failing, lambda: ran.append(1))
+        strategies.once_started(spark, failing, ran.append, lambda: 1)
     assert ran == []
+
+    finished: list[int] = []
+
+    def unbuildable() -> int:
+        raise ValueError("the rows could not be built")
+
+    with pytest.raises(ValueError, match="could not be built"):
+        strategies.once_started(spark, lambda: finished.append(1), ran.append, unbuildable)
+    assert finished == [1] and ran == []  # the first was waited for, the second never ran
 
 
 def parquet_codecs(path: str) -> set[str]:
