@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark import SparkContext
-
 from icetide.errors import CommitConflictError
+from icetide.spark.jvm import jvm_class
 
 MAIN = "main"
 
@@ -63,13 +62,11 @@ def publish(table: Any, branch: str) -> None:
 
 def _main_is_ancestor(table: Any, branch: str) -> bool:
     """Whether main's head is on ``branch``'s lineage (so it can be fast-forwarded)."""
-    jvm = SparkContext._jvm
-    assert jvm is not None
     main, ahead = table.refs().get(MAIN), table.refs().get(branch)
     if main is None or ahead is None:
         return False
     return bool(
-        jvm.org.apache.iceberg.util.SnapshotUtil.isAncestorOf(
+        jvm_class("org.apache.iceberg.util.SnapshotUtil").isAncestorOf(
             table, ahead.snapshotId(), main.snapshotId()
         )
     )

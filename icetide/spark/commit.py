@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from icetide.schema.contract.names import TableName
+from icetide.spark.jvm import jvm_class
 
 
 class _Callable:
@@ -45,14 +46,13 @@ def with_commit_properties(
     gateway = spark.sparkContext._gateway
     assert gateway is not None
     ensure_callback_server_started(gateway)
-    jvm = gateway.jvm
-    props = jvm.java.util.HashMap()
+    props = jvm_class("java.util.HashMap")()
     for key, value in properties.items():
         props.put(key, value)
     callable_ = _Callable(body)
     try:
-        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
-            props, callable_, jvm.java.lang.RuntimeException().getClass()
+        jvm_class("org.apache.iceberg.spark.CommitMetadata").withCommitProperties(
+            props, callable_, jvm_class("java.lang.RuntimeException")().getClass()
         )
     except Exception:
         if callable_.error is not None:

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
+from icetide.spark.jvm import jvm_class
 from icetide.spark.tables import iceberg_table
 
 if TYPE_CHECKING:
@@ -56,21 +57,20 @@ def initial_default_supported(column: Column) -> bool:
     )
 
 
-def _literal(spark: SparkSession, column: Column, iceberg_type: Any) -> Any:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None and column.default is not None
+def _literal(column: Column, iceberg_type: Any) -> Any:
+    assert column.default is not None
     value = column.default.value
-    expressions = jvm.org.apache.iceberg.expressions
+    literals = jvm_class("org.apache.iceberg.expressions.Literal")
     if isinstance(value, bool):
-        literal = expressions.Literal.of(value)
+        literal = literals.of(value)
     elif isinstance(value, int):
-        literal = expressions.Literal.of(jvm.java.lang.Long.valueOf(str(value)))
+        literal = literals.of(jvm_class("java.lang.Long").valueOf(str(value)))
     elif isinstance(value, float):
-        literal = expressions.Literal.of(jvm.java.lang.Double.valueOf(repr(value)))
+        literal = literals.of(jvm_class("java.lang.Double").valueOf(repr(value)))
     elif isinstance(value, Decimal):
-        literal = expressions.Literal.of(jvm.java.math.BigDecimal(str(value)))
+        literal = literals.of(jvm_class("java.math.BigDecimal")(str(value)))
     else:
-        literal = expressions.Literal.of(str(value))
+        literal = literals.of(str(value))
     return literal.to(iceberg_type)  # None when the value does not fit the type
 
 
@@ -81,16 +81,14 @@ def add_with_initial_default(
     write-default, placed after ``after`` (first when None) if that column exists; True
     when added, False when the column exists already (a re-run) or its default cannot be
     a literal of its type (the caller adds it by ALTER then)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
     handle = iceberg_table(spark, table)
     if handle.schema().findField(column.name) is not None:
         return False
     text = _type_text(column)
     if text is None:
         return False
-    iceberg_type = jvm.org.apache.iceberg.types.Types.fromPrimitiveString(text)
-    literal = _literal(spark, column, iceberg_type)
+    iceberg_type = jvm_class("org.apache.iceberg.types.Types").fromPrimitiveString(text)
+    literal = _literal(column, iceberg_type)
     if literal is None:
         return False
     update = handle.updateSchema().addColumn(column.name, iceberg_type, column.doc, literal)

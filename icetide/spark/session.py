@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
 from icetide.spark import worker_daemon
+from icetide.spark.jvm import pin_pyspark_names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -210,10 +211,6 @@ def spark_conf(config: Config) -> dict[str, str]:
     return conf
 
 
-_NAMED_JVM_IMPORTS = ("org.apache.spark.sql.functions", "org.apache.spark.api.python.PythonUtils")
-"""JVM classes PySpark looks up by short name most often (see :func:`build_session`)."""
-
-
 def build_session(config: Config) -> SparkSession:
     """Start (or reuse) the SparkSession for ``config``.
 
@@ -223,7 +220,6 @@ def build_session(config: Config) -> SparkSession:
     shipped to the executors, because the ledger decodes events in Python workers there.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from py4j.java_gateway import java_import
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder
@@ -233,11 +229,11 @@ def build_session(config: Config) -> SparkSession:
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     # Every ``pyspark.sql.functions`` call asks the JVM for ``functions`` (and many for
-    # ``PythonUtils``) by its short name; through PySpark's wildcard imports each ask
-    # first fails to load it from several packages, searching every jar each time. Named
-    # imports answer at once: ``F.col`` 0.88 → 0.37 ms, ~350 calls per ledger micro-batch.
-    for name in _NAMED_JVM_IMPORTS:
-        java_import(session.sparkContext._jvm, name)
+    # ``PythonUtils``) by its short name, each ask searching every jar; pinned, they are
+    # answered in Python (icetide/spark/jvm.py).
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    pin_pyspark_names(jvm)
     if not workers_are_local(config):
         session.sparkContext.addPyFile(str(_package_zip()))
     return session

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
+from icetide.spark.jvm import jvm_class
 from icetide.spark.sql import literal, qualified
 
 if TYPE_CHECKING:
@@ -119,14 +120,10 @@ def _jvm_json(write: Callable[[Any], object]) -> Any:
     (py4j is local), so the JVM writes the text into a private temporary file and it is
     read here: a handful of calls, whatever the size.
     """
-    from pyspark import SparkContext
-
-    jvm = SparkContext._jvm
-    assert jvm is not None, "no active SparkContext"
     handle, name = tempfile.mkstemp(prefix="icetide-", suffix=".json")
     os.close(handle)
     try:
-        stream = jvm.java.io.FileOutputStream(name)
+        stream = jvm_class("java.io.FileOutputStream")(name)
         try:
             write(stream)
         finally:
@@ -145,11 +142,7 @@ def string_map(java_map: Any) -> dict[str, str]:
     map, several maps per merge and per ledger batch. (A map is a few hundred bytes to a
     few KiB: one answer, below the size :func:`_jvm_json` is for.)
     """
-    from pyspark import SparkContext
-
-    jvm = SparkContext._jvm
-    assert jvm is not None, "no active SparkContext"
-    text = jvm.org.apache.iceberg.util.JsonUtil.mapper().writeValueAsString(java_map)
+    text = jvm_class("org.apache.iceberg.util.JsonUtil").mapper().writeValueAsString(java_map)
     return {str(k): str(v) for k, v in json.loads(text).items()}
 
 
@@ -175,13 +168,11 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
     :func:`iceberg_table`), read from its current metadata as Iceberg's own JSON of it
     (:func:`_jvm_json`): no Spark job and no call per snapshot, however long the
     lineage."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
     metadata = table.operations().current()
 
     def write(stream: Any) -> None:
-        generator = jvm.org.apache.iceberg.util.JsonUtil.factory().createGenerator(stream)
-        jvm.org.apache.iceberg.TableMetadataParser.toJson(metadata, generator)
+        generator = jvm_class("org.apache.iceberg.util.JsonUtil").factory().createGenerator(stream)
+        jvm_class("org.apache.iceberg.TableMetadataParser").toJson(metadata, generator)
         generator.flush()
 
     parsed = _jvm_json(write)
@@ -228,9 +219,8 @@ def base_rows(spark: SparkSession, table: TableName) -> int:
 def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     """The Iceberg ``Table`` object of ``table`` (a py4j proxy), loaded through Spark's
     catalog: its metadata as of now, read without a Spark job."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table.sql)
+    spark3 = jvm_class("org.apache.iceberg.spark.Spark3Util")
+    return spark3.loadIcebergTable(spark._jsparkSession, table.sql)
 
 
 @dataclass(frozen=True)
@@ -262,8 +252,6 @@ def column_upper_bound(
     py4j on the driver (no Spark job); many, by one job over the ``files`` metadata
     table, so a base that no compaction has visited does not make this slow.
     """
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
     table = table if table is not None else iceberg_table(spark, name)
     snapshot = table.currentSnapshot()
     if snapshot is None:
@@ -283,7 +271,7 @@ def column_upper_bound(
             return UpperBound(False)
         return UpperBound(True, row["newest"])
     field_id, field_type = field.fieldId(), field.type()
-    conversions = jvm.org.apache.iceberg.types.Conversions
+    conversions = jvm_class("org.apache.iceberg.types.Conversions")
     tasks = table.newScan().includeColumnStats().planFiles()
     newest: Any = None
     try:

@@ -5,10 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+from py4j.java_gateway import JavaPackage, JVMView
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from icetide.schema.contract.names import TableName
 from icetide.spark import jars as maven
+from icetide.spark.commit import with_commit_properties
+from icetide.spark.tables import column_upper_bound, iceberg_table, metadata_snapshots, snapshot_of
 
 
 def test_the_session_loads_iceberg_kafka_and_avro_from_the_fetched_jars(
@@ -68,3 +75,35 @@ def _config(folder: Path) -> str:
         "tables: [{name: t, schema: t.yaml}]\n"
     )
     return str(config)
+
+
+def test_classes_are_named_to_the_jvm_in_full(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """icetide's own JVM calls and PySpark's most frequent ones reach the JVM without a
+    look-up by name (icetide/spark/jvm.py): each look-up searches every jar on the
+    classpath, and a merge made 216 of them before."""
+    table = TableName("lake", "jvm_names", "t")
+    spark.sql(f"CREATE TABLE {table.sql} (id BIGINT, name STRING) USING iceberg")
+    asked: list[str] = []
+    for proxy in (JVMView, JavaPackage):
+        real = proxy.__getattr__
+
+        def asking(self: object, name: str, real: Any = real) -> Any:
+            asked.append(name)
+            return real(self, name)
+
+        monkeypatch.setattr(proxy, "__getattr__", asking)
+    with_commit_properties(
+        spark, {"k": "v"}, lambda: spark.sql(f"INSERT INTO {table.sql} VALUES (1, 'a')")
+    )
+    loaded = iceberg_table(spark, table)
+    snapshot = snapshot_of(loaded)
+    current, snapshots = metadata_snapshots(spark, loaded)
+    bound = column_upper_bound(spark, table, "id", loaded)
+    frame = spark.table(table.sql).select(F.col("id") + F.lit(1), F.upper(F.col("name")))
+    assert asked == []  # checked: fails with PySpark's names left unpinned
+    assert snapshot is not None and snapshot.summary["k"] == "v"
+    assert current == snapshot.snapshot_id and [s.snapshot_id for s in snapshots] == [current]
+    assert bound.known and bound.value == 1
+    assert [tuple(r) for r in frame.collect()] == [(2, "A")]
