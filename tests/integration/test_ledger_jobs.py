@@ -62,13 +62,12 @@ def test_the_python_workers_of_a_local_session_run_icetides_daemon(spark: SparkS
 
 
 def test_the_classes_named_for_the_jvm_view_exist(spark: SparkSession) -> None:
-    """A misspelt named import would quietly fall back to the slow wildcard look-up."""
-    from icetide.spark.session import _NAMED_JVM_IMPORTS
+    """A misspelt pinned name would fail PySpark's every call through it."""
+    from icetide.spark.jvm import PYSPARK_NAMES, jvm_class
 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    for name in _NAMED_JVM_IMPORTS:
-        assert jvm.java.lang.Class.forName(name).getName() == name
-        # and the view answers the short name with that very class
-        short = name.rsplit(".", 1)[1]
-        assert getattr(jvm, short)._fqn == name
+    for short, name in PYSPARK_NAMES.items():
+        assert jvm_class("java.lang.Class").forName(name).getName() == name
+        # and the view answers the short name with that very class, from Python
+        assert vars(jvm)[short]._fqn == name
