@@ -413,9 +413,8 @@ def delete_insert(
     """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
     rows (from the deduplicated batch ``source`` builds), on :data:`MERGE_BRANCH`, then
     fast-forward main to it (one change for readers). ``keys`` are read without the row
-    images
-    (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base buckets they
-    fall in (None: any).
+    images (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base
+    buckets they fall in (None: any).
 
     Equal to the unguarded MERGE for a batch with whole row images: every key of the
     batch loses its base row and, unless its last event is a delete, gets the batch's.
