@@ -224,7 +224,7 @@ def test_the_second_statement_starts_once_the_first_runs(spark: SparkSession) ->
 
     with pytest.raises(ValueError, match="could not be built"):
         strategies.once_started(spark, lambda: finished.append(1), ran.append, unbuildable)
-    assert finished == [1] and ran == []  # the first was waited for, the second never ran
+    assert finished == [1] and ran == []  # the first had run to its end, the second never ran
 
 
 def parquet_codecs(path: str) -> set[str]:
