@@ -30,6 +30,7 @@ from icetide.pipeline import Pipeline as StagePipeline
 from icetide.schema.contract.base import DELETE_ISOLATION, STRATEGY_PROPERTY, WATERMARK_PROPERTY
 from icetide.spark.branches import start_branch
 from icetide.spark.commit import append_with_properties
+from icetide.spark.jvm import jvm_class
 from icetide.spark.tables import iceberg_table
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
@@ -71,6 +72,17 @@ def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
     base = pipeline.refs(TABLE).base
     table = iceberg_table(spark, base)
     assert table.properties().get(DELETE_ISOLATION) == "snapshot"  # so both run at once
+    # The two commits race, and the one that loses retries on the base's policy, read by
+    # Iceberg's own names (a misspelt property would be ignored): a first wait of 5 ms,
+    # and more waiting in all than Iceberg's defaults allow.
+    names, props = jvm_class("org.apache.iceberg.TableProperties"), table.properties()
+    first_wait = int(props.get(names.COMMIT_MIN_RETRY_WAIT_MS))
+    retries = int(props.get(names.COMMIT_NUM_RETRIES))
+    assert first_wait == 5 < names.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT
+    patience = first_wait * (2**retries - 1)
+    assert patience > names.COMMIT_MIN_RETRY_WAIT_MS_DEFAULT * (
+        2**names.COMMIT_NUM_RETRIES_DEFAULT - 1
+    )
     head = table.currentSnapshot()
     parent = table.snapshot(head.parentId())
     # The branch wrote two snapshots, in whichever order the statements committed: the

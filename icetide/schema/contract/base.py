@@ -29,3 +29,15 @@ DELETE_ISOLATION = "write.delete.isolation-level"
 since it read: ``serializable`` (Iceberg's default) refuses any new data file its
 condition could match, ``snapshot`` only deletes of the same rows and files it read
 that are gone."""
+
+COMMIT_RETRY = {"commit.retry.min-wait-ms": "5", "commit.retry.num-retries": "10"}
+"""How a commit that lost a race waits before trying again: from 5 ms, doubling, up to 10
+times (5.1 s of waits in all), where Iceberg's defaults wait from 100 ms, 4 times (1.5 s).
+
+The merge's ``delete_insert`` commits its DELETE and its append to one branch at nearly
+the same moment, and one of them often finds the other's metadata version already
+written (``Version N already exists``); Iceberg then sleeps before it retries, and the
+default first sleep was 0.1 s of a merge's ~2 s (seen in Iceberg's commit reports:
+session 33, docs/merge-performance.md). A retry re-reads the table and writes its
+metadata again, a few milliseconds; a writer racing another one longer still has more
+time in all than with the defaults."""

@@ -199,8 +199,11 @@ class TableContract:
         DELETEs check only what they read (``snapshot`` isolation): the merge's
         ``delete_insert`` appends the batch's rows to its branch while its DELETE runs,
         and that DELETE must not fail for rows it was never meant to see
-        (:func:`icetide.merge.strategy.delete_insert`)."""
+        (:func:`icetide.merge.strategy.delete_insert`). Their two commits race, and
+        the one that loses retries after 5 ms, not Iceberg's 100
+        (:data:`~icetide.schema.contract.base.COMMIT_RETRY`)."""
         mode = self.settings.mode
+        retry = "".join(f"'{key}'='{value}', " for key, value in b.COMMIT_RETRY.items())
         bucket_column = quote(self.target.primary_key[0])
         body = ",\n  ".join(self.base_columns())
         return (
@@ -212,7 +215,7 @@ class TableContract:
             f"'write.distribution-mode'='hash', '{c.KIND_PROPERTY}'='base', "
             f"'write.metadata.metrics.column.{b.POSITION}'='truncate(16)', "
             "'write.delete.parquet.compression-codec'='snappy', "
-            f"'{b.DELETE_ISOLATION}'='snapshot', "
+            f"'{b.DELETE_ISOLATION}'='snapshot', {retry}"
             f"'{c.SCHEMA_VERSION_PROPERTY}'='{self.target.version}')"
         )
 
