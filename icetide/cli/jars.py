@@ -15,6 +15,7 @@ def _packages_and_folder(args: argparse.Namespace) -> tuple[list[str], Path]:
     """The config's ``spark.packages`` and ``spark.jars_dir`` when a config is given or
     present, else the defaults (``scripts/install.sh`` runs this before any config)."""
     from icetide.spark import jars as maven
+    from icetide.spark.local_fs import PACKAGE as LOCAL_FS_PACKAGE
 
     config_path = Path(args.config) if args.config else Path(DEFAULT_CONFIG)
     if args.config or config_path.is_file():
@@ -22,12 +23,13 @@ def _packages_and_folder(args: argparse.Namespace) -> tuple[list[str], Path]:
 
         spark = load_config(config_path).spark
         packages = list(spark.packages if spark.packages is not None else maven.DEFAULT_PACKAGES)
-        folder = Path(spark.jars_dir).expanduser() if spark.jars_dir else maven.default_jars_dir()
+        folder = maven.jars_folder(spark.jars_dir)
     else:
         packages, folder = list(maven.DEFAULT_PACKAGES), maven.default_jars_dir()
     if args.dir:
         folder = Path(args.dir).expanduser()
-    return packages, folder
+    # Not a Spark package (it goes on the driver's class path), but always wanted.
+    return [*packages, LOCAL_FS_PACKAGE], folder
 
 
 def cmd_jars_fetch(args: argparse.Namespace) -> int:

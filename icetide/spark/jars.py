@@ -89,6 +89,11 @@ def default_jars_dir() -> Path:
     return Path.home() / ".cache" / "icetide" / "jars"
 
 
+def jars_folder(jars_dir: str | Path | None) -> Path:
+    """The jar folder: ``spark.jars_dir`` when the config names one, else the default."""
+    return Path(jars_dir).expanduser() if jars_dir else default_jars_dir()
+
+
 def fetched(folder: Path, coordinate: Coordinate) -> list[Path] | None:
     """The jars of a completely fetched coordinate (closure included), or None."""
     where = folder / coordinate.folder

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
 from icetide.spark import worker_daemon
+from icetide.spark.jars import jars_folder
 from icetide.spark.jvm import pin_pyspark_names
+from icetide.spark.local_fs import local_fs_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -109,7 +111,7 @@ def jvm_jars(spark: SparkConfig) -> list[Path]:
     ]
     if spark.iceberg_jar != "auto":  # the cluster's, or an explicit path, wins
         coordinates = [c for c in coordinates if not _is_iceberg_runtime(c)]
-    folder = Path(spark.jars_dir).expanduser() if spark.jars_dir else maven.default_jars_dir()
+    folder = maven.jars_folder(spark.jars_dir)
     found: list[Path] = []
     missing = []
     for coordinate in coordinates:
@@ -207,7 +209,10 @@ def spark_conf(config: Config) -> dict[str, str]:
         conf[f"{prefix}.uri"] = catalog.uri
     for key, value in catalog.properties_plain().items():
         conf[f"{prefix}.{key}"] = value
-    conf.update(spark.conf_plain())
+    user = spark.conf_plain()
+    conf.update(user)
+    # Every file written under file: paths starts no chmod process (icetide/spark/local_fs.py).
+    conf.update(local_fs_conf(jars_folder(spark.jars_dir), workers_are_local(config), user))
     return conf
 
 

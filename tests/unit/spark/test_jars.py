@@ -9,6 +9,8 @@ import pytest
 from icetide.config.model import SparkConfig
 from icetide.errors import ConfigError
 from icetide.spark import jars as maven
+from icetide.spark.local_fs import CLASS_PATH_KEY, FILE_SYSTEM_CLASS, IMPL_KEY, local_fs_conf
+from icetide.spark.local_fs import PACKAGE as LOCAL_FS_PACKAGE
 from icetide.spark.session import ICEBERG_JAR, jvm_jars
 
 
@@ -93,3 +95,23 @@ def test_fetch_without_maven_says_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(maven.FetchError) as caught:
         maven.fetch([maven.Coordinate("g", "a", "1")], tmp_path, mvn="no-such-mvn-here")
     assert "Maven" in caught.value.message and "apt-get install maven" in (caught.value.hint or "")
+
+
+def test_the_local_file_system_goes_on_the_drivers_class_path_of_a_local_master(
+    tmp_path: Path,
+) -> None:
+    """Hadoop resolves ``fs.file.impl`` before ``spark.jars`` load: the jar must be on
+    the driver's class path (after the user's own entries), and only where the
+    executors are that JVM; the user's own ``fs.file.impl`` wins."""
+    jar = "hadoop-bare-naked-local-fs-0.1.0.jar"
+    assert local_fs_conf(tmp_path, True, {}) == {}  # not fetched: Hadoop's own
+    _fetched(tmp_path, LOCAL_FS_PACKAGE, jar)
+    where = tmp_path / maven.Coordinate.parse(LOCAL_FS_PACKAGE).folder / jar
+    assert local_fs_conf(tmp_path, True, {}) == {
+        IMPL_KEY: FILE_SYSTEM_CLASS,
+        CLASS_PATH_KEY: str(where),
+    }
+    mine = {CLASS_PATH_KEY: "/opt/mine.jar"}
+    assert local_fs_conf(tmp_path, True, mine)[CLASS_PATH_KEY] == f"/opt/mine.jar:{where}"
+    assert local_fs_conf(tmp_path, False, {}) == {}
+    assert local_fs_conf(tmp_path, True, {IMPL_KEY: "org.example.MyFileSystem"}) == {}
