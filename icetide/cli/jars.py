@@ -15,7 +15,6 @@ def _packages_and_folder(args: argparse.Namespace) -> tuple[list[str], Path]:
     """The config's ``spark.packages`` and ``spark.jars_dir`` when a config is given or
     present, else the defaults (``scripts/install.sh`` runs this before any config)."""
     from icetide.spark import jars as maven
-    from icetide.spark.local_fs import PACKAGE as LOCAL_FS_PACKAGE
 
     config_path = Path(args.config) if args.config else Path(DEFAULT_CONFIG)
     if args.config or config_path.is_file():
@@ -25,16 +24,16 @@ def _packages_and_folder(args: argparse.Namespace) -> tuple[list[str], Path]:
         packages = list(spark.packages if spark.packages is not None else maven.DEFAULT_PACKAGES)
         folder = maven.jars_folder(spark.jars_dir)
     else:
-        packages, folder = list(maven.DEFAULT_PACKAGES), maven.default_jars_dir()
+        packages, folder = list(maven.DEFAULT_PACKAGES), maven.jars_folder(None)
     if args.dir:
         folder = Path(args.dir).expanduser()
-    # Not a Spark package (it goes on the driver's class path), but always wanted.
-    return [*packages, LOCAL_FS_PACKAGE], folder
+    return packages, folder
 
 
 def cmd_jars_fetch(args: argparse.Namespace) -> int:
     """Resolve every package missing from the jar folder with Maven."""
     from icetide.spark import jars as maven
+    from icetide.spark.local_fs import PACKAGE as LOCAL_FS_PACKAGE
 
     packages, folder = _packages_and_folder(args)
     if args.dev:
@@ -45,17 +44,25 @@ def cmd_jars_fetch(args: argparse.Namespace) -> int:
     for coordinate in coordinates:
         state = "fetched" if coordinate in done else "already there"
         log(f"  {coordinate}: {state}")
+    # Wanted, not needed: without it sessions use Hadoop's own file system, only slower.
+    local_fs = maven.Coordinate.parse(LOCAL_FS_PACKAGE)
+    try:
+        state = "fetched" if maven.fetch([local_fs], folder) else "already there"
+    except maven.FetchError as error:
+        state = f"not fetched, sessions use Hadoop's own file system (slower): {error}"
+    log(f"  {local_fs}: {state}")
     return 0
 
 
 def cmd_jars_list(args: argparse.Namespace) -> int:
     """Show each package, whether it is fetched, and the jars it puts on the classpath."""
     from icetide.spark import jars as maven
+    from icetide.spark.local_fs import PACKAGE as LOCAL_FS_PACKAGE
 
     packages, folder = _packages_and_folder(args)
     provided = maven.spark_home_jars()
     rows: list[dict[str, Any]] = []
-    for text in packages:
+    for text in [*packages, LOCAL_FS_PACKAGE]:
         coordinate = maven.Coordinate.parse(text)
         got = maven.fetched(folder, coordinate)
         rows.append(

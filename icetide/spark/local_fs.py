@@ -5,7 +5,7 @@ delete files, manifests, manifest lists, table metadata, version hints, and the 
 file beside each) has its permission set after it is created. Without Hadoop's native
 library, which the ``pyspark`` wheel does not carry, Hadoop does that by starting a
 ``chmod`` process, ~5 ms each: one merge at 5M rows started ~85 of them, an Iceberg
-commit with no new data files 6 (61–70 ms a commit; 9 ms without them). Measured in
+commit with no new data files 6 (61–74 ms a commit; 9–13 ms without them). Measured in
 docs/merge-performance.md (session 33).
 
 ``BareLocalFileSystem`` (``com.globalmentor:hadoop-bare-naked-local-fs``, Apache-2.0)
@@ -25,8 +25,8 @@ from pathlib import Path
 from icetide.spark.jars import Coordinate, fetched
 
 PACKAGE = "com.globalmentor:hadoop-bare-naked-local-fs:0.1.0"
-"""Fetched with the default packages by ``icetide jars fetch`` (its only dependency,
-``hadoop-common``, is ``provided``: Spark's own Hadoop 3.3.4)."""
+"""Fetched by every ``icetide jars fetch``, where a failure is only reported (its only
+dependency, ``hadoop-common``, is ``provided``: Spark's own Hadoop 3.3.4)."""
 FILE_SYSTEM_CLASS = "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"
 IMPL_KEY = "spark.hadoop.fs.file.impl"
 CLASS_PATH_KEY = "spark.driver.extraClassPath"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,25 @@ def test_classes_are_named_to_the_jvm_in_full(
     assert current == snapshot.snapshot_id and [s.snapshot_id for s in snapshots] == [current]
     assert bound.known and bound.value == 1
     assert [tuple(r) for r in frame.collect()] == [(2, "A")]
+
+
+def test_a_local_file_system_maven_cannot_resolve_is_reported_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hadoop-bare-naked-local-fs`` is wanted, not needed (icetide/spark/local_fs.py):
+    a machine whose Maven cannot resolve it still gets its packages, and is told."""
+    from icetide.cli.jars import cmd_jars_fetch
+    from icetide.spark import local_fs
+
+    monkeypatch.setattr(local_fs, "PACKAGE", "dev.icetide.absent:no-such-artifact:0.0.1")
+    config = tmp_path / "jars.yaml"
+    config.write_text(
+        "pipeline: jars\nspark: {packages: []}\ntables: [{name: t, schema: t.yaml}]\n"
+    )
+    args = argparse.Namespace(config=str(config), dir=str(tmp_path / "jars"), dev=False)
+    assert cmd_jars_fetch(args) == 0
+    said = capsys.readouterr().err
+    assert (
+        "dev.icetide.absent:no-such-artifact:0.0.1: not fetched, sessions use Hadoop's own" in said
+    )
+    assert "Maven could not resolve" in said
