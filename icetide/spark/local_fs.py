@@ -4,8 +4,9 @@ Every file Spark and Iceberg write through Hadoop's ``file:`` file system (data 
 delete files, manifests, manifest lists, table metadata, version hints, and the ``.crc``
 file beside each) has its permission set after it is created. Without Hadoop's native
 library, which the ``pyspark`` wheel does not carry, Hadoop does that by starting a
-``chmod`` process, ~5 ms each: one merge at 5M rows started ~85 of them, an Iceberg
-commit with no new data files 6 (61–74 ms a commit; 9–13 ms without them). Measured in
+``chmod`` process, ~5 ms each: an Iceberg commit with no new data files starts 6
+(61–74 ms a commit; 9–13 ms without them), and a merge at 5M rows writes ~40 files, each
+with its ``.crc``. Measured in
 docs/merge-performance.md (session 33).
 
 ``BareLocalFileSystem`` (``com.globalmentor:hadoop-bare-naked-local-fs``, Apache-2.0)
