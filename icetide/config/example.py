@@ -53,6 +53,10 @@ spark:
   extra_jars: []
   # spark.sql.shuffle.partitions. Default: 8
   shuffle_partitions: 8
+  # On a local master (Linux), the nice value (0-19) of the JVM's JIT compiler threads:
+  # they then compile while the query's tasks leave a core idle. 0: as the JVM starts
+  # them. Default: 19
+  compiler_nice: 19
   # Any other spark.* setting, passed through. Default: {}
   conf: {}
 

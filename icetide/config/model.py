@@ -376,6 +376,10 @@ class SparkConfig(_Model):
     packages: tuple[Text, ...] | None = None
     jars_dir: Location | None = None
     shuffle_partitions: Count = Field(8, ge=1)
+    compiler_nice: int = Field(19, ge=0, le=19)
+    """The ``nice`` value of the JVM's JIT compiler threads on a local master (Linux), so
+    they take the cores the query leaves idle; 0 leaves them as the JVM starts them
+    (icetide/spark/jit_priority.py)."""
     conf: SecretMap = {}
 
     @field_validator("conf")

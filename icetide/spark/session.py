@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from icetide.errors import ConfigError
 from icetide.spark import worker_daemon
 from icetide.spark.jars import jars_folder
-from icetide.spark.jvm import pin_pyspark_names
+from icetide.spark.jit_priority import FIXED_COMPILER_THREADS, lower_compiler_priority
+from icetide.spark.jvm import jvm_class, pin_pyspark_names
 from icetide.spark.local_fs import local_fs_conf
 
 if TYPE_CHECKING:
@@ -186,6 +187,9 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
+    if workers_are_local(config) and spark.compiler_nice:
+        # Every compiler thread from the start, so build_session lowers them all.
+        conf["spark.driver.extraJavaOptions"] += f" {FIXED_COMPILER_THREADS}"
     if workers_are_local(config):
         # The workers are this Python: run the daemon that forks them with the ledger's
         # modules imported and skips re-reading Spark's zip archives before each task
@@ -239,6 +243,10 @@ def build_session(config: Config) -> SparkSession:
     jvm = session.sparkContext._jvm
     assert jvm is not None
     pin_pyspark_names(jvm)
+    if workers_are_local(config) and config.spark.compiler_nice:
+        # The JIT compiles in the cores the query leaves idle (icetide/spark/jit_priority.py).
+        pid = int(jvm_class("java.lang.ProcessHandle").current().pid())
+        lower_compiler_priority(pid, config.spark.compiler_nice)
     if not workers_are_local(config):
         session.sparkContext.addPyFile(str(_package_zip()))
     return session
