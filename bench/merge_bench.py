@@ -318,7 +318,8 @@ def accumulate(
     # The merged snapshot and the compacted one read in turn, so neither is read by a
     # JVM that has compiled less of the read's code (until session 34 the compacted base
     # was read after the merged one, later in the process: ``merged_first``).
-    read(merged_snapshot), read()
+    for snapshot in (merged_snapshot, None):
+        read(snapshot)
     turns = [(read(merged_snapshot), read()) for _ in range(9)]
     merged = statistics.median(m for m, _ in turns)
     compacted = statistics.median(c for _, c in turns)

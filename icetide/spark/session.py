@@ -161,6 +161,13 @@ def workers_are_local(config: Config) -> bool:
     return config.spark.master.startswith("local")
 
 
+def lowers_compiler_priority(config: Config) -> bool:
+    """True when the session's JIT compiler threads run below its tasks: a local master,
+    whose executors are the driver JVM, and a ``spark.compiler_nice`` above 0
+    (icetide/spark/jit_priority.py)."""
+    return workers_are_local(config) and config.spark.compiler_nice > 0
+
+
 def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark setting the pipeline needs, user passthrough applied last."""
     spark, catalog = config.spark, config.catalog
@@ -187,7 +194,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
-    if workers_are_local(config) and spark.compiler_nice:
+    if lowers_compiler_priority(config):
         # Every compiler thread from the start, so build_session lowers them all.
         conf["spark.driver.extraJavaOptions"] += f" {FIXED_COMPILER_THREADS}"
     if workers_are_local(config):
@@ -243,8 +250,8 @@ def build_session(config: Config) -> SparkSession:
     jvm = session.sparkContext._jvm
     assert jvm is not None
     pin_pyspark_names(jvm)
-    if workers_are_local(config) and config.spark.compiler_nice:
-        # The JIT compiles in the cores the query leaves idle (icetide/spark/jit_priority.py).
+    if lowers_compiler_priority(config):
+        # The JIT compiles in the cores the query leaves idle.
         pid = int(jvm_class("java.lang.ProcessHandle").current().pid())
         lower_compiler_priority(pid, config.spark.compiler_nice)
     if not workers_are_local(config):
