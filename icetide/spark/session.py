@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
+from icetide.spark import jars as maven
 from icetide.spark import worker_daemon
-from icetide.spark.jars import jars_folder
 from icetide.spark.jit_priority import FIXED_COMPILER_THREADS, lower_compiler_priority
 from icetide.spark.jvm import jvm_class, pin_pyspark_names
 from icetide.spark.local_fs import local_fs_conf
@@ -103,8 +103,6 @@ def jvm_jars(spark: SparkConfig) -> list[Path]:
     JDBC drivers; Kafka and Avro are then unavailable); packages the config names must
     have been fetched.
     """
-    from icetide.spark import jars as maven
-
     explicit = spark.packages is not None
     coordinates = [
         maven.Coordinate.parse(text)
@@ -223,7 +221,7 @@ def spark_conf(config: Config) -> dict[str, str]:
     user = spark.conf_plain()
     conf.update(user)
     # Every file written under file: paths starts no chmod process (icetide/spark/local_fs.py).
-    conf.update(local_fs_conf(jars_folder(spark.jars_dir), workers_are_local(config), user))
+    conf.update(local_fs_conf(maven.jars_folder(spark.jars_dir), workers_are_local(config), user))
     return conf
 
 
