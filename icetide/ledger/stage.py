@@ -236,13 +236,24 @@ class LedgerStage:
         crash_point("ledger.after_first_append")
 
     # -- one micro-batch ---------------------------------------------------------------
-    def tick(self) -> None:
+    def tick(self) -> bool:
         """Between batches: take each table's schema changes as far as the ledger can
-        (phase 1 on the ledger, the projection switch of phase 2) with no new events."""
-        with self._lock:
+        (phase 1 on the ledger, the projection switch of phase 2) with no new events.
+
+        Returns at once, False, while a micro-batch is under way: that batch takes the
+        same steps for every table it writes, and the caller is ``icetide run``'s merge
+        thread, which would otherwise start its next round only once the batch is
+        stored (5–13 s a batch while a cold pipeline works off its backlog; the merge
+        leg of every event's latency grew by that wait). True when it ran."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
             for table in self.config.tables:
                 alter_ledger(self.spark, self.pipeline, table.name)
                 projection(self.spark, self.pipeline, table.name)
+        finally:
+            self._lock.release()
+        return True
 
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:
         """Classify, project and append one micro-batch of raw messages."""

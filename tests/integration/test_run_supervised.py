@@ -300,3 +300,39 @@ def test_a_merge_rounds_tick_while_the_stream_first_starts_waits_for_the_ledger_
         stream.tick()  # and once started, the tick acts on the tables
     finally:
         stream.close()
+
+
+def test_a_merge_rounds_tick_does_not_wait_for_a_micro_batch_under_way(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """The merge thread ticks the ledger after every round. A micro-batch under way takes
+    the same schema steps itself, so the tick returns at once instead of holding the next
+    merge round until the batch is stored (a whole batch's time, seconds, on a busy
+    pipeline); with no batch under way it runs."""
+    import threading
+
+    from icetide.ledger.stage import LedgerStage
+
+    stage = LedgerStage(spark, pipeline.pipeline)
+    stage.ensure_tables()
+    inside, release = threading.Event(), threading.Event()
+
+    def a_long_batch(batch: object, batch_id: int) -> None:
+        inside.set()
+        release.wait(timeout=120)
+
+    stage._process_batch = a_long_batch  # type: ignore[method-assign]
+    batch = threading.Thread(target=stage.process_batch, args=(None, 0), daemon=True)
+    batch.start()
+    assert inside.wait(timeout=60)
+    ticked: list[bool] = []
+    tick = threading.Thread(target=lambda: ticked.append(stage.tick()), daemon=True)
+    tick.start()
+    tick.join(timeout=20)
+    waited = tick.is_alive()
+    release.set()
+    batch.join(timeout=60)
+    tick.join(timeout=60)
+    assert not waited, "the tick waited for the micro-batch to end"
+    assert ticked == [False]
+    assert stage.tick() is True  # no batch under way: the tick runs
