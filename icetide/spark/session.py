@@ -166,6 +166,27 @@ def lowers_compiler_priority(config: Config) -> bool:
     return workers_are_local(config) and config.spark.compiler_nice > 0
 
 
+JAVA_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+"""Settings whose value is a list of JVM flags: icetide's and the user's are joined."""
+
+
+def with_java_options(ours: dict[str, str], user: dict[str, str]) -> dict[str, str]:
+    """The user's JVM flags after icetide's own, for each of :data:`JAVA_OPTIONS` the
+    user set (a blank value adds nothing): a user's ``-Xlog:gc`` would otherwise take
+    away ``-Duser.timezone=UTC`` and the fixed compiler threads. The JVM takes the last
+    of two conflicting flags, so the user's still win where they differ
+    (``-Duser.timezone=Europe/Paris``).
+
+    >>> with_java_options({JAVA_OPTIONS[0]: "-Da=1"}, {JAVA_OPTIONS[0]: "-Xss4m", "x": "y"})
+    {'spark.driver.extraJavaOptions': '-Da=1 -Xss4m'}
+    """
+    return {
+        key: " ".join(part for part in (ours.get(key, ""), user[key].strip()) if part)
+        for key in JAVA_OPTIONS
+        if key in user
+    }
+
+
 def spark_conf(config: Config) -> dict[str, str]:
     """Every Spark setting the pipeline needs, user passthrough applied last."""
     spark, catalog = config.spark, config.catalog
@@ -219,7 +240,7 @@ def spark_conf(config: Config) -> dict[str, str]:
     for key, value in catalog.properties_plain().items():
         conf[f"{prefix}.{key}"] = value
     user = spark.conf_plain()
-    conf.update(user)
+    conf.update(user | with_java_options(conf, user))
     # Every file written under file: paths starts no chmod process (icetide/spark/local_fs.py).
     conf.update(local_fs_conf(maven.jars_folder(spark.jars_dir), workers_are_local(config), user))
     return conf

@@ -28,6 +28,28 @@ def test_a_local_master_starts_every_compiler_thread_with_the_jvm() -> None:
     assert "-Duser.timezone=UTC" in spark_conf(config(master="local[2]"))[OPTIONS].split()
 
 
+def test_a_users_jvm_flags_join_icetides_after_them() -> None:
+    """A user's own flags (a GC log, a stack size) no longer take away the UTC default
+    or the fixed compiler threads; set after them, the user's win where they conflict
+    (the JVM takes the last of two)."""
+    user = {
+        OPTIONS: "-Xlog:gc -Duser.timezone=Europe/Paris",
+        "spark.executor.extraJavaOptions": " -Xss4m ",
+        "spark.sql.ansi.enabled": "true",
+    }
+    conf = spark_conf(config(master="local[2]", conf=user))
+    assert conf[OPTIONS].split() == [
+        "-Duser.timezone=UTC",
+        FIXED_COMPILER_THREADS,
+        "-Xlog:gc",
+        "-Duser.timezone=Europe/Paris",
+    ]
+    assert conf["spark.executor.extraJavaOptions"] == "-Duser.timezone=UTC -Xss4m"
+    assert conf["spark.sql.ansi.enabled"] == "true"
+    blank = spark_conf(config(master="local[2]", conf={OPTIONS: " "}))
+    assert blank[OPTIONS] == spark_conf(config(master="local[2]"))[OPTIONS]
+
+
 @pytest.mark.parametrize(
     "spark", [{"master": "spark://127.0.0.1:7077"}, {"master": "local[2]", "compiler_nice": 0}]
 )
