@@ -154,6 +154,15 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert not verdict.matches and (verdict.missing, verdict.different) == (1, 0), verdict
 
         _run(mariadb, CHANGES, db)
+        # The merge is held until the ledger has stored the row written with the new
+        # column, so that row is stored before the merge acknowledges the column (phase
+        # 2): its value must then be kept in _rescued (asserted below). Without the hold
+        # the order is a race the merge often wins, and the row is projected directly.
+        add_ledger = running.spark.table(running.merge_pipeline.refs("t_add").cdc.sql)
+        running.until_held(
+            lambda: add_ledger.where(F.col(f"{c.AFTER}.id") == 4).count() > 0,
+            "t_add's row 4 in the ledger",
+        )
         # One wait for them all (each turn merges every table anyway): a wait per table
         # took a turn at least per table even when it had converged already.
         running.until(
