@@ -123,16 +123,15 @@ class Stream:
         # start() creates on a first run (a tick before that failed the merge round).
         self.ledger = ledger
 
-    def tick(self) -> bool:
+    def tick(self) -> None:
         """Move a schema change's phases on even when no event arrives (after merges);
-        False when there was nothing to tick or a micro-batch was under way
+        nothing while a micro-batch is under way, which takes the same steps
         (:meth:`~icetide.ledger.stage.LedgerStage.tick`)."""
         from icetide.spark.errors import jvm_boundary
 
-        if self.ledger is None:
-            return False
-        with jvm_boundary("ledger schema phases"):
-            return self.ledger.tick()
+        if self.ledger is not None:
+            with jvm_boundary("ledger schema phases"):
+                self.ledger.tick()
 
     def step(self) -> None:
         from icetide.spark.errors import jvm_boundary

@@ -172,18 +172,6 @@ class Running:
             )
             time.sleep(0.5)
 
-    def until_held(
-        self, condition: Callable[[], bool], what: str, timeout: float = TIMEOUT
-    ) -> None:
-        """Wait for ``condition`` with the merge held (no turn): capture and the ledger's
-        stream go on, but nothing acknowledges a schema version meanwhile."""
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}:\n" + "\n".join(
-                self.logs[-40:]
-            )
-            time.sleep(0.5)
-
     def verify(self, tables: list[str]) -> list[TableVerdict]:
         return run_verify(self.merge_pipeline, self.spark, tables)
 

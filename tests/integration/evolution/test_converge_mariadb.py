@@ -159,9 +159,11 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         # 2): its value must then be kept in _rescued (asserted below). Without the hold
         # the order is a race the merge often wins, and the row is projected directly.
         add_ledger = running.spark.table(running.merge_pipeline.refs("t_add").cdc.sql)
-        running.until_held(
+        _drive(
+            running,
             lambda: add_ledger.where(F.col(f"{c.AFTER}.id") == 4).count() > 0,
             "t_add's row 4 in the ledger",
+            merge=False,
         )
         # One wait for them all (each turn merges every table anyway): a wait per table
         # took a turn at least per table even when it had converged already.
