@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from icetide.schema.contract import ledger as c
@@ -153,34 +153,27 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
 def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """:func:`dedupe_latest` when every value is available: the latest event wins whole.
 
-    One ``max_by`` of the whole event (one ordering by the ``DECIMAL(38,0)`` position per
-    key, where a ``max_by`` per field made four). When the latest event is a delete its
-    values are never read (the MERGE deletes, or inserts nothing), so they are left NULL.
+    The newest event per key by a window ranking each key's events newest first, kept
+    where it ranks first. Spark plans it as a sort and a per-key limit before the shuffle
+    and after it (``WindowGroupLimit``), no aggregation: a ``max_by`` of the whole event
+    cannot be a hash aggregate (its buffer holds the row image), so it was a sort
+    aggregate, which evaluates its buffers row by row outside generated code (16–29%
+    slower over a 150,000-event batch, docs/merge-performance.md). When the latest event
+    is a delete its values are never read (the MERGE deletes, or inserts nothing), so
+    they are left NULL.
     """
-    latest = "_latest"
-    fields = F.struct(
-        F.col(c.OP).alias(c.OP), F.col(c.SOURCE_TS).alias(c.SOURCE_TS), F.col(c.AFTER).alias("a")
-    )
-    grouped = events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(
-        F.max(c.POSITION).alias(c.POSITION),
-        F.max_by(fields, F.col(c.POSITION)).alias(latest),
-    )
-    op = F.col(latest).getField(c.OP)
-    image = F.when(op != "d", F.col(latest).getField("a"))
+    keys = [quote(k) for k in ctx.schema.primary_key]
+    newest_first = Window.partitionBy(*keys).orderBy(F.col(c.POSITION).desc())
+    rank = "_rank"
+    latest = events.withColumn(rank, F.row_number().over(newest_first)).where(F.col(rank) == 1)
+    image = F.when(F.col(c.OP) != "d", F.col(c.AFTER))
     slots = [
         F.when(image.isNotNull(), F.struct(image.getField(col.name).alias("v"))).alias(
             value_slot(col.id)
         )
         for col in ctx.schema.value_columns
     ]
-    keys = [quote(k) for k in ctx.schema.primary_key]
-    return grouped.select(
-        *keys,
-        c.POSITION,
-        op.alias(c.OP),
-        F.col(latest).getField(c.SOURCE_TS).alias(c.SOURCE_TS),
-        *slots,
-    )
+    return latest.select(*keys, c.POSITION, c.OP, c.SOURCE_TS, *slots)
 
 
 def changed_keys(events: DataFrame, schema: TableSchema) -> DataFrame:
