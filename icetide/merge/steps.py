@@ -51,27 +51,33 @@ def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:
 def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """An update that changes the primary key is a delete of the old key plus the update.
 
-    One pass over ``events`` (each row becomes itself, plus the old key's delete when
-    its key changed), so the ledger is read once, not once per half.
+    One pass over ``events``: each row comes out once, and a key change a second time
+    flagged as its old key's delete (an explode of ``[false, true-if-key-changed]``),
+    so the ledger is read once, not once per half. Only the flag is exploded: the row
+    image is passed through as a column, not copied into a struct per output row and
+    out again (measured: docs/merge-performance.md, session 36).
     """
     schema = ctx.schema
     keys = list(schema.primary_key)
-    names = [*keys, c.OP, c.AFTER, c.UNAVAILABLE, c.POSITION, c.SOURCE_TS]
-    itself = F.struct(*[F.col(quote(n)).alias(n) for n in names])
-    old_key_delete = F.struct(
-        *_old_key(events, keys),
-        F.lit("d").alias(c.OP),
-        F.lit(None).cast(events.schema[c.AFTER].dataType).alias(c.AFTER),
-        F.array().cast("array<string>").alias(c.UNAVAILABLE),
-        F.col(c.POSITION).alias(c.POSITION),
-        F.col(c.SOURCE_TS).alias(c.SOURCE_TS),
-    )
-    split = F.array(itself, F.when(key_changed(schema), old_key_delete))
-    row = "_split"
-    return (
-        events.select(F.explode(split).alias(row))
-        .where(F.col(row).isNotNull())
-        .select(*[F.col(row).getField(n).alias(n) for n in names])
+    flag = "_icetide_old_key"
+    flagged = events.select(
+        "*", F.explode(F.array(F.lit(False), F.when(key_changed(schema), True))).alias(flag)
+    ).where(F.col(flag).isNotNull())
+    old = F.col(flag)
+    return flagged.select(
+        *[
+            F.when(old, F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType))
+            .otherwise(F.col(quote(k)))
+            .alias(k)
+            for k in keys
+        ],
+        F.when(old, F.lit("d")).otherwise(F.col(c.OP)).alias(c.OP),
+        F.when(~old, F.col(c.AFTER)).alias(c.AFTER),
+        F.when(old, F.array().cast("array<string>"))
+        .otherwise(F.col(c.UNAVAILABLE))
+        .alias(c.UNAVAILABLE),
+        c.POSITION,
+        c.SOURCE_TS,
     )
 
 
@@ -157,14 +163,14 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     where it ranks first. Spark plans it as a sort and a per-key limit before the shuffle
     and after it (``WindowGroupLimit``), no aggregation: a ``max_by`` of the whole event
     cannot be a hash aggregate (its buffer holds the row image), so it was a sort
-    aggregate, which evaluates its buffers row by row outside generated code (16–29%
-    slower over a 150,000-event batch, docs/merge-performance.md). When the latest event
+    aggregate, which evaluates its buffers row by row outside generated code (measured:
+    docs/merge-performance.md, session 36). When the latest event
     is a delete its values are never read (the MERGE deletes, or inserts nothing), so
     they are left NULL.
     """
     keys = [quote(k) for k in ctx.schema.primary_key]
     newest_first = Window.partitionBy(*keys).orderBy(F.col(c.POSITION).desc())
-    rank = "_rank"
+    rank = "_icetide_rank"
     latest = events.withColumn(rank, F.row_number().over(newest_first)).where(F.col(rank) == 1)
     image = F.when(F.col(c.OP) != "d", F.col(c.AFTER))
     slots = [
