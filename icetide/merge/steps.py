@@ -34,7 +34,7 @@ class MergeContext:
     truncated_before: Decimal | None = None
     has_unavailable: bool = True
     """False when no event of the batch has an unchanged-TOAST placeholder: one
-    ``max_by`` over the whole row image then replaces one per column."""
+    newest event per key, kept whole, then replaces a ``max_by`` per column."""
     moves: DataFrame | None = None
     """The batch's key changes with placeholders, filled in by
     :func:`icetide.merge.inherit.inherit`; None when the batch has none."""
@@ -66,10 +66,8 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     old = F.col(flag)
     return flagged.select(
         *[
-            F.when(old, F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType))
-            .otherwise(F.col(quote(k)))
-            .alias(k)
-            for k in keys
+            F.when(old, old_k).otherwise(F.col(quote(k))).alias(k)
+            for k, old_k in zip(keys, _old_key(events, keys), strict=True)
         ],
         F.when(old, F.lit("d")).otherwise(F.col(c.OP)).alias(c.OP),
         F.when(~old, F.col(c.AFTER)).alias(c.AFTER),
@@ -82,8 +80,9 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
 
 
 def _old_key(events: DataFrame, keys: list[str]) -> list[Column]:
-    """A key change's old key: ``_before``'s key fields, typed as the event's keys."""
-    return [F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType).alias(k) for k in keys]
+    """A key change's old key: ``_before``'s key fields, typed as the event's keys (in
+    the order of ``keys``, unnamed)."""
+    return [F.col(qualified(c.BEFORE, k)).cast(events.schema[k].dataType) for k in keys]
 
 
 def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
@@ -164,9 +163,8 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     and after it (``WindowGroupLimit``), no aggregation: a ``max_by`` of the whole event
     cannot be a hash aggregate (its buffer holds the row image), so it was a sort
     aggregate, which evaluates its buffers row by row outside generated code (measured:
-    docs/merge-performance.md, session 36). When the latest event
-    is a delete its values are never read (the MERGE deletes, or inserts nothing), so
-    they are left NULL.
+    docs/merge-performance.md, session 36). When the latest event is a delete its values
+    are never read (the MERGE deletes, or inserts nothing), so they are left NULL.
     """
     keys = [quote(k) for k in ctx.schema.primary_key]
     newest_first = Window.partitionBy(*keys).orderBy(F.col(c.POSITION).desc())
@@ -195,7 +193,7 @@ def changed_keys(events: DataFrame, schema: TableSchema) -> DataFrame:
     """
     keys = list(schema.primary_key)
     itself = F.struct(*[F.col(quote(k)).alias(k) for k in keys])
-    old = F.struct(*_old_key(events, keys))
+    old = F.struct(*[o.alias(k) for k, o in zip(keys, _old_key(events, keys), strict=True)])
     key = "_key"
     return (
         events.where(F.col(c.OP) != "t")
