@@ -147,7 +147,11 @@ def test_a_signal_during_start_up_stops_run_and_its_jvm(pipeline: Pipeline, sig:
         assert_stopped_cleanly(run, signal.Signals(sig).name)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+# SIGINT only: SIGTERM takes the same handler (icetide/stopping.py, SIGNALS), and
+# test_run_supervised.py stops a run by SIGTERM during a merge (held there, so the signal
+# cannot miss it) with the same checks: exit 0, the merge under way finishes and none
+# starts after it, nothing outlives the run, and the restarted run loses nothing.
+@pytest.mark.parametrize("sig", [signal.SIGINT], ids=lambda s: s.name)
 def test_a_signal_during_a_merge_stops_run_and_a_rerun_loses_nothing(
     tmp_path: Path, warehouse: Path, spark: SparkSession, sig: int
 ) -> None:

@@ -207,6 +207,7 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         assert run.finish() == 0, run.output
         assert "icetide run stopped by SIGTERM" in run.output, run.output
         assert "Traceback" not in run.output, run.output
+        assert run.group() == [], "processes outlived icetide run:\n" + "\n".join(run.group())
         after = [r for r in progress(run.lines[signalled:], "merge") if "seconds" in r]
         assert [(r["table"], r["events"] > 0) for r in after] == [("customers", True)], after
 
