@@ -260,6 +260,7 @@ class MergeStage:
         figures = self._recorded_figures(ledger, start, end, cutoff, contract)
         history: DataFrame | None = None
         in_order = False
+        key_changes = True  # unless the ledger's figures say none
         if figures is not None:
             # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
             count, batch_truncate = figures.count, figures.truncate
@@ -268,6 +269,7 @@ class MergeStage:
             )
             keep = figures.unavailable
             has_moves = figures.moves
+            key_changes = figures.key_changes
             touched: list[int] | None = list(figures.touched) if may_prune else None
             in_order = self._in_order(figures, refs.base, base_table)
             if (figures.history_tombstones > 0 and not in_order) or has_moves:
@@ -302,7 +304,9 @@ class MergeStage:
                 resolved = inheritance.resolved
                 self._dead_letter_lost(name, schema, resolved.where(F.size(LOST) > 0))
                 moves = applicable(resolved, schema)
-            ctx = MergeContext(schema, history, truncated_before, has_unavailable, moves)
+            ctx = MergeContext(
+                schema, history, truncated_before, has_unavailable, moves, key_changes
+            )
             before = (
                 current_snapshot_id(self.spark, refs.base)  # after the truncate's DELETE
                 if batch_truncate is not None
@@ -327,7 +331,11 @@ class MergeStage:
                 keep,
                 touched,
                 guarded=not in_order,
-                keys=changed_keys(events, schema) if choice.strategy == "delete_insert" else None,
+                keys=(
+                    changed_keys(events, schema, key_changes)
+                    if choice.strategy == "delete_insert"
+                    else None
+                ),
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)

@@ -38,6 +38,9 @@ class MergeContext:
     moves: DataFrame | None = None
     """The batch's key changes with placeholders, filled in by
     :func:`icetide.merge.inherit.inherit`; None when the batch has none."""
+    key_changes: bool = True
+    """False when no update of the batch changes its primary key (the ledger's figures
+    say so): the batch is then read without ``_before``, see :func:`split_key_changes`."""
 
 
 def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:
@@ -51,13 +54,28 @@ def inherit_unavailable(events: DataFrame, ctx: MergeContext) -> DataFrame:
 def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """An update that changes the primary key is a delete of the old key plus the update.
 
+    A batch the ledger's figures clear of key changes (``ctx.key_changes`` False) is
+    passed through without ``_before``: Iceberg reads a scan column by column
+    (vectorized) only when every column it reads is of a primitive type, and
+    ``_before``'s old key is read from a struct (measured: docs/merge-performance.md,
+    session 37). ``_after`` keeps the batch's own scan row by row either way, but the
+    DELETE's read of the keys (:func:`changed_keys`) becomes columnar.
+    """
+    if not ctx.key_changes:
+        keys = [quote(k) for k in ctx.schema.primary_key]
+        return events.select(*keys, c.OP, c.AFTER, c.UNAVAILABLE, c.POSITION, c.SOURCE_TS)
+    return _split(events, ctx.schema)
+
+
+def _split(events: DataFrame, schema: TableSchema) -> DataFrame:
+    """:func:`split_key_changes` for events that may change their key.
+
     One pass over ``events``: each row comes out once, and a key change a second time
     flagged as its old key's delete (an explode of ``[false, true-if-key-changed]``),
     so the ledger is read once, not once per half. Only the flag is exploded: the row
     image is passed through as a column, not copied into a struct per output row and
     out again (measured: docs/merge-performance.md, session 36).
     """
-    schema = ctx.schema
     keys = list(schema.primary_key)
     flag = "_icetide_old_key"
     flagged = events.select(
@@ -90,9 +108,8 @@ def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     if ctx.history is None:
         return events
     keys = events.select(*[quote(k) for k in ctx.schema.primary_key]).distinct()
-    remembered = split_key_changes(_tombstones(ctx.history, ctx.schema), ctx).where(
-        F.col(c.OP) == "d"
-    )
+    # The history's own key changes, whatever the batch's figures say.
+    remembered = _split(_tombstones(ctx.history, ctx.schema), ctx.schema).where(F.col(c.OP) == "d")
     # The history may be read at a snapshot from before a schema change (its row images
     # lack the new fields): those fields are NULL in a remembered delete.
     return events.unionByName(
@@ -180,11 +197,13 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     return latest.select(*keys, c.POSITION, c.OP, c.SOURCE_TS, *slots)
 
 
-def changed_keys(events: DataFrame, schema: TableSchema) -> DataFrame:
+def changed_keys(events: DataFrame, schema: TableSchema, key_changes: bool = True) -> DataFrame:
     """Every key the batch's row events name: each event's own and, for a key change,
-    the old one. For an in-order batch these are the base rows the batch replaces or
-    removes (``delete_insert``'s DELETE, :mod:`icetide.merge.strategy`); a key whose
-    events a truncate dropped is named too, and its row is gone anyway.
+    the old one (``key_changes`` False: the ledger's figures say no update changes its
+    key, and ``_before`` is not read, which lets Iceberg read the keys columnar). For an
+    in-order batch these are the base rows the batch replaces or removes
+    (``delete_insert``'s DELETE, :mod:`icetide.merge.strategy`); a key whose events a
+    truncate dropped is named too, and its row is gone anyway.
 
     Only key columns are read from the ledger (the old ones from ``_before``), not the
     row images the deduplication reads: 0.1 s less of a 1.8 s merge at 5M rows, 1%.
@@ -192,12 +211,14 @@ def changed_keys(events: DataFrame, schema: TableSchema) -> DataFrame:
     (20 events a key: 6% faster with the distinct, measured; no change at 3 a key).
     """
     keys = list(schema.primary_key)
+    rows = events.where(F.col(c.OP) != "t")
+    if not key_changes:
+        return rows.select(*[quote(k) for k in keys]).distinct()
     itself = F.struct(*[F.col(quote(k)).alias(k) for k in keys])
     old = F.struct(*[o.alias(k) for k, o in zip(keys, _old_key(events, keys), strict=True)])
     key = "_key"
     return (
-        events.where(F.col(c.OP) != "t")
-        .select(F.explode(F.array(itself, F.when(key_changed(schema), old))).alias(key))
+        rows.select(F.explode(F.array(itself, F.when(key_changed(schema), old))).alias(key))
         .where(F.col(key).isNotNull())
         .select(*[F.col(key).getField(k).alias(k) for k in keys])
         .distinct()

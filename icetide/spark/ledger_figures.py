@@ -5,9 +5,10 @@ merge reads them (the merge does not import the ledger stage).
 
 A merge must know, before it prepares a batch, its event count, its newest truncate,
 the columns some event left out (unchanged TOAST), whether a key change lacks values,
-the base buckets its keys fall in, and whether the deletes and truncates merged before
-it (the tombstone history) hold anything. Computing them from the ledger costs a Spark
-job per merge (two stages, a scan of the batch and of the history's truncates).
+whether any update changes its key at all, the base buckets its keys fall in, and
+whether the deletes and truncates merged before it (the tombstone history) hold
+anything. Computing them from the ledger costs a Spark job per merge (two stages, a
+scan of the batch and of the history's truncates).
 
 The ledger already aggregates every micro-batch it appends (counts and dead-letter
 samples), so it computes these figures in the same aggregate and writes them, as JSON,
@@ -92,6 +93,7 @@ def figure_aggregates(schema: TableSchema, catalog: str, buckets: int) -> list[C
         F.max(F.when(F.col(c.OP) == "t", F.col(c.POSITION))).alias("fig_truncate"),
         F.array_distinct(F.flatten(F.collect_set(c.UNAVAILABLE))).alias("fig_unavailable"),
         F.sum(F.when(key_move(schema), 1).otherwise(0)).alias("fig_moves"),
+        F.sum(F.when(key_changed(schema), 1).otherwise(0)).alias("fig_key_changes"),
         F.sum(F.when(tombstone(schema), 1).otherwise(0)).alias("fig_tombstones"),
         F.array_union(
             F.collect_set(bucket_of(catalog, buckets, quote(first))), F.collect_set(old)
@@ -116,6 +118,7 @@ def figures_json(row: Any, version: int, buckets: int, ingested_at_us: int) -> s
             "truncate": None if truncate is None else str(truncate),
             "unavailable": sorted(row["fig_unavailable"] or ()),
             "moves": int(row["fig_moves"] or 0),
+            "key_changes": int(row["fig_key_changes"] or 0),
             "tombstones": int(row["fig_tombstones"] or 0),
             "buckets": buckets,
             "touched": sorted(int(b) for b in row["fig_buckets"] or () if b is not None),
@@ -147,6 +150,9 @@ class BatchFigures:
     positions_recorded: bool = False
     """Whether every snapshot read recorded ``first`` and ``last_tombstone`` (written
     before they were, they are unknown)."""
+    key_changes: bool = True
+    """Whether an update of the batch changes its primary key (True where a snapshot of
+    the batch was written before the ledger counted them: unknown)."""
 
     def in_order(self, base_newest: Decimal | None) -> bool:
         """Whether every event of the batch is newer than every row of the base (whose
@@ -204,14 +210,14 @@ def batch_figures(
     True
     >>> batch_figures(lineage[1:], 1, 3, 0, 1, 4) is None  # snapshot 1 expired
     True
-    >>> f.positions_recorded  # written before the positions were recorded
-    False
+    >>> f.positions_recorded, f.key_changes  # written before either was recorded
+    (False, True)
     >>> ordered = [snap(1, None, tombstones=1, first="3", last_tombstone="7"),
-    ...            snap(2, 1, first="9", last_tombstone=None), snap(3, 2, first="8",
-    ...            last_tombstone="8")]
+    ...            snap(2, 1, first="9", last_tombstone=None, key_changes=0),
+    ...            snap(3, 2, first="8", last_tombstone="8", key_changes=0)]
     >>> f = batch_figures(ordered, 1, 3, 0, 1, 4)
-    >>> f.first, f.last_tombstone, f.positions_recorded
-    (Decimal('8'), Decimal('7'), True)
+    >>> f.first, f.last_tombstone, f.positions_recorded, f.key_changes
+    (Decimal('8'), Decimal('7'), True, False)
     """
     by_id = {s.snapshot_id: s for s in lineage}
     figures: list[dict[str, Any]] = []
@@ -258,6 +264,7 @@ def batch_figures(
         first=_min_decimal(f.get("first") for f in figures),
         last_tombstone=_max_decimal(f.get("last_tombstone") for f in history),
         positions_recorded=all("first" in f and "last_tombstone" in f for f in walked),
+        key_changes=any(int(f.get("key_changes", 1)) for f in figures),
     )
 
 

@@ -175,8 +175,8 @@ def test_a_delete_that_commits_after_the_append_leaves_its_rows(
 
     real_keys, real_append = merge_stage.changed_keys, strategies.append_with_properties
 
-    def held_keys(events: DataFrame, schema: Any) -> DataFrame:
-        keys = real_keys(events, schema)
+    def held_keys(events: DataFrame, schema: Any, key_changes: bool = True) -> DataFrame:
+        keys = real_keys(events, schema, key_changes)
         return keys.where(after_the_append(F.col(keys.columns[0])))
 
     def append(*args: Any, **kwargs: Any) -> None:
