@@ -53,7 +53,7 @@ from icetide.ledger.signals import (
     OnVersions,
     schema_change_signal,
 )
-from icetide.ledger.source import raw_messages
+from icetide.ledger.source import messages_of, raw_input, splitter, then
 from icetide.ledger.summary import BatchSummary
 from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
@@ -266,11 +266,10 @@ class LedgerStage:
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
-        self._wire = wire_for(self.config, batch)
+        self._wire = wire_for(self.config, messages_of(self.config, batch))
+        classify = classify_batches(routes_of(self.config), self._wire)
         classified = (
-            batch.mapInArrow(
-                classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
-            )
+            batch.mapInArrow(then(splitter(self.config), classify), CLASSIFIED_SCHEMA)
             .withColumn("seq", F.monotonically_increasing_id())
             .persist()
         )
@@ -605,7 +604,7 @@ class LedgerStage:
             self.watch.skipped()
         checkpoint = self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
         writer = (
-            raw_messages(self.spark, self.config)
+            raw_input(self.spark, self.config)
             .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(checkpoint))
             .foreachBatch(self.process_batch)
