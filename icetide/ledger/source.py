@@ -95,8 +95,8 @@ def split_files() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatc
     return run
 
 
-def landing_files(spark: SparkSession, path: str, max_files: int) -> DataFrame:
-    """The files of a landing folder as a stream of whole files (``BINARY_FILE_SCHEMA``).
+def file_messages(spark: SparkSession, path: str, max_files: int) -> DataFrame:
+    """Newline-delimited JSON files in a landing folder → (message_id, raw, receipt).
 
     Files are read whole, as bytes, so each line keeps its number and its exact bytes.
     Writers must publish a file complete and never change it (write elsewhere or under a
@@ -110,41 +110,9 @@ def landing_files(spark: SparkSession, path: str, max_files: int) -> DataFrame:
         .option("maxFilesPerTrigger", max_files)
         .load(path)
     )
-    return files.select("path", "modificationTime", "length", "content")
-
-
-def file_messages(spark: SparkSession, path: str, max_files: int) -> DataFrame:
-    """Newline-delimited JSON files in a landing folder → (message_id, raw, receipt)."""
-    return landing_files(spark, path, max_files).mapInArrow(split_files(), MESSAGES_SCHEMA)
-
-
-ArrowMap = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-"""A ``mapInArrow`` function."""
-
-
-def splitter(config: Config) -> ArrowMap | None:
-    """What turns a micro-batch of :func:`raw_input` into messages: :func:`split_files`
-    for landing files, None for messages already (Kafka's)."""
-    return None if config.transport.type == "kafka" else split_files()
-
-
-def messages_of(config: Config, batch: DataFrame) -> DataFrame:
-    """A micro-batch of :func:`raw_input` as (message_id, raw, receipt)."""
-    split = splitter(config)
-    return batch if split is None else batch.mapInArrow(split, MESSAGES_SCHEMA)
-
-
-def then(first: ArrowMap | None, second: ArrowMap) -> ArrowMap:
-    """``second`` run on what ``first`` yields, in the same Python worker: the messages
-    split from a landing file go straight on to be classified, instead of crossing to
-    the JVM and back between two ``mapInArrow`` steps (session 38)."""
-    if first is None:
-        return second
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return second(first(batches))
-
-    return run
+    return files.select("path", "modificationTime", "length", "content").mapInArrow(
+        split_files(), MESSAGES_SCHEMA
+    )
 
 
 def kafka_messages(spark: SparkSession, config: Config) -> DataFrame:
@@ -174,13 +142,11 @@ def kafka_messages(spark: SparkSession, config: Config) -> DataFrame:
     )
 
 
-def raw_input(spark: SparkSession, config: Config) -> DataFrame:
-    """The configured transport as a stream: Kafka's messages as (message_id, raw,
-    receipt), or a landing folder's whole files, split into messages by
-    :func:`splitter`'s function in the same Python step that classifies them."""
+def raw_messages(spark: SparkSession, config: Config) -> DataFrame:
+    """The configured transport as a stream of (message_id, raw, receipt)."""
     transport = config.transport
     if transport.type == "kafka":
         return kafka_messages(spark, config)
     landing = config.resolved_path(transport.path)
     landing.mkdir(parents=True, exist_ok=True)
-    return landing_files(spark, str(landing), transport.max_files_per_trigger)
+    return file_messages(spark, str(landing), transport.max_files_per_trigger)

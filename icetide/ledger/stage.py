@@ -53,7 +53,7 @@ from icetide.ledger.signals import (
     OnVersions,
     schema_change_signal,
 )
-from icetide.ledger.source import messages_of, raw_input, splitter, then
+from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
 from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
@@ -266,10 +266,11 @@ class LedgerStage:
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
-        self._wire = wire_for(self.config, messages_of(self.config, batch))
-        classify = classify_batches(routes_of(self.config), self._wire)
+        self._wire = wire_for(self.config, batch)
         classified = (
-            batch.mapInArrow(then(splitter(self.config), classify), CLASSIFIED_SCHEMA)
+            batch.mapInArrow(
+                classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
+            )
             .withColumn("seq", F.monotonically_increasing_id())
             .persist()
         )
@@ -604,7 +605,7 @@ class LedgerStage:
             self.watch.skipped()
         checkpoint = self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
         writer = (
-            raw_input(self.spark, self.config)
+            raw_messages(self.spark, self.config)
             .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(checkpoint))
             .foreachBatch(self.process_batch)

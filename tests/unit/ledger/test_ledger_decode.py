@@ -160,34 +160,3 @@ def test_routing_uses_the_server_name_when_the_table_has_one() -> None:
     table, status, reason, error = classify_one(line(doc), routes)
     assert (table, status, reason) == (None, DEAD, "unknown_table")
     assert "'other'" in error and "'mysql', 'pg'" in error
-
-
-def test_landing_files_split_and_classified_in_one_step_as_in_two() -> None:
-    """The ledger splits a landing file and classifies its messages in one Python step
-    (``then``): every message and the file's receipt come out as from the two steps."""
-    from icetide.ledger.decode import classify_batches
-    from icetide.ledger.source import split_files, then
-
-    good = line(event(4, 1))
-    content = good + b"\n\n{not json\n" + good + b"\n"
-    files = pa.RecordBatch.from_pydict(
-        {
-            "path": ["file:/landing/events-1.json"],
-            "modificationTime": pa.array([1_700_000_000_000_000], pa.timestamp("us")),
-            "length": [len(content)],
-            "content": pa.array([content], pa.binary()),
-        }
-    )
-    classify = classify_batches(ROUTES)
-    two_steps = [b.to_pylist() for b in classify(list(split_files()([files])))]
-    one_step = [b.to_pylist() for b in then(split_files(), classify)([files])]
-    assert one_step == two_steps
-    rows = [row for batch in one_step for row in batch]
-    assert [r["message_id"] for r in rows] == [
-        "events-1.json",
-        "events-1.json:1",
-        "events-1.json:3",
-        "events-1.json:4",
-    ]
-    assert [r["status"] for r in rows] == ["file", ROW, DEAD, ROW]
-    assert then(None, classify) is classify  # Kafka's messages need no split
