@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -249,7 +250,8 @@ def accumulate(
     rows: int,
     merges: int = 20,
     compact_every: int | None = None,
-) -> dict[str, float]:
+    layout: str = "mor-v2",
+) -> dict[str, Any]:
     """Base read time after ``merges`` merges as ``auto`` chooses them (0.1% changes each,
     in order: ``delete_insert``) against the same base freshly compacted, the two
     snapshots read in turn; and delete files accumulated. The read is also timed after
@@ -257,11 +259,12 @@ def accumulate(
     "after the 20th" is one point of a cycle, and the cycle's mean and worst say what a
     reader meets between rewrites.
     ``compact_every`` is the tables' ``merge.compact_every`` (None: the default, the
-    merge's own small-file rewrite; 0: none)."""
+    merge's own small-file rewrite; 0: none); ``layout`` the base's (merge-on-read with
+    v2 position deletes or v3 deletion vectors, or copy-on-write)."""
     config = bench_config(work, strategy="auto", compact_every=compact_every)
-    tables = build_tables(spark, config, rows, 0.001, Mix(), history=1)
+    tables = build_tables(spark, config, rows, 0.001, Mix(), history=1, layouts=(layout,))
     stage = MergeStage(spark, pipeline(config))
-    base, ledger = Tables.base("mor-v2"), Tables.ledger("mor-v2")
+    base, ledger = Tables.base(layout), Tables.ledger(layout)
     merge_seconds: list[float] = []
     cycle: list[float] = []
     compactions = rewritten = 0
@@ -289,7 +292,7 @@ def accumulate(
             ledger_batch(spark, rows, 0.001, Mix(), 100 + i, salt=i * 7 + 3), ledger, BUCKETS
         )
         started = time.perf_counter()
-        result = stage.merge_table(Tables.table("mor-v2"))
+        result = stage.merge_table(Tables.table(layout))
         merge_seconds.append(time.perf_counter() - started)
         if result.compaction is not None and result.compaction.rewritten:
             compactions += 1
@@ -339,6 +342,8 @@ def accumulate(
         "delete_files": deletes_before,
         "data_files_compacted": data_after,
         "delete_files_compacted": deletes_after,
+        "layout": layout,
+        "cycle": [round(c / compacted, 2) for c in cycle],
     }
 
 
@@ -378,6 +383,13 @@ def main(argv: list[str] | None = None) -> int:
         help="merge.compact_every for the 20-merge read test (default: the table default)",
     )
     parser.add_argument(
+        "--accumulate-layout",
+        choices=("mor-v2", "mor-v3", "cow"),
+        default="mor-v2",
+        help="the base's layout for the 20-merge read test: merge-on-read with v2 position "
+        "deletes (default) or v3 deletion vectors, or copy-on-write",
+    )
+    parser.add_argument(
         "--no-figures",
         action="store_true",
         help="seed the ledger without the merge figures (as written before they existed): "
@@ -393,7 +405,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark = build_session(bench_config(work))
     if args.variants == "none":  # only the 20-merge read test
-        acc = accumulate(spark, work, args.accumulate, compact_every=args.compact_every)
+        acc = accumulate(
+            spark,
+            work,
+            args.accumulate,
+            compact_every=args.compact_every,
+            layout=args.accumulate_layout,
+        )
         text = render_accumulated(acc, args.accumulate, load_at_start)
         print(text)
         if args.results:
@@ -433,7 +451,13 @@ def main(argv: list[str] | None = None) -> int:
     if "floor" in wanted:
         results["floor (pyarrow)"] = floor(spark, work, bench, args.repeat)
     acc = (
-        accumulate(spark, work_dir(), args.accumulate, compact_every=args.compact_every)
+        accumulate(
+            spark,
+            work_dir(),
+            args.accumulate,
+            compact_every=args.compact_every,
+            layout=args.accumulate_layout,
+        )
         if args.accumulate
         else None
     )
@@ -450,7 +474,7 @@ def render(
     mix: Mix,
     events: int,
     results: dict[str, Outcome],
-    acc: dict[str, float] | None,
+    acc: dict[str, Any] | None,
     where: str,
 ) -> str:
     naive = results.get("naive")
@@ -499,7 +523,7 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> str:
+def render_accumulated(acc: dict[str, Any], rows: int, where: str | None) -> str:
     """The 20-merge read test as one paragraph."""
     text = (
         f"Base read after {acc['merges']:.0f} merges by auto (0.1% of keys each, "
@@ -514,7 +538,8 @@ def render_accumulated(acc: dict[str, float], rows: int, where: str | None) -> s
         f"{acc['read_after_merges_first_s']:.2f} s, "
         f"{acc['read_after_merges_first_s'] / acc['read_compacted_s']:.2f}x). "
         f"Read after each of the {acc['merges']:.0f} merges against the compacted read: "
-        f"mean {acc['cycle_mean_ratio']:.2f}x, worst {acc['cycle_max_ratio']:.2f}x."
+        f"mean {acc['cycle_mean_ratio']:.2f}x, worst {acc['cycle_max_ratio']:.2f}x "
+        f"({', '.join(f'{c:.2f}' for c in acc['cycle'])}). Layout: {acc['layout']}."
     )
     return text + (f"\n\nMachine: {where}.\n" if where else "")
 

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
 from icetide.spark.calls import options_map, procedure_call
 from icetide.spark.sql import literal
@@ -141,21 +142,47 @@ class PackingTurns:
 
 
 def merges_since_rewrite(summaries: Iterable[Mapping[str, str]]) -> int:
-    """Commits that added data files since the last rewrite (``replace``), from the
+    """Merges that added data files since the last rewrite (``replace``), from the
     lineage's summaries newest first: each added at most one file per bucket.
+
+    A merge may commit twice (``delete_insert``: its DELETE, then its rows appended),
+    both commits naming the same ledger snapshot (the watermark): they count once. On a
+    copy-on-write base both add data files, and counted twice they made the count skip
+    every multiple of ``compact_every`` once it was odd: such a base never packed
+    (session 39). A commit without a watermark (the first load) counts alone.
 
     >>> merges_since_rewrite([{"operation": "overwrite", "added-data-files": "3"},
     ...                       {"operation": "overwrite", "added-data-files": "0"},
     ...                       {"operation": "replace"},
     ...                       {"operation": "append", "added-data-files": "9"}])
     1
+    >>> W = WATERMARK_PROPERTY
+    >>> merges_since_rewrite([{"operation": "append", "added-data-files": "4", W: "8"},
+    ...                       {"operation": "overwrite", "added-data-files": "4", W: "8"},
+    ...                       {"operation": "append", "added-data-files": "4", W: "7"},
+    ...                       {"operation": "overwrite", "added-data-files": "4", W: "7"},
+    ...                       {"operation": "append", "added-data-files": "32"}])
+    3
+
+    On a merge-on-read base the DELETE commits last and adds delete files only:
+
+    >>> merges_since_rewrite([{"operation": "delete", W: "8"},
+    ...                       {"operation": "append", "added-data-files": "4", W: "8"},
+    ...                       {"operation": "delete", W: "7"},
+    ...                       {"operation": "append", "added-data-files": "4", W: "7"}])
+    2
     """
     count = 0
+    counted: str | None = None  # the watermark of the last commit counted
     for summary in summaries:
         if summary.get("operation") == "replace":
             break
-        if int(summary.get("added-data-files", "0") or 0) > 0:
+        watermark = summary.get(WATERMARK_PROPERTY)
+        if int(summary.get("added-data-files", "0") or 0) > 0 and (
+            watermark is None or watermark != counted
+        ):
             count += 1
+            counted = watermark
     return count
 
 
