@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -130,20 +131,22 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
     )
     if strategy is not None:
         p.config = with_merge_strategy(p.config, strategy)
-    workload = generate(37, 240, tables=[TABLE], key_space=60)
-    merges = _rounds(p, plan_rounds(workload, 4, 37, late_rate=0.0), seed=37)
+    # A large first load, then three small merges over a wide key space: each small
+    # merge adds a small file per bucket that the next ones rarely touch (a copy-on-write
+    # merge rewrites the files it deletes from, folding them).
+    workload = generate(37, 2000, tables=[TABLE], key_space=1500)
+    events, first = workload.events, len(workload.events) - 99
+    parts = [replace(workload, events=events[:first])] + [
+        replace(workload, events=events[first + i * 33 : first + (i + 1) * 33]) for i in range(3)
+    ]
+    merges = _rounds(p, parts, seed=37)
     assert [m.events > 0 for m in merges] == [True] * 4
     # The first merge shuffles either way: the base has no snapshot yet.
     assert [m.strategy for m in merges] == ["shuffle"] + [strategy or "shuffle"] * 3
     packed = [m.compaction for m in merges]
     assert packed[:3] == [None, None, None], packed
-    assert packed[3] is not None, packed  # due, and run
-    if mode == "merge-on-read":
-        assert packed[3].rewritten > packed[3].added > 0, packed
-        assert max(data_files_per_partition(spark, p.refs(TABLE).base).values()) < 4
-    # (On copy-on-write these small merges rewrite the files they touch, folding the
-    # buckets' files as they go: the packing finds none small enough here, and the
-    # 1M-row benchmark shows it packing: docs/merge-performance.md, session 39.)
+    assert packed[3] is not None and packed[3].rewritten > packed[3].added > 0, packed
+    assert max(data_files_per_partition(spark, p.refs(TABLE).base).values()) < 4
     assert_matches(p.compare(workload))
 
 
