@@ -31,7 +31,7 @@ demo's tables), so two habits keep it short, both for freshness:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -209,6 +209,26 @@ def packings_since_dangling_removal(summaries: Iterable[Mapping[str, str]]) -> i
         elif int(summary.get("removed-delete-files", "0") or 0) > 0:
             break
     return count
+
+
+def removes_dangling(summaries: Sequence[Mapping[str, str]]) -> bool:
+    """Whether this packing also removes the delete files left dangling: on every
+    ``DANGLING_EVERY``-th packing (:func:`packings_since_dangling_removal`), and only
+    when the base holds delete files (its current snapshot's summary, ``summaries[0]``).
+    A copy-on-write base never does: there the removal's queries would find nothing,
+    commit nothing, and so run again at every packing after.
+
+    >>> due = [{"operation": "replace", "added-data-files": "4"}] * 3
+    >>> removes_dangling([{"total-delete-files": "16"}, *due])
+    True
+    >>> removes_dangling([{"total-delete-files": "0"}, *due])
+    False
+    >>> removes_dangling([{"total-delete-files": "16"}, *due[:2]])
+    False
+    """
+    if not summaries or int(summaries[0].get("total-delete-files", "0") or 0) == 0:
+        return False
+    return packings_since_dangling_removal(summaries) + 1 >= DANGLING_EVERY
 
 
 def small_file_bytes(summary: Mapping[str, str], buckets: int, target_file_size: int) -> int:

@@ -24,13 +24,12 @@ from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
 from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
 from icetide.merge.compact import (
-    DANGLING_EVERY,
     Compaction,
     PackingTurn,
     PackingTurns,
     compact_small_files,
     merges_since_rewrite,
-    packings_since_dangling_removal,
+    removes_dangling,
 )
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
@@ -514,7 +513,6 @@ class MergeStage:
             return None
         if not self._turns.take(turn, name):
             return Compaction(0, 0, deferred=True)
-        dangling = packings_since_dangling_removal(summaries) + 1 >= DANGLING_EVERY
         try:
             with jvm_boundary(f"bin-packing the small files of {base}"):
                 return compact_small_files(
@@ -523,7 +521,7 @@ class MergeStage:
                     snapshot.summary,
                     contract.settings.buckets,
                     self.config.maintenance.target_file_size,
-                    remove_dangling=dangling,
+                    remove_dangling=removes_dangling(summaries),
                 )
         except CommitConflictError as exc:
             # Rows are unchanged either way; the next merge tries again.
