@@ -23,7 +23,8 @@ demo's tables), so two habits keep it short, both for freshness:
 - the delete files a packing leaves dangling (position deletes that no longer apply to
   any live data file: Iceberg's ``remove-dangling-deletes``, a separate action with its
   own queries and commit, about half of a packing's extra time) are removed on every
-  ``DANGLING_EVERY``-th packing only. Until then they cost readers an entry each in the
+  ``DANGLING_EVERY``-th packing only, and only from a base that holds delete files (not
+  a copy-on-write one). Until then they cost readers an entry each in the
   delete manifests, and are skipped at planning (their sequence number is older than
   every data file they could apply to).
 """
