@@ -27,13 +27,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
 from icetide.spark.progress import read_watermark
-from icetide.spark.sql import literal
-from icetide.spark.tables import table_exists
+from icetide.spark.tables import (
+    iceberg_table,
+    lineage_snapshots,
+    metadata_snapshots,
+    table_exists,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,22 +69,30 @@ def _millis_to_utc(millis: int) -> datetime:
 
 def snapshot_time(spark: SparkSession, table: TableName, snapshot_id: int) -> datetime | None:
     """When ``snapshot_id`` of ``table`` was committed; None when it is gone."""
-    rows = spark.sql(
-        f"SELECT unix_millis(committed_at) FROM {table.child('snapshots')} "
-        f"WHERE snapshot_id = {int(snapshot_id)}"
-    ).collect()
-    return _millis_to_utc(int(rows[0][0])) if rows else None
+    _, snapshots = metadata_snapshots(spark, iceberg_table(spark, table))
+    found = [s for s in snapshots if s.snapshot_id == int(snapshot_id)]
+    return _millis_to_utc(found[0].timestamp_ms) if found else None
 
 
 def newest_carrying(spark: SparkSession, table: TableName, key: str) -> datetime | None:
     """Commit time of the newest snapshot on the current lineage whose summary has ``key``."""
-    rows = spark.sql(
-        f"SELECT unix_millis(s.committed_at) FROM {table.child('snapshots')} s "
-        f"JOIN {table.child('history')} h ON s.snapshot_id = h.snapshot_id "
-        f"WHERE h.is_current_ancestor AND s.summary[{literal(key)}] IS NOT NULL "
-        "ORDER BY s.committed_at DESC LIMIT 1"
-    ).collect()
-    return _millis_to_utc(int(rows[0][0])) if rows else None
+    for snapshot in lineage_snapshots(spark, table):
+        if key in snapshot.summary:
+            return _millis_to_utc(snapshot.timestamp_ms)
+    return None
+
+
+def expiry_due(spark: SparkSession, table: TableName, older_than: datetime, keep_last: int) -> bool:
+    """True when ``expire_snapshots`` with these arguments has a snapshot to expire: one
+    committed before ``older_than`` that is not among the newest ``keep_last`` of the
+    current lineage (which Iceberg keeps, the current one always). Asked of the table's
+    metadata first, because the procedure costs Spark jobs even when it expires nothing
+    (its reachable-files comparison), and most runs of a frequent maintenance have
+    nothing to expire."""
+    cut = older_than.timestamp() * 1000
+    kept = {s.snapshot_id for s in islice(lineage_snapshots(spark, table), max(keep_last, 1))}
+    _, snapshots = metadata_snapshots(spark, iceberg_table(spark, table))
+    return any(s.timestamp_ms < cut and s.snapshot_id not in kept for s in snapshots)
 
 
 def keep_for(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.errors import CommitConflictError
 from icetide.maintenance import procedures
 from icetide.maintenance.files import FileCounts, file_counts
-from icetide.maintenance.retention import Keep, keep_for, keep_plain
+from icetide.maintenance.retention import Keep, expiry_due, keep_for, keep_plain
 from icetide.schema.contract.names import TableName
 from icetide.spark.retry import retry_conflicts
 from icetide.spark.tables import table_exists
@@ -134,12 +134,11 @@ class _Maintainer:
             removed_deletes += _first(deletes, "rewritten_delete_files_count")
         expired, cut_off = 0, None
         keep = keep_of()  # after the rewrite: it sees the newest watermark
-        if keep.older_than is not None:
-            cut_off = keep.older_than
+        keep_last = maintenance.snapshots.keep_last
+        cut_off = keep.older_than
+        if cut_off is not None and expiry_due(self.spark, table, cut_off, keep_last):
             expiry = self.call(
-                procedures.expire_snapshots(
-                    table, older_than=cut_off, retain_last=maintenance.snapshots.keep_last
-                ),
+                procedures.expire_snapshots(table, older_than=cut_off, retain_last=keep_last),
                 "expire_snapshots",
             )
             expired = _first(expiry, "deleted_manifest_lists_count")

@@ -13,22 +13,27 @@ schema change is in its three phases (:mod:`icetide.observe.convergence`).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pyspark.sql import functions as F
 
 from icetide.maintenance.files import file_counts
 from icetide.observe.convergence import table_convergence
 from icetide.schema.contract import ledger as c
-from icetide.spark.progress import read_new_events, read_watermark
+from icetide.spark.progress import events_after, read_watermark
 from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
+    from icetide.schema.contract.names import TableName
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,24 +96,54 @@ def _human(seconds: float) -> str:
     return " ".join(parts)
 
 
+_KEPT = 256
+_by_snapshot: OrderedDict[tuple[str, str, int], Any] = OrderedDict()
+
+
+def _of_snapshot(what: str, table: TableName, snapshot: int, compute: Callable[[], T]) -> T:
+    """``compute``'s answer about one snapshot of ``table``, computed once: a snapshot's
+    rows never change, and the observer asks again every few seconds, so between two
+    commits it asks Spark nothing (the most recent answers are kept)."""
+    key = (what, table.sql, snapshot)
+    if key in _by_snapshot:
+        _by_snapshot.move_to_end(key)
+        return cast("T", _by_snapshot[key])
+    value = compute()
+    _by_snapshot[key] = value
+    while len(_by_snapshot) > _KEPT:
+        _by_snapshot.popitem(last=False)
+    return value
+
+
 def newest_applied(spark: SparkSession, refs: TableRefs, watermark: int | None) -> datetime | None:
     """Source commit time of the newest event merged so far (ledger up to the watermark)."""
     if watermark is None:
         return None
-    frame = spark.read.format("iceberg").option("snapshot-id", watermark).load(refs.cdc.dotted)
-    row = frame.agg(F.max(c.SOURCE_TS)).first()
-    value = row[0] if row is not None else None
-    if not isinstance(value, datetime):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+    def compute() -> datetime | None:
+        reader = spark.read.format("iceberg").option("snapshot-id", watermark)
+        row = reader.load(refs.cdc.dotted).agg(F.max(c.SOURCE_TS)).first()
+        value = row[0] if row is not None else None
+        if not isinstance(value, datetime):
+            return None
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+    return _of_snapshot("newest_applied", refs.cdc, watermark, compute)
 
 
 def dead_letters_by_reason(spark: SparkSession, refs: TableRefs) -> dict[str, int]:
     """The table's dead letters counted by reason."""
     if not table_exists(spark, refs.dlt):
         return {}
-    rows = spark.table(refs.dlt.sql).groupBy("reason").count().collect()
-    return {str(r["reason"]): int(r["count"]) for r in sorted(rows, key=lambda r: str(r[0]))}
+    snapshot = current_snapshot_id(spark, refs.dlt)
+    if snapshot is None:
+        return {}
+
+    def compute() -> dict[str, int]:
+        rows = spark.table(refs.dlt.sql).groupBy("reason").count().collect()
+        return {str(r["reason"]): int(r["count"]) for r in sorted(rows, key=lambda r: str(r[0]))}
+
+    return dict(_of_snapshot("dead_letters", refs.dlt, snapshot, compute))
 
 
 def observe_table(
@@ -124,7 +159,7 @@ def observe_table(
     end = current_snapshot_id(spark, refs.cdc) if has_ledger else None
     lag = 0
     if end is not None and end != watermark:
-        lag = int(read_new_events(spark, refs.cdc, watermark, end).count())
+        lag = events_after(spark, refs.cdc, watermark, end)
     applied = newest_applied(spark, refs, watermark) if has_ledger else None
     freshness = (now - applied).total_seconds() if applied is not None else None
     breached = sla is not None and (freshness is None or freshness > sla.total_seconds())

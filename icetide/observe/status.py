@@ -22,7 +22,7 @@ from icetide.observe.convergence import Convergence, render_convergence, table_c
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import STRATEGY_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.progress import read_new_events, read_watermark
+from icetide.spark.progress import events_after, read_watermark
 from icetide.spark.sql import literal
 from icetide.spark.tables import (
     TableRefs,
@@ -86,7 +86,7 @@ def table_status(
     last_commit: str | None = None
     if end is not None:
         if end != watermark:
-            lag = int(read_new_events(spark, refs.cdc, watermark, end).count())
+            lag = events_after(spark, refs.cdc, watermark, end)
         row = spark.table(refs.cdc.sql).agg(F.max(c.INGESTED_AT)).first()
         if row is not None and isinstance(row[0], datetime):
             last_commit = row[0].isoformat()

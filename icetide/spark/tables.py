@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
 from icetide.spark.jvm import jvm_class
-from icetide.spark.sql import literal, qualified
+from icetide.spark.sql import qualified
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,15 +72,15 @@ def latest_snapshot_property(
 ) -> dict[str, str] | None:
     """The summary of the newest snapshot (on the current lineage) that carries ``key``.
 
-    Stages keep their progress in snapshot summaries, so this is how they find it again.
+    Stages keep their progress in snapshot summaries, so this is how they find it again:
+    from the table's metadata (:func:`lineage_snapshots`), not a Spark query joining its
+    ``snapshots`` and ``history`` tables, which was a Spark job on every look-up (the
+    observer and maintenance ask for every table, every few seconds under ``icetide run``).
     """
-    rows = spark.sql(
-        f"SELECT s.summary FROM {table}.snapshots s JOIN {table}.history h "
-        "ON s.snapshot_id = h.snapshot_id "
-        f"WHERE h.is_current_ancestor AND s.summary[{literal(key)}] IS NOT NULL "
-        "ORDER BY h.made_current_at DESC, s.committed_at DESC LIMIT 1"
-    ).collect()
-    return dict(rows[0][0]) if rows else None
+    for snapshot in lineage_snapshots(spark, table):
+        if key in snapshot.summary:
+            return dict(snapshot.summary)
+    return None
 
 
 def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
@@ -189,12 +189,12 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
     return (None if current in (None, -1) else int(current)), snapshots
 
 
-def lineage_summaries(
+def lineage_snapshots(
     spark: SparkSession, table: TableName, loaded: Any = None
-) -> Iterator[Mapping[str, str]]:
-    """The summaries of ``table``'s current snapshot and its ancestors, newest first
-    (of ``loaded``, its Iceberg table, when the caller has it), from
-    :func:`metadata_snapshots`."""
+) -> Iterator[Snapshot]:
+    """``table``'s current snapshot and its ancestors, newest first (of ``loaded``, its
+    Iceberg table, when the caller has it), from :func:`metadata_snapshots`: the current
+    lineage, following parent ids, so a rolled-back branch is not on it."""
     current, listed = metadata_snapshots(spark, loaded or iceberg_table(spark, table))
     snapshots = {s.snapshot_id: s for s in listed}
     seen: set[int] = set()
@@ -203,8 +203,16 @@ def lineage_summaries(
             return
         seen.add(current)
         snapshot = snapshots[current]
-        yield snapshot.summary
+        yield snapshot
         current = snapshot.parent_id
+
+
+def lineage_summaries(
+    spark: SparkSession, table: TableName, loaded: Any = None
+) -> Iterator[Mapping[str, str]]:
+    """The summaries of :func:`lineage_snapshots`, newest first."""
+    for snapshot in lineage_snapshots(spark, table, loaded):
+        yield snapshot.summary
 
 
 def base_rows(spark: SparkSession, table: TableName) -> int:

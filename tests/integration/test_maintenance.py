@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,15 @@ from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.maintenance.files import data_files_per_partition, file_counts
-from icetide.maintenance.retention import snapshot_time
+from icetide.maintenance.retention import expiry_due, snapshot_time
 from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintain_table
 from icetide.merge.compact import DANGLING_EVERY
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
-from icetide.spark.progress import read_watermark
+from icetide.spark.progress import events_after, read_watermark
 from icetide.spark.retry import retry_conflicts
 from icetide.spark.sql import literal
-from icetide.spark.tables import lineage_summaries
+from icetide.spark.tables import current_snapshot_id, lineage_summaries
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"
@@ -75,6 +76,10 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     refs = p.refs(TABLE)
     before = file_counts(spark, refs.base)
     assert before.data_files > 16 and before.delete_files > 0, before
+    # The counts come from the snapshot summaries' totals: they are the files' own.
+    assert before.data_files == sum(data_files_per_partition(spark, refs.base).values())
+    delete_files = spark.sql(f"SELECT count(*) FROM {refs.base.child('delete_files')}")
+    assert before.delete_files == delete_files.first()[0]  # type: ignore[index]
     several = [n for n in data_files_per_partition(spark, refs.base).values() if n > 1]
     assert len(several) > 16 // 2, f"only {len(several)} buckets hold several data files"
 
@@ -86,6 +91,11 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     assert watermark is not None
     ledger_snapshots = file_counts(spark, refs.cdc).snapshots
     rows = p.base(TABLE)
+    # Expiry is called only when a snapshot is due (it costs Spark jobs even when not).
+    now = datetime.now(UTC)
+    assert expiry_due(spark, refs.base, now, keep_last=1)
+    assert not expiry_due(spark, refs.base, now, keep_last=before.snapshots)
+    assert not expiry_due(spark, refs.base, now - timedelta(days=1), keep_last=1)
 
     result = maintain_table(spark, p.pipeline, TABLE)
 
@@ -102,6 +112,12 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     assert snapshot_time(spark, refs.cdc, watermark) is not None
     assert read_watermark(spark, refs.base) == watermark
     assert last_maintenance(p.pipeline, TABLE)["outcome"] == "ok"  # type: ignore[index]
+    # The lag (the events after the watermark) from the ledger's summaries, across the
+    # ledger's rewrite (a replace commit, which adds no events), and the whole ledger.
+    end = current_snapshot_id(spark, refs.cdc)
+    assert end is not None and end != watermark
+    assert events_after(spark, refs.cdc, watermark, end) == len(parts[MERGES].events)
+    assert events_after(spark, refs.cdc, None, end) == spark.table(refs.cdc.sql).count()
     # And the next merge picks up exactly where the watermark says.
     [after] = [r for r in p.merge() if r.table == TABLE]
     assert after.start_snapshot == watermark and after.events == len(parts[MERGES].events)
