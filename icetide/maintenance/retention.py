@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 
 from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.progress import read_watermark
 from icetide.spark.tables import (
     iceberg_table,
+    lineage_of,
     lineage_snapshots,
     metadata_snapshots,
     table_exists,
@@ -74,14 +74,6 @@ def snapshot_time(spark: SparkSession, table: TableName, snapshot_id: int) -> da
     return _millis_to_utc(found[0].timestamp_ms) if found else None
 
 
-def newest_carrying(spark: SparkSession, table: TableName, key: str) -> datetime | None:
-    """Commit time of the newest snapshot on the current lineage whose summary has ``key``."""
-    for snapshot in lineage_snapshots(spark, table):
-        if key in snapshot.summary:
-            return _millis_to_utc(snapshot.timestamp_ms)
-    return None
-
-
 def expiry_due(spark: SparkSession, table: TableName, older_than: datetime, keep_last: int) -> bool:
     """True when ``expire_snapshots`` with these arguments has a snapshot to expire: one
     committed before ``older_than`` that is not among the newest ``keep_last`` of the
@@ -90,8 +82,8 @@ def expiry_due(spark: SparkSession, table: TableName, older_than: datetime, keep
     (its reachable-files comparison), and most runs of a frequent maintenance have
     nothing to expire."""
     cut = older_than.timestamp() * 1000
-    kept = {s.snapshot_id for s in islice(lineage_snapshots(spark, table), max(keep_last, 1))}
-    _, snapshots = metadata_snapshots(spark, iceberg_table(spark, table))
+    current, snapshots = metadata_snapshots(spark, iceberg_table(spark, table))
+    kept = {s.snapshot_id for s in islice(lineage_of(current, snapshots), max(keep_last, 1))}
     return any(s.timestamp_ms < cut and s.snapshot_id not in kept for s in snapshots)
 
 
@@ -103,14 +95,21 @@ def keep_for(
     windows = [retention, config.merge.tombstone_retention]
     base_needed: list[datetime] = []
     reasons = ["max_age", "merge.tombstone_retention"]
-    if table_exists(spark, base):
-        for key, why in ((WATERMARK_PROPERTY, "watermark"), (BOOTSTRAP_STATE, "bootstrap")):
-            moment = newest_carrying(spark, base, key)
-            if moment is not None:
-                base_needed.append(moment)
-                reasons.append(f"newest {why} snapshot")
+    # The base's lineage, read once: the newest snapshots carrying the watermark and the
+    # bootstrap state.
+    lineage = list(lineage_snapshots(spark, base)) if table_exists(spark, base) else []
+    newest = {
+        key: next((s for s in lineage if key in s.summary), None)
+        for key in (WATERMARK_PROPERTY, BOOTSTRAP_STATE)
+    }
+    for key, why in ((WATERMARK_PROPERTY, "watermark"), (BOOTSTRAP_STATE, "bootstrap")):
+        carrying = newest[key]
+        if carrying is not None:
+            base_needed.append(_millis_to_utc(carrying.timestamp_ms))
+            reasons.append(f"newest {why} snapshot")
     base_keep = Keep(base, expire_before(now, windows, base_needed), tuple(reasons))
-    watermark = read_watermark(spark, base) if table_exists(spark, base) else None
+    marked = newest[WATERMARK_PROPERTY]
+    watermark = int(marked.summary[WATERMARK_PROPERTY]) if marked is not None else None
     moment = snapshot_time(spark, ledger, watermark) if watermark is not None else None
     if moment is None:
         # Never merged (or the watermark's snapshot is already gone, when the merge

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,9 +193,18 @@ def lineage_snapshots(
     spark: SparkSession, table: TableName, loaded: Any = None
 ) -> Iterator[Snapshot]:
     """``table``'s current snapshot and its ancestors, newest first (of ``loaded``, its
-    Iceberg table, when the caller has it), from :func:`metadata_snapshots`: the current
-    lineage, following parent ids, so a rolled-back branch is not on it."""
-    current, listed = metadata_snapshots(spark, loaded or iceberg_table(spark, table))
+    Iceberg table, when the caller has it), from :func:`metadata_snapshots`."""
+    return lineage_of(*metadata_snapshots(spark, loaded or iceberg_table(spark, table)))
+
+
+def lineage_of(current: int | None, listed: Iterable[Snapshot]) -> Iterator[Snapshot]:
+    """The current lineage in ``listed`` (as :func:`metadata_snapshots` returns it), newest
+    first: parent ids followed from ``current``, so a rolled-back branch is not on it.
+
+    >>> listed = [Snapshot(1, None, {}), Snapshot(2, 1, {}), Snapshot(3, 1, {})]
+    >>> [s.snapshot_id for s in lineage_of(3, listed)]
+    [3, 1]
+    """
     snapshots = {s.snapshot_id: s for s in listed}
     seen: set[int] = set()
     while current is not None and current in snapshots:
