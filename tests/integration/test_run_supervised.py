@@ -70,7 +70,6 @@ def read_page(port: int, table: str) -> dict[str, str]:
     """The figures of ``table`` as the headless browser renders them."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
@@ -78,24 +77,34 @@ def read_page(port: int, table: str) -> dict[str, str]:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    # The page redraws its rows every two seconds, so elements found one call apart can be
+    # gone by the next (a stale element). One script reads every figure in one go: the
+    # redraw after each fetch is synchronous, so the script sees one whole rendering.
+    snapshot = """
+        const table = arguments[0], figures = {};
+        const cells = document.querySelectorAll('td[data-table="' + table + '"]');
+        if (!cells.length) return null;
+        for (const e of cells) figures[e.dataset.field] = e.innerText;
+        for (const key of ["reason", "phase"]) {
+          const css = 'span[data-table="' + table + '"][data-' + key + ']';
+          const spans = document.querySelectorAll(css);
+          for (const e of spans) figures[e.dataset.field + "." + e.dataset[key]] = e.innerText;
+        }
+        const points = document.querySelector('td[data-table="' + table + '"] polyline');
+        const drawn = points ? (points.getAttribute("points") || "").trim() : "";
+        figures.chart_points = String(drawn ? drawn.split(/\\s+/).length : 0);
+        return figures;
+    """
     try:
         driver.get(f"http://127.0.0.1:{port}/")
-        cell = f'td[data-table="{table}"][data-field="freshness_seconds"]'
-        WebDriverWait(driver, 60, poll_frequency=0.2).until(
-            lambda d: d.find_element(By.CSS_SELECTOR, cell).text not in ("", "-")
-        )
-        figures = {
-            str(e.get_attribute("data-field")): e.text
-            for e in driver.find_elements(By.CSS_SELECTOR, f'td[data-table="{table}"]')
-        }
-        for key in ("reason", "phase"):
-            css = f'span[data-table="{table}"][data-{key}]'
-            for e in driver.find_elements(By.CSS_SELECTOR, css):
-                name = f"{e.get_attribute('data-field')}.{e.get_attribute(f'data-{key}')}"
-                figures[name] = e.text
-        # The chart is drawn: one point per observation so far.
-        points = driver.find_element(By.CSS_SELECTOR, f'td[data-table="{table}"] polyline')
-        figures["chart_points"] = str(len((points.get_attribute("points") or "").split()))
+
+        def rendered(d: Any) -> dict[str, str] | None:
+            figures = d.execute_script(snapshot, table)
+            if not figures or figures.get("freshness_seconds") in (None, "", "-"):
+                return None
+            return {str(k): str(v) for k, v in figures.items()}
+
+        figures: dict[str, str] = WebDriverWait(driver, 60, poll_frequency=0.2).until(rendered)
         return figures
     finally:
         driver.quit()
