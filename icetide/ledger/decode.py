@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -350,10 +351,12 @@ def projected_arrow_schema(projection: Projection | TableSchema) -> pa.Schema:
 
 
 def projected_spark_schema(projection: Projection | TableSchema) -> str:
-    """The same schema as Spark DDL, for ``mapInArrow``."""
+    """The schema of :func:`project_batches` output as Spark DDL, for ``mapInArrow``:
+    :func:`projected_arrow_schema`, then the batch's ingestion time (``_ingested_at``)."""
     ledger = TableContract(Projection.of(projection).layout).ledger_written_columns()
     status = [f"{n} STRING" for n in (STATUS, REASON, ERROR)]
-    return ", ".join([*ledger, *status, f"{RAW} BINARY", f"{EXTRA} ARRAY<STRING>"])
+    stamp = f"{c.INGESTED_AT} TIMESTAMP"
+    return ", ".join([*ledger, *status, f"{RAW} BINARY", f"{EXTRA} ARRAY<STRING>", stamp])
 
 
 def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, Any] | None:
@@ -455,19 +458,32 @@ def unmapped(schema: TableSchema) -> TableSchema:
 
 
 def project_batches(
-    projection: Projection | TableSchema, wire: Wire | None = None, refused: Refused | None = None
+    projection: Projection | TableSchema,
+    ingested_at: datetime,
+    wire: Wire | None = None,
+    refused: Refused | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function that turns one table's messages into ledger rows.
 
     Each message is typed by the source schema (:func:`project_one`); when the table's
     sink config maps, renames or converts columns, the whole batch is then converted at
-    once (:func:`to_sink`).
+    once (:func:`to_sink`). Every row carries ``ingested_at``, the batch's ingestion
+    time, made here rather than as a literal in the append's query: Spark writes a
+    timestamp literal's value into the code it generates, so a new value every batch
+    compiled the append's code anew, and the JVM's JIT compiler had to start over on it
+    at every micro-batch (docs/merge-performance.md, session 41).
     """
     projection = Projection.of(projection)
     layout = projection.layout
     arrow_schema = projected_arrow_schema(projection)
     contract = TableContract(layout)
     source_arrow = projected_arrow_schema(unmapped(layout))
+    stamp = pa.field(c.INGESTED_AT, pa.timestamp("us", tz="UTC"))
+    at = pa.scalar(ingested_at, stamp.type)
+
+    def stamped(batch: pa.RecordBatch) -> pa.RecordBatch:
+        columns = [*batch.columns, pa.repeat(at, batch.num_rows)]
+        return pa.RecordBatch.from_arrays(columns, schema=batch.schema.append(stamp))
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -479,9 +495,11 @@ def project_batches(
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
             if layout.sink.maps:
-                yield to_sink(to_arrow(rows, raws, source_arrow), contract, raws, arrow_schema)
+                yield stamped(
+                    to_sink(to_arrow(rows, raws, source_arrow), contract, raws, arrow_schema)
+                )
             else:
-                yield to_arrow(rows, raws, arrow_schema)
+                yield stamped(to_arrow(rows, raws, arrow_schema))
 
     return run
 

@@ -389,7 +389,7 @@ def _into_ledger(
     schema = pipeline.schema(table)
     messages = spark.createDataFrame(list(subset.items()), "message_id STRING, raw BINARY")
     projected = messages.mapInArrow(
-        project_batches(schema, wire, refused), projected_spark_schema(schema)
+        project_batches(schema, datetime.now(UTC), wire, refused), projected_spark_schema(schema)
     ).persist()
     try:
         for r in (
@@ -436,17 +436,12 @@ def _delete_letters(spark: SparkSession, dlt: str, ids: Sequence[str]) -> None:
 
 
 def _append_ledger(rows: DataFrame, ledger: str, schema: Any) -> None:
-    stamped = (c.INGESTED_AT, c.SCHEMA_VERSION)
     stored = TableContract(schema).target
     columns = [quote(col.name) for col in stored.key_columns] + [
-        m for m in c.META_COLUMNS if m not in stamped
+        m for m in c.META_COLUMNS if m != c.SCHEMA_VERSION
     ]
     now = datetime.now(UTC)
-    stamped_rows = rows.select(
-        *columns,
-        F.lit(now).alias(c.INGESTED_AT),
-        F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION),
-    )
+    stamped_rows = rows.select(*columns, F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION))
     (
         align_to(stamped_rows, rows.sparkSession.table(ledger).schema)
         .writeTo(ledger)

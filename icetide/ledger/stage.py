@@ -441,7 +441,7 @@ class LedgerStage:
         """Project each table's messages and append them: the projections and their
         figures come out of one Spark job for every table (a job's fixed cost is most of
         a micro-batch's time at a steady rate), then one append per table."""
-        shares = [self._share(name, classified, refused.get(name)) for name in names]
+        shares = [self._share(name, classified, refused.get(name), now) for name in names]
         signals: list[ChangeSignal] = []
         try:
             stats = self._share_stats(shares)
@@ -459,7 +459,9 @@ class LedgerStage:
                 share.projected.unpersist()
         return signals
 
-    def _share(self, name: str, classified: DataFrame, refused: Refused | None) -> _Share:
+    def _share(
+        self, name: str, classified: DataFrame, refused: Refused | None, now: datetime
+    ) -> _Share:
         """One table's part of the batch, projected (lazily, persisted once computed)."""
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/versions.py).
@@ -469,7 +471,9 @@ class LedgerStage:
         projected = (
             mine.where(F.col("status") == ROW)
             .select("message_id", "raw")
-            .mapInArrow(project_batches(plan, self._wire, refused), projected_spark_schema(plan))
+            .mapInArrow(
+                project_batches(plan, now, self._wire, refused), projected_spark_schema(plan)
+            )
             .persist()
         )
         return _Share(name, plan, mine, projected, TableContract(plan.layout).target)
@@ -544,7 +548,7 @@ class LedgerStage:
             ]
             rows = projected.where(F.col(STATUS) == ROW).select(
                 *ledger_cols,
-                F.lit(now).alias(c.INGESTED_AT),
+                c.INGESTED_AT,  # the projection's: a literal here would compile per batch
                 F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
             )
             appended = [r for r in stats if r[STATUS] == ROW]

@@ -127,8 +127,9 @@ class TableContract:
         ]
 
     def ledger_written_columns(self) -> list[str]:
-        """The ledger columns the decoder fills (all but the two the stage stamps:
-        ingestion time and schema version), as SQL definitions."""
+        """The ledger columns the decoder fills from each message (all but the two
+        stamped per append, :data:`~icetide.schema.contract.ledger.STAMPED`), as SQL
+        definitions."""
         return [d for d in self.ledger_columns() if d.split(" ", 1)[0] not in c.STAMPED]
 
     def ledger_arrow(self) -> list[pa.Field]:

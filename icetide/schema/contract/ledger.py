@@ -41,7 +41,9 @@ META_COLUMNS = (
     RESCUED,
 )
 STAMPED = (INGESTED_AT, SCHEMA_VERSION)
-"""The ledger columns the stage stamps per append (the decoder fills the others)."""
+"""The ledger columns stamped once per append, the same on every row of it: the ingestion
+time (the projection step adds it, ledger/decode.py) and the schema version (the stage);
+the decoder fills the others from each message."""
 ROW_IMAGES = (AFTER, BEFORE)
 """The struct columns holding a full row image each."""
 POSITION_SQL = "DECIMAL(38,0)"

@@ -92,9 +92,12 @@ def project(raws: list[bytes]) -> list[dict[str, Any]]:
     batch = pa.RecordBatch.from_pydict(
         {"message_id": [f"m{i}" for i in range(len(raws))], "raw": raws}
     )
-    out = list(project_batches(USERS)([batch]))
+    out = list(project_batches(USERS, INGESTED)([batch]))
     assert len(out) == 1
     return out[0].to_pylist()
+
+
+INGESTED = datetime(2026, 11, 28, 13, 0, tzinfo=UTC)
 
 
 def test_the_ledger_row_has_the_iceberg_names_types_and_converted_values() -> None:
@@ -109,6 +112,7 @@ def test_the_ledger_row_has_the_iceberg_names_types_and_converted_values() -> No
     assert after["card"] == "************4444"
     assert after["nick"] == "ann"
     assert row["_before"] is None
+    assert row["_ingested_at"] == INGESTED  # the batch's, on every row
 
 
 def test_a_value_the_sink_cannot_convert_dead_letters_only_its_row() -> None:
