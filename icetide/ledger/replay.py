@@ -388,8 +388,9 @@ def _into_ledger(
     refused = _walk(config, table, subset, wire, on_versions)
     schema = pipeline.schema(table)
     messages = spark.createDataFrame(list(subset.items()), "message_id STRING, raw BINARY")
+    now = datetime.now(UTC)  # the rows' ingestion time and the append's replay property
     projected = messages.mapInArrow(
-        project_batches(schema, datetime.now(UTC), wire, refused), projected_spark_schema(schema)
+        project_batches(schema, now, wire, refused), projected_spark_schema(schema)
     ).persist()
     try:
         for r in (
@@ -404,7 +405,7 @@ def _into_ledger(
         result.already = sorted(str(r[0]) for r in held.select(c.MESSAGE_ID).collect())
         fresh = good.where(~F.col(c.MESSAGE_ID).isin(*result.already)) if result.already else good
         if result.already != sorted(ok_ids):
-            _append_ledger(fresh, refs.cdc.sql, schema)
+            _append_ledger(fresh, refs.cdc.sql, schema, now)
         crash_point("dlt.replay.after_ledger_append")
         result.applied = sorted(ok_ids)
     finally:
@@ -435,12 +436,13 @@ def _delete_letters(spark: SparkSession, dlt: str, ids: Sequence[str]) -> None:
         spark.sql(f"DELETE FROM {dlt} WHERE {_in('message_id', ids)}")
 
 
-def _append_ledger(rows: DataFrame, ledger: str, schema: Any) -> None:
+def _append_ledger(rows: DataFrame, ledger: str, schema: Any, now: datetime) -> None:
+    """Append projected ``rows`` (stamped ``now`` by the projection) to the ledger, the
+    snapshot marked as a replay at ``now``."""
     stored = TableContract(schema).target
     columns = [quote(col.name) for col in stored.key_columns] + [
         m for m in c.META_COLUMNS if m != c.SCHEMA_VERSION
     ]
-    now = datetime.now(UTC)
     stamped_rows = rows.select(*columns, F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION))
     (
         align_to(stamped_rows, rows.sparkSession.table(ledger).schema)
