@@ -439,10 +439,7 @@ def _delete_letters(spark: SparkSession, dlt: str, ids: Sequence[str]) -> None:
 def _append_ledger(rows: DataFrame, ledger: str, schema: Any, now: datetime) -> None:
     """Append projected ``rows`` (stamped ``now`` by the projection) to the ledger, the
     snapshot marked as a replay at ``now``."""
-    stored = TableContract(schema).target
-    columns = [quote(col.name) for col in stored.key_columns] + [
-        m for m in c.META_COLUMNS if m != c.SCHEMA_VERSION
-    ]
+    columns = TableContract(schema).ledger_projected_columns()
     stamped_rows = rows.select(*columns, F.lit(schema.version).cast("int").alias(c.SCHEMA_VERSION))
     (
         align_to(stamped_rows, rows.sparkSession.table(ledger).schema)

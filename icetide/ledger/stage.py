@@ -62,7 +62,6 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.align import align_to
 from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
-from icetide.spark.sql import quote
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 if TYPE_CHECKING:
@@ -519,7 +518,7 @@ class LedgerStage:
     ) -> list[ChangeSignal]:
         """Append one table's rows to its ledger and its dead letters to its dead-letter
         table; the signal of event columns its schema lacks, if any."""
-        name, plan, projected, stored = share.name, share.plan, share.projected, share.stored
+        name, plan, projected = share.name, share.plan, share.projected
         signals: list[ChangeSignal] = []
         refs = self.refs(name)
         buckets = self.config.table(name).buckets
@@ -543,12 +542,8 @@ class LedgerStage:
                         source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
                     )
                 )
-            ledger_cols = [quote(col.name) for col in stored.key_columns] + [
-                m for m in c.META_COLUMNS if m not in c.STAMPED
-            ]
             rows = projected.where(F.col(STATUS) == ROW).select(
-                *ledger_cols,
-                c.INGESTED_AT,  # the projection's: a literal here would compile per batch
+                *TableContract(plan.layout).ledger_projected_columns(),
                 F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
             )
             appended = [r for r in stats if r[STATUS] == ROW]

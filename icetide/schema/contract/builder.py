@@ -126,6 +126,13 @@ class TableContract:
             f"{c.RESCUED} STRING",
         ]
 
+    def ledger_projected_columns(self) -> list[str]:
+        """The ledger columns a projected batch carries (``project_batches``), quoted for a
+        select: the key columns, then every meta column but the schema version, which the
+        append stamps."""
+        keys = [quote(col.name) for col in self.target.key_columns]
+        return keys + [m for m in c.META_COLUMNS if m != c.SCHEMA_VERSION]
+
     def ledger_written_columns(self) -> list[str]:
         """The ledger columns the decoder fills from each message (all but the two
         stamped per append, :data:`~icetide.schema.contract.ledger.STAMPED`), as SQL
