@@ -282,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
         default=120,
         help="also report the events landed this many seconds after the first (default 120)",
     )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the run (spark.conf), repeatable; e.g. "
+        "--spark-conf spark.driver.memory=4g",
+    )
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
@@ -296,10 +304,14 @@ def main(argv: list[str] | None = None) -> int:
             "merge": {"parallel_tables": args.parallel_tables},
         },
     )
-    if args.compact_every is not None:
+    if args.compact_every is not None or args.spark_conf:
         doc = yaml.safe_load(config_path.read_text())
-        for table in doc["tables"]:
-            table.setdefault("merge", {})["compact_every"] = args.compact_every
+        if args.compact_every is not None:
+            for table in doc["tables"]:
+                table.setdefault("merge", {})["compact_every"] = args.compact_every
+        for setting in args.spark_conf:
+            key, _, value = setting.partition("=")
+            doc.setdefault("spark", {}).setdefault("conf", {})[key.strip()] = value.strip()
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     landing = work / "landing"
     landing.mkdir(exist_ok=True)
@@ -349,6 +361,7 @@ def render(
         f"every {args.stream_interval}, merge every {args.merge_interval} "
         f"({args.parallel_tables} table(s) at a time"
         + ("" if args.compact_every is None else f", merge.compact_every {args.compact_every}")
+        + "".join(f", {setting}" for setting in args.spark_conf)
         + f"); {on_time:.0%} of "
         "the one-second landing ticks were on time.",
         "",
