@@ -3,7 +3,8 @@
 ``icetide run`` hands the :class:`Supervisor` one :class:`Task` per stage (capture,
 stream, merge, maintenance, the observer). Each runs in a thread of its own: a round
 (``step``), then a wait of ``interval`` (less after a busy round of a ``catch_up``
-task, see :func:`pause_after`), until a stop is requested. A failed round is
+task, see :func:`pause_after`; cut short after an idle round when the task is woken,
+see :attr:`Task.wake`), until a stop is requested. A failed round is
 reported, and the task is started again after a backoff that doubles up to a ceiling
 (reset by the next good round), so a catalog that is down for a minute costs a few
 retries, not the process. A stop request (Ctrl-C, SIGTERM: :mod:`icetide.stopping`)
@@ -46,6 +47,14 @@ class Task:
     ``interval`` after this one *started* (:func:`pause_after`): a stage falling behind
     its schedule runs its rounds back to back. After an idle round, still a whole
     interval: a pipeline with nothing to do rests."""
+    wake: threading.Event | None = None
+    """Set by another stage when it has made work for this one (the ledger, after a
+    micro-batch stored rows, wakes the merge). It ends the rest after an *idle* round at
+    once, so the first change after a quiet spell does not wait out the interval for an
+    idle round to notice it; after a busy round the cadence stays (at most one round per
+    interval under load). Cleared as each round starts: a wake during a round that
+    found nothing still counts, since that round may have looked before the work
+    arrived."""
     failures: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
 
@@ -131,10 +140,13 @@ class Supervisor:
             for thread in self._threads:
                 thread.join()
 
-    def _wait(self, seconds: float) -> None:
+    def _wait(self, seconds: float, wake: threading.Event | None = None) -> None:
         deadline = time.monotonic() + seconds
         while not self.stop.requested and (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 0.1))
+            if wake is None:
+                time.sleep(min(left, 0.1))
+            elif wake.wait(min(left, 0.1)):
+                break
         self.stop.check()
 
     def _close(self, task: Task) -> None:
@@ -156,10 +168,15 @@ class Supervisor:
                             task.start()
                         started = True
                     began = time.monotonic()
+                    if task.wake is not None:
+                        task.wake.clear()
                     found = task.step()
                     task.failures = 0
                     busy = task.catch_up and bool(found)
-                    self._wait(pause_after(time.monotonic() - began, task.interval, busy))
+                    self._wait(
+                        pause_after(time.monotonic() - began, task.interval, busy),
+                        None if busy else task.wake,
+                    )
                 except Stopped:
                     break
                 except Exception as exc:  # noqa: BLE001 - every failure restarts the task

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from icetide.ledger.stage import LedgerStage
     from icetide.observe.board import StatusBoard
     from icetide.pipeline import Pipeline
-    from icetide.progress import Reporter
+    from icetide.progress import Progress, Reporter, Sink
 
 
 class CaptureChild:
@@ -180,6 +180,20 @@ class Observer:
                 log(f"{health.render()} (recovered)")
 
 
+def wakes_on_stored_rows(wake: threading.Event) -> Sink:
+    """A progress sink that sets ``wake`` when the ledger reports a micro-batch that
+    stored rows: the merge then starts its next round at once if it was resting after
+    an idle one (:attr:`~icetide.supervisor.Task.wake`). A batch of dead letters only
+    leaves nothing to merge."""
+
+    def sink(record: Progress) -> None:
+        events = record.figures.get("events")
+        if record.stage == "ledger" and isinstance(events, dict) and any(events.values()):
+            wake.set()
+
+    return sink
+
+
 def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> None:
     """Metrics, page and page data on ``--metrics-port``, when given."""
     from icetide.observe.metrics import Metrics, MetricsServer
@@ -235,7 +249,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         stream.tick()
         return merged
 
-    supervisor.add(Task("merge", merge_round, merge_every, catch_up=True))
+    merge_task = supervisor.add(Task("merge", merge_round, merge_every, catch_up=True))
+    merge_task.wake = threading.Event()
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, wakes_on_stored_rows(merge_task.wake))
     every = config.maintenance.interval.total_seconds()
 
     def maintain() -> None:

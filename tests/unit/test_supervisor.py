@@ -87,3 +87,57 @@ def test_busy_rounds_start_at_a_fixed_rate_and_an_idle_round_waits_a_whole_inter
     assert after_long < 0.9, f"a 0.6 s round was followed {after_long:.2f} s after it began"
     assert after_short >= 0.45, f"a short round was followed after only {after_short:.2f} s"
     assert after_idle >= 0.45, f"an idle round was followed {after_idle:.2f} s after it ended"
+
+
+def test_a_wake_ends_the_rest_after_an_idle_round_but_not_the_cadence_after_a_busy_one() -> None:
+    """``Task.wake`` (the ledger waking the merge): round 1 is idle and sets the wake
+    itself, as a micro-batch stored while a round looked at an older ledger; round 2
+    follows at once instead of the task's 60 s. Round 2 is busy and the wake is set
+    again at once: round 3 still waits for round 2's interval."""
+    import time
+
+    stop = Stop()
+    wake = threading.Event()
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def step() -> bool:
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            wake.set()  # during an idle round: still counts
+            ends.append(time.monotonic())
+            return False
+        if len(starts) == 2:
+            task.interval = 0.5  # round 3 is due 0.5 s after round 2 began
+            wake.set()
+            ends.append(time.monotonic())
+            return True
+        stop.request("test")
+        ends.append(time.monotonic())
+        return True
+
+    sup = Supervisor(stop, lambda *_, **__: None)
+    task = sup.add(Task("merge", step, 60.0, catch_up=True, wake=wake))
+    with pytest.raises(Stopped):
+        sup.run()
+    assert len(starts) == 3
+    after_idle = starts[1] - ends[0]
+    assert after_idle < 5, f"a woken rest after an idle round lasted {after_idle:.2f} s"
+    after_busy = starts[2] - starts[1]
+    assert after_busy >= 0.45, f"a wake cut a busy round's cadence to {after_busy:.2f} s"
+
+
+def test_the_merge_is_woken_by_a_ledger_batch_that_stored_rows_only() -> None:
+    """``icetide run``'s sink: a ledger report with stored rows wakes the merge; one of
+    dead letters only, an empty batch or another stage's report does not."""
+    from icetide.cli.run import wakes_on_stored_rows
+    from icetide.progress import Reporter
+
+    wake = threading.Event()
+    reporter = Reporter(wakes_on_stored_rows(wake))
+    reporter.report("ledger", "batch 3: 0 events", batch=3, events={}, dead_letters={"x": 2})
+    reporter.report("ledger", "batch 4: 0 events", batch=4, events={"customers": 0})
+    reporter.report("merge", "merge customers: 5 events", table="customers", events=5)
+    assert not wake.is_set()
+    reporter.report("ledger", "batch 5: 2 events", batch=5, events={"a": 0, "customers": 2})
+    assert wake.is_set()
