@@ -93,7 +93,8 @@ schedule:
   # How often the stream stage appends new events to the CDC tables. Default: 10s
   stream_interval: 10s
   # How often a merge round starts (a round that merged something and took longer
-  # is followed at once; after an idle round, the whole interval). Default: 60s
+  # is followed at once; after an idle round, the whole interval, unless the ledger
+  # stores rows first: then at once). Default: 60s
   merge_interval: 60s
 
 merge:
