@@ -249,9 +249,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         stream.tick()
         return merged
 
-    merge_task = supervisor.add(Task("merge", merge_round, merge_every, catch_up=True))
-    merge_task.wake = threading.Event()
-    pipeline.reporter.sinks = (*pipeline.reporter.sinks, wakes_on_stored_rows(merge_task.wake))
+    merge_wake = threading.Event()
+    supervisor.add(Task("merge", merge_round, merge_every, catch_up=True, wake=merge_wake))
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, wakes_on_stored_rows(merge_wake))
     every = config.maintenance.interval.total_seconds()
 
     def maintain() -> None:
