@@ -48,7 +48,8 @@ import yaml
 from icetide.config import load_config
 from icetide.demo.run import write_pipeline
 from icetide.demo.workload import generate
-from icetide.spark.session import build_session
+from icetide.spark import class_archive
+from icetide.spark.session import build_session, spark_conf, uses_class_archive
 
 
 def _payload(message: dict[str, Any]) -> dict[str, Any]:
@@ -262,6 +263,16 @@ def merge_gaps(spark: Any, config: Any) -> dict[str, float]:
     }
 
 
+def class_archive_state(config_path: Path) -> str:
+    """Whether ``icetide run`` will start its JVM from a class archive (the cold start
+    differs by seconds; icetide/spark/class_archive.py)."""
+    config = load_config(config_path)
+    if not uses_class_archive(config):
+        return "off"
+    found = class_archive.for_session(spark_conf(config), write=False)
+    return "none" if found is None else f"used ({found.final.name})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=2000, help="events per second")
@@ -318,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     total = args.rate * args.seconds
     print(f"freshness: generating {total:,} events", file=sys.stderr, flush=True)
     messages = [Stampable(e.message) for e in generate(11, total, key_space=5000).events]
+    archive = class_archive_state(config_path)
     load_at_start = os.getloadavg()[0]
     log = work / "run.log"
     with log.open("w") as out:
@@ -338,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
                 run.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 run.kill()
+    if archive == "none" and "saved the JVM's classes" in log.read_text(errors="replace"):
+        archive = "none at the start; this run saved one"
     result = latencies(config_path, args.settle)
+    result["class_archive"] = archive
     text = render(args, result, on_time, load_at_start, os.getloadavg()[0])
     print(text)
     if args.results:
@@ -363,7 +378,7 @@ def render(
         + ("" if args.compact_every is None else f", merge.compact_every {args.compact_every}")
         + "".join(f", {setting}" for setting in args.spark_conf)
         + f"); {on_time:.0%} of "
-        "the one-second landing ticks were on time.",
+        f"the one-second landing ticks were on time. Class archive: {r.get('class_archive')}.",
         "",
     ]
     if not r.get("events"):

@@ -64,7 +64,9 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     )
 
 
-def spark_session(config: Config, *, abandon_at_once: bool = False) -> SparkSession:
+def spark_session(
+    config: Config, *, abandon_at_once: bool = False, writes_class_archive: bool = False
+) -> SparkSession:
     """Start Spark; from here on a signal asks the command to stop between steps.
 
     A second signal during start-up exits at once (the JVM dies with us); after it, it
@@ -79,7 +81,7 @@ def spark_session(config: Config, *, abandon_at_once: bool = False) -> SparkSess
     state.stop.defer(on_repeat=_abandon_start_up)
     # In-process callers (tests) may own a running session: never stop theirs.
     reused = SparkContext._active_spark_context is not None
-    spark = build_session(config)
+    spark = build_session(config, writes_class_archive=writes_class_archive)
     if not reused:
         state.started.append(spark)
     cancel = lambda: _cancel_jobs(spark)  # noqa: E731
@@ -138,9 +140,12 @@ def stop_sessions() -> None:
     while state.started:
         session = state.started.pop()
         try:
-            stop_session(session)
+            saved = stop_session(session)
         except Exception as exc:  # noqa: BLE001 - exiting anyway; say why the JVM may linger
             log(f"icetide: warning: could not stop Spark cleanly: {exc}")
+            continue
+        if saved is not None:
+            log(f"icetide: saved the JVM's classes to {saved}: the next start is faster")
 
 
 # Argument helpers shared by the command modules.

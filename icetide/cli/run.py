@@ -229,7 +229,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     serve(args, pipeline, board)
     # Observations go to the metrics and the page only (they come every few seconds).
     quiet = Reporter(*[s for s in pipeline.reporter.sinks if s is not pipeline.reporter.sinks[0]])
-    spark = context.spark_session(config)
+    spark = context.spark_session(config, writes_class_archive=True)
     supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
     names: list[str] = []
     if config.sources and not args.no_capture:

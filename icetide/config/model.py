@@ -380,6 +380,9 @@ class SparkConfig(_Model):
     """The ``nice`` value of the JVM's JIT compiler threads on a local master (Linux), so
     they take the cores the query leaves idle; 0 leaves them as the JVM starts them
     (icetide/spark/jit_priority.py)."""
+    class_archive: bool = True
+    """On a local master, a new JVM maps the classes a former ``icetide run`` saved
+    instead of loading them (seconds off every start; icetide/spark/class_archive.py)."""
     conf: SecretMap = {}
 
     @field_validator("conf")

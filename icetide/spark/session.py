@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import ConfigError
+from icetide.spark import class_archive, worker_daemon
 from icetide.spark import jars as maven
-from icetide.spark import worker_daemon
 from icetide.spark.jit_priority import FIXED_COMPILER_THREADS, lower_compiler_priority
 from icetide.spark.jvm import jvm_class, pin_pyspark_names
 from icetide.spark.local_fs import local_fs_conf
@@ -246,22 +246,39 @@ def spark_conf(config: Config) -> dict[str, str]:
     return conf
 
 
-def build_session(config: Config) -> SparkSession:
+_ARCHIVE_WRITERS: dict[int, class_archive.Plan] = {}
+"""The class-archive plan of each session whose JVM writes the archive as it stops,
+by ``id`` of its SparkContext (see :func:`stop_session`)."""
+
+
+def build_session(config: Config, *, writes_class_archive: bool = False) -> SparkSession:
     """Start (or reuse) the SparkSession for ``config``.
 
     The JVM it launches dies with this process (see :func:`_jvm_dies_with_parent`), and
     PySpark's own Ctrl-C handler is not installed (see :func:`_without_pyspark_sigint`):
     the CLI decides what a signal does. On a non-local master the icetide package is
     shipped to the executors, because the ledger decodes events in Python workers there.
+    On a local master a new JVM maps the classes a former run saved
+    (icetide/spark/class_archive.py); with ``writes_class_archive`` (``icetide run``)
+    and no archive yet, this session saves them when :func:`stop_session` stops it.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    conf = spark_conf(config)
+    archive = None
+    if SparkContext._active_spark_context is None and uses_class_archive(config):
+        archive = class_archive.for_session(conf, write=writes_class_archive)
+    if archive is not None:
+        conf[JAVA_OPTIONS[0]] = f"{conf[JAVA_OPTIONS[0]]} {archive.option}"
     builder = SparkSession.builder
-    for key, value in spark_conf(config).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_dies_with_parent(), _without_pyspark_sigint():
         session = builder.getOrCreate()
+    if archive is not None and archive.writing is not None:
+        _ARCHIVE_WRITERS[id(session.sparkContext)] = archive
     session.sparkContext.setLogLevel("ERROR")
     # Every ``pyspark.sql.functions`` call asks the JVM for ``functions`` (and many for
     # ``PythonUtils``) by its short name, each ask searching every jar; pinned, they are
@@ -278,19 +295,37 @@ def build_session(config: Config) -> SparkSession:
     return session
 
 
-def stop_session(session: SparkSession, timeout: float = 60) -> None:
+def uses_class_archive(config: Config) -> bool:
+    """True when the session's JVM uses (or writes) a class archive: a local master, whose
+    executors are that JVM, and ``spark.class_archive`` on."""
+    return workers_are_local(config) and config.spark.class_archive
+
+
+def stop_session(session: SparkSession, timeout: float = 60) -> Path | None:
     """Stop ``session`` and wait until its JVM has exited, so nothing outlives the command.
 
-    Closing the gateway's stdin is how PySpark tells its JVM to exit; a JVM that does not
-    within ``timeout`` seconds is terminated.
+    A session that writes the class archive saves it first (a few seconds); its path is
+    returned when it did. Closing the gateway's stdin is how PySpark tells its JVM to
+    exit; a JVM that does not within ``timeout`` seconds is terminated.
     """
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
+    archive = _ARCHIVE_WRITERS.pop(id(session.sparkContext), None)
+    written = None
+    if archive is not None:
+        pid = int(jvm_class("java.lang.ProcessHandle").current().pid())
+
+        def dump(path: Path) -> None:
+            with _jvm_stdout_muted():
+                class_archive.dump_classes(pid, path)
+
+        if class_archive.write(archive, dump):
+            written = archive.final
     session.stop()
     proc = getattr(gateway, "proc", None)
     if gateway is None or proc is None:
-        return
+        return written
     try:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - the JVM may be gone already; we only wait for it
@@ -304,6 +339,22 @@ def stop_session(session: SparkSession, timeout: float = 60) -> None:
         proc.wait(timeout)
     SparkContext._gateway = None
     SparkContext._jvm = None
+    return written
+
+
+@contextmanager
+def _jvm_stdout_muted() -> Iterator[None]:
+    """The JVM's ``System.out`` discarded meanwhile: the JDK announces a class dump there,
+    and the JVM's stdout is the command's (results, ``--output json``)."""
+    system = jvm_class("java.lang.System")
+    out = system.out
+    system.setOut(
+        jvm_class("java.io.PrintStream")(jvm_class("java.io.OutputStream").nullOutputStream())
+    )
+    try:
+        yield
+    finally:
+        system.setOut(out)
 
 
 _PR_SET_PDEATHSIG = 1

@@ -7,6 +7,7 @@ warehouse, so tests never see each other's tables and Spark starts only once.
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
 from icetide.devservers.registry import RegistryServer
+from icetide.spark.class_archive import ARCHIVE_DIR_ENV
 from tests.integration.harness import Pipeline
 
 _namespaces = itertools.count(1)
@@ -28,6 +30,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def class_archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The run's own class-archive folder, for this process and the commands it starts:
+    every run begins without one, whatever earlier runs left in ~/.cache."""
+    folder = tmp_path_factory.mktemp("class-archives")
+    before = os.environ.get(ARCHIVE_DIR_ENV)
+    os.environ[ARCHIVE_DIR_ENV] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(ARCHIVE_DIR_ENV, None)
+    else:
+        os.environ[ARCHIVE_DIR_ENV] = before
 
 
 @pytest.fixture(scope="session")
