@@ -62,3 +62,28 @@ def test_each_kind_of_bad_event_gets_its_own_reason_and_good_events_flow(shop: P
     shop.stream()
     assert len(shop.dead_letters(shop.refs("items").dlt)) == 3
     assert shop.session.table(shop.refs("items").cdc.sql).count() == 1
+
+
+def test_the_merge_is_woken_by_a_batch_that_stored_rows_not_by_dead_letters_only(
+    shop: Pipeline,
+) -> None:
+    """``icetide run``'s wake reads the ledger's real report: its ``events`` figures."""
+    import threading
+
+    from icetide.cli.run import wakes_on_stored_rows
+    from icetide.ledger.stage import LedgerStage
+    from icetide.pipeline import Pipeline as StagePipeline
+    from icetide.progress import Reporter
+
+    wake = threading.Event()
+    stage = LedgerStage(
+        shop.session,
+        StagePipeline(shop.config, shop.schemas, Reporter(wakes_on_stored_rows(wake))),
+    )
+    shop.land(['{"before": null, "after": {"id": 3', "null"], name="events-000001.json")
+    stage.start(once=True).awaitTermination()
+    assert shop.dead_letters(shop.refs(shop.config.dead_letter.unrouted_table).dlt)
+    assert not wake.is_set()
+    shop.land([mysql("c", 100, after={"id": 1, "name": "ok", "qty": 1})])
+    stage.start(once=True).awaitTermination()
+    assert wake.is_set()
