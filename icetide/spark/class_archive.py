@@ -1,11 +1,11 @@
 """A class-data archive that spares a new session's JVM most of its class loading.
 
 Why: a fresh Spark JVM spends its first seconds loading, parsing and verifying tens of
-thousands of classes. In a freshness run that start-up is the p99: the events landed
-while the first micro-batch and the first merges run wait the longest
-(docs/merge-performance.md, session 42). Measured in a fresh JVM, the session, the first
-job, the first Python job and the first Iceberg write cost 4.0, 4.3, 2.3 and 1.9 s without
-an archive and 2.7, 1.9, 2.1 and 1.3 s with one.
+thousands of classes, and every command, the demo and every restart of ``icetide run``
+starts one. Measured in a fresh JVM, the session, the first job and the first Iceberg
+create and insert took 5.0-5.4, 5.1-6.0 and 3.2-3.7 s without an archive and 2.9-3.3,
+2.5-2.9 and 1.2-1.6 s with one; ``icetide demo`` 72 s and 66-67 s
+(docs/merge-performance.md, session 43).
 
 How: the JDK's dynamic class-data sharing (JEP 350). A JVM started with
 ``-XX:+RecordDynamicDumpInfo`` writes the classes it has loaded into a file when asked
@@ -23,8 +23,8 @@ own (``-XX:+AutoCreateSharedArchive`` came in JDK 19), so this module does that 
   nothing, and a later run tries again.
 - **Only a complete archive gets its name.** The JVM writes to a temporary name, renamed
   once the dump returned: a JVM that maps a truncated archive dies of SIGBUS.
-- **Quiet:** the JVM's ``cds`` log is off, since its stdout is the command's (``--progress
-  json`` goes there) and an archive it cannot use is no error.
+- **Quiet:** the JVM's ``cds`` log is off, since the JVM's stdout is the command's (where
+  results go, ``status --output json``) and an archive it cannot use is no error.
 - **Only on a local master:** on a cluster the executors are other JVMs, on other hosts.
 """
 
