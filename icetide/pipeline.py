@@ -25,6 +25,7 @@ from icetide.config.loader import load_schema_file, load_table_schemas
 from icetide.config.model import Config, TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.progress import Reporter
+from icetide.schema.connector import read_hints
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
@@ -177,6 +178,11 @@ class Pipeline:
             self.schema(table),
             TableSettings(settings.buckets, settings.mode, settings.format_version),
         )
+
+    def read_hints(self, table: str) -> Mapping[int, str]:
+        """How the values of ``table``'s schemaless messages arrive, by column id: the
+        schema file's hints with the connector's settings (icetide.schema.connector)."""
+        return read_hints(self.schema(table), self.config.connector(table))
 
     def drop_mode(self, table: str) -> Literal["soft", "hard"]:
         """What a column dropped at the source does to ``table``'s tables (its

@@ -36,6 +36,13 @@ from pydantic import (
 )
 
 from icetide.errors import ConfigError
+from icetide.schema.connector import (
+    CAPTURE,
+    DEBEZIUM_DEFAULTS,
+    ConnectorSettings,
+    DecimalHandlingMode,
+    TimePrecisionMode,
+)
 
 Loc = tuple[str | int, ...]
 
@@ -630,6 +637,33 @@ def _split_server(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "server": server, "source": rest}
 
 
+class DebeziumConfig(_Model):
+    """``debezium:``: how the Debezium connectors feeding the pipeline are configured, in
+    their own property names (dots as underscores). It decides how values of messages
+    *without* a schema (JsonConverter with ``schemas.enable=false``) are read; messages
+    with an inline or registry schema say it themselves (docs/debezium.md).
+
+    At the top level it is every external feed's; under a table it overrides that for
+    the table (a key left out there inherits). Tables that icetide's own capture reads
+    (``sources:``) are read the way capture writes them, so a table-level ``debezium:``
+    on one is an error.
+    """
+
+    decimal_handling_mode: DecimalHandlingMode | None = None
+    """``precise`` (Debezium's default: base64 bytes), ``string`` or ``double``."""
+    time_precision_mode: TimePrecisionMode | None = None
+    """``adaptive_time_microseconds`` (MySQL's default) or ``adaptive`` (PostgreSQL's):
+    each temporal column by its schema-file hint; ``connect``: every date/time/timestamp
+    in Kafka Connect's units; ``isostring``: ISO-8601 text."""
+
+    def over(self, base: ConnectorSettings) -> ConnectorSettings:
+        """``base`` with the keys given here."""
+        return ConnectorSettings(
+            self.decimal_handling_mode or base.decimal_handling_mode,
+            self.time_precision_mode or base.time_precision_mode,
+        )
+
+
 EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
 """dlt's schema-contract modes: ``evolve`` takes the change (held kinds wait for approval),
 ``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
@@ -735,6 +769,8 @@ class TableConfig(_Model):
     """The base table must hold the source's changes this recent; a breach is logged,
     exported as a metric and fails ``icetide status --check``."""
     evolution: EvolutionConfig = Field({}, validate_default=True)
+    debezium: DebeziumConfig | None = None
+    """The connector settings of this table's feed, over the pipeline's ``debezium:``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -770,6 +806,7 @@ class Config(_Model):
     maintenance: MaintenanceConfig = Field({}, validate_default=True)
     dead_letter: DeadLetterConfig = Field({}, validate_default=True)
     artifacts: ArtifactsConfig = Field({}, validate_default=True)
+    debezium: DebeziumConfig = Field({}, validate_default=True)
     sources: tuple[SourceConfig, ...] = ()
     tables: Annotated[tuple[TableConfig, ...], AfterValidator(_at_least_one)]
 
@@ -825,6 +862,15 @@ class Config(_Model):
             if name == unrouted:
                 problems.append(
                     (("tables", i, "name"), "is the name of dead_letter.unrouted_table")
+                )
+            if table.debezium is not None and self._capturing_source(table) is not None:
+                problems.append(
+                    (
+                        ("tables", i, "debezium"),
+                        "the table is captured by icetide (sources:), which writes decimals "
+                        "as text and times as the MySQL connector's defaults; remove this "
+                        "key, or the table from its source",
+                    )
                 )
         problems.extend(self._source_problems())
         problems.extend(self._route_problems())
@@ -935,6 +981,16 @@ class Config(_Model):
                     )
             claimed.append((qualified, server, i))
         return problems
+
+    def connector(self, table: str) -> ConnectorSettings:
+        """How the values of ``table``'s schemaless messages are encoded: icetide's
+        capture's way for a table it captures, else the table's ``debezium:`` over the
+        pipeline's over Debezium's defaults (icetide.schema.connector)."""
+        settings = self.table(table)
+        if self._capturing_source(settings) is not None:
+            return CAPTURE
+        chosen = self.debezium.over(DEBEZIUM_DEFAULTS)
+        return settings.debezium.over(chosen) if settings.debezium is not None else chosen
 
     def source(self, name: str) -> SourceConfig:
         """The source called ``name``; ConfigError if there is none."""

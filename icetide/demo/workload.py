@@ -537,8 +537,8 @@ def _encode_row(
         if v is None or kind == "plain":
             out[name] = v
         elif kind == "decimal":
-            # Bare envelopes model decimal.handling.mode=string.
-            out[name] = encode_decimal(v, scale) if with_schema else format(v, "f")
+            # Debezium's default decimal.handling.mode=precise, with or without a schema.
+            out[name] = encode_decimal(v, scale)
         elif kind == "date":
             out[name] = (v - _EPOCH_DATE).days
         elif kind == "micros":

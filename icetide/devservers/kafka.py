@@ -28,9 +28,9 @@ from pathlib import Path
 from icetide.devservers.errors import LocalServerError
 from icetide.devservers.lifecycle import LocalServer, terminate
 from icetide.devservers.ports import free_port
-from icetide.spark.jars import DEV_PACKAGES, Coordinate, default_jars_dir, fetched
+from icetide.spark.jars import KAFKA_BROKER, Coordinate, default_jars_dir, fetched
 
-KAFKA_COORDINATE = Coordinate.parse(DEV_PACKAGES[0], path="dev packages")
+KAFKA_COORDINATE = Coordinate.parse(KAFKA_BROKER, path="dev packages")
 """The broker's jars (with their runtime closure); a dev-only package, never on Spark's path."""
 
 _FETCH_HINT = "run `icetide jars fetch --dev` (scripts/install.sh does) to resolve the broker"

@@ -221,6 +221,7 @@ def _row_event(payload: dict[str, Any], schema: Mapping[str, Any], images: bool)
     where = f" (table {table.qualified})" if table else ""
     before, _ = _image(payload, "before", schema, where, images)
     after, unavailable = _image(payload, "after", schema, where, images)
+    typed = bool(images and (_field_schema(schema, "after") or _field_schema(schema, "before")))
     if op in ("c", "r", "u") and after is None:
         raise _bad(f"op {op!r} event has no 'after' object{where}")
     if op == "d" and before is None:
@@ -239,6 +240,7 @@ def _row_event(payload: dict[str, Any], schema: Mapping[str, Any], images: bool)
         unavailable=unavailable,
         connector=_opt_str(source, "connector", "source.connector"),
         snapshot=_snapshot(source.get("snapshot")),
+        typed=typed,
     )
 
 

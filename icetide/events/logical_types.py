@@ -38,6 +38,7 @@ from decimal import Decimal
 from typing import Any
 
 from icetide.errors import DecodeError
+from icetide.schema.convert.connect import plain_type
 
 Schema = Mapping[str, Any]
 """A Kafka Connect field schema as JsonConverter writes it (``type``, ``name`` …)."""
@@ -260,6 +261,28 @@ def _zoned_time(value: Any, schema: Schema, path: str) -> time:
     return time_to_utc(parsed)
 
 
+def _iso_date(value: Any, schema: Schema, path: str) -> date:
+    if not isinstance(value, str):
+        raise bad_value(path, "an ISO-8601 date string", value)
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise bad_value(path, "an ISO-8601 date", value) from None
+
+
+def _iso_time(value: Any, schema: Schema, path: str) -> time:
+    if not isinstance(value, str):
+        raise bad_value(path, "an ISO-8601 time string", value)
+    return time_to_utc(parse_time(value, path)).replace(tzinfo=None)
+
+
+def _iso_timestamp(value: Any, schema: Schema, path: str) -> datetime:
+    if not isinstance(value, str):
+        raise bad_value(path, "an ISO-8601 timestamp string", value)
+    parsed = parse_datetime(value, path)
+    return parsed if parsed.tzinfo is None else parsed.astimezone(UTC).replace(tzinfo=None)
+
+
 def _year(value: Any, schema: Schema, path: str) -> int:
     return _int(value, path, "a year (int)")
 
@@ -314,6 +337,9 @@ LOGICAL_DECODERS: dict[str, Decoder] = {
     "io.debezium.time.ZonedTimestamp": _zoned_timestamp,
     "io.debezium.time.ZonedTime": _zoned_time,
     "io.debezium.time.Year": _year,
+    "io.debezium.time.IsoDate": _iso_date,
+    "io.debezium.time.IsoTime": _iso_time,
+    "io.debezium.time.IsoTimestamp": _iso_timestamp,
     "io.debezium.data.Json": _text,
     "io.debezium.data.Enum": _text,
     "io.debezium.data.EnumSet": _text,
@@ -328,7 +354,7 @@ LOGICAL_DECODERS: dict[str, Decoder] = {
 
 
 def _integer(value: Any, schema: Schema, path: str) -> int:
-    kind = str(schema.get("type"))
+    kind = plain_type(schema) or "int64"
     number = _int(value, path, f"an integer ({kind})")
     low, high = _INT_RANGES[kind]
     if not low <= number <= high:
@@ -399,7 +425,9 @@ TYPE_DECODERS: dict[str, Decoder] = {
     "array": _array,
     "map": _map,
 }
-"""Plain Connect type → decoder, used when a field has no (known) logical name."""
+"""Plain Connect type (as :func:`~icetide.schema.convert.connect.plain_type` names it, so
+JsonConverter's ``float``/``double`` too) → decoder, used when a field has no (known)
+logical name."""
 
 
 def decode_value(value: Any, schema: Schema, path: str = "") -> Any:
@@ -415,7 +443,7 @@ def decode_value(value: Any, schema: Schema, path: str = "") -> Any:
     if value is None:
         return None
     decoder = LOGICAL_DECODERS.get(str(schema.get("name"))) or TYPE_DECODERS.get(
-        str(schema.get("type"))
+        plain_type(schema) or ""
     )
     return value if decoder is None else decoder(value, schema, path)
 

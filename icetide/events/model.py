@@ -51,6 +51,9 @@ class ChangeEvent:
     unavailable: frozenset[str] = frozenset()
     connector: str | None = None
     snapshot: bool = False
+    typed: bool = False
+    """The images were decoded by the message's own schema (inline Connect schema or
+    registry), not left as schemaless JSON: a string there is text."""
 
 
 @dataclass(frozen=True)

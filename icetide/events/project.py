@@ -29,6 +29,8 @@ from typing import Any
 from icetide.errors import DecodeError
 from icetide.events import logical_types as lt
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Op
+from icetide.schema.connector import typed_hints
+from icetide.schema.convert.connect import DECIMAL
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.types import (
     DecimalType,
@@ -158,14 +160,7 @@ def _to_decimal(value: Any, slot: Slot) -> Decimal:
     elif isinstance(value, float):
         number = Decimal(repr(value))  # the shortest text that round-trips, not binary noise
     elif isinstance(value, str):
-        try:
-            number = Decimal(value.strip())
-        except InvalidOperation:
-            # Not a number: the base64 unscaled bytes of a Connect Decimal with this scale.
-            try:
-                number = lt.connect_decimal(value, scale, slot.name)
-            except DecodeError:
-                raise _Mismatch from None
+        number = _decimal_text(value, slot, scale)
     else:
         raise _Mismatch
     if not number.is_finite():
@@ -180,6 +175,23 @@ def _to_decimal(value: Any, slot: Slot) -> Decimal:
     if len(quantized.as_tuple().digits) > precision:
         raise _Mismatch
     return quantized
+
+
+def _decimal_text(value: str, slot: Slot, scale: int) -> Decimal:
+    """A decimal column's string, read the one way its hint says (never guessed: base64
+    ``"1234"`` is -26588.24 at scale 2, not 1234; icetide.schema.connector)."""
+    hint = slot.logical or DECIMAL
+    if hint == DECIMAL:
+        try:
+            return lt.connect_decimal(value, scale, slot.name)
+        except DecodeError:
+            raise _Mismatch from None
+    if hint == "string":
+        try:
+            return Decimal(value.strip())
+        except InvalidOperation:
+            raise _Mismatch from None
+    raise _Mismatch  # float64 (decimal.handling.mode=double): a number, not a string
 
 
 def _to_string(value: Any, slot: Slot) -> str:
@@ -380,12 +392,16 @@ def coerce_value(value: Any, column: Column, table: str = "?", logical: str | No
         ) from None
 
 
-def project_row(row: Mapping[str, Any], schema: TableSchema) -> dict[str, Any]:
+def project_row(
+    row: Mapping[str, Any], schema: TableSchema, hints: Mapping[int, str] | None = None
+) -> dict[str, Any]:
     """Every schema column of one row image, typed; columns missing from ``row`` are ``None``.
 
-    No nullability check: a before image may hold only the key (REPLICA IDENTITY DEFAULT).
+    ``hints`` (column id → how its values arrive: :func:`icetide.schema.connector.read_hints`)
+    default to the schema's ``sink.logical``. No nullability check: a before image may
+    hold only the key (REPLICA IDENTITY DEFAULT).
     """
-    hints = schema.sink.logical
+    hints = schema.sink.logical if hints is None else hints
     return {
         c.name: coerce_value(row.get(c.name), c, schema.table, hints.get(c.id))
         for c in schema.columns
@@ -421,10 +437,18 @@ def _check_required(
         )
 
 
-def project_event(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
+def project_event(
+    event: ChangeEvent, schema: TableSchema, hints: Mapping[int, str] | None = None
+) -> ProjectedEvent:
     """Type an event's images by ``schema``; raises ``DecodeError`` with reason
     ``type_mismatch``, ``missing_key`` or ``null_in_required`` for an event that cannot
-    be stored (it then goes to the dead-letter table)."""
+    be stored (it then goes to the dead-letter table).
+
+    ``hints`` say how the values of a schemaless event arrive (:func:`project_row`); an
+    event its own schema typed (``event.typed``) reads its decimal strings as text."""
+    hints = schema.sink.logical if hints is None else hints
+    if event.typed:
+        hints = typed_hints(schema, hints)
     if event.op == "t":
         return ProjectedEvent("t", {}, None, None, (), ())
     raw_after = dict(event.after or {})
@@ -437,7 +461,7 @@ def project_event(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
     seen = set(raw_after) | unavailable | set(raw_before)
     extra = tuple(sorted(seen - set(schema.by_name)))
 
-    before = project_row(raw_before, schema) if event.before is not None else None
+    before = project_row(raw_before, schema, hints) if event.before is not None else None
     if event.op == "d":
         if before is None:
             raise DecodeError("missing_key", f"table {schema.table}: delete without before image")
@@ -447,7 +471,7 @@ def project_event(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
         raise DecodeError(
             "missing_key", f"table {schema.table}: op {event.op!r} event without after image"
         )
-    after = project_row(raw_after, schema)
+    after = project_row(raw_after, schema, hints)
     key = _check_key(after, schema, "after")
     _check_required(after, raw_after, unavailable, schema)
     toast = tuple(c.name for c in schema.columns if c.name in unavailable)

@@ -229,12 +229,15 @@ def decode_framed(
         raise DecodeError(UNKNOWN_SCHEMA, f"schema id {schema_id} is not in the registry")
     try:
         if writer.format == AVRO:
-            return json_form(_avro(split_frame(raw).payload, writer.text, reader))
+            value = json_form(_avro(split_frame(raw).payload, writer.text, reader))
+            return decimal_texts(value, _connect_form(writer, ()))
         if writer.format == JSON_SCHEMA:
-            return _json(split_frame(raw).payload, writer.text)
+            value = _json(split_frame(raw).payload, writer.text)
+            return decimal_texts(value, _connect_form(writer, ()))
         if writer.format == PROTOBUF:
             framed = split_frame(raw, protobuf=True)
-            return _protobuf(framed.payload, writer.text, framed.indexes)
+            value = _protobuf(framed.payload, writer.text, framed.indexes)
+            return decimal_texts(value, _connect_form(writer, framed.indexes))
     except DecodeError:
         raise
     except Exception as exc:  # any reader failure is this message's fault, not ours
@@ -244,6 +247,101 @@ def decode_framed(
             f"{type(exc).__name__}: {exc}",
         ) from None
     raise DecodeError(DESERIALIZATION, f"schema id {schema_id} has format {writer.format!r}")
+
+
+_CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_FORMS: dict[tuple[str, str, tuple[int, ...]], Any] = {}
+
+
+def _connect_form(writer: WriterSchema, indexes: tuple[int, ...]) -> Any:
+    """The writer schema as Avro with its Connect names (``connect.name``), whatever the
+    format; None when it cannot be converted (the values then stay as decoded)."""
+    key = (writer.format, writer.text, indexes[:1])
+    if key not in _FORMS:
+        try:
+            if writer.format == AVRO:
+                form: Any = json.loads(writer.text)
+            elif writer.format == JSON_SCHEMA:
+                from icetide.schema.convert.json_schema import json_schema_to_avro
+
+                form = json_schema_to_avro(json.loads(writer.text))
+            else:
+                from google.protobuf import descriptor_pb2
+
+                from icetide.schema.convert.protobuf import protobuf_to_avro
+
+                file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(writer.text))
+                top = file.message_type[indexes[0] if indexes else 0].name
+                form = protobuf_to_avro(file, top)
+        except Exception:  # a schema the converters do not take: values stay as decoded
+            form = None
+        _FORMS[key] = form
+    return _FORMS[key]
+
+
+def decimal_texts(value: Any, schema: Any) -> Any:
+    """``value`` with each Connect ``Decimal`` its writer schema carries as bytes (a
+    ``connect.name`` without Avro's ``decimal`` logical type, so still base64 text here)
+    turned into its decimal text: every registry decimal reaches the projection as the
+    digits its schema means, never as a string that could be read two ways.
+
+    >>> dec = {"type": "bytes", "connect.name": _CONNECT_DECIMAL,
+    ...        "connect.parameters": {"scale": "2"}}
+    >>> decimal_texts({"after": {"p": "/4U="}}, {"type": "record", "name": "E", "fields": [
+    ...     {"name": "after", "type": ["null", {"type": "record", "name": "V", "fields": [
+    ...         {"name": "p", "type": dec}]}]}]})
+    {'after': {'p': '-1.23'}}
+    """
+    if schema is None:
+        return value
+    named: dict[str, Any] = {}
+    _collect(schema, named)
+    return _walk(value, schema, named)
+
+
+def _collect(schema: Any, named: dict[str, Any]) -> None:
+    if isinstance(schema, list):
+        for branch in schema:
+            _collect(branch, named)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "record" and isinstance(schema.get("name"), str):
+            named.setdefault(schema["name"], schema)
+            for item in schema.get("fields") or ():
+                _collect(item.get("type"), named)
+        elif schema.get("type") == "array":
+            _collect(schema.get("items"), named)
+        elif schema.get("type") == "map":
+            _collect(schema.get("values"), named)
+
+
+def _walk(value: Any, schema: Any, named: dict[str, Any]) -> Any:
+    if value is None:
+        return None
+    if isinstance(schema, str):
+        schema = named.get(schema, schema)
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        return _walk(value, branches[0], named) if len(branches) == 1 else value
+    if not isinstance(schema, dict):
+        return value
+    kind = schema.get("type")
+    if kind == "record" and isinstance(value, dict):
+        fields = {f.get("name"): f.get("type") for f in schema.get("fields") or ()}
+        return {k: _walk(v, fields[k], named) if k in fields else v for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        return [_walk(v, schema.get("items"), named) for v in value]
+    if kind == "map" and isinstance(value, dict):
+        return {k: _walk(v, schema.get("values"), named) for k, v in value.items()}
+    if (
+        schema.get("connect.name") == _CONNECT_DECIMAL
+        and schema.get("logicalType") != "decimal"
+        and isinstance(value, str)
+    ):
+        from icetide.events.logical_types import connect_decimal
+
+        scale = int((schema.get("connect.parameters") or {}).get("scale", 0))
+        return str(connect_decimal(value, scale, "decimal"))
+    return value
 
 
 _AVRO_CACHE: dict[tuple[str, str | None], Any] = {}

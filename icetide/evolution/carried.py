@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from icetide.errors import SchemaChangeError
+from icetide.errors import SchemaChangeError, SchemaError
 from icetide.events.versions import AvroVersions, registry_for
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import EvolutionPlan, build_plan
@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
 
 UNKNOWN_VERSION = "unknown_schema_version"
+UNREADABLE_SCHEMA = "unreadable_schema"
+"""Dead-letter reason of a message whose inline Connect schema icetide cannot read."""
 _NESTED = (StructType, ListType, MapType)
 
 
@@ -165,13 +167,20 @@ class VersionWalker:
 
     # -- inline Debezium schemas -------------------------------------------------------
     def take_inline(self, table: str, key: str, row: Mapping[str, Any]) -> dict[str, Refusal]:
-        """Apply what the inline row struct ``row`` adds to ``table``'s schema."""
+        """Apply what the inline row struct ``row`` adds to ``table``'s schema.
+
+        The schema is part of the messages, so one icetide cannot read (a type no
+        converter writes, a malformed struct) refuses those messages only: they become
+        dead letters with reason :data:`UNREADABLE_SCHEMA`, and the stage goes on."""
         current = self.pipeline.schema(table)
-        candidate = inline_candidate(current, row)
+        where = f"table {table}: inline schema {key}"
+        try:
+            candidate = inline_candidate(current, row)
+        except Exception as exc:  # the message's content, never the stage's failure
+            return {key: (UNREADABLE_SCHEMA, unreadable(where, exc, table))}
         if candidate is None:
             return {}
         settings = self.pipeline.config.table(table).evolution
-        where = f"table {table}: inline schema {key}"
         if not settings.enabled:
             return {
                 key: (
@@ -227,6 +236,23 @@ class VersionWalker:
                 version=result.version,
             )
         return result.version
+
+
+def unreadable(where: str, exc: Exception, table: str) -> str:
+    """The dead-letter text of an inline schema that cannot be read: what, and what to do.
+
+    >>> from icetide.errors import SchemaError
+    >>> text = unreadable("table t: inline schema inline:1", SchemaError("bad", hint="x"), "t")
+    >>> text.split("; ")[0]
+    'table t: inline schema inline:1 cannot be read: bad (x)'
+    """
+    hint = getattr(exc, "hint", None)
+    what = f"{exc}" if isinstance(exc, SchemaError) else f"{type(exc).__name__}: {exc}"
+    text = f"{where} cannot be read: {what}" + (f" ({hint})" if hint else "")
+    return (
+        f"{text}; its messages wait in the dead-letter table: "
+        f"`icetide dlt replay {table} --reason {UNREADABLE_SCHEMA}` once it can"
+    )[:500]
 
 
 def inline_candidate(current: TableSchema, row: Mapping[str, Any]) -> TableSchema | None:

@@ -318,12 +318,15 @@ class Projection:
     schema version); ``values`` the schema whose columns get values (the version the
     merge can apply: a column it does not know yet stays null and its value goes to
     ``_rescued``); ``aliases`` maps an old column name to its current one (a rename: an
-    event written before it still carries the old name).
+    event written before it still carries the old name); ``hints`` say how each column's
+    values arrive in a schemaless message (:meth:`icetide.pipeline.Pipeline.read_hints`;
+    None: the layout's ``sink.logical`` alone).
     """
 
     layout: TableSchema
     values: TableSchema | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
+    hints: Mapping[int, str] | None = None
 
     @property
     def value_schema(self) -> TableSchema:
@@ -392,6 +395,8 @@ def _project(
     event = decode_document(doc)
     if not isinstance(event, ChangeEvent):
         raise DecodeError("not_a_row", f"message is a {event.kind}, not a row change")
+    if wire is not None and wire.framed(raw) is not None:
+        event = replace(event, typed=True)  # its registry schema typed every value
     if event.position is None:
         raise DecodeError(
             "missing_position",
@@ -406,7 +411,7 @@ def _project(
             unavailable=frozenset(projection.aliases.get(n, n) for n in event.unavailable),
         )
     schema, layout = projection.value_schema, projection.layout
-    projected = project_event(event, schema)
+    projected = project_event(event, schema, projection.hints)
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
     }

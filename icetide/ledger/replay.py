@@ -52,6 +52,7 @@ from icetide.ledger.decode import (
     DEAD,
     ROW,
     Classified,
+    Projection,
     Refused,
     classify_keyed,
     classify_one,
@@ -389,8 +390,9 @@ def _into_ledger(
     schema = pipeline.schema(table)
     messages = spark.createDataFrame(list(subset.items()), "message_id STRING, raw BINARY")
     now = datetime.now(UTC)  # the rows' ingestion time and the append's replay property
+    reading = Projection(schema, hints=pipeline.read_hints(table))
     projected = messages.mapInArrow(
-        project_batches(schema, now, wire, refused), projected_spark_schema(schema)
+        project_batches(reading, now, wire, refused), projected_spark_schema(schema)
     ).persist()
     try:
         for r in (

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from icetide.errors import SchemaError
 from icetide.ledger.decode import Projection
+from icetide.schema.connector import read_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
@@ -180,4 +181,5 @@ def build_projection(
         values = layout.with_columns(
             [col for col in layout.columns if col.id in known], version=values_version
         )
-    return Projection(layout, values, aliases)
+    hints = read_hints(layout, pipeline.config.connector(table))
+    return Projection(layout, values, aliases, hints)

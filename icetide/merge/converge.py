@@ -18,7 +18,7 @@ row still needing a fill is in the snapshot read) and after the merge applied th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from icetide.events.project import coerce_value
 from icetide.events.rescue import rescued_fields
 from icetide.merge.backfill import backfill_from_source
+from icetide.schema.connector import read_hints
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 
 def _fill_values(
-    schema: TableSchema, columns: list[Column]
+    schema: TableSchema, columns: list[Column], hints: Mapping[int, str]
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """``mapInArrow``: ledger rows with ``_rescued`` → key, position, one slot per column."""
     keys = schema.key_columns
@@ -54,7 +55,6 @@ def _fill_values(
         for col in columns
     ]
     out_schema = pa.schema(fields)
-    hints = schema.sink.logical
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -122,7 +122,8 @@ def fill_rescued(
     slots = ", ".join(f"{value_slot(col.id)} STRUCT<v: {sql_type(col.type)}>" for col in columns)
     key_sql = ", ".join(f"{quote(k.name)} {sql_type(k.type)}" for k in schema.key_columns)
     values = rescued.mapInArrow(
-        _fill_values(schema, columns), f"{key_sql}, {c.POSITION} {c.POSITION_SQL}, {slots}"
+        _fill_values(schema, columns, read_hints(schema, pipeline.config.connector(table))),
+        f"{key_sql}, {c.POSITION} {c.POSITION_SQL}, {slots}",
     ).persist()
     try:
         count = values.count()

@@ -53,6 +53,7 @@ from pydantic import (
 )
 
 from icetide.errors import SchemaError
+from icetide.schema.connector import decimal_hint_problem
 from icetide.schema.conversions import FUNCTIONS, Conversion
 from icetide.schema.defaults import DefaultError, default_from_data, default_to_data
 from icetide.schema.model import (
@@ -469,9 +470,12 @@ class SchemaFile(_Entry):
         for i, entry in enumerate(self.columns):
             _default(entry.type, entry.default, ("columns", i, "default"), problems)
         names = {e.name for e in self.columns}
-        for name in self.sink.logical:
+        types = {e.name: e.type for e in self.columns}
+        for name, hint in self.sink.logical.items():
             if name not in names:
                 problems.append((("sink", "logical", name), "no column has this name"))
+            elif (problem := decimal_hint_problem(types[name], hint)) is not None:
+                problems.append((("sink", "logical", name), problem))
         for name in self.sink.columns:
             if name not in names:
                 close = difflib.get_close_matches(name, sorted(names), n=1)

@@ -37,9 +37,22 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
 )
 """What a pipeline may need: Iceberg, Spark's Kafka source and Avro, the JDBC drivers."""
 
-DEV_PACKAGES: tuple[str, ...] = ("org.apache.kafka:kafka_2.13:4.1.1",)
-"""Servers that tests and benchmarks start (a KRaft Kafka broker): fetched by
-``icetide jars fetch --dev``, never put on Spark's classpath."""
+KAFKA_BROKER = "org.apache.kafka:kafka_2.13:4.1.1"
+CONNECT_RUNTIME = "org.apache.kafka:connect-runtime:4.1.1"
+CONNECT_LOGGING = "org.slf4j:slf4j-simple:1.7.36"
+DEBEZIUM_MARIADB = "io.debezium:debezium-connector-mariadb:3.4.0.Final"
+DEBEZIUM_POSTGRES = "io.debezium:debezium-connector-postgres:3.4.0.Final"
+DEV_PACKAGES: tuple[str, ...] = (
+    KAFKA_BROKER,
+    CONNECT_RUNTIME,
+    CONNECT_LOGGING,
+    DEBEZIUM_MARIADB,
+    DEBEZIUM_POSTGRES,
+)
+"""Servers that tests and benchmarks start: a KRaft Kafka broker, and a Kafka Connect
+worker (the broker's version, JsonConverter included) with the real Debezium MariaDB and
+PostgreSQL connectors as its plugins. Fetched by ``icetide jars fetch --dev``, never put
+on Spark's classpath."""
 
 JARS_DIR_ENV = "ICETIDE_JARS_DIR"
 _COMPLETE = ".complete"

@@ -12,7 +12,7 @@ give.
 Connect schema (``name`` or plain ``type``)            icetide type  hint
 =====================================================  ============  =================
 int8, int16, int32 / int64                             int / long
-float32 / float64                                      float/double
+float32 (``float``) / float64 (``double``)             float/double
 boolean, string, bytes                                 boolean, string, binary
 ``org.apache.kafka.connect.data.Decimal``              decimal(p,s)  (precision from
   (``scale``, ``connect.decimal.precision``)                         the parameter, else 38)
@@ -22,6 +22,9 @@ boolean, string, bytes                                 boolean, string, binary
 ``io.debezium.data.Json``, ``…geometry.*``             json
 ``io.debezium.data.Uuid``                              uuid
 ``io.debezium.time.Year``                              int
+``…time.IsoDate``, ``IsoTime``, ``IsoTimestamp``       date, time,
+                                                       timestamp
+``io.debezium.time.NanoDuration``                      long
 ``…time.Date``, ``…connect.data.Date``                 date          the name
 ``…Time``, ``MicroTime``, ``NanoTime``, ``ZonedTime``  time          the name
 ``…Timestamp``, ``MicroTimestamp``, ``NanoTimestamp``  timestamp     the name
@@ -38,6 +41,10 @@ map (``keys``, ``values``)                             map
 The other way, :func:`connect_schema` writes the schema Debezium would give a column of
 an icetide type (:data:`CONNECT_TYPES`; a hint picks its own Connect type, e.g.
 ``timestamp`` with ``io.debezium.time.Timestamp`` is ``int64`` milliseconds).
+A plain type has two spellings: the names of Kafka's ``Schema.Type`` (``float32``,
+``float64``: the Connect API, Debezium's documentation, icetide's capture) and those of
+``JsonConverter``, which writes ``float`` and ``double`` for the same two types
+(:data:`TYPE_NAMES` holds both; every reader here goes through :func:`plain_type`).
 Connect has no field ids: reading a nested schema takes a
 :data:`~icetide.schema.convert.NextId` callback; a struct's fields take ids first, then
 what each holds (a list its element id, a map its key then value id), depth first.
@@ -55,6 +62,7 @@ from icetide.schema.model import Column
 from icetide.schema.types import (
     BinaryType,
     BooleanType,
+    DateType,
     DecimalType,
     DoubleType,
     EnumType,
@@ -67,6 +75,8 @@ from icetide.schema.types import (
     MapType,
     StringType,
     StructType,
+    TimestampType,
+    TimeType,
     UUIDType,
     primitive,
 )
@@ -108,8 +118,43 @@ _NAMED: dict[str, IcetideType] = {
     "io.debezium.data.geometry.Point": JsonType(),
     "io.debezium.data.Uuid": UUIDType(),
     "io.debezium.time.Year": IntType(),
+    "io.debezium.time.NanoDuration": LongType(),
+    # time.precision.mode=isostring: ISO-8601 text, read without a hint.
+    "io.debezium.time.IsoDate": DateType(),
+    "io.debezium.time.IsoTime": TimeType(),
+    "io.debezium.time.IsoTimestamp": TimestampType(),
 }
 """Logical names read as a type of their own without a hint."""
+
+TYPE_NAMES: dict[str, str] = {
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "float32": "float32",
+    "float64": "float64",
+    "boolean": "boolean",
+    "string": "string",
+    "bytes": "bytes",
+    "array": "array",
+    "map": "map",
+    "struct": "struct",
+    # JsonConverter's own names (org.apache.kafka.connect.json.JsonSchema).
+    "float": "float32",
+    "double": "float64",
+}
+"""Every name a converter writes for a Connect type → the type (``Schema.Type``'s name)."""
+
+
+def plain_type(schema: Schema) -> str | None:
+    """The Connect type of a field schema under either spelling; None when unknown.
+
+    >>> plain_type({"type": "double"}), plain_type({"type": "float64"}), plain_type({})
+    ('float64', 'float64', None)
+    """
+    kind = schema.get("type")
+    return TYPE_NAMES.get(kind) if isinstance(kind, str) else None
+
 
 _PLAIN: dict[str, IcetideType] = {
     "int8": IntType(),
@@ -143,7 +188,7 @@ def icetide_type(schema: Schema, next_id: NextId) -> Mapped:
     if name == ENUM:
         allowed = str((schema.get("parameters") or {}).get("allowed") or "")
         return (EnumType(tuple(allowed.split(","))) if allowed else StringType()), None
-    kind = str(schema.get("type"))
+    kind = plain_type(schema)
     if kind in _PLAIN:
         return _PLAIN[kind], None
     if kind == "struct":
@@ -165,10 +210,14 @@ def icetide_type(schema: Schema, next_id: NextId) -> Mapped:
         key, _ = icetide_type(keys, next_id)
         value, _ = icetide_type(values, next_id)
         return MapType(key_id, key, value_id, value, _optional(values)), None
-    raise SchemaError(
-        f"Connect schema {dict(schema)!r}: unknown type {kind!r}",
-        hint="Connect types are int8..int64, float32/64, boolean, string, bytes, "
-        "struct, array and map",
+    raise unknown_type(schema.get("field") or schema.get("name") or "?", schema.get("type"))
+
+
+def unknown_type(where: Any, kind: Any) -> SchemaError:
+    """The error of a Connect schema whose ``type`` no converter writes."""
+    return SchemaError(
+        f"Connect schema of {where}: unknown type {kind!r}",
+        hint="Connect types are " + ", ".join(TYPE_NAMES),
     )
 
 
@@ -331,7 +380,7 @@ def connect_to_avro(schema: Schema) -> dict[str, Any]:
 
 
 def _avro_of(schema: Schema, path: tuple[str, ...], defined: set[str]) -> Any:
-    kind = str(schema.get("type"))
+    kind = plain_type(schema)
     name = schema.get("name")
     if kind == "struct":
         full = avro_name(str(name) if name else ".".join(path))
@@ -356,11 +405,7 @@ def _avro_of(schema: Schema, path: tuple[str, ...], defined: set[str]) -> Any:
         value = _avro_of(values, (*path, "value"), defined)
         return {"type": "map", "values": ["null", value] if _optional(values) else value}
     if kind not in _AVRO_PLAIN:
-        raise SchemaError(
-            f"Connect schema at {'.'.join(path)}: unknown type {kind!r}",
-            hint="Connect types are int8..int64, float32/64, boolean, string, bytes, "
-            "struct, array and map",
-        )
+        raise unknown_type(".".join(path), schema.get("type"))
     if not name:
         return _AVRO_PLAIN[kind]
     out: dict[str, Any] = {"type": _AVRO_PLAIN[kind], "connect.name": str(name)}

@@ -95,6 +95,16 @@ LOGICAL_CASES: list[tuple[str, str, dict[str, str], Any, Any]] = [
     ),
     ("io.debezium.time.ZonedTime", "string", {}, "10:15:30.123Z", time(10, 15, 30, 123000, UTC)),
     ("io.debezium.time.Year", "int32", {}, 2024, 2024),
+    # time.precision.mode=isostring: ISO-8601 text.
+    ("io.debezium.time.IsoDate", "string", {}, "2024-02-29", date(2024, 2, 29)),
+    ("io.debezium.time.IsoTime", "string", {}, "10:15:30.5Z", time(10, 15, 30, 500000)),
+    (
+        "io.debezium.time.IsoTimestamp",
+        "string",
+        {},
+        "2024-02-29T10:15:30.123456Z",
+        datetime(2024, 2, 29, 10, 15, 30, 123456),
+    ),
     ("io.debezium.data.Json", "string", {}, '{"a": [1, 2]}', '{"a": [1, 2]}'),
     ("io.debezium.data.Enum", "string", {"allowed": "red,green"}, "green", "green"),
     ("io.debezium.data.EnumSet", "string", {"allowed": "a,b,c"}, "a,c", "a,c"),
