@@ -124,7 +124,10 @@ class ConnectWorker(LocalServer):
         java = shutil.which("java")
         if java is None:
             raise LocalServerError("cannot find java", hint="apt-get install openjdk-17-jre")
-        classpath = [*_jars(self._jars_dir, CONNECT_RUNTIME), *_jars(self._jars_dir, CONNECT_LOGGING)]
+        classpath = [
+            *_jars(self._jars_dir, CONNECT_RUNTIME),
+            *_jars(self._jars_dir, CONNECT_LOGGING),
+        ]
         command = [
             java,
             _HEAP,

@@ -215,7 +215,8 @@ def _decimal(value: Any, schema: Schema, path: str) -> Decimal:
     return connect_decimal(value, _scale(schema, path), path)
 
 
-def _variable_scale_decimal(value: Any, schema: Schema, path: str) -> Decimal:
+def variable_scale_decimal(value: Any, schema: Schema, path: str) -> Decimal:
+    """A ``VariableScaleDecimal`` ``{scale, value}`` struct → exact Decimal."""
     if not isinstance(value, Mapping) or "value" not in value:
         raise bad_value(path, "a {scale, value} struct", value)
     scale = _int(value.get("scale"), f"{path}.scale", "an integer scale")
@@ -297,6 +298,8 @@ def _bytes(value: Any, schema: Schema, path: str) -> bytes:
     return decode_base64(value, path)
 
 
+VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
+"""Debezium's logical name of a numeric without a fixed scale (``{scale, value}``)."""
 BITS = "io.debezium.data.Bits"
 """Debezium's logical name of a ``BIT(n > 1)`` value."""
 
@@ -323,7 +326,7 @@ def _bits(value: Any, schema: Schema, path: str) -> bytes:
 
 LOGICAL_DECODERS: dict[str, Decoder] = {
     "org.apache.kafka.connect.data.Decimal": _decimal,
-    "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
+    VARIABLE_SCALE: variable_scale_decimal,
     "org.apache.kafka.connect.data.Date": _date,
     "io.debezium.time.Date": _date,
     "org.apache.kafka.connect.data.Time": _time_in("ms"),

@@ -197,6 +197,12 @@ def _decimal_text(value: str, slot: Slot, scale: int) -> Decimal:
 def _to_string(value: Any, slot: Slot) -> str:
     if isinstance(value, str):
         return value
+    if isinstance(value, Decimal) and value.is_finite():
+        return format(value, "f")  # a numeric its schema typed (too wide for a decimal)
+    if slot.logical == lt.VARIABLE_SCALE and isinstance(value, dict):
+        return format(_wrap(lt.variable_scale_decimal, value, {}, slot.name), "f")
+    if slot.logical == "float64" and isinstance(value, int | float) and not isinstance(value, bool):
+        return repr(value)  # decimal.handling.mode=double
     raise _Mismatch
 
 

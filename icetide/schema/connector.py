@@ -27,9 +27,12 @@ setting                     what the columns of a schemaless message are read as
                             hint; ``isostring``: ISO-8601 text, which reads without a hint.
 ==========================  ================================================================
 
-A column's own hint in the schema file (``sink.logical``) wins over
+A decimal column's own hint in the schema file (``sink.logical``) wins over
 ``decimal_handling_mode``: ``org.apache.kafka.connect.data.Decimal`` (base64), ``string``
-or ``float64``. icetide's own capture writes decimals as text (:data:`CAPTURE`), so the
+or ``float64``. A ``string`` column hinted ``io.debezium.data.VariableScaleDecimal`` (what
+``onboard`` writes for a PostgreSQL ``numeric`` without a fixed scale) is a number kept as
+its text: ``precise`` sends it as a ``{scale, value}`` struct, ``string`` as text,
+``double`` as a JSON number. icetide's own capture writes decimals as text (:data:`CAPTURE`), so the
 tables it captures are read that way whatever ``debezium:`` says.
 """
 
@@ -53,6 +56,14 @@ TIME_PRECISION_MODES: tuple[str, ...] = get_args(TimePrecisionMode)
 DECIMAL_HINTS: dict[str, str] = {"precise": DECIMAL, "string": "string", "double": "float64"}
 """``decimal_handling_mode`` → the hint of a decimal column: the Connect logical name or
 plain type its values arrive in."""
+VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
+VARIABLE_SCALE_HINTS: dict[str, str] = {
+    "precise": VARIABLE_SCALE,
+    "string": "string",
+    "double": "float64",
+}
+"""``decimal_handling_mode`` → the hint of a number kept as text (an unconstrained
+PostgreSQL ``numeric``)."""
 CONNECT_TIME_HINTS: dict[str, str] = {
     "date": "org.apache.kafka.connect.data.Date",
     "time": "org.apache.kafka.connect.data.Time",
@@ -115,6 +126,8 @@ def read_hints(schema: TableSchema, settings: ConnectorSettings) -> Mapping[int,
     for column in schema.columns:
         if isinstance(column.type, DecimalType):
             hints.setdefault(column.id, DECIMAL_HINTS[settings.decimal_handling_mode])
+        elif hints.get(column.id) == VARIABLE_SCALE:
+            hints[column.id] = VARIABLE_SCALE_HINTS[settings.decimal_handling_mode]
         elif settings.time_precision_mode == "connect" and column.type.name in CONNECT_TIME_HINTS:
             hints[column.id] = CONNECT_TIME_HINTS[column.type.name]
     return hints

@@ -21,10 +21,12 @@ numeric(p,s)                 string ``"-12.3400"`` exactly as stored
 text, varchar, char, name    string → ``string``
 bytea                        base64 → ``binary``
 date                         days since 1970-01-01 (``io.debezium.time.Date``) → ``date``
-time                         microseconds of the day (``MicroTime``) → ``time``
+time(0-3)                    milliseconds of the day (``io.debezium.time.Time``) → ``time``
+time, time(4-6)              microseconds of the day (``MicroTime``) → ``time``
 time with time zone          ISO time in UTC, ``"07:15:30.5Z"`` (``ZonedTime``) → ``time``
-timestamp                    epoch microseconds of the wall-clock time
-                             (``MicroTimestamp``, every precision) → ``timestamp``
+timestamp(0-3)               epoch milliseconds of the wall-clock time
+                             (``io.debezium.time.Timestamp``) → ``timestamp``
+timestamp, timestamp(4-6)    epoch microseconds (``MicroTimestamp``) → ``timestamp``
 timestamp with time zone     ISO instant in UTC, ``"2024-01-01T10:00:00.123456Z"``
                              (``ZonedTimestamp``) → ``timestamptz``
 interval                     microseconds, a month counted as 30.4375 days
@@ -352,6 +354,16 @@ def time_micros(text: str) -> int:
     return seconds_of_day * 1_000_000 + _fraction(fraction)
 
 
+def time_millis(text: str) -> int:
+    """A ``time(0-3)`` as milliseconds since midnight (``io.debezium.time.Time``, what
+    Debezium's default ``time.precision.mode=adaptive`` writes up to precision 3).
+
+    >>> time_millis("12:34:56.789")
+    45296789
+    """
+    return time_micros(text) // 1_000
+
+
 def timetz_text(text: str) -> str:
     """A ``time with time zone`` as ISO time in UTC (``io.debezium.time.ZonedTime``).
 
@@ -390,6 +402,26 @@ def timestamp_micros(text: str) -> int:
         return _infinity(text, _INT64)
     seconds, micros = _timestamp_parts(text)
     return seconds * 1_000_000 + micros
+
+
+def timestamp_millis(text: str) -> int:
+    """A ``timestamp(0-3)`` as epoch milliseconds of its wall-clock value
+    (``io.debezium.time.Timestamp``); ±infinity become the int64 extremes.
+
+    >>> timestamp_millis("2018-06-20 12:57:03.123"), timestamp_millis("1969-12-31 23:59:59.5")
+    (1529499423123, -500)
+    """
+    if text[0] in "-i" and text.lstrip("-") == "infinity":
+        return _infinity(text, _INT64)
+    return timestamp_micros(text) // 1_000
+
+
+_MILLIS_UP_TO = 3
+"""Debezium's adaptive mode: a time or timestamp of precision 0-3 is in milliseconds."""
+
+
+def _in_millis(info: ColumnInfo | PgType) -> bool:
+    return isinstance(info, ColumnInfo) and 0 <= info.typmod <= _MILLIS_UP_TO
 
 
 def timestamptz_text(text: str) -> str:
@@ -607,6 +639,8 @@ def value_converter(info: ColumnInfo | PgType) -> Converter:
         if kind.element.oid not in SUPPORTED or kind.element.is_array:
             return _identity
         return _array_converter(value_converter(kind.element))
+    if _in_millis(info) and kind.oid in (TIME, TIMESTAMP):
+        return time_millis if kind.oid == TIME else timestamp_millis
     return _SCALARS.get(kind.oid, _identity)
 
 
@@ -671,6 +705,9 @@ def _connect_of(kind: PgType, typmod: int) -> dict[str, Any]:
         JSONB: ("string", "io.debezium.data.Json"),
         XML: ("string", "io.debezium.data.Xml"),
     }
+    if 0 <= typmod <= _MILLIS_UP_TO:
+        logical[TIME] = ("int32", "io.debezium.time.Time")
+        logical[TIMESTAMP] = ("int64", "io.debezium.time.Timestamp")
     if oid in logical:
         connect, name = logical[oid]
         return {"type": connect, "name": name, "version": 1}

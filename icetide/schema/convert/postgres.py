@@ -14,12 +14,15 @@ boolean                      boolean
 smallint, integer            int
 bigint, oid                  long
 real / double precision      float / double
-numeric(p,s)                 decimal(p,s)    (unconstrained or over 38 digits: string)
+numeric(p,s)                 decimal(p,s)    (over 38 digits: string)
+numeric (unconstrained)      string          ``io.debezium.data.VariableScaleDecimal``
 bytea                        binary
 date                         date            ``io.debezium.time.Date``
-time                         time            ``io.debezium.time.MicroTime``
+time(0-3)                    time            ``io.debezium.time.Time``
+time, time(4-6)              time            ``io.debezium.time.MicroTime``
 time with time zone          time            ``io.debezium.time.ZonedTime``
-timestamp                    timestamp       ``io.debezium.time.MicroTimestamp``
+timestamp(0-3)               timestamp       ``io.debezium.time.Timestamp``
+timestamp, timestamp(4-6)    timestamp       ``io.debezium.time.MicroTimestamp``
 timestamp with time zone     timestamptz     ``io.debezium.time.ZonedTimestamp``
 interval                     long            ``io.debezium.time.MicroDuration``
 uuid                         uuid
@@ -29,6 +32,11 @@ an array of a type above     json            (any depth, as capture sends it)
 text, varchar, char, xml,    string
 enums, anything else
 ===========================  ==============  ======================================
+
+The time hints are those of Debezium's PostgreSQL connector with its default
+``time.precision.mode=adaptive``: milliseconds up to precision 3, microseconds above
+(icetide's capture writes the same). An unconstrained ``numeric`` is kept as its exact
+text; the hint says Debezium's precise mode sends it as a ``{scale, value}`` struct.
 
 Enums stay ``string`` (the label), so a label added at the source never rejects rows;
 an enum's name alone does not say it is one, so the caller says so (``enum=True``).
@@ -124,6 +132,12 @@ _TEXT = frozenset(
     }
 )
 _DECIMAL = frozenset({"numeric", "decimal"})
+_MILLIS = {
+    "io.debezium.time.MicroTime": "io.debezium.time.Time",
+    "io.debezium.time.MicroTimestamp": "io.debezium.time.Timestamp",
+}
+"""The microsecond hint → the millisecond one Debezium uses up to precision 3."""
+VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 _KNOWN = frozenset(_SIMPLE) | _TEXT | _DECIMAL
 """The types whose array values capture converts element by element (to JSON)."""
 _MODIFIER = re.compile(r"\(([^)]*)\)")
@@ -156,8 +170,8 @@ def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
     """The icetide type (and Debezium logical name) holding a PostgreSQL column type's
     values as capture sends them; ``enum``: the (user-defined) base type is an enum.
 
-    >>> icetide_type("timestamp(3) without time zone")
-    (TimestampType(), 'io.debezium.time.MicroTimestamp')
+    >>> icetide_type("timestamp(3) without time zone")[1], icetide_type("timestamp")[1]
+    ('io.debezium.time.Timestamp', 'io.debezium.time.MicroTimestamp')
     >>> icetide_type("numeric(12,4)"), icetide_type("integer[]"), icetide_type('"mood"[]')
     ((DecimalType(precision=12, scale=4), None), (JsonType(), None), (StringType(), None))
     """
@@ -171,14 +185,18 @@ def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
     if enum:
         return StringType(), None
     name = _base_name(text)
+    numbers = _MODIFIER.search(text)
     if name in _SIMPLE:
-        return _SIMPLE[name]
+        ctype, hint = _SIMPLE[name]
+        if hint in _MILLIS and numbers and int(numbers.group(1)) <= 3:
+            return ctype, _MILLIS[hint]  # adaptive: milliseconds up to precision 3
+        return ctype, hint
     if name in _DECIMAL:
-        numbers = _MODIFIER.search(text)
         if numbers:
             precision, _, scale = numbers.group(1).partition(",")
             found = decimal_for(int(precision), int(scale or 0))
             return (found, None) if found else (StringType(), None)
+        return StringType(), VARIABLE_SCALE
     return StringType(), None
 
 

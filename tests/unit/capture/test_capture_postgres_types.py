@@ -186,12 +186,18 @@ def test_icetide_types_and_logical_hints() -> None:
         t.JSON: ("json", None),
         t.JSONB: ("json", None),
         1007: ("json", None),
-        t.NUMERIC: ("string", None),
+        t.NUMERIC: ("string", "io.debezium.data.VariableScaleDecimal"),
     }
     for oid, expected in cases.items():
         assert t.icetide_type(column(oid)) == expected, oid
         parse_type(expected[0])  # every answer is a valid icetide type
     assert t.icetide_type(column(t.NUMERIC, NUMERIC_12_4)) == ("decimal(12,4)", None)
+    # Debezium's adaptive mode: milliseconds up to precision 3, as capture writes them.
+    assert t.icetide_type(column(t.TIME, 3)) == ("time", "io.debezium.time.Time")
+    assert t.icetide_type(column(t.TIMESTAMP, 0)) == ("timestamp", "io.debezium.time.Timestamp")
+    assert t.icetide_type(column(t.TIMESTAMP, 4)) == ("timestamp", "io.debezium.time.MicroTimestamp")
+    assert t.value_converter(column(t.TIMESTAMP, 3))("2018-06-20 12:57:03.123") == 1529499423123
+    assert t.connect_schema(column(t.TIME, 2))["name"] == "io.debezium.time.Time"
     assert t.icetide_type(column(t.NUMERIC, ((39 << 16) | 0) + 4)) == ("string", None)
     assert t.icetide_type(t.ColumnInfo("e", t.PgType(t.ENUM, "mood", enum_values=("a",)))) == (
         "string",
