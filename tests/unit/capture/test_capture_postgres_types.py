@@ -195,7 +195,8 @@ def test_icetide_types_and_logical_hints() -> None:
     # Debezium's adaptive mode: milliseconds up to precision 3, as capture writes them.
     assert t.icetide_type(column(t.TIME, 3)) == ("time", "io.debezium.time.Time")
     assert t.icetide_type(column(t.TIMESTAMP, 0)) == ("timestamp", "io.debezium.time.Timestamp")
-    assert t.icetide_type(column(t.TIMESTAMP, 4)) == ("timestamp", "io.debezium.time.MicroTimestamp")
+    micro = ("timestamp", "io.debezium.time.MicroTimestamp")
+    assert t.icetide_type(column(t.TIMESTAMP, 4)) == micro
     assert t.value_converter(column(t.TIMESTAMP, 3))("2018-06-20 12:57:03.123") == 1529499423123
     assert t.connect_schema(column(t.TIME, 2))["name"] == "io.debezium.time.Time"
     assert t.icetide_type(column(t.NUMERIC, ((39 << 16) | 0) + 4)) == ("string", None)
