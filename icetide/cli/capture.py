@@ -17,14 +17,31 @@ if TYPE_CHECKING:
 def chosen_sources(config: Config, name: str | None) -> list[SourceConfig]:
     """The source named by ``--source``, or every source when there is no choice to make."""
     if name:
-        return [config.source(name)]
-    if not config.sources:
+        chosen = [config.source(name)]
+    elif not config.sources:
         raise ConfigError(
             f"pipeline {config.pipeline!r} has no sources",
             path="sources",
             hint="add a sources: entry (type mysql or postgres, host, port, user, password)",
         )
-    return list(config.sources)
+    else:
+        chosen = [s for s in config.sources if s.captured_by_icetide]
+        if not chosen:
+            raise ConfigError(
+                f"every source of pipeline {config.pipeline!r} is captured by Debezium "
+                "(debezium: on each), so icetide has none to capture",
+                path="sources",
+                hint="run `icetide run` to read what Debezium writes",
+            )
+    for source in chosen:
+        if not source.captured_by_icetide:
+            raise ConfigError(
+                f"source {source.name!r} is captured by an external Debezium connector "
+                "(it has debezium:), not by icetide",
+                path="sources",
+                hint="remove debezium: from the source to capture it with icetide",
+            )
+    return chosen
 
 
 def cmd_capture(args: argparse.Namespace) -> int:

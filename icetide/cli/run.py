@@ -233,7 +233,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
     names: list[str] = []
     if config.sources and not args.no_capture:
-        for source in config.sources:
+        for source in (s for s in config.sources if s.captured_by_icetide):
             child = CaptureChild(args, pipeline, source)
             names.append(f"capture {source.name}")
             supervisor.add(

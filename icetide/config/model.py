@@ -584,6 +584,33 @@ class DeadLetterConfig(_Model):
         return self.table_for(self.unrouted_table)
 
 
+class DebeziumConfig(_Model):
+    """``debezium:``: how the Debezium connectors feeding the pipeline are configured, in
+    their own property names (dots as underscores). It decides how values of messages
+    *without* a schema (JsonConverter with ``schemas.enable=false``) are read; messages
+    with an inline or registry schema say it themselves (docs/debezium.md).
+
+    At the top level it is every external feed's; under a table it overrides that for
+    the table (a key left out there inherits). Tables that icetide's own capture reads
+    (``sources:``) are read the way capture writes them, so a table-level ``debezium:``
+    on one is an error.
+    """
+
+    decimal_handling_mode: DecimalHandlingMode | None = None
+    """``precise`` (Debezium's default: base64 bytes), ``string`` or ``double``."""
+    time_precision_mode: TimePrecisionMode | None = None
+    """``adaptive_time_microseconds`` (MySQL's default) or ``adaptive`` (PostgreSQL's):
+    each temporal column by its schema-file hint; ``connect``: every date/time/timestamp
+    in Kafka Connect's units; ``isostring``: ISO-8601 text."""
+
+    def over(self, base: ConnectorSettings) -> ConnectorSettings:
+        """``base`` with the keys given here."""
+        return ConnectorSettings(
+            self.decimal_handling_mode or base.decimal_handling_mode,
+            self.time_precision_mode or base.time_precision_mode,
+        )
+
+
 class SourceConfig(_Model):
     """A source database that ``icetide capture`` reads and ``icetide bootstrap`` /
     ``icetide verify`` query.
@@ -611,6 +638,16 @@ class SourceConfig(_Model):
     """PostgreSQL: the publication listing the captured tables."""
     heartbeat: Duration = timedelta(seconds=1)
     """How long capture waits on a quiet log before rolling files and saving offsets."""
+    debezium: DebeziumConfig | None = None
+    """Set when an external Debezium connector captures this database instead of icetide
+    (its ``topic.prefix`` is this source's ``name``): the connector's settings, over the
+    pipeline's ``debezium:``. icetide then only reads the database (onboard, bootstrap,
+    verify, schema changes) and never captures it."""
+
+    @property
+    def captured_by_icetide(self) -> bool:
+        """Whether icetide's capture reads this source (no external Debezium does)."""
+        return self.debezium is None
 
     @property
     def resolved_port(self) -> int:
@@ -635,33 +672,6 @@ def _split_server(data: dict[str, Any]) -> dict[str, Any]:
             "give the server once"
         )
     return {**data, "server": server, "source": rest}
-
-
-class DebeziumConfig(_Model):
-    """``debezium:``: how the Debezium connectors feeding the pipeline are configured, in
-    their own property names (dots as underscores). It decides how values of messages
-    *without* a schema (JsonConverter with ``schemas.enable=false``) are read; messages
-    with an inline or registry schema say it themselves (docs/debezium.md).
-
-    At the top level it is every external feed's; under a table it overrides that for
-    the table (a key left out there inherits). Tables that icetide's own capture reads
-    (``sources:``) are read the way capture writes them, so a table-level ``debezium:``
-    on one is an error.
-    """
-
-    decimal_handling_mode: DecimalHandlingMode | None = None
-    """``precise`` (Debezium's default: base64 bytes), ``string`` or ``double``."""
-    time_precision_mode: TimePrecisionMode | None = None
-    """``adaptive_time_microseconds`` (MySQL's default) or ``adaptive`` (PostgreSQL's):
-    each temporal column by its schema-file hint; ``connect``: every date/time/timestamp
-    in Kafka Connect's units; ``isostring``: ISO-8601 text."""
-
-    def over(self, base: ConnectorSettings) -> ConnectorSettings:
-        """``base`` with the keys given here."""
-        return ConnectorSettings(
-            self.decimal_handling_mode or base.decimal_handling_mode,
-            self.time_precision_mode or base.time_precision_mode,
-        )
 
 
 EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
@@ -863,13 +873,15 @@ class Config(_Model):
                 problems.append(
                     (("tables", i, "name"), "is the name of dead_letter.unrouted_table")
                 )
-            if table.debezium is not None and self._capturing_source(table) is not None:
+            source = self._capturing_source(table)
+            if table.debezium is not None and source is not None and source.captured_by_icetide:
                 problems.append(
                     (
                         ("tables", i, "debezium"),
-                        "the table is captured by icetide (sources:), which writes decimals "
-                        "as text and times as the MySQL connector's defaults; remove this "
-                        "key, or the table from its source",
+                        f"the table is captured by icetide (source {source.name!r}), which "
+                        "writes decimals as text and times as the MySQL connector's "
+                        "defaults; remove this key, or give the source debezium: if an "
+                        "external Debezium connector captures it",
                     )
                 )
         problems.extend(self._source_problems())
@@ -984,12 +996,15 @@ class Config(_Model):
 
     def connector(self, table: str) -> ConnectorSettings:
         """How the values of ``table``'s schemaless messages are encoded: icetide's
-        capture's way for a table it captures, else the table's ``debezium:`` over the
-        pipeline's over Debezium's defaults (icetide.schema.connector)."""
+        capture's way for a table it captures, else the table's ``debezium:`` over its
+        source's over the pipeline's over Debezium's defaults (icetide.schema.connector)."""
         settings = self.table(table)
-        if self._capturing_source(settings) is not None:
+        source = self._capturing_source(settings)
+        if source is not None and source.debezium is None:
             return CAPTURE
         chosen = self.debezium.over(DEBEZIUM_DEFAULTS)
+        if source is not None and source.debezium is not None:
+            chosen = source.debezium.over(chosen)
         return settings.debezium.over(chosen) if settings.debezium is not None else chosen
 
     def source(self, name: str) -> SourceConfig:

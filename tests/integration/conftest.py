@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.devservers.connect import ConnectWorker
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
@@ -92,6 +93,18 @@ def kafka() -> Iterator[KafkaServer]:
     Shared like :func:`mariadb`: a test uses topics named after its own namespace.
     """
     with KafkaServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def connect(kafka: KafkaServer) -> Iterator[ConnectWorker]:
+    """The run's one Kafka Connect worker (standalone, loopback) with the real Debezium
+    MariaDB and PostgreSQL connectors, writing into :func:`kafka`.
+
+    Shared like :func:`kafka`: a test adds connectors whose ``topic.prefix`` (and slot,
+    server id) are its own, and removes them when done.
+    """
+    with ConnectWorker(kafka.bootstrap_servers) as started:
         yield started
 
 

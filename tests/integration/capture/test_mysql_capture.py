@@ -24,6 +24,7 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent, Skipped
 from icetide.events.position import Position, binlog_position
 from icetide.events.project import ProjectedEvent, project_event
+from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import TableSchema
 
@@ -236,7 +237,7 @@ def _replay(
     """Apply projected events in order to a key → row model (what the merge maintains)."""
     model = {} if model is None else model
     for event in events:
-        projected = project_event(event, schema)
+        projected = project_event(event, schema, read_hints(schema, CAPTURE))
         (key,) = projected.key.values() if projected.key else (None,)
         if projected.op == "d":
             model.pop(key, None)
@@ -352,7 +353,7 @@ def test_every_column_type_matches_select(server: MariaDBServer) -> None:
 
 
 def _typed(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
-    return project_event(event, schema)
+    return project_event(event, schema, read_hints(schema, CAPTURE))
 
 
 def test_truncate_ddl_and_schema_history(server: MariaDBServer, tmp_path: Path) -> None:
@@ -544,5 +545,5 @@ def test_time_values_outside_a_day_are_not_lost_silently(server: MariaDBServer) 
     )
     for event in _events(records):
         with pytest.raises(DecodeError) as err:
-            project_event(event, schema)
+            project_event(event, schema, read_hints(schema, CAPTURE))
         assert err.value.reason == "type_mismatch"

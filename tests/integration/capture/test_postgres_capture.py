@@ -36,6 +36,7 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Skipped
 from icetide.events.position import lsn_position
 from icetide.events.project import ProjectedEvent, dump_json, project_event
+from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import TableSchema
 
@@ -80,14 +81,19 @@ ALL_TYPES_SCHEMA = {
         {"id": 7, "name": "c_float8", "type": "double"},
         {"id": 8, "name": "c_num", "type": "decimal(12,4)"},
         {"id": 9, "name": "c_num0", "type": "decimal(38,0)"},
-        {"id": 10, "name": "c_numx", "type": "string"},
+        {
+            "id": 10,
+            "name": "c_numx",
+            "type": "string",
+            "logical": "io.debezium.data.VariableScaleDecimal",
+        },
         {"id": 11, "name": "c_text", "type": "string"},
         {"id": 12, "name": "c_varchar", "type": "string"},
         {"id": 13, "name": "c_char", "type": "string"},
         {"id": 14, "name": "c_bytea", "type": "binary"},
         {"id": 15, "name": "c_date", "type": "date", "logical": "io.debezium.time.Date"},
         {"id": 16, "name": "c_time", "type": "time", "logical": "io.debezium.time.MicroTime"},
-        {"id": 17, "name": "c_time3", "type": "time", "logical": "io.debezium.time.MicroTime"},
+        {"id": 17, "name": "c_time3", "type": "time", "logical": "io.debezium.time.Time"},
         {"id": 18, "name": "c_timetz", "type": "time", "logical": "io.debezium.time.ZonedTime"},
         {
             "id": 19,
@@ -99,7 +105,7 @@ ALL_TYPES_SCHEMA = {
             "id": 20,
             "name": "c_ts3",
             "type": "timestamp",
-            "logical": "io.debezium.time.MicroTimestamp",
+            "logical": "io.debezium.time.Timestamp",
         },
         {
             "id": 21,
@@ -299,7 +305,7 @@ def _replay(
     an unavailable (unchanged-TOAST) column keeps the stored value."""
     model = {} if model is None else model
     for event in events:
-        projected = project_event(event, schema)
+        projected = project_event(event, schema, read_hints(schema, CAPTURE))
         (key,) = projected.key.values() if projected.key else (None,)
         if projected.op == "d":
             model.pop(key, None)
@@ -392,7 +398,7 @@ def _assert_same(
 
 
 def _typed(event: ChangeEvent, schema: TableSchema) -> ProjectedEvent:
-    return project_event(event, schema)
+    return project_event(event, schema, read_hints(schema, CAPTURE))
 
 
 def test_every_column_type_matches_select(server: PostgresServer) -> None:
