@@ -125,12 +125,31 @@ def await_query(query: StreamingQuery, action: str) -> None:
                 state.stop.check()
 
 
-def stop_query(query: StreamingQuery) -> None:
+STOP_GRACE = 10.0
+"""How long a stop waits for the micro-batch in flight before it stops that one too."""
+
+
+def stop_query(query: StreamingQuery, grace: float = STOP_GRACE) -> None:
     """Stop the stream between micro-batches: let the one in flight commit first, since
-    interrupting it makes Spark log errors (a second signal stops it at once)."""
+    interrupting it makes Spark log errors (a second signal stops it at once).
+
+    A batch still running after ``grace`` seconds is stopped as well: one waiting on a
+    transport that stopped answering (a Kafka broker gone) would otherwise hold the stop
+    for as long as its client retries. That batch committed nothing, so the next start
+    replays it from the checkpoint; nothing is lost or doubled."""
+    deadline = time.monotonic() + grace
     while query.isActive and query.status["isTriggerActive"] and state.stop.signals < 2:
+        if time.monotonic() >= deadline:
+            log(
+                f"icetide: the micro-batch under way did not end within {grace:.0f}s (is the "
+                "transport reachable?): stopping it; the next start replays it"
+            )
+            break
         time.sleep(0.2)
-    query.stop()
+    try:
+        query.stop()  # bounded by spark.sql.streaming.stopTimeout
+    except Exception as exc:  # noqa: BLE001 - stopping anyway: the JVM ends with us
+        log(f"icetide: the stream did not stop in time ({type(exc).__name__}); leaving it")
 
 
 def stop_sessions() -> None:

@@ -46,6 +46,29 @@ class ChangeSignal:
     """Commit time at the source of the DDL (or of the first event showing the change)."""
 
 
+def seen_line(signal: ChangeSignal, acted_on: bool) -> str:
+    """The log line of one schema-change signal: what was seen, and, when nothing acts on
+    it (no ``sources:`` to read the table's schema from), that nothing was done, so a
+    snapshot's ``DROP TABLE IF EXISTS`` does not read as a dropped table.
+
+    >>> s = ChangeSignal("t", "ddl", "DROP TABLE IF EXISTS `shop`.`t`", position_text="b.1:4")
+    >>> print(seen_line(s, acted_on=False).split("; ")[1])
+    nothing done: no sources: entry to read t's schema from (new columns come from the \
+messages' own schemas)
+    """
+    what = signal.ddl or ", ".join(signal.columns)
+    if acted_on:
+        return (
+            f"schema {signal.table}: change seen at {signal.position_text} ({signal.kind}: {what})"
+        )
+    kind = {"ddl": "DDL", "relation": "a relation"}.get(signal.kind, signal.kind)
+    return (
+        f"schema {signal.table}: {kind} seen at {signal.position_text} ({what}); nothing "
+        f"done: no sources: entry to read {signal.table}'s schema from (new columns come "
+        "from the messages' own schemas)"
+    )
+
+
 OnSignals = Callable[[Sequence[ChangeSignal]], None]
 """What the ledger stage calls with a batch's signals, after the batch is stored."""
 

@@ -52,6 +52,7 @@ from icetide.ledger.signals import (
     OnSignals,
     OnVersions,
     schema_change_signal,
+    seen_line,
 )
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
@@ -399,11 +400,9 @@ class LedgerStage:
 
     def _signal(self, signals: Sequence[ChangeSignal]) -> None:
         for signal in signals:
-            what = signal.ddl or ", ".join(signal.columns)
             self.pipeline.report(
                 "ledger",
-                f"schema {signal.table}: change seen at {signal.position_text} ({signal.kind}: "
-                f"{what})",
+                seen_line(signal, acted_on=self.on_signals is not None),
                 table=signal.table,
                 signal=signal.kind,
             )

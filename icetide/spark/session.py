@@ -210,6 +210,9 @@ def spark_conf(config: Config) -> dict[str, str]:
         # the cache was cycled through and every batch and merge compiled all its code
         # again (~1.2 s of compiling per round; docs/merge-performance.md).
         "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
+        # A stream's stop interrupts its micro-batch and waits at most this long: a batch
+        # blocked on a transport that stopped answering must not hold a Ctrl-C.
+        "spark.sql.streaming.stopTimeout": "10s",
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }

@@ -52,3 +52,35 @@ def test_restore_puts_the_previous_handlers_back() -> None:
     assert signal.getsignal(signal.SIGTERM) != before
     stop.restore()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+class _StuckQuery:
+    """A streaming query whose micro-batch never ends (its transport stopped answering)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802 - PySpark's name
+        return not self.stopped
+
+    @property
+    def status(self) -> dict[str, bool]:
+        return {"isTriggerActive": not self.stopped}
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_stop_does_not_wait_for_a_batch_that_never_ends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import time
+
+    from icetide.cli import context
+
+    query = _StuckQuery()
+    started = time.monotonic()
+    context.stop_query(query, grace=0.5)  # type: ignore[arg-type]
+    assert query.stopped and time.monotonic() - started < 2
+    assert "did not end within" in capsys.readouterr().err
