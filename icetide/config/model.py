@@ -599,9 +599,12 @@ class DebeziumConfig(_Model):
     decimal_handling_mode: DecimalHandlingMode | None = None
     """``precise`` (Debezium's default: base64 bytes), ``string`` or ``double``."""
     time_precision_mode: TimePrecisionMode | None = None
-    """``adaptive_time_microseconds`` (MySQL's default) or ``adaptive`` (PostgreSQL's):
-    each temporal column by its schema-file hint; ``connect``: every date/time/timestamp
-    in Kafka Connect's units; ``isostring``: ISO-8601 text."""
+    """Unset: the connector's default (``adaptive_time_microseconds`` for MySQL and
+    MariaDB, ``adaptive`` for PostgreSQL), each temporal column by its schema-file hint;
+    ``adaptive_time_microseconds`` on PostgreSQL: every ``time`` in microseconds;
+    ``connect``: every date/time/timestamp in Kafka Connect's units; ``isostring``:
+    ISO-8601 text. ``adaptive`` on a MySQL/MariaDB source is refused (its ``TIME(0-3)``
+    milliseconds cannot be told apart)."""
 
     def over(self, base: ConnectorSettings) -> ConnectorSettings:
         """``base`` with the keys given here."""
@@ -643,6 +646,21 @@ class SourceConfig(_Model):
     (its ``topic.prefix`` is this source's ``name``): the connector's settings, over the
     pipeline's ``debezium:``. icetide then only reads the database (onboard, bootstrap,
     verify, schema changes) and never captures it."""
+
+    @model_validator(mode="after")
+    def _time_mode_fits(self) -> Self:
+        if (
+            self.type == "mysql"
+            and self.debezium is not None
+            and self.debezium.time_precision_mode == "adaptive"
+        ):
+            raise ValueError(
+                "debezium.time_precision_mode: adaptive sends a MySQL TIME(0-3) in "
+                "milliseconds, which icetide cannot tell from microseconds without a "
+                "schema: use the connector's default adaptive_time_microseconds (or "
+                "connect), or turn the converter's schemas on"
+            )
+        return self
 
     @property
     def captured_by_icetide(self) -> bool:

@@ -47,7 +47,11 @@ WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY'
 ORDER BY ORDINAL_POSITION
 """
 _POSTGRES = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+SELECT a.attname,
+       -- A domain by its base type: the values capture and Debezium send are the base's.
+       CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod)
+            ELSE format_type(a.atttypid, a.atttypmod) END,
+       NOT a.attnotnull,
        array_position(i.indkey::int2[], a.attnum) IS NOT NULL,
        pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e',
        array_position(i.indkey::int2[], a.attnum),

@@ -19,12 +19,17 @@ setting                     what the columns of a schemaless message are read as
                             base64 (:data:`~icetide.schema.convert.connect.DECIMAL`);
                             ``string``: decimal text; ``double``: a JSON number. A JSON
                             number is a number in every mode (it cannot be base64).
-``time_precision_mode``     ``adaptive_time_microseconds`` (the MySQL connector's default)
-                            and ``adaptive`` (PostgreSQL's): each temporal column by its
-                            schema-file hint (``onboard`` writes it from the column's
-                            precision); ``connect``: every date, time and timestamp column
-                            in Kafka Connect's units (days, milliseconds), whatever its
-                            hint; ``isostring``: ISO-8601 text, which reads without a hint.
+``time_precision_mode``     unset: the connector's default, ``adaptive_time_microseconds``
+                            (MySQL, MariaDB) or ``adaptive`` (PostgreSQL): each temporal
+                            column by its schema-file hint, which ``onboard`` writes from
+                            the column's precision for that default;
+                            ``adaptive_time_microseconds`` on PostgreSQL: every ``time``
+                            in microseconds (``timestamp(0-3)`` still milliseconds);
+                            ``connect``: every date, time and timestamp column in Kafka
+                            Connect's units (days, milliseconds), whatever its hint;
+                            ``isostring``: ISO-8601 text, which reads without a hint.
+                            (``adaptive`` on MySQL sends ``TIME(0-3)`` in milliseconds,
+                            which a ``time`` column's hint cannot tell: not supported.)
 ==========================  ================================================================
 
 A decimal column's own hint in the schema file (``sink.logical``) wins over
@@ -64,6 +69,7 @@ VARIABLE_SCALE_HINTS: dict[str, str] = {
 }
 """``decimal_handling_mode`` → the hint of a number kept as text (an unconstrained
 PostgreSQL ``numeric``)."""
+MILLIS_TIME, MICROS_TIME = "io.debezium.time.Time", "io.debezium.time.MicroTime"
 CONNECT_TIME_HINTS: dict[str, str] = {
     "date": "org.apache.kafka.connect.data.Date",
     "time": "org.apache.kafka.connect.data.Time",
@@ -77,11 +83,12 @@ class ConnectorSettings:
     """How the connector feeding a table encodes values (see the module doc)."""
 
     decimal_handling_mode: DecimalHandlingMode = "precise"
-    time_precision_mode: TimePrecisionMode = "adaptive_time_microseconds"
+    time_precision_mode: TimePrecisionMode | None = None
+    """None: the connector's own default (the hints as ``onboard`` writes them)."""
 
 
 DEBEZIUM_DEFAULTS = ConnectorSettings()
-"""A Debezium connector as it comes: ``precise`` decimals, adaptive times."""
+"""A Debezium connector as it comes: ``precise`` decimals, its default time mode."""
 CAPTURE = ConnectorSettings(decimal_handling_mode="string")
 """What icetide's own capture writes (capture/mysql/types.py, capture/postgres/types.py):
 decimals as exact text, the one form that reads the same with or without a schema."""
@@ -130,6 +137,11 @@ def read_hints(schema: TableSchema, settings: ConnectorSettings) -> Mapping[int,
             hints[column.id] = VARIABLE_SCALE_HINTS[settings.decimal_handling_mode]
         elif settings.time_precision_mode == "connect" and column.type.name in CONNECT_TIME_HINTS:
             hints[column.id] = CONNECT_TIME_HINTS[column.type.name]
+        elif settings.time_precision_mode == "adaptive_time_microseconds" and column.type.name == (
+            "time"
+        ):
+            if hints.get(column.id) == MILLIS_TIME:
+                hints[column.id] = MICROS_TIME
     return hints
 
 
