@@ -92,6 +92,7 @@ REASON_CODES: dict[str, str] = {
     "conversion_failed": "type_conversion",
     "null_in_required": "type_conversion",
     "unknown_schema_version": "deserialization",
+    "unreadable_schema": "deserialization",
     "schema_incompatible": "schema_incompatible",
     "unsupported_schema_change": "unsupported_schema_change",
     "schema_evolution_disabled": "unsupported_schema_change",
