@@ -62,7 +62,7 @@ def row(key: int, text: str, number: int) -> dict[str, Any]:
         QUOTE: f"{text}'s",
         DOUBLE: f'"{text}"',
         UNICODE: f"{text}-ü",
-        DOT: f"{number}.25",
+        DOT: number + 0.25,  # a JSON number: a decimal in every decimal.handling.mode
     }
 
 

@@ -50,6 +50,8 @@ from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.postgres import PostgresServer
 from icetide.evolution.onboard import onboard
 from icetide.observe.verify import render_verdicts, run_verify
+from icetide.sources.quoting import mysql_quote
+from tests.integration.capture.test_both_paths import MYSQL_EXTRA, _mysql_literal
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, FULL_ROW
 from tests.integration.harness import Pipeline
 
@@ -225,22 +227,26 @@ def _mariadb_rows(cur: Any, db: str, first: int, count: int) -> None:
 
 
 def _mariadb_all_types(cur: Any, db: str) -> None:
+    """The all-types table of the both-paths test (every type, hostile column names)."""
     cur.execute(ALL_TYPES_DDL.format(db=db))
+    for name, sql_type, _, _ in MYSQL_EXTRA:
+        cur.execute(f"ALTER TABLE {db}.all_types ADD COLUMN {mysql_quote(name)} {sql_type}")
+    hostile = {"dot.ted": 7, "sp ace": "s p", 'qu"ote': 'say "hi"', "MiXed": -1}
     # BIGINT UNSIGNED beyond 2^63-1 needs bigint.unsigned.handling.mode=precise (the
     # connector's default, long, wraps it): within range here.
     rows = [
-        {**FULL_ROW, "c_big_u": 2**63 - 1},
-        {"id": 2, "c_set": "", "c_notnull": "", "c_bit": 0},
+        {**FULL_ROW, "c_big_u": 2**63 - 1, "c_bit8": 6, "c_bit64": 2**64 - 1, **hostile},
+        {"id": 2, "c_set": "", "c_notnull": "", "c_bit": 0, "c_bit8": 0},
         {**FULL_ROW, "id": 3, "c_big_u": 0, "c_bit1": 0, "c_bit": 1023, "c_float": -3.4e38},
     ]
     for row in rows:
-        names = list(row)
-        bits = ("c_bit1", "c_bit")
-        marks = [f"b'{row[n]:b}'" if n in bits else "%s" for n in names]
-        values = [row[n] for n in names if n not in bits]
-        cur.execute(
-            f"INSERT INTO {db}.all_types ({', '.join(names)}) VALUES ({', '.join(marks)})", values
-        )
+        marks, values = [], []
+        for name, value in row.items():
+            mark, param = _mysql_literal(name, value)
+            marks.append(mark)
+            values += param
+        names = ", ".join(mysql_quote(n) for n in row)
+        cur.execute(f"INSERT INTO {db}.all_types ({names}) VALUES ({', '.join(marks)})", values)
 
 
 def test_real_debezium_mariadb_every_converter_and_setting(
