@@ -29,6 +29,7 @@ from typing import Any
 from icetide.errors import DecodeError
 from icetide.events import logical_types as lt
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Op
+from icetide.events.wire import json_form
 from icetide.schema.connector import typed_hints
 from icetide.schema.convert.connect import DECIMAL
 from icetide.schema.model import Column, TableSchema
@@ -285,8 +286,28 @@ def _to_json(value: Any, slot: Slot) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list | int | float | Decimal | bool):
-        return dump_json(value)
+        return dump_json(_as_sent(value))
     raise _Mismatch
+
+
+def _as_sent(value: Any) -> Any:
+    """A value its inline schema typed (an array of dates, of bytes) back in the form the
+    JSON converter sends it without a schema (days, base64), so a JSON column holds the
+    same text whichever way the message came; numbers and text stay as they are."""
+    if isinstance(value, dict):
+        return {k: _as_sent(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_sent(v) for v in value]
+    if isinstance(value, date | time | bytes | uuid.UUID):
+        return json_form(value)
+    if isinstance(value, float):
+        # As the number was written (what parsing it as a Decimal keeps); a non-finite
+        # one as Debezium writes it, a word.
+        return Decimal(repr(value)) if math.isfinite(value) else _FLOAT_WORDS[repr(value)]
+    return value
+
+
+_FLOAT_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 def _wrap(func: Callable[..., Any], *args: Any) -> Any:

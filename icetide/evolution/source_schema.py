@@ -53,7 +53,9 @@ SELECT a.attname,
             ELSE format_type(a.atttypid, a.atttypmod) END,
        NOT a.attnotnull,
        array_position(i.indkey::int2[], a.attnum) IS NOT NULL,
-       pg_get_expr(d.adbin, d.adrelid), t.typtype = 'e',
+       pg_get_expr(d.adbin, d.adrelid),
+       -- An enum, or an array of one (sent as a JSON array of labels).
+       t.typtype = 'e' OR COALESCE(et.typtype = 'e', false),
        array_position(i.indkey::int2[], a.attnum),
        CASE WHEN t.typtype = 'e' THEN ARRAY(
            SELECT e.enumlabel::text FROM pg_enum e
@@ -61,6 +63,7 @@ SELECT a.attname,
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_type et ON t.typcategory = 'A' AND et.oid = t.typelem
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
 WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped

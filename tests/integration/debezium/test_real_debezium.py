@@ -400,6 +400,51 @@ def _drop_slot_once_idle(postgres: PostgresServer, slot: str, db: str) -> None:
             time.sleep(0.5)
 
 
+# Columns of the both-paths table whose values Debezium sends in a form no consumer can
+# mirror exactly yet (docs/debezium.md): bit strings as bytes, multi-dimensional,
+# interval and bit arrays as nulls, and arrays of floats, numerics and zoned times whose
+# JSON text differs from the source's until arrays are typed lists.
+NOT_MIRRORED = {
+    "c_bit10",
+    "c_varbit",
+    "c_grid",
+    "c_floats",
+    "c_nums",
+    "c_tstzs",
+    "c_timetzs",
+    "c_intervals",
+    "c_bits",
+}
+PG_ARRAYS_AND_TOAST = """
+UPDATE paths SET c_ints = '{1,NULL,-3}', c_texts = '{solo,"a,b","q\\"uote",é✓,NULL,""}',
+  c_reals = '{1.1,-0,3.4e38}', c_bools = '{t,f,NULL}', c_dates = '{2024-02-29,1970-01-01}',
+  c_bytes = '{"\\\\x00ff",NULL}', c_uuids = '{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}',
+  c_jsonbs = ARRAY['{"k": [1, 2.50]}'::jsonb], c_moods = '{happy,sad}',
+  c_toast = repeat('toast ✓ ', 4000),
+  c_toast_arr = ARRAY[repeat('x', 6000), repeat('y', 6000)],
+  "sp ace" = 's p', "qu""ote" = 'say "hi"', "MiXed" = -1
+WHERE id = 1;
+UPDATE paths SET c_ints = '{}', c_texts = '{}' WHERE id = 2;
+"""
+"""The both-paths test's array and TOAST values (its PG_VALUES) of the mirrored columns."""
+
+
+def _pg_both_paths_table(cur: Any) -> None:
+    """The all-types table of the both-paths test (``paths``: every type, arrays, hostile
+    names, TOAST values kept out of line), without :data:`NOT_MIRRORED`."""
+    from icetide.sources.quoting import postgres_quote
+    from tests.integration.capture.test_both_paths import PG_EXTRA, TYPES_ROWS, TYPES_TABLE
+
+    cur.execute(TYPES_TABLE.format(name="paths"))
+    for column, sql_type, _ in PG_EXTRA:
+        if column not in NOT_MIRRORED:
+            cur.execute(f"ALTER TABLE paths ADD COLUMN {postgres_quote(column)} {sql_type}")
+    for column in ("c_toast", "c_toast_arr"):
+        cur.execute(f"ALTER TABLE paths ALTER COLUMN {column} SET STORAGE EXTERNAL")
+    cur.execute(TYPES_ROWS.format(name="paths"))
+    cur.execute(PG_ARRAYS_AND_TOAST)
+
+
 def _pg_rows(cur: Any, first: int, count: int) -> None:
     for n in range(first, first + count):
         d2 = TRICKY[n % len(TRICKY)]
@@ -437,8 +482,8 @@ def test_real_debezium_postgres_every_converter_and_setting(
     run = next(_runs)
     db = f"pgdbz{run}"
     feeds = [
-        Feed(f"p{run}js", ("all_types", "nums", "times")),  # schemas on, every default
-        Feed(f"p{run}jp", ("all_types", "nums", "times"), SCHEMALESS),  # precise, adaptive
+        Feed(f"p{run}js", ("all_types", "paths", "nums", "times")),  # schemas on, defaults
+        Feed(f"p{run}jp", ("all_types", "paths", "nums", "times"), SCHEMALESS),  # precise
         Feed(
             f"p{run}jt",
             ("nums", "times"),
@@ -471,7 +516,8 @@ def test_real_debezium_postgres_every_converter_and_setting(
             cur.execute(*pg_insert("all_types", {**PG_FULL_ROW, "c_int_2d": [7, 8]}))
             cur.execute(*pg_insert("all_types", {"id": 2, "c_notnull": "", "c_numx": None}))
             _pg_rows(cur, 1, 30)
-            for table in ("all_types", "nums", "times"):  # old images of updates and deletes
+            _pg_both_paths_table(cur)
+            for table in ("all_types", "nums", "times", "paths"):  # old images of updates
                 cur.execute(f"ALTER TABLE {table} REPLICA IDENTITY FULL")
     finally:
         conn.close()
@@ -516,6 +562,9 @@ def test_real_debezium_postgres_every_converter_and_setting(
                 cur.execute("UPDATE all_types SET c_float8 = 1e-300, c_num = 0 WHERE id = 2")
                 cur.execute(f"INSERT INTO nums (id, d2) VALUES ({SENTINEL}, 1.5)")
                 cur.execute(f"INSERT INTO times (id) VALUES ({SENTINEL})")
+                # The TOASTed values stay unchanged: Debezium sends its placeholder.
+                cur.execute("UPDATE paths SET c_int2 = 5 WHERE id IN (1, 4)")
+                cur.execute(f"INSERT INTO paths (id) VALUES ({SENTINEL})")
                 cur.execute(f"INSERT INTO all_types (id, c_notnull) VALUES ({SENTINEL}, 'e')")
         finally:
             conn.close()
