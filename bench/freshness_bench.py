@@ -5,10 +5,10 @@ The demo workload's events (three tables, realistic Debezium messages) are lande
 ``--rate`` events per second, one file per second, for ``--seconds``; each message's
 ``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
 time"; the messages are serialised before the run, so landing them costs the machine
-little: until session 41 each was serialised as it landed, ~6% of the two cores).
+little: until 875274c each was serialised as it landed, ~6% of the two cores).
 ``icetide run --no-capture`` runs the stream and merge stages on the schedule given; the
 landing starts when it says it is running (its Spark session is up; until
-session 28 it started 5 s after the command). After the run (and a drain of up to
+a45cffc it started 5 s after the command). After the run (and a drain of up to
 ``--drain`` seconds), one Spark session reads back when each change became visible, from
 the tables' own metadata:
 
@@ -19,8 +19,8 @@ the tables' own metadata:
 
 Latency = that commit time − the event's ``source.ts_ms``; p50/p99 over every event, and
 again over the events landed after the first ``--settle`` seconds (the cold start: a new
-JVM's first micro-batch took 17–18 s at session 28, and the backlog it leaves took one
-to four minutes to drain), when the first events reached the ledger and a base table
+JVM's first micro-batch took 17–18 s in the runs of 2026-11-27, and the backlog it left
+took one to four minutes to drain), when the first events reached the ledger and a base table
 (the cold start's own length), and the merge durations from the run's progress records
 (what bounds it). Never pass/fail.
 

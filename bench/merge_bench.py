@@ -319,7 +319,7 @@ def accumulate(
     spark.sql(f"CALL lake.system.rewrite_position_delete_files(table => 'b.{base.name}')")
     data_after, deletes_after = files()
     # The merged snapshot and the compacted one read in turn, so neither is read by a
-    # JVM that has compiled less of the read's code (until session 34 the compacted base
+    # JVM that has compiled less of the read's code (until ee9ed47 the compacted base
     # was read after the merged one, later in the process: ``merged_first``).
     for snapshot in (merged_snapshot, None):
         read(snapshot)

@@ -518,7 +518,7 @@ class TableMergeConfig(_Model):
     merge bin-packs each bucket's small files (:mod:`icetide.merge.compact`); 0: never
     (leave it to ``icetide maintain``). Small bases too: a merge that shuffles a small
     base reads every file it has, so without the rewrite each merge is slower than the
-    last (docs/merge-performance.md, session 28)."""
+    last (docs/merge-performance.md, "Small bases bin-packed too")."""
     resnapshot_chunk_rows: int = Field(200_000, ge=1)
     """Rows per chunk when the merge re-snapshots the table for a change no ALTER
     expresses (:mod:`icetide.bootstrap.resnapshot`): one chunk per merge round, each its

@@ -476,7 +476,8 @@ def project_batches(
     time, made here rather than as a literal in the append's query: Spark writes a
     timestamp literal's value into the code it generates, so a new value every batch
     compiled the append's code anew, and the JVM's JIT compiler had to start over on it
-    at every micro-batch (docs/merge-performance.md, session 41).
+    at every micro-batch (docs/merge-performance.md, "Where a busy run's CPU goes, and a
+    literal that recompiled the ledger's appends").
     """
     projection = Projection.of(projection)
     layout = projection.layout

@@ -14,8 +14,9 @@ It runs after the merge's own commit (the one with the watermark), as a commit o
 own that changes no row: a crash in between loses nothing, and a rewrite that loses a
 race with ``icetide maintain`` is left to the next merge.
 
-A packing merge is the slow one of its table (session 28: ~6 s against ~3 s on the
-demo's tables), so two habits keep it short, both for freshness:
+A packing merge is the slow one of its table (~6 s against ~3 s on the demo's tables;
+docs/merge-performance.md, "Small bases bin-packed too"), so two habits keep it short,
+both for freshness:
 
 - one table packs per merge round (:class:`PackingTurns`): the tables of one run reach
   their ``compact_every``-th merge in the same round, and a round that packs them all
@@ -150,7 +151,7 @@ def merges_since_rewrite(summaries: Iterable[Mapping[str, str]]) -> int:
     both commits naming the same ledger snapshot (the watermark): they count once. On a
     copy-on-write base both add data files, and counted twice they made the count skip
     every multiple of ``compact_every`` once it was odd: such a base never packed
-    (session 39). A commit without a watermark (the first load) counts alone.
+    (until 2b234be). A commit without a watermark (the first load) counts alone.
 
     >>> merges_since_rewrite([{"operation": "overwrite", "added-data-files": "3"},
     ...                       {"operation": "overwrite", "added-data-files": "0"},

@@ -58,8 +58,8 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     passed through without ``_before``: Iceberg reads a scan column by column
     (vectorized) only when every column it reads is of a primitive type, and
     ``_before``'s old key is read from a struct (measured: docs/merge-performance.md,
-    session 37). ``_after`` keeps the batch's own scan row by row either way, but the
-    DELETE's read of the keys (:func:`changed_keys`) becomes columnar.
+    "The keys read column by column"). ``_after`` keeps the batch's own scan row by row
+    either way, but the DELETE's read of the keys (:func:`changed_keys`) becomes columnar.
     """
     if not ctx.key_changes:
         keys = [quote(k) for k in ctx.schema.primary_key]
@@ -74,7 +74,8 @@ def _split(events: DataFrame, schema: TableSchema) -> DataFrame:
     flagged as its old key's delete (an explode of ``[false, true-if-key-changed]``),
     so the ledger is read once, not once per half. Only the flag is exploded: the row
     image is passed through as a column, not copied into a struct per output row and
-    out again (measured: docs/merge-performance.md, session 36).
+    out again (measured: docs/merge-performance.md, "The batch's deduplication without a
+    sort aggregate").
     """
     keys = list(schema.primary_key)
     flag = "_icetide_old_key"
@@ -180,8 +181,9 @@ def _dedupe_whole_rows(events: DataFrame, ctx: MergeContext) -> DataFrame:
     and after it (``WindowGroupLimit``), no aggregation: a ``max_by`` of the whole event
     cannot be a hash aggregate (its buffer holds the row image), so it was a sort
     aggregate, which evaluates its buffers row by row outside generated code (measured:
-    docs/merge-performance.md, session 36). When the latest event is a delete its values
-    are never read (the MERGE deletes, or inserts nothing), so they are left NULL.
+    docs/merge-performance.md, "The batch's deduplication without a sort aggregate"). When
+    the latest event is a delete its values are never read (the MERGE deletes, or inserts
+    nothing), so they are left NULL.
     """
     keys = [quote(k) for k in ctx.schema.primary_key]
     newest_first = Window.partitionBy(*keys).orderBy(F.col(c.POSITION).desc())

@@ -5,7 +5,8 @@ thousands of classes, and every command, the demo and every restart of ``icetide
 starts one. Measured in a fresh JVM, the session, the first job and the first Iceberg
 create and insert took 4.0-5.0, 4.6-6.3 and 2.0-2.5 s without an archive and 3.2-3.9,
 2.9-3.4 and 1.5 s with one; ``icetide demo`` 72 s and 66-67 s (docs/merge-performance.md,
-session 43). The one JVM that writes the archive runs ~1 s slower in those steps.
+"A class archive for every new JVM"). The one JVM that writes the archive runs ~1 s slower
+in those steps.
 
 How: the JDK's dynamic class-data sharing (JEP 350). A JVM started with
 ``-XX:+RecordDynamicDumpInfo`` writes the classes it has loaded into a file when asked

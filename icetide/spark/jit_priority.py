@@ -4,9 +4,10 @@ On a machine of few cores the JVM's compiler threads compete with Spark's tasks 
 driver for the same cores, and they never rest: Catalyst's rules and Iceberg's metadata
 code are wide and flat, so every merge takes more of it over the compile thresholds
 (after 30 warm merges at 5M rows each still compiled for 0.4–1.6 s, ~1.6 s of a merge's
-3.9 s of CPU on two cores; docs/merge-performance.md, session 32). Under a higher
-``nice`` value the compiler still gets every idle moment, and yields the cores while
-tasks wait for them. Measured in docs/merge-performance.md (session 34).
+3.9 s of CPU on two cores; docs/merge-performance.md, "Where a warm merge's CPU goes").
+Under a higher ``nice`` value the compiler still gets every idle moment, and yields the
+cores while tasks wait for them. Measured in docs/merge-performance.md, "The JIT compiler
+below the tasks".
 
 Linux only, and only on a local master, where the executors are this JVM. Raising a
 thread's ``nice`` value needs no privilege (lowering it back does). The JVM adds

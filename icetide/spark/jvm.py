@@ -6,9 +6,9 @@ the JVM per dot, and the JVM first tries each step as a class in each package Py
 imports with a wildcard, every failed try searching every jar on the classpath. A short
 name PySpark asks for (``jvm.functions`` for every ``pyspark.sql.functions`` call) first
 fails as a class of that bare name the same way. One merge at 5M rows made 216 such
-look-ups: 12% of the driver's time answering py4j calls (a JFR profile, session 32;
-docs/merge-performance.md). A ``JavaClass`` made here knows its full name: the JVM loads
-it directly when a member is used.
+look-ups: 12% of the driver's time answering py4j calls (a JFR profile;
+docs/merge-performance.md, "Where a warm merge's CPU goes"). A ``JavaClass`` made here
+knows its full name: the JVM loads it directly when a member is used.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ library, which the ``pyspark`` wheel does not carry, Hadoop does that by startin
 ``chmod`` process, ~5 ms each: an Iceberg commit with no new data files starts 6
 (61–74 ms a commit; 9–13 ms without them), and a merge at 5M rows writes ~40 files, each
 with its ``.crc``. Measured in
-docs/merge-performance.md (session 33).
+docs/merge-performance.md, "A process per file written, and a commit's retry".
 
 ``BareLocalFileSystem`` (``com.globalmentor:hadoop-bare-naked-local-fs``, Apache-2.0)
 is Hadoop's checksummed local file system over one that sets permissions and reads file

@@ -6,8 +6,8 @@ shipped with ``addPyFile`` become importable. On Python 3.10 and 3.11 that makes
 ``zipimporter`` read its archive's whole directory again at that moment: ``pyspark.zip``
 (793 entries) once for each of its packages a worker has imported: 24 ms for 11 such
 importers timed alone, before every Python task, and about a fifth of the ledger's Python
-CPU (docs/merge-performance.md, session 29). CPython made the re-read lazy in 3.12
-(gh-103200, reported by a Spark developer for exactly this).
+CPU (docs/merge-performance.md, "The ledger's fixed costs"). CPython made the re-read lazy
+in 3.12 (gh-103200, reported by a Spark developer for exactly this).
 
 Spark's own archives (``$SPARK_HOME/python/lib``: ``pyspark.zip``, py4j's; and
 ``$SPARK_HOME/jars``, whose ``spark-core`` jar Spark also puts on the workers' path) never
@@ -47,7 +47,8 @@ def spark_archive_dirs() -> tuple[str, ...]:
     (``pyspark.zip``, py4j's) and ``jars``, from which Spark adds its own core jar to the
     workers' ``PYTHONPATH`` (``PythonUtils.sparkPythonPath``). A jar is a zip archive, so
     Python gives it a zip importer too, and that one is the costliest to re-read: 5,221
-    entries, 73 ms each time, timed alone (session 38)."""
+    entries, 73 ms each time, timed alone (docs/merge-performance.md, "Spark's core jar
+    re-read before every Python task")."""
     home = os.environ.get("SPARK_HOME")
     return (os.path.join(home, "python", "lib"), os.path.join(home, "jars")) if home else ()
 

@@ -1,6 +1,7 @@
 """How many Spark jobs one ledger micro-batch runs: at a steady rate a job's fixed cost is
-most of a micro-batch's time (docs/merge-performance.md, session 24), so the count is a
-property of the design, checked here without timing anything."""
+most of a micro-batch's time (docs/merge-performance.md, "Freshness: less work per event
+and per micro-batch"), so the count is a property of the design, checked here without
+timing anything."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append
-    # anew: 6 classes a batch before session 41).
+    # anew: 6 classes a batch before f130073).
     deliver(generate(5, 300), pipeline.landing, seed=5, files=1, duplicate_rate=0.0)
     compiled = codegen_compilations(spark)
     started = datetime.now(UTC)

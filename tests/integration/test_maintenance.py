@@ -133,9 +133,9 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
     """Without merge settings, a small base (far below the 200,000 rows where ``auto``
     stops shuffling it) still has its small files bin-packed every fourth merge: a
     shuffle merge reads every file of the base, so a base never packed makes each merge
-    slower than the last (bench/results/freshness.md, session 28). A copy-on-write base
-    merged by ``delete_insert`` too: both of a merge's commits add data files there,
-    and until session 39 they counted as two merges, so such a base never packed."""
+    slower than the last (bench/results/freshness.md, 2026-11-27, commit a17e48a). A
+    copy-on-write base merged by ``delete_insert`` too: both of a merge's commits add data
+    files there, and until 2b234be they counted as two merges, so such a base never packed."""
     p = Pipeline.create(
         tmp_path,
         warehouse,

@@ -130,7 +130,7 @@ def test_the_statements_run_at_once_only_where_deletes_check_what_they_read(
 ) -> None:
     """At once on a base whose DELETEs use snapshot isolation (every base icetide
     creates); one after the other on a base that refuses a DELETE when rows its
-    condition could match were added meanwhile (a base created before session 31)."""
+    condition could match were added meanwhile (a base created before 96d9a0a)."""
     base = pipeline.refs(TABLE).base
     at_once: list[int] = []
     real = strategies.once_started

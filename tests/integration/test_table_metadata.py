@@ -2,7 +2,7 @@
 exact, with no py4j answer longer than one socket write.
 
 Any py4j answer over 8 KiB waits ~44 ms for Python's delayed ACK (docs/merge-performance.md,
-session 25); a table's metadata passes 8 KiB after a few commits, and the merge reads it
+"Fixed costs"); a table's metadata passes 8 KiB after a few commits, and the merge reads it
 three times per table."""
 
 from __future__ import annotations

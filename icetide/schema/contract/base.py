@@ -37,7 +37,7 @@ times (5.1 s of waits in all), where Iceberg's defaults wait from 100 ms, 4 time
 The merge's ``delete_insert`` commits its DELETE and its append to one branch at nearly
 the same moment, and one of them often finds the other's metadata version already
 written (``Version N already exists``); Iceberg then sleeps before it retries, and the
-default first sleep was 0.1 s of a merge's ~2 s (seen in Iceberg's commit reports:
-session 33, docs/merge-performance.md). A retry re-reads the table and writes its
-metadata again, a few milliseconds; a writer racing another one longer still has more
-time in all than with the defaults."""
+default first sleep was 0.1 s of a merge's ~2 s (seen in Iceberg's commit reports;
+docs/merge-performance.md, "A process per file written, and a commit's retry"). A retry
+re-reads the table and writes its metadata again, a few milliseconds; a writer racing
+another one longer still has more time in all than with the defaults."""

@@ -1,8 +1,8 @@
-"""Every Debezium example message in the shared fixtures, decoded and checked value by value.
+"""Every Debezium example message in the fixtures, decoded and checked value by value.
 
-The fixtures are written by the Debezium project (see PROVENANCE.md next to them); they
-live outside the repo in ``/work/shared/fixtures/debezium``. ``ICETIDE_FIXTURES`` may
-point at that folder or at its parent.
+The fixtures are written by the Debezium project and kept as they are in
+``data/debezium_examples`` (PROVENANCE.md there says where each comes from).
+``ICETIDE_FIXTURES`` may point at another copy (the folder or its parent).
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent, Decoded, Skipped, SourceTable
 from icetide.events.position import Position
 
+IN_REPOSITORY = Path(__file__).parent / "data" / "debezium_examples"
+
 
 def fixtures_dir() -> Path:
+    """``ICETIDE_FIXTURES`` (the folder or its parent), else the copy in the repository."""
     override = os.environ.get("ICETIDE_FIXTURES")
     if override:
         root = Path(override)
         return root / "debezium" if (root / "debezium").is_dir() else root
-    # The team's shared folder sits beside the checkout; a clone elsewhere (CI) finds it
-    # at its fixed place on the machine.
-    beside = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "debezium"
-    return beside if beside.is_dir() else Path("/work/shared/fixtures/debezium")
+    return IN_REPOSITORY
 
 
 FIXTURES = fixtures_dir()
