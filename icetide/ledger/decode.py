@@ -31,6 +31,7 @@ from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.events.rescue import rescue_json
+from icetide.events.wire import not_text
 from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
@@ -209,6 +210,9 @@ def _classify(
         except DecodeError as exc:
             return (None, DEAD, exc.reason, exc.message), None
         return _keyed(_route(doc, routes), raw, doc, wire)
+    binary = not_text(raw, registry=wire is not None)
+    if binary is not None:
+        return (_guess_from_bytes(raw, routes), DEAD, binary.reason, binary.message), None
     try:
         text = message_text(raw)
     except DecodeError as exc:

@@ -93,6 +93,7 @@ REASON_CODES: dict[str, str] = {
     "null_in_required": "type_conversion",
     "unknown_schema_version": "deserialization",
     "unreadable_schema": "deserialization",
+    "unknown_magic_byte": "deserialization",
     "schema_incompatible": "schema_incompatible",
     "unsupported_schema_change": "unsupported_schema_change",
     "schema_evolution_disabled": "unsupported_schema_change",

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -63,6 +63,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.align import align_to
 from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
+from icetide.spark.payload import payload_b64
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 if TYPE_CHECKING:
@@ -83,11 +84,6 @@ class _Share:
     mine: DataFrame
     projected: DataFrame
     stored: TableSchema
-
-
-def _b64_col(col: str) -> Column:
-    # The exact bytes the transport delivered, not a re-encoding of decoded text.
-    return F.base64(F.col(col))
 
 
 def _inline_text(raw: bytes) -> str | None:
@@ -422,7 +418,8 @@ class LedgerStage:
             F.col("table").alias("source_table"),
             F.col("reason"),
             F.col("error"),
-            _b64_col("raw").alias("payload_b64"),
+            # The exact bytes the transport delivered, not a re-encoding of decoded text.
+            payload_b64(F.col("raw")).alias("payload_b64"),
             F.lit(now).alias("ingested_at"),
         )
 
