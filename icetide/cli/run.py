@@ -134,14 +134,16 @@ class Stream:
                 self.ledger.tick()
 
     def step(self) -> None:
-        from icetide.spark.errors import jvm_boundary
+        from icetide.spark.errors import jvm_boundary, root_cause
 
         assert self.query is not None
         with jvm_boundary("ledger stream"):
             if self.query.isActive:
                 return
             error = self.query.exception()
-        raise StageError(f"the ledger stream stopped: {error or 'no reason given'}")
+        # The root cause first: a batch's own Python error, not py4j's wrapper of it.
+        why = root_cause(error) if error is not None else "no reason given"
+        raise StageError(f"the ledger stream stopped: {why}")
 
     def close(self) -> None:
         query, self.query = self.query, None
