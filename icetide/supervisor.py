@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from icetide.errors import IcetideError, StageError
 from icetide.stopping import Stop, Stopped
@@ -228,7 +227,3 @@ class Supervisor:
         finally:
             if started:
                 self._close(task)
-
-
-def noop(*_: Any, **__: Any) -> None:
-    """A report function that drops everything (tests)."""

@@ -46,7 +46,6 @@ from icetide.errors import DecodeError
 
 MAGIC = 0
 AVRO, JSON_SCHEMA, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
-FORMATS = (AVRO, JSON_SCHEMA, PROTOBUF)
 DESERIALIZATION = "deserialization"
 """Dead-letter reason: the frame or its payload cannot be read with the writer schema."""
 UNKNOWN_SCHEMA = "unknown_schema_id"

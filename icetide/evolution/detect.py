@@ -33,7 +33,7 @@ from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema
 from icetide.evolution.evidence import collect
-from icetide.evolution.plan import EvolutionPlan, build_plan
+from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_catalog
 from icetide.ledger.signals import ChangeSignal
@@ -97,17 +97,7 @@ class Detector:
         )
         policy = Policy.from_config(settings.evolution)
         new = candidate_schema(current, fresh, evidence, sensitive=policy.sensitive)
-        refs = self.pipeline.refs(table)
-        return build_plan(
-            current,
-            new,
-            evidence,
-            policy,
-            has_rows=True,
-            base=refs.base,
-            ledger=refs.cdc,
-            settings=self.pipeline.contract(table).settings,
-        )
+        return table_plan(self.pipeline, table, current, new, evidence)
 
     def detect(self, table: str, signals: Sequence[ChangeSignal]) -> TableSchema | None:
         """Look at ``table``'s source now; apply what the policy allows of its change."""

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
 from icetide.evolution.classify import Change, classify
@@ -38,6 +38,9 @@ from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.types import IcetideType, ListType, MapType, StructType
+
+if TYPE_CHECKING:
+    from icetide.pipeline import Pipeline
 
 RESNAPSHOT_KINDS = frozenset({"narrow", "type_change", "key_change"})
 """Changes no ALTER expresses: once approved, the table is re-snapshotted."""
@@ -255,6 +258,31 @@ class EvolutionPlan:
         return "\n".join(lines)
 
 
+def table_plan(
+    pipeline: Pipeline,
+    table: str,
+    old: TableSchema,
+    new: TableSchema,
+    evidence: TableEvidence = NO_EVIDENCE,
+    *,
+    has_rows: bool = True,
+) -> EvolutionPlan:
+    """:func:`build_plan` for one of ``pipeline``'s tables: its policy, the names of its
+    base and ledger in the configured catalog and namespace, its layout, all from the
+    config (the one place they are read for a plan)."""
+    refs = pipeline.refs(table)
+    return build_plan(
+        old,
+        new,
+        evidence,
+        Policy.from_config(pipeline.config.table(table).evolution),
+        has_rows=has_rows,
+        base=refs.base,
+        ledger=refs.cdc,
+        settings=pipeline.contract(table).settings,
+    )
+
+
 def build_plan(
     old: TableSchema,
     new: TableSchema,
@@ -270,7 +298,8 @@ def build_plan(
     :func:`icetide.evolution.classify.candidate_schema`) under ``policy``.
 
     ``base``/``ledger`` name the tables the DDL is written for (default
-    ``lake.cdc.<table>`` and its ``_cdc``); ``has_rows`` whether the table holds rows.
+    ``lake.cdc.<table>`` and its ``_cdc``: for tests and golden cases; a pipeline's table
+    is planned with :func:`table_plan`); ``has_rows`` whether the table holds rows.
     """
     policy = policy or Policy()
     base = base or TableName("lake", "cdc", old.table)

@@ -98,15 +98,6 @@ REASON_CODES: dict[str, str] = {
     "unsupported_schema_change": "unsupported_schema_change",
     "schema_evolution_disabled": "unsupported_schema_change",
 }
-CODES = (
-    "parse",
-    "deserialization",
-    "type_conversion",
-    "null_payload",
-    "schema_incompatible",
-    "unsupported_schema_change",
-    "routing",
-)
 REPLAY_PROPERTY = "icetide.dlt.replay"
 """Snapshot property of a ledger append made by a replay (the replay's time)."""
 
