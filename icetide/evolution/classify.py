@@ -712,6 +712,11 @@ def _paths(columns: Iterable[Column], parent: str = "") -> Iterator[tuple[str, i
 def _source_only(
     old: TableSchema, new: TableSchema, evidence: TableEvidence, seen: set[int | None]
 ) -> list[Change]:
+    """Source type changes that keep the icetide type: from the DDL, and from the hint
+    alone (a PostgreSQL ``timestamp(3)`` → ``timestamp(6)`` has no DDL text, only a new
+    Relation message). A changed hint changes how schemaless values are read
+    (milliseconds → microseconds), so it is applied with a new version: ``detail["hint"]``
+    says from what to what."""
     found = []
     for item in evidence.items:
         if item.kind != "type":
@@ -728,17 +733,45 @@ def _source_only(
             continue
         if was.type == column.type:
             seen.add(column.id)
-            found.append(
-                Change(
-                    f"source_only:{column.name}",
-                    "source_only",
-                    "automatic",
-                    (column.name,),
-                    column.id,
-                    f"the source type became {item.source_type}; it is still {column.type} "
-                    "here, so nothing changes in the tables",
-                    evidence=(item,),
-                    detail={"source_type": item.source_type, "type": str(column.type)},
-                )
-            )
+            found.append(_source_only_change(old, new, column, item.source_type, (item,)))
+    for column in new.columns:
+        if column.id in seen or column.id not in {c.id for c in old.columns}:
+            continue
+        if old.find(column.id).type != column.type:
+            continue
+        if old.sink.logical.get(column.id) != new.sink.logical.get(column.id) and (
+            new.sink.logical.get(column.id) is not None
+        ):
+            seen.add(column.id)
+            found.append(_source_only_change(old, new, column, None, ()))
     return found
+
+
+def _source_only_change(
+    old: TableSchema,
+    new: TableSchema,
+    column: Column,
+    source_type: str | None,
+    evidence: tuple[Evidence, ...],
+) -> Change:
+    was, now = old.sink.logical.get(column.id), new.sink.logical.get(column.id)
+    detail: dict[str, Any] = {"source_type": source_type, "type": str(column.type)}
+    became = f"the source type became {source_type}" if source_type else "the source type changed"
+    if now is not None and now != was:
+        detail["hint"] = {"from": was, "to": now}
+        reason = (
+            f"{became}; it is still {column.type} here, but its values now arrive as {now} "
+            f"(were {was or 'by the type alone'}): events are read that way from this version"
+        )
+    else:
+        reason = f"{became}; it is still {column.type} here, so nothing changes in the tables"
+    return Change(
+        f"source_only:{column.name}",
+        "source_only",
+        "automatic",
+        (column.name,),
+        column.id,
+        reason,
+        evidence=evidence,
+        detail=detail,
+    )

@@ -148,9 +148,9 @@ class EvolutionPlan:
     @property
     def applied(self) -> tuple[Change, ...]:
         """The changes that go into the new version (a ``source_only`` change alters
-        nothing here, so it is not among them)."""
+        nothing here unless the column's hint changes, so only then is it among them)."""
         ids = {d.change for d in self.decisions if d.applies}
-        return tuple(c for c in self.changes if c.id in ids and c.kind != "source_only")
+        return tuple(c for c in self.changes if c.id in ids and _moves_version(c))
 
     @property
     def held(self) -> tuple[Change, ...]:
@@ -359,6 +359,12 @@ def _applied_ids(decisions: Sequence[Decision]) -> set[str]:
     return {d.change for d in decisions if d.applies}
 
 
+def _moves_version(change: Change) -> bool:
+    """Whether applying ``change`` makes a new version (a ``source_only`` change only when
+    it changes the column's hint)."""
+    return change.kind != "source_only" or "hint" in change.detail
+
+
 def _target(
     old: TableSchema,
     new: TableSchema,
@@ -366,8 +372,15 @@ def _target(
     decisions: Sequence[Decision],
     skip: frozenset[str],
 ) -> TableSchema:
-    """``old`` with the applied changes (except ``skip``) taken from ``new``, by id."""
+    """``old`` with the applied changes (except ``skip``) taken from ``new``, by id; the
+    hints too, only those of columns an applied change touches. A plan that applies
+    nothing that moves the version is ``old`` itself: a held change (its hint included)
+    or a reorder nobody listed writes no version."""
     applied = {d.change: d for d in decisions if d.applies and d.change not in skip}
+    moving = [c for c in changes if c.id in applied and _moves_version(c)]
+    if not moving:
+        return old
+    touched = {c.field_id for c in moving} | {fc.field_id for c in moving for fc in c.field_changes}
     take: set[tuple[str, int]] = set()
     rewrite: dict[int, int] = {}
     key_change = False
@@ -408,7 +421,11 @@ def _target(
         sink=old.sink,
     )
     kept = candidate.field_ids()
-    logical = {i: h for i, h in {**old.sink.logical, **source.sink.logical}.items() if i in kept}
+    hints = {**old.sink.logical}
+    for field_id in touched | {rewrite.get(i, i) for i in touched if i is not None}:
+        if field_id is not None and field_id in source.sink.logical:
+            hints[field_id] = source.sink.logical[field_id]
+    logical = {i: h for i, h in hints.items() if i in kept}
     sink = dataclasses.replace(old.sink, logical=logical)
     if candidate.columns == old.columns and key_ids == old.key_ids and sink == old.sink:
         return old
