@@ -378,6 +378,8 @@ def classify(
                 detail={"from": list(old.primary_key), "to": list(new.primary_key)},
             )
         )
+    else:
+        changes += _pinned_key_change(new, evidence)
     changes += _ambiguous(old, new, field_changes, evidence, consumed)
     for i, fc in enumerate(field_changes):
         if i in consumed:
@@ -707,6 +709,33 @@ def _paths(columns: Iterable[Column], parent: str = "") -> Iterator[tuple[str, i
         yield path, column.id
         if isinstance(column.type, StructType):
             yield from _paths(column.type.fields, path + ".")
+
+
+def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[Change]:
+    """A key change the DDL shows while the schemas keep their key: the table's
+    ``primary_key`` is pinned by the config, so the source's new key (or its lack of one)
+    is not in the inferred schema. Held all the same: the pinned columns may no longer
+    identify a row."""
+    final = evidence.final_key()
+    if final is None or [k.casefold() for k in final] == [k.casefold() for k in new.primary_key]:
+        return []
+    now = f"is now {list(final)}" if final else "was dropped"
+    return [
+        Change(
+            "key_change",
+            "key_change",
+            "held",
+            (),
+            None,
+            f"the source's primary key {now} while the table keeps {list(new.primary_key)} "
+            "(pinned by primary_key: in the config): if those columns no longer identify a "
+            "row, merging by them would fold rows together",
+            manual=_manual("key_change", "key_change"),
+            fill="resnapshot",
+            evidence=tuple(e for e in evidence.items if e.kind == "key"),
+            detail={"from": list(new.primary_key), "to": list(final)},
+        )
+    ]
 
 
 def _source_only(

@@ -47,6 +47,14 @@ if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
 
 
+KEY_LOST = "key_change"
+NO_KEY_HINT = (
+    "the table's events wait in its dead-letter table (missing_key) while it is held: give "
+    "the source table a primary key again, or name the columns that identify a row in "
+    "tables[].primary_key, then re-snapshot it (`icetide schema apply --approve "
+    "key_change --no-ddl`) and replay them (`icetide dlt replay TABLE`)"
+)
+
 CatalogReader = Callable[[str], Catalog | None]
 """A table's source catalog now (``None``: the table is gone); the real one reads the
 capturing source (:func:`~icetide.evolution.source_schema.read_catalog`)."""
@@ -106,7 +114,19 @@ class Detector:
             known = {c.name.casefold() for c in current.columns}
             if all(col.casefold() in known for s in signals for col in s.columns):
                 return None  # already in the schema; the ledger projects them once acked
-        plan = self.plan(table, signals)
+        try:
+            plan = self.plan(table, signals)
+        except SchemaError as exc:
+            # One table's source cannot be planned (no primary key any more, a key the
+            # new columns lack): hold that table with the reason; the others flow on.
+            self.held[table] = (f"{KEY_LOST}: {exc.message}",)
+            self.pipeline.report(
+                "evolution",
+                f"schema {table}: held: {exc.message}; {NO_KEY_HINT}",
+                table=table,
+                held=[KEY_LOST],
+            )
+            return None
         if plan is None:
             return None
         if plan.held:
