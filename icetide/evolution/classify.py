@@ -205,29 +205,19 @@ def candidate_schema(
     >>> [(c.id, c.name, sorted(c.tags)) for c in new.columns]
     [(1, 'id', []), (2, 'mail', []), (3, 'ssn', ['sensitive'])]
     """
-    # A rename is live when its old name is in the old schema and its new name is among
-    # the fresh columns but not the old ones (a rename applied before is history).
-    old_names = {c.name.casefold() for c in old.columns}
-    fresh_names = {c.name.casefold() for c in inferred.columns}
-    live = {
-        o.casefold(): n.casefold()
-        for o, n in evidence.renames().items()
-        if o.casefold() in old_names
-        and n.casefold() in fresh_names
-        and n.casefold() not in old_names
-    }
-    renamed_to = {n: o for o, n in live.items()}
+    # Which old column each top-level name now holds, following the DDL in order (renames
+    # by identity, so a swap swaps ids; a drop and a re-add under one name is a new
+    # column); a name no DDL touched keeps the old column of that name.
+    holds = identities(old, evidence)
+    by_id = {c.id: c for c in old.columns}
     ids = _Ids(old.last_column_id)
     patterns = tuple(p.casefold() for p in sensitive)
 
     def match(name: str, before: Sequence[Column], top: bool) -> Column | None:
-        by_name = {c.name.casefold(): c for c in before}
-        folded = name.casefold()
-        if top and folded in renamed_to:
-            return by_name[renamed_to[folded]]
-        if top and folded in live:
-            return None  # the old column of this name was renamed away: this one is new
-        return by_name.get(folded)
+        if top:
+            held = holds.get(name.casefold())
+            return by_id.get(held) if held is not None else None
+        return {c.name.casefold(): c for c in before}.get(name.casefold())
 
     def fields(after: Sequence[Column], before: Sequence[Column], top: bool) -> tuple[Column, ...]:
         built = []
@@ -304,6 +294,66 @@ def candidate_schema(
         last_column_id=max(old.last_column_id, ids.last),
         sink=sink,
     )
+
+
+NEW = 0
+"""The identity of a column the DDL added (an id no old column has)."""
+
+
+def identities(old: TableSchema, evidence: TableEvidence) -> dict[str, int]:
+    """Top-level name (case-folded) → the id of the old column it holds after the DDL of
+    ``evidence`` ran, :data:`NEW` for a column the DDL added.
+
+    The statements are replayed on ``old``'s names in order. The renames of one statement
+    happen at once (MySQL's ``RENAME COLUMN x TO y, RENAME COLUMN y TO x`` swaps), so a
+    swap, or a cycle through a temporary name, moves the ids with the names. A drop frees
+    its name: an add under it later is a new column, never the dropped one back. A
+    statement the schema already reflects (a rename whose old name is gone, an add whose
+    name is there) is history and changes nothing.
+
+    >>> from icetide.evolution.evidence import collect
+    >>> from icetide.schema.types import IntType
+    >>> t = TableSchema("t", (Column(1, "id", IntType(), False), Column(2, "x", IntType()),
+    ...                        Column(3, "y", IntType())), ("id",))
+    >>> swap = ["ALTER TABLE t RENAME COLUMN x TO tmp", "ALTER TABLE t RENAME COLUMN y TO x",
+    ...         "ALTER TABLE t RENAME COLUMN tmp TO y"]
+    >>> identities(t, collect(swap, "mysql"))
+    {'id': 1, 'x': 3, 'y': 2}
+    >>> identities(t, collect(["ALTER TABLE t DROP COLUMN x", "ALTER TABLE t ADD x INT"], "mysql"))
+    {'id': 1, 'y': 3, 'x': 0}
+    """
+    names = {c.name.casefold(): c.id for c in old.columns}
+    statements: dict[str, list[Any]] = {}
+    for item in evidence.items:  # grouped by statement, in order
+        statements.setdefault(item.statement, []).append(item)
+    for items in statements.values():
+        # A clause names a column as the statement found it (so x TO y, y TO x swaps),
+        # or, when no such column was there, as an earlier clause left it (x TO tmp, …,
+        # tmp TO y).
+        vacated: set[str] = set()
+        produced: dict[str, int] = {}
+        for item in items:
+            if item.kind != "rename" or not item.column or not item.new_name:
+                continue
+            was, now = item.column.casefold(), item.new_name.casefold()
+            if was in names and was not in vacated:
+                identity = names[was]
+                vacated.add(was)
+            elif was in produced:
+                identity = produced.pop(was)
+            else:
+                continue  # history: the schema already shows it
+            produced[now] = identity
+        for was in vacated:
+            names.pop(was, None)
+        names.update(produced)
+        for item in items:
+            if item.kind == "drop" and item.column:
+                names.pop(item.column.casefold(), None)
+        for item in items:
+            if item.kind == "add" and item.column and item.column.casefold() not in names:
+                names[item.column.casefold()] = NEW
+    return names
 
 
 class _Ids:

@@ -27,7 +27,13 @@ from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
+from icetide.spark.alter import (
+    apply_alters,
+    int_property,
+    kept_columns,
+    set_properties,
+    table_properties,
+)
 from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
@@ -65,7 +71,8 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
     try:
-        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
+        kept = kept_columns(spark, refs.cdc, [col.name for col in old.target.columns], c.AFTER)
+        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table), kept)
     except SchemaError as exc:
         return _recreate_ledger(spark, pipeline, table, new, props, exc)
     ran = apply_alters(
