@@ -385,7 +385,12 @@ def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any
 
 Refused = Mapping[str, tuple[str, str]]
 """Schema key (:func:`schema_key`) → (dead-letter reason, error text): the message-carried
-schema versions the table does not take (incompatible, held, evolution off)."""
+schema versions the table does not take (incompatible, held, evolution off);
+:data:`ALL_MESSAGES` refuses every message of the table (its ledger could not take its
+new schema version this batch)."""
+ALL_MESSAGES = "*"
+SCHEMA_CHANGE_FAILED = "schema_change_failed"
+"""Dead-letter reason of a table's messages while its ledger cannot take its schema change."""
 
 
 def _project(
@@ -393,7 +398,7 @@ def _project(
 ) -> dict[str, Any]:
     doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
     if refused:
-        why = refused.get(schema_key(raw, doc, wire) or "")
+        why = refused.get(ALL_MESSAGES) or refused.get(schema_key(raw, doc, wire) or "")
         if why is not None:
             raise DecodeError(*why)
     event = decode_document(doc)

@@ -94,6 +94,7 @@ REASON_CODES: dict[str, str] = {
     "unknown_schema_version": "deserialization",
     "unreadable_schema": "deserialization",
     "unknown_magic_byte": "deserialization",
+    "schema_change_failed": "unsupported_schema_change",
     "schema_incompatible": "schema_incompatible",
     "unsupported_schema_change": "unsupported_schema_change",
     "schema_evolution_disabled": "unsupported_schema_change",
