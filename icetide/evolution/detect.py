@@ -39,7 +39,7 @@ from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_c
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.contract import phases as p
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import set_properties
+from icetide.spark.alter import set_properties, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -178,6 +178,13 @@ class Detector:
             props[p.SOURCE_TS] = str(min(dated))
         if placed:
             props[p.CHANGE_POSITION] = str(min(placed))
+            props[p.VERSION_POSITIONS] = p.with_version_position(
+                table_properties(self.spark, self.pipeline.refs(table).cdc).get(
+                    p.VERSION_POSITIONS
+                ),
+                new.version,
+                min(placed),
+            )
         set_properties(self.spark, self.pipeline.refs(table).cdc, props)
         self.pipeline.report(
             "evolution",

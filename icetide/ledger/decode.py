@@ -315,6 +315,17 @@ def classify_batches(
 
 
 @dataclass(frozen=True)
+class Era:
+    """One earlier schema version, as events written under it are read: ``until`` the
+    source position the next version starts at, its column names → the current names
+    (by id), and its hints."""
+
+    until: int
+    names: Mapping[str, str]
+    hints: Mapping[int, str] | None
+
+
+@dataclass(frozen=True)
 class Projection:
     """How one table's events become ledger rows while its schema may be changing.
 
@@ -331,6 +342,34 @@ class Projection:
     values: TableSchema | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
     hints: Mapping[int, str] | None = None
+    earlier: tuple[Era, ...] = ()
+    """The schema versions before the current one, by the source position each next
+    version starts at, oldest first: an event written before a change (still in flight
+    when it is applied) is read under the version it was written with, its column names
+    (a swap of two columns) and its hints (a ``DATETIME(3)`` value still in milliseconds
+    after ``→ DATETIME(6)``) included."""
+
+    def _era(self, position: int | None) -> Era | None:
+        chosen = None
+        if position is not None:
+            for era in reversed(self.earlier):
+                if position < era.until:
+                    chosen = era
+        return chosen
+
+    def hints_at(self, position: int | None) -> Mapping[int, str] | None:
+        """The hints an event at source ``position`` is read with."""
+        era = self._era(position)
+        return self.hints if era is None else era.hints
+
+    def aliases_at(self, position: int | None) -> Mapping[str, str]:
+        """Its column names → the current ones."""
+        era = self._era(position)
+        return self.aliases if era is None else era.names
+
+    def known_at(self, position: int | None) -> bool:
+        """Whether the event's own version is known (an era holds it)."""
+        return self._era(position) is not None
 
     @property
     def value_schema(self) -> TableSchema:
@@ -372,10 +411,13 @@ def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, 
     return {col.name: arrow_value(values.get(col.name), col.type) for col in schema.columns}
 
 
-def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any:
-    """An image with old column names turned into current ones (unless both are there)."""
+def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str], exact: bool) -> Any:
+    """An image with old column names turned into current ones: all at once when the
+    event's own version is known (``exact``: a swap swaps), else unless both are there."""
     if image is None or not aliases or not any(k in aliases for k in image):
         return image
+    if exact:
+        return {aliases.get(k, k): v for k, v in image.items()}
     out = {}
     for name, value in image.items():
         new = aliases.get(name)
@@ -412,15 +454,17 @@ def _project(
             "the event's source block has no binlog file/pos, GTID or LSN to order it by",
         )
     position = event.position
-    if projection.aliases:
+    aliases = projection.aliases_at(position.key)
+    if aliases:
+        exact = projection.known_at(position.key)
         event = replace(
             event,
-            after=_renamed(event.after, projection.aliases),
-            before=_renamed(event.before, projection.aliases),
-            unavailable=frozenset(projection.aliases.get(n, n) for n in event.unavailable),
+            after=_renamed(event.after, aliases, exact),
+            before=_renamed(event.before, aliases, exact),
+            unavailable=frozenset(aliases.get(n, n) for n in event.unavailable),
         )
     schema, layout = projection.value_schema, projection.layout
-    projected = project_event(event, schema, projection.hints)
+    projected = project_event(event, schema, projection.hints_at(position.key))
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
     }

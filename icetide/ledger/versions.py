@@ -17,14 +17,15 @@ At each batch boundary, per table (see docs/convergence.md):
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from icetide.errors import SchemaError
-from icetide.ledger.decode import Projection
-from icetide.schema.connector import read_hints
+from icetide.ledger.decode import Era, Projection
+from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.schema.contract.alter import alter_plan
+from icetide.schema.contract.alter import KEPT_AS, alter_plan
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.model import TableSchema
 from icetide.spark.alter import (
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.pipeline import Pipeline
+    from icetide.schema.history import SchemaHistory
 
 
 def now_ms() -> str:
@@ -162,11 +164,16 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
             version=target,
             phase=2,
         )
-    return build_projection(pipeline, table, schema, target)
+    positions = p.read_version_positions(ledger_props.get(p.VERSION_POSITIONS))
+    return build_projection(pipeline, table, schema, target, positions)
 
 
 def build_projection(
-    pipeline: Pipeline, table: str, layout: TableSchema, values_version: int
+    pipeline: Pipeline,
+    table: str,
+    layout: TableSchema,
+    values_version: int,
+    positions: Mapping[int, int] | None = None,
 ) -> Projection:
     """The projection writing ``layout`` rows with values for ``values_version``'s
     columns only (by id), and old names of renamed columns mapped to current ones.
@@ -188,5 +195,34 @@ def build_projection(
         values = layout.with_columns(
             [col for col in layout.columns if col.id in known], version=values_version
         )
-    hints = read_hints(layout, pipeline.config.connector(table))
-    return Projection(layout, values, aliases, hints)
+    connector = pipeline.config.connector(table)
+    hints = read_hints(layout, connector)
+    return Projection(layout, values, aliases, hints, _eras(history, layout, positions, connector))
+
+
+def _eras(
+    history: SchemaHistory,
+    layout: TableSchema,
+    positions: Mapping[int, int] | None,
+    connector: ConnectorSettings,
+) -> tuple[Era, ...]:
+    """The earlier versions an event may still be written under, each until the source
+    position the next version started at (recorded when the change was detected)."""
+    eras = []
+    versions = [v for v in history.versions if v.version <= layout.version]
+    for earlier, later in zip(versions, versions[1:], strict=False):
+        until = (positions or {}).get(later.version)
+        if until is None:
+            continue
+        current = {c.id: c.name for c in layout.columns}
+        taken = {c.name.casefold() for c in layout.columns}
+        names = {
+            c.name: current[c.id]
+            for c in earlier.columns
+            if c.id in current and current[c.id] != c.name
+        }
+        for column in earlier.columns:  # its name now another column's (dropped, re-added)
+            if column.id not in current and column.name.casefold() in taken:
+                names[column.name] = KEPT_AS.format(name=column.name, version=earlier.version)
+        eras.append(Era(until, names, read_hints(earlier, connector)))
+    return tuple(sorted(eras, key=lambda e: e.until))
