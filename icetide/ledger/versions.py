@@ -16,6 +16,7 @@ At each batch boundary, per table (see docs/convergence.md):
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -27,7 +28,9 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import KEPT_AS, alter_plan
 from icetide.schema.contract.builder import TableContract
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.schema.quoting import quote
 from icetide.spark.alter import (
     apply_alters,
     int_property,
@@ -35,7 +38,7 @@ from icetide.spark.alter import (
     set_properties,
     table_properties,
 )
-from icetide.spark.tables import table_exists
+from icetide.spark.tables import current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,14 +109,13 @@ def _recreate_ledger(
     why: SchemaError,
 ) -> TableSchema:
     """Phase 1 of a version no ALTER expresses (an approved key change, narrowing or
-    type-category change): the ledger table is dropped and created in the new layout,
-    and the merge re-snapshots the base from the source
-    (:mod:`icetide.bootstrap.resnapshot`). The old ledger's events are not needed: the
-    copy is read after this point, and every event from here on lands in the new table.
-    The latest change's properties (when and where it happened) move over, for
-    ``icetide status``; an approved version that no detection recorded is recorded
-    here, timed from now. A crash between the drop and the create is mended by the next
-    start, which creates the missing ledger at the current version."""
+    type-category change): the ledger in its old layout is retired as a generation,
+    ``<t>_cdc_g<N>`` (every event it holds kept, queryable with its schema version;
+    :func:`retire_ledger`), a new ``<t>_cdc`` is created in the new layout, and the merge
+    re-snapshots the base from the source (:mod:`icetide.bootstrap.resnapshot`). The
+    latest change's properties (when and where it happened) move over, for ``icetide
+    status``; an approved version that no detection recorded is recorded here, timed
+    from now. Only maintenance retention, as configured, ever removes ledger data."""
     refs = pipeline.refs(table)
     version = new.schema.version
     kept = {k: v for k, v in props.items() if k.startswith(p.EVOLUTION_PREFIX)}
@@ -121,7 +123,7 @@ def _recreate_ledger(
         # An approved change (``schema apply``) has no detection record: its phases are
         # timed from the moment the ledger took it.
         kept = {p.CHANGE_VERSION: str(version), p.DETECTED: now_ms()}
-    spark.sql(f"DROP TABLE IF EXISTS {refs.cdc} PURGE")
+    generation = retire_ledger(spark, refs.cdc)
     spark.sql(new.ledger_ddl(refs.cdc))
     set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(version)})
     now = now_ms()  # the new table projects every column of the version from its first row
@@ -130,12 +132,64 @@ def _recreate_ledger(
     pipeline.report(
         "ledger",
         f"schema {table}: no ALTER takes the ledger to version {version} ({why.message}); "
-        "ledger table recreated in the new layout, the merge re-snapshots the base (phase 1)",
+        f"its events so far kept as {generation.name}, a new ledger in the new layout, the "
+        "merge re-snapshots the base (phase 1)",
         table=table,
         version=version,
         phase=1,
     )
     return new.schema
+
+
+GENERATION = "{name}_g{number}"
+"""A retired ledger generation's name."""
+RETIRED_FROM = "icetide.ledger.retired-from-snapshot"
+"""A copied generation's property: the ledger snapshot it holds (a crash-safe marker)."""
+
+
+def generations(spark: SparkSession, ledger: TableName) -> list[TableName]:
+    """The retired generations of ``ledger``, oldest first."""
+    pattern = re.compile(re.escape(ledger.name) + r"_g(\d+)$", re.IGNORECASE)
+    namespace = f"{quote(ledger.catalog)}.{quote(ledger.namespace)}"
+    found = []
+    for row in spark.sql(f"SHOW TABLES IN {namespace}").collect():
+        match = pattern.match(str(row.tableName))
+        if match:
+            name = TableName(ledger.catalog, ledger.namespace, str(row.tableName))
+            found.append((int(match.group(1)), name))
+    return [name for _, name in sorted(found)]
+
+
+def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
+    """Keep ``ledger``'s events as its next generation, then free its name.
+
+    A catalog that renames tables (REST, JDBC, Hive) renames it; the Hadoop catalog does
+    not, so there it is copied in one atomic Iceberg commit (marked with the snapshot it
+    copied) and dropped after. A crash after the copy and before the drop is mended by
+    the next run: the newest generation holds the ledger's current snapshot, so the drop
+    is all that is left. A ledger that no longer exists has nothing to keep."""
+    kept = generations(spark, ledger)
+    name = GENERATION.format(name=ledger.name, number=len(kept) + 1)
+    target = TableName(ledger.catalog, ledger.namespace, name)
+    if not table_exists(spark, ledger):
+        return kept[-1] if kept else target
+    snapshot = str(current_snapshot_id(spark, ledger))
+    if kept and table_properties(spark, kept[-1]).get(RETIRED_FROM) == snapshot:
+        target = kept[-1]  # copied before a crash: only the drop is left
+    else:
+        try:
+            spark.sql(f"ALTER TABLE {ledger} RENAME TO {target}")
+            return target
+        except Exception:  # noqa: BLE001 - the Hadoop catalog cannot rename: copy, drop
+            (
+                spark.table(ledger.sql)
+                .writeTo(target.sql)
+                .using("iceberg")
+                .tableProperty(RETIRED_FROM, snapshot)
+                .create()
+            )
+    spark.sql(f"DROP TABLE IF EXISTS {ledger} PURGE")
+    return target
 
 
 def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:
