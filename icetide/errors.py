@@ -88,7 +88,3 @@ class StageError(IcetideError, Terminal):
 class CommitConflictError(IcetideError, Transient):
     """Another writer committed first and Iceberg refused our commit (a maintenance
     rewrite racing a merge): nothing of ours was committed, so redoing the step is safe."""
-
-
-class MergeError(StageError):
-    """The merge stage cannot apply a batch."""

@@ -21,6 +21,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+ERROR_STAGE = "error"
+"""The stage of the record a command writes, with ``--progress json``, when it fails:
+``message``, ``hint`` and ``terminal`` (whether running it again without a change can
+help), so a supervising process can tell a failure to retry from one to give up on."""
+
 
 @dataclass(frozen=True)
 class Progress:

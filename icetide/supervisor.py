@@ -19,9 +19,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from icetide.errors import IcetideError
+from icetide.errors import IcetideError, StageError
 from icetide.stopping import Stop, Stopped
 
 Report = Callable[..., None]
@@ -55,8 +54,17 @@ class Task:
     interval under load). Cleared as each round starts: a wake during a round that
     found nothing still counts, since that round may have looked before the work
     arrived."""
+    healthy_after: float = 0.0
+    """Seconds a task must have run since its (re)start before a good round counts as
+    recovery: a child process that fails again within them never got going, so its
+    failures keep adding up (the backoff grows) instead of starting over at one."""
     failures: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
+
+
+class GaveUp(StageError):
+    """A task's failure that will not go away by itself (a configuration error, a lock
+    another process holds): the supervisor says so once and stops the whole run."""
 
 
 def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
@@ -111,6 +119,8 @@ class Supervisor:
         self.max_backoff = max_backoff
         self.tasks: list[Task] = []
         self._threads: list[threading.Thread] = []
+        self.gave_up: GaveUp | None = None
+        """The failure that stopped the run, if one did (:class:`GaveUp`)."""
 
     def add(self, task: Task) -> Task:
         """Supervise ``task`` (before :meth:`run`)."""
@@ -120,7 +130,8 @@ class Supervisor:
     def run(self) -> None:
         """Start every task and wait for a stop request; then stop them all.
 
-        Raises :class:`~icetide.stopping.Stopped` once everything is stopped.
+        Raises :class:`~icetide.stopping.Stopped` once everything is stopped, or the
+        :class:`GaveUp` of a task whose failure cannot go away by itself.
         """
         for task in self.tasks:
             thread = threading.Thread(target=self._loop, args=(task,), name=f"icetide-{task.name}")
@@ -139,6 +150,8 @@ class Supervisor:
             )
             for thread in self._threads:
                 thread.join()
+            if self.gave_up is not None:
+                raise self.gave_up
 
     def _wait(self, seconds: float, wake: threading.Event | None = None) -> None:
         deadline = time.monotonic() + seconds
@@ -159,6 +172,7 @@ class Supervisor:
 
     def _loop(self, task: Task) -> None:
         started = False
+        started_at = time.monotonic()
         try:
             self._wait(task.initial_delay)
             while not self.stop.requested:
@@ -166,18 +180,30 @@ class Supervisor:
                     if not started:
                         if task.start is not None:
                             task.start()
-                        started = True
+                        started, started_at = True, time.monotonic()
                     began = time.monotonic()
                     if task.wake is not None:
                         task.wake.clear()
                     found = task.step()
-                    task.failures = 0
+                    if time.monotonic() - started_at >= task.healthy_after:
+                        task.failures = 0
                     busy = task.catch_up and bool(found)
                     self._wait(
                         pause_after(time.monotonic() - began, task.interval, busy),
                         None if busy else task.wake,
                     )
                 except Stopped:
+                    break
+                except GaveUp as exc:
+                    self.report(
+                        "run",
+                        f"run: {task.name} cannot go on: {exc.render()}; stopping icetide run "
+                        "(fix the cause, then start it again)",
+                        gave_up=task.name,
+                        error=describe(exc),
+                    )
+                    self.gave_up = self.gave_up or exc
+                    self.stop.request(f"{task.name} gave up")
                     break
                 except Exception as exc:  # noqa: BLE001 - every failure restarts the task
                     if self.stop.requested:
@@ -201,7 +227,3 @@ class Supervisor:
         finally:
             if started:
                 self._close(task)
-
-
-def noop(*_: Any, **__: Any) -> None:
-    """A report function that drops everything (tests)."""

@@ -43,6 +43,7 @@ from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.spark.payload import payload_b64
 from icetide.spark.progress import read_bootstrap_state
 from icetide.spark.sql import quote
 from icetide.spark.tables import ensure_base_table, table_exists
@@ -281,7 +282,7 @@ class Bootstrap:
                 F.lit(table.name).alias("source_table"),
                 F.lit(CONVERSION_FAILED).alias("reason"),
                 F.col(CONVERSION_ERROR).alias("error"),
-                F.base64(F.encode(F.col(SOURCE_ROW), "UTF-8")).alias("payload_b64"),
+                payload_b64(F.encode(F.col(SOURCE_ROW), "UTF-8")).alias("payload_b64"),
                 F.current_timestamp().alias("ingested_at"),
             ).writeTo(dlt.sql).append()
         return converted

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 import traceback
 from collections.abc import Sequence
@@ -18,7 +19,8 @@ from collections.abc import Sequence
 from icetide import __version__
 from icetide.cli import context
 from icetide.cli.context import log, stopped_line
-from icetide.errors import IcetideError
+from icetide.errors import IcetideError, Terminal
+from icetide.progress import ERROR_STAGE
 from icetide.stopping import Stop, Stopped
 
 GROUPS = (
@@ -95,6 +97,16 @@ def _run(args: argparse.Namespace) -> int:
             log(stopped_line(abandoned=True))
             return 0
         print(f"icetide: error: {exc.render()}", file=sys.stderr)
+        if getattr(args, "progress", None) == "json":
+            # For a supervisor reading this process (icetide run's capture children):
+            # whether running it again can help.
+            record = {
+                "stage": ERROR_STAGE,
+                "message": exc.message,
+                "hint": exc.hint,
+                "terminal": isinstance(exc, Terminal),
+            }
+            print(json.dumps(record), file=sys.stderr)
         return 2
     except Exception:
         # A bug: show it (scrubbed) like Python would, exit 1.

@@ -20,12 +20,13 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
 from icetide.errors import StageError
-from icetide.supervisor import Supervisor, Task
+from icetide.progress import ERROR_STAGE
+from icetide.supervisor import GaveUp, Supervisor, Task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
     from icetide.progress import Progress, Reporter, Sink
 
 
+CAPTURE_HEALTHY_AFTER = 30.0
+"""A capture child that fails within this many seconds of its start never got going."""
+
+
 class CaptureChild:
     """``icetide capture --source NAME`` as a child process, its progress relayed."""
 
@@ -47,6 +52,8 @@ class CaptureChild:
         self.source = str(source.name)
         self.process: subprocess.Popen[str] | None = None
         self.relay: threading.Thread | None = None
+        self.error: dict[str, Any] | None = None
+        """The child's last error record (``--progress json``): message, hint, terminal."""
 
     def start(self) -> None:
         """Start the child in its own session: a terminal's Ctrl-C reaches only us, and
@@ -73,7 +80,9 @@ class CaptureChild:
                 record = json.loads(line)
             except ValueError:
                 record = None
-            if isinstance(record, dict) and "stage" in record and "message" in record:
+            if isinstance(record, dict) and record.get("stage") == ERROR_STAGE:
+                self.error = record  # its text was relayed as a plain line already
+            elif isinstance(record, dict) and "stage" in record and "message" in record:
                 stage, message = str(record.pop("stage")), str(record.pop("message"))
                 table = record.pop("table", None)
                 self.pipeline.report(stage, message, table=table, **record)
@@ -84,8 +93,15 @@ class CaptureChild:
         """Fail (to be restarted) when the child has ended."""
         assert self.process is not None
         code = self.process.poll()
-        if code is not None:
-            raise StageError(f"capture of {self.source} exited with code {code}")
+        if code is None:
+            return
+        error, self.error = self.error, None
+        if error is not None and error.get("terminal"):
+            raise GaveUp(
+                f"capture of {self.source}: {error.get('message')}", hint=error.get("hint")
+            )
+        why = f": {error.get('message')}" if error is not None else ""
+        raise StageError(f"capture of {self.source} exited with code {code}{why}")
 
     def close(self) -> None:
         """SIGTERM, wait for it to make its records durable and save its offset."""
@@ -134,14 +150,16 @@ class Stream:
                 self.ledger.tick()
 
     def step(self) -> None:
-        from icetide.spark.errors import jvm_boundary
+        from icetide.spark.errors import jvm_boundary, root_cause
 
         assert self.query is not None
         with jvm_boundary("ledger stream"):
             if self.query.isActive:
                 return
             error = self.query.exception()
-        raise StageError(f"the ledger stream stopped: {error or 'no reason given'}")
+        # The root cause first: a batch's own Python error, not py4j's wrapper of it.
+        why = root_cause(error) if error is not None else "no reason given"
+        raise StageError(f"the ledger stream stopped: {why}")
 
     def close(self) -> None:
         query, self.query = self.query, None
@@ -237,7 +255,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             child = CaptureChild(args, pipeline, source)
             names.append(f"capture {source.name}")
             supervisor.add(
-                Task(f"capture {source.name}", child.step, 1.0, child.start, child.close)
+                Task(
+                    f"capture {source.name}",
+                    child.step,
+                    1.0,
+                    child.start,
+                    child.close,
+                    healthy_after=CAPTURE_HEALTHY_AFTER,
+                )
             )
     stream = Stream(spark, pipeline)
     supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))

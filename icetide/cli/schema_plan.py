@@ -167,7 +167,7 @@ def build_plans(args: argparse.Namespace, pipeline: Pipeline) -> list[EvolutionP
 def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> EvolutionPlan:
     """One table's plan: its schema file's current version against ``--from``."""
     from icetide.evolution.classify import candidate_schema
-    from icetide.evolution.plan import build_plan
+    from icetide.evolution.plan import table_plan
     from icetide.evolution.policy import Policy
 
     table = pipeline.config.table(name)
@@ -176,17 +176,7 @@ def table_plan(args: argparse.Namespace, pipeline: Pipeline, name: str) -> Evolu
     evidence = _evidence(args, pipeline, table.name)
     policy = Policy.from_config(table.evolution)
     new = candidate_schema(old, fresh, evidence, sensitive=policy.sensitive)
-    refs = pipeline.refs(table.name)
-    return build_plan(
-        old,
-        new,
-        evidence,
-        policy,
-        has_rows=not args.empty,
-        base=refs.base,
-        ledger=refs.cdc,
-        settings=pipeline.contract(table.name).settings,
-    )
+    return table_plan(pipeline, table.name, old, new, evidence, has_rows=not args.empty)
 
 
 def _fresh(

@@ -48,7 +48,6 @@ Decoder = Callable[[Any, Schema, str], Any]
 
 EPOCH_DATE = date(1970, 1, 1)
 EPOCH = datetime(1970, 1, 1)
-EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Counts per second of each epoch/time-of-day unit.
 _PER_SECOND = {"ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}

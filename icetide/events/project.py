@@ -455,7 +455,9 @@ def _check_required(
     for column in schema.value_columns:
         if column.nullable or column.name in unavailable or after[column.name] is not None:
             continue
-        state = "null" if column.name in present else "missing"
+        if column.name not in present:
+            continue  # written before the column existed: it holds no value for it
+        state = "null"
         raise DecodeError(
             "null_in_required",
             f"table {schema.table}: column {column.name} is not nullable but is {state} "
@@ -500,6 +502,11 @@ def project_event(
         )
     after = project_row(raw_after, schema, hints)
     key = _check_key(after, schema, "after")
+    if event.op == "u":
+        # A full row image lacks a column only when the row was written before the
+        # column existed (an event still in flight across an ADD COLUMN): it holds no
+        # value for it, so the stored one stays, as for an unchanged-TOAST value.
+        unavailable |= {c.name for c in schema.value_columns if c.name not in raw_after}
     _check_required(after, raw_after, unavailable, schema)
     toast = tuple(c.name for c in schema.columns if c.name in unavailable)
     return ProjectedEvent(event.op, key, after, before, toast, extra)

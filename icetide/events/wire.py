@@ -46,7 +46,6 @@ from icetide.errors import DecodeError
 
 MAGIC = 0
 AVRO, JSON_SCHEMA, PROTOBUF = "AVRO", "JSON", "PROTOBUF"
-FORMATS = (AVRO, JSON_SCHEMA, PROTOBUF)
 DESERIALIZATION = "deserialization"
 """Dead-letter reason: the frame or its payload cannot be read with the writer schema."""
 UNKNOWN_SCHEMA = "unknown_schema_id"
@@ -81,6 +80,37 @@ class WriterSchema:
 
 WriterSchemas = Mapping[int, WriterSchema]
 """Schema id → writer schema, fetched once per batch on the driver."""
+
+
+UNKNOWN_MAGIC = "unknown_magic_byte"
+"""Dead-letter reason: a binary message that is neither JSON text nor a registry frame."""
+_TEXT_CONTROLS = frozenset(b"\t\n\r")
+
+
+def not_text(raw: bytes, registry: bool) -> DecodeError | None:
+    """Why a message that starts with a control byte is no JSON text (JSON text never
+    does, whitespace apart), or None: a registry frame without a registry to read it, or
+    another serializer's frame (a magic byte that is not the Confluent wire format's 0).
+
+    >>> not_text(b"\\x01\\x00\\x00\\x00\\x07x", registry=True).reason
+    'unknown_magic_byte'
+    >>> not_text(b'{"op": "c"}', registry=False) is None
+    True
+    """
+    if not raw or raw[0] >= 0x20 or raw[0] in _TEXT_CONTROLS:
+        return None
+    if raw[0] == MAGIC and not registry:
+        schema_id = int.from_bytes(raw[1:5], "big") if len(raw) >= 5 else None
+        return DecodeError(
+            DESERIALIZATION,
+            f"message is a schema-registry frame (magic byte 0, schema id {schema_id}) and "
+            "the pipeline has no transport.registry to read it: set transport.registry.url",
+        )
+    return DecodeError(
+        UNKNOWN_MAGIC,
+        f"message starts with byte 0x{raw[0]:02x}: not JSON text, and not the Confluent "
+        "wire format (magic byte 0x00) either; it was written by another serializer",
+    )
 
 
 def is_framed(raw: bytes) -> bool:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.errors import SchemaChangeError, SchemaError
 from icetide.events.versions import AvroVersions, registry_for
 from icetide.evolution.apply import apply_plan
-from icetide.evolution.plan import EvolutionPlan, build_plan
+from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.versions import (
     MAPPING_PROPERTY,
@@ -189,15 +189,7 @@ class VersionWalker:
                     "evolution.enabled is false",
                 )
             }
-        refs = self.pipeline.refs(table)
-        plan = build_plan(
-            current,
-            candidate,
-            policy=Policy.from_config(settings),
-            base=refs.base,
-            ledger=refs.cdc,
-            settings=self.pipeline.contract(table).settings,
-        )
+        plan = table_plan(self.pipeline, table, current, candidate)
         if plan.held:
             held = "; ".join(f"{c.id}: {c.reason}" for c in plan.held)
             self.pipeline.report(

@@ -205,29 +205,19 @@ def candidate_schema(
     >>> [(c.id, c.name, sorted(c.tags)) for c in new.columns]
     [(1, 'id', []), (2, 'mail', []), (3, 'ssn', ['sensitive'])]
     """
-    # A rename is live when its old name is in the old schema and its new name is among
-    # the fresh columns but not the old ones (a rename applied before is history).
-    old_names = {c.name.casefold() for c in old.columns}
-    fresh_names = {c.name.casefold() for c in inferred.columns}
-    live = {
-        o.casefold(): n.casefold()
-        for o, n in evidence.renames().items()
-        if o.casefold() in old_names
-        and n.casefold() in fresh_names
-        and n.casefold() not in old_names
-    }
-    renamed_to = {n: o for o, n in live.items()}
+    # Which old column each top-level name now holds, following the DDL in order (renames
+    # by identity, so a swap swaps ids; a drop and a re-add under one name is a new
+    # column); a name no DDL touched keeps the old column of that name.
+    holds = identities(old, evidence)
+    by_id = {c.id: c for c in old.columns}
     ids = _Ids(old.last_column_id)
     patterns = tuple(p.casefold() for p in sensitive)
 
     def match(name: str, before: Sequence[Column], top: bool) -> Column | None:
-        by_name = {c.name.casefold(): c for c in before}
-        folded = name.casefold()
-        if top and folded in renamed_to:
-            return by_name[renamed_to[folded]]
-        if top and folded in live:
-            return None  # the old column of this name was renamed away: this one is new
-        return by_name.get(folded)
+        if top:
+            held = holds.get(name.casefold())
+            return by_id.get(held) if held is not None else None
+        return {c.name.casefold(): c for c in before}.get(name.casefold())
 
     def fields(after: Sequence[Column], before: Sequence[Column], top: bool) -> tuple[Column, ...]:
         built = []
@@ -306,6 +296,66 @@ def candidate_schema(
     )
 
 
+NEW = 0
+"""The identity of a column the DDL added (an id no old column has)."""
+
+
+def identities(old: TableSchema, evidence: TableEvidence) -> dict[str, int]:
+    """Top-level name (case-folded) → the id of the old column it holds after the DDL of
+    ``evidence`` ran, :data:`NEW` for a column the DDL added.
+
+    The statements are replayed on ``old``'s names in order. The renames of one statement
+    happen at once (MySQL's ``RENAME COLUMN x TO y, RENAME COLUMN y TO x`` swaps), so a
+    swap, or a cycle through a temporary name, moves the ids with the names. A drop frees
+    its name: an add under it later is a new column, never the dropped one back. A
+    statement the schema already reflects (a rename whose old name is gone, an add whose
+    name is there) is history and changes nothing.
+
+    >>> from icetide.evolution.evidence import collect
+    >>> from icetide.schema.types import IntType
+    >>> t = TableSchema("t", (Column(1, "id", IntType(), False), Column(2, "x", IntType()),
+    ...                        Column(3, "y", IntType())), ("id",))
+    >>> swap = ["ALTER TABLE t RENAME COLUMN x TO tmp", "ALTER TABLE t RENAME COLUMN y TO x",
+    ...         "ALTER TABLE t RENAME COLUMN tmp TO y"]
+    >>> identities(t, collect(swap, "mysql"))
+    {'id': 1, 'x': 3, 'y': 2}
+    >>> identities(t, collect(["ALTER TABLE t DROP COLUMN x", "ALTER TABLE t ADD x INT"], "mysql"))
+    {'id': 1, 'y': 3, 'x': 0}
+    """
+    names = {c.name.casefold(): c.id for c in old.columns}
+    statements: dict[str, list[Any]] = {}
+    for item in evidence.items:  # grouped by statement, in order
+        statements.setdefault(item.statement, []).append(item)
+    for items in statements.values():
+        # A clause names a column as the statement found it (so x TO y, y TO x swaps),
+        # or, when no such column was there, as an earlier clause left it (x TO tmp, …,
+        # tmp TO y).
+        vacated: set[str] = set()
+        produced: dict[str, int] = {}
+        for item in items:
+            if item.kind != "rename" or not item.column or not item.new_name:
+                continue
+            was, now = item.column.casefold(), item.new_name.casefold()
+            if was in names and was not in vacated:
+                identity = names[was]
+                vacated.add(was)
+            elif was in produced:
+                identity = produced.pop(was)
+            else:
+                continue  # history: the schema already shows it
+            produced[now] = identity
+        for was in vacated:
+            names.pop(was, None)
+        names.update(produced)
+        for item in items:
+            if item.kind == "drop" and item.column:
+                names.pop(item.column.casefold(), None)
+        for item in items:
+            if item.kind == "add" and item.column and item.column.casefold() not in names:
+                names[item.column.casefold()] = NEW
+    return names
+
+
 class _Ids:
     def __init__(self, last: int) -> None:
         self.last = last
@@ -378,6 +428,8 @@ def classify(
                 detail={"from": list(old.primary_key), "to": list(new.primary_key)},
             )
         )
+    else:
+        changes += _pinned_key_change(new, evidence)
     changes += _ambiguous(old, new, field_changes, evidence, consumed)
     for i, fc in enumerate(field_changes):
         if i in consumed:
@@ -709,9 +761,41 @@ def _paths(columns: Iterable[Column], parent: str = "") -> Iterator[tuple[str, i
             yield from _paths(column.type.fields, path + ".")
 
 
+def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[Change]:
+    """A key change the DDL shows while the schemas keep their key: the table's
+    ``primary_key`` is pinned by the config, so the source's new key (or its lack of one)
+    is not in the inferred schema. Held all the same: the pinned columns may no longer
+    identify a row."""
+    final = evidence.final_key()
+    if final is None or [k.casefold() for k in final] == [k.casefold() for k in new.primary_key]:
+        return []
+    now = f"is now {list(final)}" if final else "was dropped"
+    return [
+        Change(
+            "key_change",
+            "key_change",
+            "held",
+            (),
+            None,
+            f"the source's primary key {now} while the table keeps {list(new.primary_key)} "
+            "(pinned by primary_key: in the config): if those columns no longer identify a "
+            "row, merging by them would fold rows together",
+            manual=_manual("key_change", "key_change"),
+            fill="resnapshot",
+            evidence=tuple(e for e in evidence.items if e.kind == "key"),
+            detail={"from": list(new.primary_key), "to": list(final)},
+        )
+    ]
+
+
 def _source_only(
     old: TableSchema, new: TableSchema, evidence: TableEvidence, seen: set[int | None]
 ) -> list[Change]:
+    """Source type changes that keep the icetide type: from the DDL, and from the hint
+    alone (a PostgreSQL ``timestamp(3)`` → ``timestamp(6)`` has no DDL text, only a new
+    Relation message). A changed hint changes how schemaless values are read
+    (milliseconds → microseconds), so it is applied with a new version: ``detail["hint"]``
+    says from what to what."""
     found = []
     for item in evidence.items:
         if item.kind != "type":
@@ -728,17 +812,45 @@ def _source_only(
             continue
         if was.type == column.type:
             seen.add(column.id)
-            found.append(
-                Change(
-                    f"source_only:{column.name}",
-                    "source_only",
-                    "automatic",
-                    (column.name,),
-                    column.id,
-                    f"the source type became {item.source_type}; it is still {column.type} "
-                    "here, so nothing changes in the tables",
-                    evidence=(item,),
-                    detail={"source_type": item.source_type, "type": str(column.type)},
-                )
-            )
+            found.append(_source_only_change(old, new, column, item.source_type, (item,)))
+    for column in new.columns:
+        if column.id in seen or column.id not in {c.id for c in old.columns}:
+            continue
+        if old.find(column.id).type != column.type:
+            continue
+        if old.sink.logical.get(column.id) != new.sink.logical.get(column.id) and (
+            new.sink.logical.get(column.id) is not None
+        ):
+            seen.add(column.id)
+            found.append(_source_only_change(old, new, column, None, ()))
     return found
+
+
+def _source_only_change(
+    old: TableSchema,
+    new: TableSchema,
+    column: Column,
+    source_type: str | None,
+    evidence: tuple[Evidence, ...],
+) -> Change:
+    was, now = old.sink.logical.get(column.id), new.sink.logical.get(column.id)
+    detail: dict[str, Any] = {"source_type": source_type, "type": str(column.type)}
+    became = f"the source type became {source_type}" if source_type else "the source type changed"
+    if now is not None and now != was:
+        detail["hint"] = {"from": was, "to": now}
+        reason = (
+            f"{became}; it is still {column.type} here, but its values now arrive as {now} "
+            f"(were {was or 'by the type alone'}): events are read that way from this version"
+        )
+    else:
+        reason = f"{became}; it is still {column.type} here, so nothing changes in the tables"
+    return Change(
+        f"source_only:{column.name}",
+        "source_only",
+        "automatic",
+        (column.name,),
+        column.id,
+        reason,
+        evidence=evidence,
+        detail=detail,
+    )

@@ -33,19 +33,27 @@ from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema
 from icetide.evolution.evidence import collect
-from icetide.evolution.plan import EvolutionPlan, build_plan
+from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_catalog
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.contract import phases as p
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import set_properties
+from icetide.spark.alter import set_properties, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.pipeline import Pipeline
 
+
+KEY_LOST = "key_change"
+NO_KEY_HINT = (
+    "the table's events wait in its dead-letter table (missing_key) while it is held: give "
+    "the source table a primary key again, or name the columns that identify a row in "
+    "tables[].primary_key, then re-snapshot it (`icetide schema apply --approve "
+    "key_change --no-ddl`) and replay them (`icetide dlt replay TABLE`)"
+)
 
 CatalogReader = Callable[[str], Catalog | None]
 """A table's source catalog now (``None``: the table is gone); the real one reads the
@@ -97,17 +105,7 @@ class Detector:
         )
         policy = Policy.from_config(settings.evolution)
         new = candidate_schema(current, fresh, evidence, sensitive=policy.sensitive)
-        refs = self.pipeline.refs(table)
-        return build_plan(
-            current,
-            new,
-            evidence,
-            policy,
-            has_rows=True,
-            base=refs.base,
-            ledger=refs.cdc,
-            settings=self.pipeline.contract(table).settings,
-        )
+        return table_plan(self.pipeline, table, current, new, evidence)
 
     def detect(self, table: str, signals: Sequence[ChangeSignal]) -> TableSchema | None:
         """Look at ``table``'s source now; apply what the policy allows of its change."""
@@ -116,7 +114,19 @@ class Detector:
             known = {c.name.casefold() for c in current.columns}
             if all(col.casefold() in known for s in signals for col in s.columns):
                 return None  # already in the schema; the ledger projects them once acked
-        plan = self.plan(table, signals)
+        try:
+            plan = self.plan(table, signals)
+        except SchemaError as exc:
+            # One table's source cannot be planned (no primary key any more, a key the
+            # new columns lack): hold that table with the reason; the others flow on.
+            self.held[table] = (f"{KEY_LOST}: {exc.message}",)
+            self.pipeline.report(
+                "evolution",
+                f"schema {table}: held: {exc.message}; {NO_KEY_HINT}",
+                table=table,
+                held=[KEY_LOST],
+            )
+            return None
         if plan is None:
             return None
         if plan.held:
@@ -168,6 +178,13 @@ class Detector:
             props[p.SOURCE_TS] = str(min(dated))
         if placed:
             props[p.CHANGE_POSITION] = str(min(placed))
+            props[p.VERSION_POSITIONS] = p.with_version_position(
+                table_properties(self.spark, self.pipeline.refs(table).cdc).get(
+                    p.VERSION_POSITIONS
+                ),
+                new.version,
+                min(placed),
+            )
         set_properties(self.spark, self.pipeline.refs(table).cdc, props)
         self.pipeline.report(
             "evolution",

@@ -141,6 +141,16 @@ class TableEvidence:
         """Whether a statement dropped or added the primary key."""
         return any(i.kind == "key" for i in self.items)
 
+    def final_key(self) -> tuple[str, ...] | None:
+        """The primary key the statements leave (``()``: dropped, none added), or None
+        when no statement touched it.
+
+        >>> collect(["ALTER TABLE t DROP PRIMARY KEY"], "mysql").final_key()
+        ()
+        """
+        keys = [i.key for i in self.items if i.kind == "key" and i.key is not None]
+        return keys[-1] if keys else None
+
     def __bool__(self) -> bool:
         return bool(self.items)
 

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
 from icetide.evolution.classify import Change, classify
@@ -38,6 +38,9 @@ from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.types import IcetideType, ListType, MapType, StructType
+
+if TYPE_CHECKING:
+    from icetide.pipeline import Pipeline
 
 RESNAPSHOT_KINDS = frozenset({"narrow", "type_change", "key_change"})
 """Changes no ALTER expresses: once approved, the table is re-snapshotted."""
@@ -145,9 +148,9 @@ class EvolutionPlan:
     @property
     def applied(self) -> tuple[Change, ...]:
         """The changes that go into the new version (a ``source_only`` change alters
-        nothing here, so it is not among them)."""
+        nothing here unless the column's hint changes, so only then is it among them)."""
         ids = {d.change for d in self.decisions if d.applies}
-        return tuple(c for c in self.changes if c.id in ids and c.kind != "source_only")
+        return tuple(c for c in self.changes if c.id in ids and _moves_version(c))
 
     @property
     def held(self) -> tuple[Change, ...]:
@@ -255,6 +258,31 @@ class EvolutionPlan:
         return "\n".join(lines)
 
 
+def table_plan(
+    pipeline: Pipeline,
+    table: str,
+    old: TableSchema,
+    new: TableSchema,
+    evidence: TableEvidence = NO_EVIDENCE,
+    *,
+    has_rows: bool = True,
+) -> EvolutionPlan:
+    """:func:`build_plan` for one of ``pipeline``'s tables: its policy, the names of its
+    base and ledger in the configured catalog and namespace, its layout, all from the
+    config (the one place they are read for a plan)."""
+    refs = pipeline.refs(table)
+    return build_plan(
+        old,
+        new,
+        evidence,
+        Policy.from_config(pipeline.config.table(table).evolution),
+        has_rows=has_rows,
+        base=refs.base,
+        ledger=refs.cdc,
+        settings=pipeline.contract(table).settings,
+    )
+
+
 def build_plan(
     old: TableSchema,
     new: TableSchema,
@@ -270,7 +298,8 @@ def build_plan(
     :func:`icetide.evolution.classify.candidate_schema`) under ``policy``.
 
     ``base``/``ledger`` name the tables the DDL is written for (default
-    ``lake.cdc.<table>`` and its ``_cdc``); ``has_rows`` whether the table holds rows.
+    ``lake.cdc.<table>`` and its ``_cdc``: for tests and golden cases; a pipeline's table
+    is planned with :func:`table_plan`); ``has_rows`` whether the table holds rows.
     """
     policy = policy or Policy()
     base = base or TableName("lake", "cdc", old.table)
@@ -330,6 +359,12 @@ def _applied_ids(decisions: Sequence[Decision]) -> set[str]:
     return {d.change for d in decisions if d.applies}
 
 
+def _moves_version(change: Change) -> bool:
+    """Whether applying ``change`` makes a new version (a ``source_only`` change only when
+    it changes the column's hint)."""
+    return change.kind != "source_only" or "hint" in change.detail
+
+
 def _target(
     old: TableSchema,
     new: TableSchema,
@@ -337,8 +372,15 @@ def _target(
     decisions: Sequence[Decision],
     skip: frozenset[str],
 ) -> TableSchema:
-    """``old`` with the applied changes (except ``skip``) taken from ``new``, by id."""
+    """``old`` with the applied changes (except ``skip``) taken from ``new``, by id; the
+    hints too, only those of columns an applied change touches. A plan that applies
+    nothing that moves the version is ``old`` itself: a held change (its hint included)
+    or a reorder nobody listed writes no version."""
     applied = {d.change: d for d in decisions if d.applies and d.change not in skip}
+    moving = [c for c in changes if c.id in applied and _moves_version(c)]
+    if not moving:
+        return old
+    touched = {c.field_id for c in moving} | {fc.field_id for c in moving for fc in c.field_changes}
     take: set[tuple[str, int]] = set()
     rewrite: dict[int, int] = {}
     key_change = False
@@ -379,7 +421,11 @@ def _target(
         sink=old.sink,
     )
     kept = candidate.field_ids()
-    logical = {i: h for i, h in {**old.sink.logical, **source.sink.logical}.items() if i in kept}
+    hints = {**old.sink.logical}
+    for field_id in touched | {rewrite.get(i, i) for i in touched if i is not None}:
+        if field_id is not None and field_id in source.sink.logical:
+            hints[field_id] = source.sink.logical[field_id]
+    logical = {i: h for i, h in hints.items() if i in kept}
     sink = dataclasses.replace(old.sink, logical=logical)
     if candidate.columns == old.columns and key_ids == old.key_ids and sink == old.sink:
         return old

@@ -31,6 +31,7 @@ from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.events.rescue import rescue_json
+from icetide.events.wire import not_text
 from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
@@ -209,6 +210,9 @@ def _classify(
         except DecodeError as exc:
             return (None, DEAD, exc.reason, exc.message), None
         return _keyed(_route(doc, routes), raw, doc, wire)
+    binary = not_text(raw, registry=wire is not None)
+    if binary is not None:
+        return (_guess_from_bytes(raw, routes), DEAD, binary.reason, binary.message), None
     try:
         text = message_text(raw)
     except DecodeError as exc:
@@ -311,6 +315,17 @@ def classify_batches(
 
 
 @dataclass(frozen=True)
+class Era:
+    """One earlier schema version, as events written under it are read: ``until`` the
+    source position the next version starts at, its column names → the current names
+    (by id), and its hints."""
+
+    until: int
+    names: Mapping[str, str]
+    hints: Mapping[int, str] | None
+
+
+@dataclass(frozen=True)
 class Projection:
     """How one table's events become ledger rows while its schema may be changing.
 
@@ -327,6 +342,34 @@ class Projection:
     values: TableSchema | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
     hints: Mapping[int, str] | None = None
+    earlier: tuple[Era, ...] = ()
+    """The schema versions before the current one, by the source position each next
+    version starts at, oldest first: an event written before a change (still in flight
+    when it is applied) is read under the version it was written with, its column names
+    (a swap of two columns) and its hints (a ``DATETIME(3)`` value still in milliseconds
+    after ``→ DATETIME(6)``) included."""
+
+    def _era(self, position: int | None) -> Era | None:
+        chosen = None
+        if position is not None:
+            for era in reversed(self.earlier):
+                if position < era.until:
+                    chosen = era
+        return chosen
+
+    def hints_at(self, position: int | None) -> Mapping[int, str] | None:
+        """The hints an event at source ``position`` is read with."""
+        era = self._era(position)
+        return self.hints if era is None else era.hints
+
+    def aliases_at(self, position: int | None) -> Mapping[str, str]:
+        """Its column names → the current ones."""
+        era = self._era(position)
+        return self.aliases if era is None else era.names
+
+    def known_at(self, position: int | None) -> bool:
+        """Whether the event's own version is known (an era holds it)."""
+        return self._era(position) is not None
 
     @property
     def value_schema(self) -> TableSchema:
@@ -368,10 +411,13 @@ def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, 
     return {col.name: arrow_value(values.get(col.name), col.type) for col in schema.columns}
 
 
-def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any:
-    """An image with old column names turned into current ones (unless both are there)."""
+def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str], exact: bool) -> Any:
+    """An image with old column names turned into current ones: all at once when the
+    event's own version is known (``exact``: a swap swaps), else unless both are there."""
     if image is None or not aliases or not any(k in aliases for k in image):
         return image
+    if exact:
+        return {aliases.get(k, k): v for k, v in image.items()}
     out = {}
     for name, value in image.items():
         new = aliases.get(name)
@@ -381,7 +427,12 @@ def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str]) -> Any
 
 Refused = Mapping[str, tuple[str, str]]
 """Schema key (:func:`schema_key`) → (dead-letter reason, error text): the message-carried
-schema versions the table does not take (incompatible, held, evolution off)."""
+schema versions the table does not take (incompatible, held, evolution off);
+:data:`ALL_MESSAGES` refuses every message of the table (its ledger could not take its
+new schema version this batch)."""
+ALL_MESSAGES = "*"
+SCHEMA_CHANGE_FAILED = "schema_change_failed"
+"""Dead-letter reason of a table's messages while its ledger cannot take its schema change."""
 
 
 def _project(
@@ -389,7 +440,7 @@ def _project(
 ) -> dict[str, Any]:
     doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
     if refused:
-        why = refused.get(schema_key(raw, doc, wire) or "")
+        why = refused.get(ALL_MESSAGES) or refused.get(schema_key(raw, doc, wire) or "")
         if why is not None:
             raise DecodeError(*why)
     event = decode_document(doc)
@@ -403,15 +454,17 @@ def _project(
             "the event's source block has no binlog file/pos, GTID or LSN to order it by",
         )
     position = event.position
-    if projection.aliases:
+    aliases = projection.aliases_at(position.key)
+    if aliases:
+        exact = projection.known_at(position.key)
         event = replace(
             event,
-            after=_renamed(event.after, projection.aliases),
-            before=_renamed(event.before, projection.aliases),
-            unavailable=frozenset(projection.aliases.get(n, n) for n in event.unavailable),
+            after=_renamed(event.after, aliases, exact),
+            before=_renamed(event.before, aliases, exact),
+            unavailable=frozenset(aliases.get(n, n) for n in event.unavailable),
         )
     schema, layout = projection.value_schema, projection.layout
-    projected = project_event(event, schema, projection.hints)
+    projected = project_event(event, schema, projection.hints_at(position.key))
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
     }

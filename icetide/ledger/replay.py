@@ -93,19 +93,12 @@ REASON_CODES: dict[str, str] = {
     "null_in_required": "type_conversion",
     "unknown_schema_version": "deserialization",
     "unreadable_schema": "deserialization",
+    "unknown_magic_byte": "deserialization",
+    "schema_change_failed": "unsupported_schema_change",
     "schema_incompatible": "schema_incompatible",
     "unsupported_schema_change": "unsupported_schema_change",
     "schema_evolution_disabled": "unsupported_schema_change",
 }
-CODES = (
-    "parse",
-    "deserialization",
-    "type_conversion",
-    "null_payload",
-    "schema_incompatible",
-    "unsupported_schema_change",
-    "routing",
-)
 REPLAY_PROPERTY = "icetide.dlt.replay"
 """Snapshot property of a ledger append made by a replay (the replay's time)."""
 

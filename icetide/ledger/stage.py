@@ -16,13 +16,15 @@ from datetime import UTC, datetime
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
+from icetide.errors import SchemaError
 from icetide.faults import crash_point
 from icetide.ledger.decode import (
+    ALL_MESSAGES,
     CLASSIFIED_SCHEMA,
     DEAD,
     ERROR,
@@ -33,6 +35,7 @@ from icetide.ledger.decode import (
     REASON,
     ROW,
     SCHEMA_CHANGE,
+    SCHEMA_CHANGE_FAILED,
     SKIP,
     STATUS,
     Projection,
@@ -63,6 +66,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.align import align_to
 from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
+from icetide.spark.payload import payload_b64
 from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 if TYPE_CHECKING:
@@ -83,11 +87,6 @@ class _Share:
     mine: DataFrame
     projected: DataFrame
     stored: TableSchema
-
-
-def _b64_col(col: str) -> Column:
-    # The exact bytes the transport delivered, not a re-encoding of decoded text.
-    return F.base64(F.col(col))
 
 
 def _inline_text(raw: bytes) -> str | None:
@@ -249,8 +248,11 @@ class LedgerStage:
             return False
         try:
             for table in self.config.tables:
-                alter_ledger(self.spark, self.pipeline, table.name)
-                projection(self.spark, self.pipeline, table.name)
+                try:
+                    alter_ledger(self.spark, self.pipeline, table.name)
+                    projection(self.spark, self.pipeline, table.name)
+                except SchemaError:  # said by the next batch that holds its messages
+                    continue
         finally:
             self._lock.release()
         return True
@@ -409,7 +411,10 @@ class LedgerStage:
         if self.on_signals is not None:
             self.on_signals(signals)
             for table in sorted({s.table for s in signals}):
-                alter_ledger(self.spark, self.pipeline, table)  # phase 1 now, not next batch
+                try:
+                    alter_ledger(self.spark, self.pipeline, table)  # phase 1 now
+                except SchemaError:  # held at its next batch, with its messages
+                    continue
 
     def _remember_files(self, receipts: list[Receipt]) -> None:
         """After the batch is stored: what was read of each file, to spot later changes."""
@@ -422,7 +427,8 @@ class LedgerStage:
             F.col("table").alias("source_table"),
             F.col("reason"),
             F.col("error"),
-            _b64_col("raw").alias("payload_b64"),
+            # The exact bytes the transport delivered, not a re-encoding of decoded text.
+            payload_b64(F.col("raw")).alias("payload_b64"),
             F.lit(now).alias("ingested_at"),
         )
 
@@ -463,8 +469,21 @@ class LedgerStage:
         """One table's part of the batch, projected (lazily, persisted once computed)."""
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/versions.py).
-        alter_ledger(self.spark, self.pipeline, name)
-        plan = projection(self.spark, self.pipeline, name)
+        try:
+            alter_ledger(self.spark, self.pipeline, name)
+            plan = projection(self.spark, self.pipeline, name)
+        except SchemaError as exc:
+            # This table's ledger cannot take its change: its messages wait in its
+            # dead-letter table (replayable), the batch's other tables flow on, and the
+            # change is tried again next batch.
+            why = (
+                f"table {name}: its schema change could not be applied to the ledger "
+                f"({exc.message}); replay these with `icetide dlt replay {name} --reason "
+                f"{SCHEMA_CHANGE_FAILED}` once it applies"
+            )
+            self.pipeline.report("ledger", f"schema {name}: held: {why}", table=name)
+            refused = {ALL_MESSAGES: (SCHEMA_CHANGE_FAILED, why[:500])}
+            plan = Projection(self.pipeline.schema(name))
         mine = classified.where(F.col("table") == name)
         projected = (
             mine.where(F.col("status") == ROW)

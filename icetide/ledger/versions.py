@@ -16,24 +16,35 @@ At each batch boundary, per table (see docs/convergence.md):
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from icetide.errors import SchemaError
-from icetide.ledger.decode import Projection
-from icetide.schema.connector import read_hints
+from icetide.ledger.decode import Era, Projection
+from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.schema.contract.alter import alter_plan
+from icetide.schema.contract.alter import KEPT_AS, alter_plan
 from icetide.schema.contract.builder import TableContract
+from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
-from icetide.spark.tables import table_exists
+from icetide.schema.quoting import quote
+from icetide.spark.alter import (
+    apply_alters,
+    int_property,
+    kept_columns,
+    set_properties,
+    table_properties,
+)
+from icetide.spark.tables import current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.pipeline import Pipeline
+    from icetide.schema.history import SchemaHistory
 
 
 def now_ms() -> str:
@@ -65,7 +76,8 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
     try:
-        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table))
+        kept = kept_columns(spark, refs.cdc, [col.name for col in old.target.columns], c.AFTER)
+        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table), kept)
     except SchemaError as exc:
         return _recreate_ledger(spark, pipeline, table, new, props, exc)
     ran = apply_alters(
@@ -97,14 +109,13 @@ def _recreate_ledger(
     why: SchemaError,
 ) -> TableSchema:
     """Phase 1 of a version no ALTER expresses (an approved key change, narrowing or
-    type-category change): the ledger table is dropped and created in the new layout,
-    and the merge re-snapshots the base from the source
-    (:mod:`icetide.bootstrap.resnapshot`). The old ledger's events are not needed: the
-    copy is read after this point, and every event from here on lands in the new table.
-    The latest change's properties (when and where it happened) move over, for
-    ``icetide status``; an approved version that no detection recorded is recorded
-    here, timed from now. A crash between the drop and the create is mended by the next
-    start, which creates the missing ledger at the current version."""
+    type-category change): the ledger in its old layout is retired as a generation,
+    ``<t>_cdc_g<N>`` (every event it holds kept, queryable with its schema version;
+    :func:`retire_ledger`), a new ``<t>_cdc`` is created in the new layout, and the merge
+    re-snapshots the base from the source (:mod:`icetide.bootstrap.resnapshot`). The
+    latest change's properties (when and where it happened) move over, for ``icetide
+    status``; an approved version that no detection recorded is recorded here, timed
+    from now. Only maintenance retention, as configured, ever removes ledger data."""
     refs = pipeline.refs(table)
     version = new.schema.version
     kept = {k: v for k, v in props.items() if k.startswith(p.EVOLUTION_PREFIX)}
@@ -112,7 +123,7 @@ def _recreate_ledger(
         # An approved change (``schema apply``) has no detection record: its phases are
         # timed from the moment the ledger took it.
         kept = {p.CHANGE_VERSION: str(version), p.DETECTED: now_ms()}
-    spark.sql(f"DROP TABLE IF EXISTS {refs.cdc} PURGE")
+    generation = retire_ledger(spark, refs.cdc)
     spark.sql(new.ledger_ddl(refs.cdc))
     set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(version)})
     now = now_ms()  # the new table projects every column of the version from its first row
@@ -121,12 +132,64 @@ def _recreate_ledger(
     pipeline.report(
         "ledger",
         f"schema {table}: no ALTER takes the ledger to version {version} ({why.message}); "
-        "ledger table recreated in the new layout, the merge re-snapshots the base (phase 1)",
+        f"its events so far kept as {generation.name}, a new ledger in the new layout, the "
+        "merge re-snapshots the base (phase 1)",
         table=table,
         version=version,
         phase=1,
     )
     return new.schema
+
+
+GENERATION = "{name}_g{number}"
+"""A retired ledger generation's name."""
+RETIRED_FROM = "icetide.ledger.retired-from-snapshot"
+"""A copied generation's property: the ledger snapshot it holds (a crash-safe marker)."""
+
+
+def generations(spark: SparkSession, ledger: TableName) -> list[TableName]:
+    """The retired generations of ``ledger``, oldest first."""
+    pattern = re.compile(re.escape(ledger.name) + r"_g(\d+)$", re.IGNORECASE)
+    namespace = f"{quote(ledger.catalog)}.{quote(ledger.namespace)}"
+    found = []
+    for row in spark.sql(f"SHOW TABLES IN {namespace}").collect():
+        match = pattern.match(str(row.tableName))
+        if match:
+            name = TableName(ledger.catalog, ledger.namespace, str(row.tableName))
+            found.append((int(match.group(1)), name))
+    return [name for _, name in sorted(found)]
+
+
+def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
+    """Keep ``ledger``'s events as its next generation, then free its name.
+
+    A catalog that renames tables (REST, JDBC, Hive) renames it; the Hadoop catalog does
+    not, so there it is copied in one atomic Iceberg commit (marked with the snapshot it
+    copied) and dropped after. A crash after the copy and before the drop is mended by
+    the next run: the newest generation holds the ledger's current snapshot, so the drop
+    is all that is left. A ledger that no longer exists has nothing to keep."""
+    kept = generations(spark, ledger)
+    name = GENERATION.format(name=ledger.name, number=len(kept) + 1)
+    target = TableName(ledger.catalog, ledger.namespace, name)
+    if not table_exists(spark, ledger):
+        return kept[-1] if kept else target
+    snapshot = str(current_snapshot_id(spark, ledger))
+    if kept and table_properties(spark, kept[-1]).get(RETIRED_FROM) == snapshot:
+        target = kept[-1]  # copied before a crash: only the drop is left
+    else:
+        try:
+            spark.sql(f"ALTER TABLE {ledger} RENAME TO {target}")
+            return target
+        except Exception:  # noqa: BLE001 - the Hadoop catalog cannot rename: copy, drop
+            (
+                spark.table(ledger.sql)
+                .writeTo(target.sql)
+                .using("iceberg")
+                .tableProperty(RETIRED_FROM, snapshot)
+                .create()
+            )
+    spark.sql(f"DROP TABLE IF EXISTS {ledger} PURGE")
+    return target
 
 
 def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:
@@ -155,11 +218,16 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
             version=target,
             phase=2,
         )
-    return build_projection(pipeline, table, schema, target)
+    positions = p.read_version_positions(ledger_props.get(p.VERSION_POSITIONS))
+    return build_projection(pipeline, table, schema, target, positions)
 
 
 def build_projection(
-    pipeline: Pipeline, table: str, layout: TableSchema, values_version: int
+    pipeline: Pipeline,
+    table: str,
+    layout: TableSchema,
+    values_version: int,
+    positions: Mapping[int, int] | None = None,
 ) -> Projection:
     """The projection writing ``layout`` rows with values for ``values_version``'s
     columns only (by id), and old names of renamed columns mapped to current ones.
@@ -181,5 +249,34 @@ def build_projection(
         values = layout.with_columns(
             [col for col in layout.columns if col.id in known], version=values_version
         )
-    hints = read_hints(layout, pipeline.config.connector(table))
-    return Projection(layout, values, aliases, hints)
+    connector = pipeline.config.connector(table)
+    hints = read_hints(layout, connector)
+    return Projection(layout, values, aliases, hints, _eras(history, layout, positions, connector))
+
+
+def _eras(
+    history: SchemaHistory,
+    layout: TableSchema,
+    positions: Mapping[int, int] | None,
+    connector: ConnectorSettings,
+) -> tuple[Era, ...]:
+    """The earlier versions an event may still be written under, each until the source
+    position the next version started at (recorded when the change was detected)."""
+    eras = []
+    versions = [v for v in history.versions if v.version <= layout.version]
+    for earlier, later in zip(versions, versions[1:], strict=False):
+        until = (positions or {}).get(later.version)
+        if until is None:
+            continue
+        current = {c.id: c.name for c in layout.columns}
+        taken = {c.name.casefold() for c in layout.columns}
+        names = {
+            c.name: current[c.id]
+            for c in earlier.columns
+            if c.id in current and current[c.id] != c.name
+        }
+        for column in earlier.columns:  # its name now another column's (dropped, re-added)
+            if column.id not in current and column.name.casefold() in taken:
+                names[column.name] = KEPT_AS.format(name=column.name, version=earlier.version)
+        eras.append(Era(until, names, read_hints(earlier, connector)))
+    return tuple(sorted(eras, key=lambda e: e.until))

@@ -63,6 +63,7 @@ from icetide.spark.ledger_figures import (
     micros,
     tombstone,
 )
+from icetide.spark.payload import payload_b64
 from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.retry import retry_conflicts
 from icetide.spark.sql import literal
@@ -636,7 +637,7 @@ class MergeStage:
             F.lit(name).alias("source_table"),
             F.lit(c.UNAVAILABLE_VALUE_LOST).alias("reason"),
             error.alias("error"),
-            F.base64(F.encode(payload, "UTF-8")).alias("payload_b64"),
+            payload_b64(F.encode(payload, "UTF-8")).alias("payload_b64"),
             F.lit(datetime.now(UTC)).alias("ingested_at"),
         )
         if lost.isEmpty():  # the usual case: a look at the cached moves, no table read

@@ -23,7 +23,13 @@ from icetide.schema.contract.builder import TableContract, TableSettings, column
 from icetide.schema.contract.names import TableName
 from icetide.schema.diff import FieldChange
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import apply_alters, int_property, set_properties, table_properties
+from icetide.spark.alter import (
+    apply_alters,
+    int_property,
+    kept_columns,
+    set_properties,
+    table_properties,
+)
 from icetide.spark.defaults import (
     add_with_initial_default,
     initial_default_columns,
@@ -89,7 +95,8 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
         update[p.DATA_VERSION] = str(min(layout or version, version))
     if layout is not None and layout < version:
         old = TableContract(version_of(pipeline, table, layout), run.settings)
-        plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table))
+        kept = kept_columns(spark, refs.base, [col.name for col in old.target.columns])
+        plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table), kept)
         statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
         if run.settings.format_version >= 3:
             statements = _add_initial_defaults(spark, refs.base, plan.changes, run, statements)

@@ -61,36 +61,58 @@ def _parse(schema: Mapping[str, Any] | str) -> Any:
     return avro.schema.parse(text)
 
 
-def field_path(schema: Any, pointer: str) -> str:
-    """The field names a checker location (a JSON pointer into the reader) runs through.
+def _can_read(reader: Any, writer: Any, label: str, path: str = "") -> list[str]:
+    """What keeps ``reader`` from reading ``writer``'s data, one problem per column.
 
-    >>> field_path({"type": "record", "name": "r", "fields": [{"name": "a", "type": "int"}]},
-    ...            "/fields/0/type")
-    'a'
-    """
-    names: list[str] = []
-    node = schema
-    parts = [p for p in pointer.split("/") if p]
-    for i, part in enumerate(parts):
-        try:
-            node = node[int(part)] if isinstance(node, list) else node[part]
-        except (KeyError, IndexError, ValueError, TypeError):
-            break
-        if i > 0 and parts[i - 1] == "fields" and isinstance(node, dict) and "name" in node:
-            names.append(str(node["name"]))
-    return ".".join(names) or "(record)"
-
-
-def _can_read(reader: Any, writer: Any, label: str) -> list[str]:
+    The checker's own report stops at the first union or record it cannot match (its
+    messages say "reader union lacking writer type: RECORD" at location ``/``), which
+    names neither the column nor the rule; so records, and the ``["null", record]``
+    unions of the envelope's ``before``/``after``, are compared field by field here and
+    the checker is asked about each field's type (``after.note`` is column ``note``)."""
     from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
     result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
     if result.compatibility is SchemaCompatibilityType.compatible:
         return []
-    where = ", ".join(
-        sorted({field_path(reader.to_json(), loc) for loc in result.locations if loc != "/"})
-    )
-    return [f"{label}: {m} (field {where or '(record)'})" for m in sorted(result.messages)]
+    mine, its = _record_branch(reader), _record_branch(writer)
+    if mine is not None and its is not None and mine.fullname == its.fullname:
+        problems: list[str] = []
+        theirs = {f.name: f for f in its.fields}
+        for field in mine.fields:
+            column = f"{path}.{field.name}" if path else field.name
+            other = theirs.get(field.name)
+            if other is None:
+                if not field.has_default:
+                    problems.append(
+                        f"{label}: column {_column(column)} has no default, and that data "
+                        "has no value for it (a column added without one, or its default "
+                        "removed)"
+                    )
+                continue
+            problems += _can_read(field.type, other.type, label, column)
+        if problems:
+            return problems
+    where = _column(path) if path else "(record)"
+    return [f"{label}: {m} (column {where})" for m in sorted(result.messages)]
+
+
+def _column(path: str) -> str:
+    """A field path of the envelope as the column it is (``after.note`` → ``note``)."""
+    head, _, rest = path.partition(".")
+    return rest if head in ("before", "after") and rest else path
+
+
+def _record_branch(schema: Any) -> Any:
+    """The record a schema is, or the one record of a union (``["null", record]``)."""
+    import avro.schema
+
+    if isinstance(schema, avro.schema.RecordSchema):
+        return schema
+    if isinstance(schema, avro.schema.UnionSchema):
+        records = [s for s in schema.schemas if isinstance(s, avro.schema.RecordSchema)]
+        others = [s for s in schema.schemas if s.type != "null"]
+        return records[0] if len(records) == 1 and len(others) == 1 else None
+    return None
 
 
 def check(
@@ -123,7 +145,9 @@ def check(
     first = len(earlier) - len(against) + 1
     for number, old in enumerate(against, first):
         if backward:
-            problems += _can_read(parsed_new, old, f"cannot read version {number}'s data")
+            label = f"under {wanted} it must read version {number}'s data"
+            problems += _can_read(parsed_new, old, label)
         if forward:
-            problems += _can_read(old, parsed_new, f"version {number} cannot read the new data")
-    return Verdict(not problems, tuple(problems))
+            label = f"under {wanted} version {number} must read its data"
+            problems += _can_read(old, parsed_new, label)
+    return Verdict(not problems, tuple(dict.fromkeys(problems)))

@@ -38,7 +38,7 @@ TypeMapping = Callable[[C], tuple[IcetideType | str, str | None]]
 def infer_table_schema(
     table: str,
     columns: Sequence[C],
-    type_of: Callable[[C], tuple[IcetideType | str, str | None]],
+    type_of: TypeMapping[C],
     primary_key: Sequence[str] = (),
 ) -> TableSchema:
     """A first icetide schema for a table (ids 1..n in column order).

@@ -8,7 +8,8 @@ records the version in a table property, so "property says N" means "shape is N"
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
@@ -77,6 +78,23 @@ def has_shape(spark: SparkSession, table: TableName, columns: Sequence[str]) -> 
     return _covers(spark.table(table.sql).schema, expected)
 
 
+def kept_columns(
+    spark: SparkSession, table: TableName, schema: Collection[str], image: str | None = None
+) -> set[str]:
+    """The top-level columns (of the struct column ``image``, when given) ``table`` holds
+    beyond ``schema``'s: the ones soft drops left in it."""
+    fields = spark.table(table.sql).schema
+    if image is not None:
+        inner = fields[image].dataType
+        names = set(getattr(inner, "fieldNames", list)())
+    else:
+        names = set(fields.fieldNames())
+    return {n for n in names if n.casefold() not in {s.casefold() for s in schema}}
+
+
+_COMMENT = re.compile(r"^ALTER TABLE .* ALTER COLUMN .* COMMENT '")
+
+
 def apply_alters(
     spark: SparkSession, table: TableName, statements: Sequence[str], columns: Sequence[str]
 ) -> int:
@@ -84,7 +102,10 @@ def apply_alters(
     many ran. A statement that fails because an earlier run applied it is passed over;
     the shape check at the end decides."""
     if has_shape(spark, table, columns):
-        return 0
+        # A soft drop changes no shape, only a comment: it still has to be said.
+        statements = [s for s in statements if _COMMENT.search(s)]
+        if not statements:
+            return 0
     failures: list[str] = []
     ran = 0
     for statement in statements:

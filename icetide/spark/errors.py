@@ -67,6 +67,9 @@ def root_cause(exc: BaseException) -> str:
     if isinstance(cause, BaseException) and cause is not exc:
         # PySpark's captured exceptions carry their Java cause chain as Python objects.
         return root_cause(cause)
+    python = _python_error(str(exc))
+    if python is not None:
+        return python
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
@@ -77,6 +80,34 @@ def root_cause(exc: BaseException) -> str:
     if _PY4J_HEADER.match(first) and len(lines) > 1:
         first = lines[1].lstrip(": ").strip()
     return _short(first)
+
+
+_PYTHON_PROXY = "An exception was raised by the Python Proxy"
+_PYTHON_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit)\b.*)$")
+
+
+def _python_error(text: str) -> str | None:
+    r"""The Python exception a JVM failure carries, when Python code that Spark called
+    back (a streaming batch's ``foreachBatch``) raised it: the last exception line of its
+    traceback, without the module path; None when the failure did not come from there.
+
+    >>> _python_error(
+    ...     "py4j.Py4JException: An exception was raised by the Python Proxy. Return "
+    ...     "Message: Traceback (most recent call last):\n"
+    ...     '  File "x.py", line 3, in call\n    raise SchemaError(m)\n'
+    ...     "icetide.errors.SchemaError: primary_key: needs at least one column\n"
+    ...     "\tat py4j.Protocol.getReturnValue(Protocol.java:476)"
+    ... )
+    'SchemaError: primary_key: needs at least one column'
+    """
+    if _PYTHON_PROXY not in text:
+        return None
+    found = None
+    for line in text.split(_PYTHON_PROXY, 1)[1].splitlines():
+        match = _PYTHON_RAISED.match(line.rstrip())
+        if match and not line.startswith((" ", "\t")):
+            found = match.group(1)
+    return found
 
 
 def _short(line: str) -> str:

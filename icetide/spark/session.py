@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -466,8 +465,3 @@ def _package_zip() -> Path:
         for file in package_dir.rglob("*.py"):
             archive.write(file, Path("icetide") / file.relative_to(package_dir))
     return target
-
-
-def java_available() -> bool:
-    """True when a Java runtime is on PATH (Spark needs one)."""
-    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))

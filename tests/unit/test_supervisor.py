@@ -141,3 +141,50 @@ def test_the_merge_is_woken_by_a_ledger_batch_that_stored_rows_only() -> None:
     assert not wake.is_set()
     reporter.report("ledger", "batch 5: 2 events", batch=5, events={"a": 0, "customers": 2})
     assert wake.is_set()
+
+
+def test_a_child_that_dies_before_getting_going_backs_off_more_each_time() -> None:
+    # A capture child that exits a moment after every start: one good round after its
+    # start, then a failure. Without healthy_after each failure was "1 in a row" (a
+    # fixed 1-s loop for ever); with it the failures add up and the backoff doubles.
+    stop = Stop()
+    reports: list[dict[str, Any]] = []
+    rounds = {"n": 0}
+
+    def child_died_again() -> None:
+        rounds["n"] += 1
+        if rounds["n"] % 2 == 0:
+            raise RuntimeError("capture exited with code 2")
+        if rounds["n"] >= 9:
+            stop.request("test")
+
+    sup = Supervisor(stop, lambda *a, **f: reports.append(f), first_backoff=0.001, max_backoff=1)
+    sup.add(Task("capture", child_died_again, 0.0, healthy_after=60.0))
+    with pytest.raises(Stopped):
+        sup.run()
+    backoffs = [r["backoff_seconds"] for r in reports if r.get("restarted") == "capture"]
+    assert backoffs == [0.001, 0.002, 0.004, 0.008]
+
+
+def test_a_failure_that_cannot_go_away_stops_the_run_once_with_what_to_do() -> None:
+    from icetide.supervisor import GaveUp
+
+    stop = Stop()
+    reports: list[tuple[str, dict[str, Any]]] = []
+    calls = {"capture": 0, "stream": 0}
+
+    def capture() -> None:
+        calls["capture"] += 1
+        raise GaveUp("another capture of source 'shop' is writing", hint="stop the other one")
+
+    def stream() -> None:
+        calls["stream"] += 1
+
+    sup = Supervisor(stop, lambda s, m, **f: reports.append((m, f)), first_backoff=0.001)
+    sup.add(Task("capture shop", capture, 0.0))
+    sup.add(Task("stream", stream, 0.0))
+    with pytest.raises(GaveUp, match="another capture"):
+        sup.run()
+    assert calls["capture"] == 1  # never restarted
+    said = [m for m, f in reports if f.get("gave_up") == "capture shop"]
+    assert len(said) == 1 and "stop the other one" in said[0] and "start it again" in said[0]

@@ -779,8 +779,3 @@ def infer_table_schema(
     """A first icetide schema for a table from its columns (see
     :func:`icetide.schema.infer.infer_table_schema`)."""
     return infer.infer_table_schema(table, columns, icetide_type, primary_key)
-
-
-def is_text_type(info: ColumnInfo) -> bool:
-    """Whether values are plain text (no conversion at all)."""
-    return info.oid in _TEXT_TYPES or value_converter(info) is _identity

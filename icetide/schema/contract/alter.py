@@ -24,6 +24,8 @@ promote` refuses raise :class:`~icetide.errors.SchemaError`: those need a re-sna
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -55,11 +57,15 @@ def alter_plan(
     base: TableName,
     ledger: TableName,
     drop: Drop = "soft",
+    kept: Collection[str] = (),
 ) -> AlterPlan:
     """The statements taking ``base`` and ``ledger`` from ``old``'s schema to ``new``'s.
 
     ``drop`` says what a column that left the schema does: ``soft`` keeps it in the
-    tables (no longer written, its values stay readable), ``hard`` drops it.
+    tables (no longer written, its values stay readable), ``hard`` drops it. ``kept``
+    names the top-level columns an earlier soft drop left in the tables: a column added
+    under one of those names is a new column (a new id), so the kept one moves out of its
+    way first (:data:`KEPT_AS`), and its old values never show under the new column.
     """
     was, now = old.target, new.target  # the tables' own names and types
     if was.key_ids != now.key_ids:
@@ -70,12 +76,27 @@ def alter_plan(
             "--approve key_change --no-ddl`) and the running ledger and merge rebuild the "
             "table from the source",
         )
-    changes = diff(was, now)
+    changes = untangled(diff(was, now))
     keys = set(now.key_ids)
     base_sql: list[str] = []
     ledger_sql: list[str] = []
+    occupied = {k.casefold() for k in kept} | {
+        c.path[0].casefold()
+        for c in changes
+        if c.kind == "drop" and drop == "soft" and len(c.path) == 1
+    }
+    added = {c.path[0].casefold() for c in changes if c.kind == "add" and len(c.path) == 1}
     for change in changes:
         _check(change, now.table)
+        if change.kind == "drop" and drop == "soft" and len(change.path) == 1:
+            if change.path[0].casefold() in added:
+                continue  # moved out of the way, and commented there, by the add below
+        if change.kind == "add" and len(change.path) == 1:
+            if change.path[0].casefold() in occupied:
+                moved = _out_of_the_way(change.path[0], was.version)
+                base_sql += moved(base, ())
+                for image in c.ROW_IMAGES:
+                    ledger_sql += moved(ledger, (image,))
         base_sql += change_statements(change, base, (), now.version, drop)
         if change.top in keys and len(change.path) == 1:  # the key column at top level too
             ledger_sql += change_statements(change, ledger, (), now.version, drop)
@@ -86,6 +107,70 @@ def alter_plan(
         base_sql.append(f"ALTER TABLE {base} SET TBLPROPERTIES {version}")
         ledger_sql.append(f"ALTER TABLE {ledger} SET TBLPROPERTIES {version}")
     return AlterPlan(tuple(changes), tuple(base_sql), tuple(ledger_sql))
+
+
+KEPT_AS = "{name}__dropped_v{version}"
+"""The name a soft-dropped column takes when a new column is added under its name."""
+RENAMING = "__icetide_renaming_{id}"
+"""The temporary name of a column in a rename cycle while its new name is still taken."""
+
+
+def untangled(changes: list[FieldChange]) -> list[FieldChange]:
+    """``changes`` with renames that would collide made safe: when a field is renamed to
+    a name another renamed field of the same parent still holds (two columns swapped, a
+    cycle through a temporary name), each field of that parent's renames goes through a
+    temporary name first (``RENAMING``), then to its new name, so no ALTER meets a name
+    that is taken. Renames that collide with nothing stay one statement.
+
+    >>> from icetide.schema.diff import FieldChange
+    >>> swap = [FieldChange("rename", 2, ("x",), 2, new_name="y"),
+    ...         FieldChange("rename", 3, ("y",), 3, new_name="x")]
+    >>> [(c.path[-1], c.new_name) for c in untangled(swap)]
+    [('x', '__icetide_renaming_2'), ('y', '__icetide_renaming_3'), \
+('__icetide_renaming_2', 'y'), ('__icetide_renaming_3', 'x')]
+    """
+    renames = [c for c in changes if c.kind == "rename"]
+    tangled: set[tuple[str, ...]] = set()
+    for change in renames:
+        parent = change.path[:-1]
+        taken = {
+            c.path[-1].casefold() for c in renames if c.path[:-1] == parent and c is not change
+        }
+        if (change.new_name or "").casefold() in taken:
+            tangled.add(parent)
+    if not tangled:
+        return changes
+    out: list[FieldChange] = []
+    second: list[FieldChange] = []
+    for change in changes:
+        parent = change.path[:-1]
+        if change.kind != "rename" or parent not in tangled:
+            out.append(change)
+            continue
+        temporary = RENAMING.format(id=change.field_id)
+        out.append(dataclasses.replace(change, new_name=temporary))
+        second.append(dataclasses.replace(change, path=(*parent, temporary)))
+    # The second half right after the last first half: before anything that names the
+    # fields by their new names (a widening, a nested change).
+    last = max(i for i, c in enumerate(out) if c.kind == "rename" and c.path[:-1] in tangled)
+    return out[: last + 1] + second + out[last + 1 :]
+
+
+def _out_of_the_way(name: str, version: int) -> Callable[[TableName, tuple[str, ...]], list[str]]:
+    """The statements moving a kept (soft-dropped) column ``name`` out of the way of a new
+    column of that name, commented as dropped."""
+    renamed = KEPT_AS.format(name=name, version=version)
+    note = literal(b.DROPPED_COMMENT.format(version=version) + f" (was {name})")
+
+    def statements(table: TableName, prefix: tuple[str, ...]) -> list[str]:
+        path = column_path(*prefix, name)
+        moved = column_path(*prefix, renamed)
+        return [
+            f"ALTER TABLE {table} RENAME COLUMN {path} TO {quote(renamed)}",
+            f"ALTER TABLE {table} ALTER COLUMN {moved} COMMENT {note}",
+        ]
+
+    return statements
 
 
 def _check(change: FieldChange, table: str) -> None:

@@ -28,6 +28,8 @@ Base table:
 
 from __future__ import annotations
 
+import json
+
 PROJECTION_VERSION = "icetide.ledger.projection-version"
 EVOLUTION_PREFIX = "icetide.evolution."
 """Every property of the latest change and its phase times starts with this."""
@@ -35,6 +37,10 @@ CHANGE_VERSION = "icetide.evolution.version"
 SOURCE_TS = "icetide.evolution.source-ts-ms"
 DETECTED = "icetide.evolution.detected-ms"
 CHANGE_POSITION = "icetide.evolution.position"
+VERSION_POSITIONS = "icetide.schema.version-positions"
+"""Ledger table property: each schema version detected at the source → the source position
+it starts at (JSON). Kept for good, unlike the latest change's properties: an event is
+read by the version it was written under (:class:`icetide.ledger.decode.Projection`)."""
 LEDGER_ALTERED = "icetide.evolution.ledger-altered-ms"
 LEDGER_SWITCHED = "icetide.evolution.ledger-switched-ms"
 MERGE_VERSION = "icetide.merge.schema-version"
@@ -43,3 +49,24 @@ BASE_ALTERED = "icetide.evolution.base-altered-ms"
 DATA_FILLED = "icetide.evolution.data-filled-ms"
 FILLED_PROPERTY = "icetide.evolution.filled-rows"
 """Snapshot summary property of a data-convergence commit: rows it filled."""
+
+
+def with_version_position(text: str | None, version: int, position: int) -> str:
+    """The :data:`~icetide.schema.contract.phases.VERSION_POSITIONS` property with
+    ``version`` starting at ``position`` added.
+
+    >>> with_version_position('{"2": 100}', 3, 250)
+    '{"2": 100, "3": 250}'
+    """
+    known = read_version_positions(text)
+    known[version] = position
+    return json.dumps({str(v): known[v] for v in sorted(known)})
+
+
+def read_version_positions(text: str | None) -> dict[int, int]:
+    """Version → start position from the property's text (empty when unset or unreadable)."""
+    try:
+        loaded = json.loads(text) if text else {}
+        return {int(v): int(p) for v, p in loaded.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from icetide.cli.main import main
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.ledger.versions import generations
 from icetide.merge.stage import MergeStage
 from icetide.observe.convergence import table_convergence
 from icetide.observe.status import pipeline_status, render_status
@@ -333,6 +334,17 @@ def _narrowing_approved_then_resnapshot(
         "narrow:n and key_change held",
     )
     assert running.converged(table, 1) and running.converged("t_key", 1)
+    # Every event the two ledgers hold now, by message id: the ledger is never purged.
+    before = {
+        name: {
+            r[0]
+            for r in running.spark.table(running.merge_pipeline.refs(name).cdc.sql)
+            .select("_message_id")
+            .collect()
+        }
+        for name in (table, "t_key")
+    }
+    assert all(before.values())
     for name, change in ((table, "narrow:n"), ("t_key", "key_change")):
         approve = ["schema", "apply", "-c", str(config), "--table", name, "--no-ddl"]
         assert main([*approve, "--approve", change, "--by", "ana"]) == 0
@@ -343,6 +355,13 @@ def _narrowing_approved_then_resnapshot(
 
     _drive(running, ledgers_at_2, "ledgers at 2")
     assert dict(running.spark.table(refs.cdc.sql).select("_after.n").dtypes)["n"] == "int"
+    # The old layout's events are kept as a generation, every one of them, not purged.
+    for name in (table, "t_key"):
+        ledger = running.merge_pipeline.refs(name).cdc
+        [kept] = generations(running.spark, ledger)
+        assert kept.name == f"{ledger.name}_g1"
+        ids = {r[0] for r in running.spark.table(kept.sql).select("_message_id").collect()}
+        assert ids == before[name], name
     key = running.merge_pipeline.refs("t_key")
     assert "region" in running.spark.table(key.cdc.sql).columns  # a key column: top level
     # The first merge round starts the re-snapshot: the base, rebuilt at version 2,

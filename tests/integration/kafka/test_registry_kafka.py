@@ -332,7 +332,10 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
     ]
     [refused] = pipe.dead_letters_raw(refs.dlt.sql)
     assert refused["message_id"] == f"{topic}/0/7" and refused["reason"] == "schema_incompatible"
-    assert "version 8" in refused["error"] and "cannot read version 1" in refused["error"]
+    assert "version 8" in refused["error"] and "must read version 1's data" in refused["error"]
+    # The column and the rule, not the union the checker stopped at.
+    assert "column sku has no default" in refused["error"], refused["error"]
+    assert "BACKWARD_TRANSITIVE" in refused["error"] and "lacking" not in refused["error"]
     # Undecodable frames name no table: they go to the unrouted dead-letter table.
     unrouted = pipe.refs(pipe.config.dead_letter.unrouted_table).dlt
     dead = {

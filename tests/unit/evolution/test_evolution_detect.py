@@ -168,3 +168,48 @@ def test_a_declared_postgres_enum_is_no_change_until_a_label_is_added(
     plan = found.plan("people", [relation])
     assert plan is not None
     assert [c.id for c in plan.changes] == changes
+
+
+def test_a_source_table_that_lost_its_primary_key_holds_that_table_not_the_stage(
+    tmp_path: Path,
+) -> None:
+    no_key = Catalog(
+        (
+            CatalogColumn("id", "bigint(20)", False, False, None, "mysql"),
+            CatalogColumn("name", "longtext", True, False, None, "mysql"),
+        ),
+        (),
+    )
+    found, pipeline, reports = detector(tmp_path, catalog=no_key)
+    drop = ChangeSignal("items", "ddl", ddl="ALTER TABLE items DROP PRIMARY KEY")
+    assert found.detect("items", [drop]) is None  # no exception reaches the ledger
+    [reason] = found.held["items"]
+    assert reason.startswith("key_change:") and "primary" in reason
+    said = [m for m, kw in reports.lines if kw.get("held") == ["key_change"]]
+    assert len(said) == 1 and "tables[].primary_key" in said[0]
+    assert pipeline.schema("items").version == 1
+
+
+def test_a_key_change_behind_a_pinned_primary_key_is_held(tmp_path: Path) -> None:
+    # The config pins primary_key, so the inferred schema keeps [id]; the DDL still says
+    # the source's key moved to name, and that is held, not passed over.
+    moved = Catalog(
+        (
+            CatalogColumn("id", "bigint(20)", False, False, None, "mysql"),
+            CatalogColumn("name", "varchar(20)", False, True, None, "mysql"),
+        ),
+        ("name",),
+    )
+    doc = {
+        "pipeline": "p",
+        "sources": [{"name": "shopdb", "type": "mysql"}],
+        "tables": [{"name": "items", "source": "shop.items", "primary_key": ["id"]}],
+    }
+    config = Config.model_validate(doc, context={"config_dir": tmp_path})
+    pipeline = Pipeline(config, {"items": schema_from_dict(ITEMS)}, Reports())  # type: ignore[arg-type]
+    found = Detector(None, pipeline, catalog=lambda table: moved)  # type: ignore[arg-type]
+    ddl = "ALTER TABLE items DROP PRIMARY KEY, ADD PRIMARY KEY (name)"
+    plan = found.plan("items", [ChangeSignal("items", "ddl", ddl=ddl)])
+    assert plan is not None and plan.target.primary_key == ("id",)
+    [held] = [c for c in plan.held if c.kind == "key_change"]
+    assert held.detail == {"from": ["id"], "to": ["name"]} and "pinned" in held.reason

@@ -15,7 +15,7 @@ from icetide.bootstrap import mysql as bootstrap_mysql
 from icetide.bootstrap import postgres as bootstrap_postgres
 from icetide.events.project import COERCERS
 from icetide.observe import checksum
-from icetide.schema.convert import avro, connect, iceberg, mysql, postgres, spark
+from icetide.schema.convert import avro, connect, mysql, postgres, spark
 from icetide.schema.types import TYPE_NAMES
 from tests.type_samples import SAMPLES
 
@@ -27,7 +27,6 @@ TABLES: dict[str, tuple[Mapping[str, Any], Collection[str]]] = {
     "schema.convert.mysql.DDL_TYPES": (mysql.DDL_TYPES, mysql.DDL_UNSUPPORTED),
     "schema.convert.postgres.DDL_TYPES": (postgres.DDL_TYPES, postgres.DDL_UNSUPPORTED),
     "schema.convert.connect.CONNECT_TYPES": (connect.CONNECT_TYPES, ()),
-    "schema.convert.iceberg.ICEBERG_TYPES": (iceberg.ICEBERG_TYPES, ()),
     "schema.convert.avro.AVRO_TYPES": (avro.AVRO_TYPES, ()),
     "bootstrap.mysql.MYSQL_READ": (bootstrap_mysql.MYSQL_READ, bootstrap_mysql.UNSUPPORTED),
     "bootstrap.postgres.PG_READ": (bootstrap_postgres.PG_READ, bootstrap_postgres.UNSUPPORTED),

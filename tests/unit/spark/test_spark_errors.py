@@ -58,3 +58,25 @@ def test_without_causes_the_java_exception_under_the_py4j_header_is_shown() -> N
     assert isinstance(err, StageError)
     assert err.message == "merge failed: IllegalStateException: boom"
     assert err.hint is not None and "otherwise fix it first" in err.hint
+
+
+def test_a_failed_streaming_batch_shows_the_python_error_it_raised_first() -> None:
+    # What query.exception() says when the ledger's foreachBatch raised (the cause used
+    # to be deep in the trace, under py4j's "raised by the Python Proxy").
+    text = (
+        "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: An exception "
+        "was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+        '  File "/py4j/clientserver.py", line 617, in _call_proxy\n'
+        "    return_value = getattr(self.pool[obj_id], method)(*params)\n"
+        '  File "/icetide/ledger/stage.py", line 250, in process_batch\n'
+        "    raise AnalysisException(msg)\n"
+        "pyspark.errors.exceptions.captured.AnalysisException: [FIELDS_ALREADY_EXISTS] "
+        "Cannot add column, because `_after`.`c` already exists\n"
+        "\tat py4j.Protocol.getReturnValue(Protocol.java:476)\n"
+        "Caused by: py4j.Py4JException: An exception was raised by the Python Proxy. "
+        "Return Message: Traceback (most recent call last):\n"
+        "\t... 20 more"
+    )
+    error = translate(RuntimeError(text), "ledger stream")
+    first = error.message.splitlines()[0]
+    assert first.startswith("ledger stream failed: AnalysisException: [FIELDS_ALREADY_EXISTS]")
