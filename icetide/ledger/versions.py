@@ -81,7 +81,11 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
     except SchemaError as exc:
         return _recreate_ledger(spark, pipeline, table, new, props, exc)
     ran = apply_alters(
-        spark, refs.cdc, _without_version_property(plan.ledger), new.ledger_columns()
+        spark,
+        refs.cdc,
+        _without_version_property(plan.ledger),
+        new.ledger_columns(),
+        schema.version,
     )
     set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(schema.version)})
     set_properties(

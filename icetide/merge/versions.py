@@ -100,7 +100,7 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
         statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
         if run.settings.format_version >= 3:
             statements = _add_initial_defaults(spark, refs.base, plan.changes, run, statements)
-        ran = apply_alters(spark, refs.base, statements, run.base_columns())
+        ran = apply_alters(spark, refs.base, statements, run.base_columns(), version)
         update |= {c.SCHEMA_VERSION_PROPERTY: str(version), p.BASE_ALTERED: _now_ms()}
         pipeline.report(
             "merge",

@@ -13,6 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
+from icetide.schema.contract.alter import RENAMING
 from icetide.schema.contract.names import TableName
 from icetide.spark.sql import literal
 from icetide.spark.tables import iceberg_table, string_map
@@ -93,27 +94,52 @@ def kept_columns(
 
 
 _COMMENT = re.compile(r"^ALTER TABLE .* ALTER COLUMN .* COMMENT '")
+RENAMING_MARK = RENAMING.split("{", 1)[0]
+"""What the temporary names of columns trading names start with."""
+ALTER_PROGRESS = "icetide.alter.progress"
+"""``<version>:<statements done>`` of a schema change whose columns trade names."""
+
+
+def _progress(spark: SparkSession, table: TableName, version: int) -> int:
+    recorded = table_properties(spark, table).get(ALTER_PROGRESS, "")
+    wanted, _, count = recorded.partition(":")
+    return int(count) if wanted == str(version) and count.isdigit() else 0
 
 
 def apply_alters(
-    spark: SparkSession, table: TableName, statements: Sequence[str], columns: Sequence[str]
+    spark: SparkSession,
+    table: TableName,
+    statements: Sequence[str],
+    columns: Sequence[str],
+    version: int = 0,
 ) -> int:
     """Run ``statements`` unless ``table`` has the shape ``columns`` already; return how
     many ran. A statement that fails because an earlier run applied it is passed over;
-    the shape check at the end decides."""
-    if has_shape(spark, table, columns):
+    the shape check at the end decides.
+
+    Columns trading names (a swap, a rename cycle: the statements go through temporary
+    names) leave the shape as it was, so the shape cannot say whether they ran, and
+    running a finished swap again would swap back. Those statements record how far
+    they got (:data:`ALTER_PROGRESS`, per ``version``) and a rerun goes on from there."""
+    tracked = any(RENAMING_MARK in s for s in statements)
+    done = _progress(spark, table, version) if tracked else 0
+    if not tracked and has_shape(spark, table, columns):
         # A soft drop changes no shape, only a comment: it still has to be said.
         statements = [s for s in statements if _COMMENT.search(s)]
         if not statements:
             return 0
     failures: list[str] = []
     ran = 0
-    for statement in statements:
+    for index, statement in enumerate(statements):
+        if index < done:
+            continue
         try:
             spark.sql(statement)
             ran += 1
         except Exception as exc:  # applied by a run that crashed, or a real refusal
             failures.append(f"{statement}: {str(exc).splitlines()[0]}")
+        if tracked:
+            set_properties(spark, table, {ALTER_PROGRESS: f"{version}:{index + 1}"})
     if not has_shape(spark, table, columns):
         raise SchemaError(
             f"table {table}: the schema change did not reach the expected shape"
