@@ -334,7 +334,19 @@ def _narrowing_approved_then_resnapshot(
         "narrow:n and key_change held",
     )
     assert running.converged(table, 1) and running.converged("t_key", 1)
-    # Every event the two ledgers hold now, by message id: the ledger is never purged.
+    # Events of both tables in their ledgers, then every one of them by message id: the
+    # ledger is never purged.
+    write(
+        [
+            "UPDATE {db}.t_narrow SET s = 'pre' WHERE id = 1",
+            "UPDATE {db}.t_key SET v = 7 WHERE id = 3",
+        ]
+    )
+
+    def ledgered(name: str) -> bool:
+        return running.spark.table(running.merge_pipeline.refs(name).cdc.sql).count() > 0
+
+    _drive(running, lambda: ledgered(table) and ledgered("t_key"), "events in both ledgers")
     before = {
         name: {
             r[0]
@@ -442,7 +454,13 @@ def _key_rebuilt(running: Running, write: Callable[[list[str]], None], key: Tabl
     _drive(running, merged, "t_key merged under its new key and verified")
     base = running.spark.table(key.base.sql)
     rows = {(r.id, r.region): r.v for r in base.collect()}
-    assert rows == {(1, "us"): 1, (1, "eu"): 11, (2, "us"): 20, (2, "eu"): 22, (3, "eu"): 3}
+    assert rows == {
+        (1, "us"): 1,
+        (1, "eu"): 11,
+        (2, "us"): 20,
+        (2, "eu"): 22,
+        (3, "eu"): 7,
+    }  # 7: written before the key change
     assert base.count() == len(rows)
     assert running.spark.table(key.dlt.sql).count() == 0
 
