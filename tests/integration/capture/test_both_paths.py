@@ -127,14 +127,15 @@ def _mysql_literal(name: str, value: Any) -> tuple[str, list[Any]]:
     return "%s", [value]
 
 
-def _mysql_insert(db: str, row: dict[str, Any]) -> tuple[str, list[Any]]:
+def mysql_insert(db: str, row: dict[str, Any], table: str = "copied") -> tuple[str, list[Any]]:
+    """The INSERT of ``row`` into ``db.table`` (bit columns as ``b'…'`` literals)."""
     marks, params = [], []
     for name, value in row.items():
         mark, param = _mysql_literal(name, value)
         marks.append(mark)
         params += param
     names = ", ".join(mysql_quote(n) for n in row)
-    return f"INSERT INTO `{db}`.copied ({names}) VALUES ({', '.join(marks)})", params
+    return f"INSERT INTO `{db}`.{table} ({names}) VALUES ({', '.join(marks)})", params
 
 
 def test_mysql_bootstrap_and_capture_store_every_type_identically(
@@ -172,7 +173,7 @@ def test_mysql_bootstrap_and_capture_store_every_type_identically(
             cur.execute(f"ALTER TABLE {db}.copied ADD COLUMN {mysql_quote(name)} {sql_type}")
         cur.execute(f"CREATE TABLE {db}.captured LIKE {db}.copied")
         for row in rows:
-            cur.execute(*_mysql_insert(db, row))
+            cur.execute(*mysql_insert(db, row))
     columns = list(ALL_TYPES_SCHEMA["columns"])
     for number, (name, _, kind, logical) in enumerate(MYSQL_EXTRA, start=len(columns) + 1):
         columns.append({"id": number, "name": name, "type": kind, "logical": logical})

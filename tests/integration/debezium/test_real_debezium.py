@@ -51,7 +51,7 @@ from icetide.devservers.postgres import PostgresServer
 from icetide.evolution.onboard import onboard
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.sources.quoting import mysql_quote
-from tests.integration.capture.test_both_paths import MYSQL_EXTRA, _mysql_literal
+from tests.integration.capture.test_both_paths import MYSQL_EXTRA, mysql_insert
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, FULL_ROW
 from tests.integration.harness import Pipeline
 
@@ -240,13 +240,7 @@ def _mariadb_all_types(cur: Any, db: str) -> None:
         {**FULL_ROW, "id": 3, "c_big_u": 0, "c_bit1": 0, "c_bit": 1023, "c_float": -3.4e38},
     ]
     for row in rows:
-        marks, values = [], []
-        for name, value in row.items():
-            mark, param = _mysql_literal(name, value)
-            marks.append(mark)
-            values += param
-        names = ", ".join(mysql_quote(n) for n in row)
-        cur.execute(f"INSERT INTO {db}.all_types ({names}) VALUES ({', '.join(marks)})", values)
+        cur.execute(*mysql_insert(db, row, "all_types"))
 
 
 def test_real_debezium_mariadb_every_converter_and_setting(
