@@ -260,14 +260,14 @@ def decode_framed(
     try:
         if writer.format == AVRO:
             value = json_form(_avro(split_frame(raw).payload, writer.text, reader))
-            return decimal_texts(value, _connect_form(writer, ()))
+            return _with_digits(value, _connect_form(writer, ()))
         if writer.format == JSON_SCHEMA:
             value = _json(split_frame(raw).payload, writer.text)
-            return decimal_texts(value, _connect_form(writer, ()))
+            return _with_digits(value, _connect_form(writer, ()))
         if writer.format == PROTOBUF:
             framed = split_frame(raw, protobuf=True)
             value = _protobuf(framed.payload, writer.text, framed.indexes)
-            return decimal_texts(value, _connect_form(writer, framed.indexes))
+            return _with_digits(value, _connect_form(writer, framed.indexes))
     except DecodeError:
         raise
     except Exception as exc:  # any reader failure is this message's fault, not ours
@@ -280,12 +280,17 @@ def decode_framed(
 
 
 _CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
-_FORMS: dict[tuple[str, str, tuple[int, ...]], Any] = {}
+_FORMS: dict[tuple[str, str, tuple[int, ...]], Prepared | None] = {}
 
 
-def _connect_form(writer: WriterSchema, indexes: tuple[int, ...]) -> Any:
+Prepared = tuple[Any, dict[str, Any]]
+"""A writer schema in its Avro form with its named records: what :func:`_walk` needs."""
+
+
+def _connect_form(writer: WriterSchema, indexes: tuple[int, ...]) -> Prepared | None:
     """The writer schema as Avro with its Connect names (``connect.name``), whatever the
-    format; None when it cannot be converted (the values then stay as decoded)."""
+    format, prepared once per schema; None when no value of it needs turning into digits
+    (no Connect Decimal in it, or a schema the converters do not take)."""
     key = (writer.format, writer.text, indexes[:1])
     if key not in _FORMS:
         try:
@@ -305,8 +310,16 @@ def _connect_form(writer: WriterSchema, indexes: tuple[int, ...]) -> Any:
                 form = protobuf_to_avro(file, top)
         except Exception:  # a schema the converters do not take: values stay as decoded
             form = None
-        _FORMS[key] = form
+        _FORMS[key] = _prepare(form)
     return _FORMS[key]
+
+
+def _prepare(schema: Any) -> Prepared | None:
+    if schema is None or _CONNECT_DECIMAL not in json.dumps(schema):
+        return None  # nothing to turn into digits: decoding skips the walk
+    named: dict[str, Any] = {}
+    _collect(schema, named)
+    return schema, named
 
 
 def decimal_texts(value: Any, schema: Any) -> Any:
@@ -322,11 +335,12 @@ def decimal_texts(value: Any, schema: Any) -> Any:
     ...         {"name": "p", "type": dec}]}]}]})
     {'after': {'p': '-1.23'}}
     """
-    if schema is None:
-        return value
-    named: dict[str, Any] = {}
-    _collect(schema, named)
-    return _walk(value, schema, named)
+    prepared = _prepare(schema)
+    return value if prepared is None else _walk(value, *prepared)
+
+
+def _with_digits(value: Any, prepared: Prepared | None) -> Any:
+    return value if prepared is None else _walk(value, *prepared)
 
 
 def _collect(schema: Any, named: dict[str, Any]) -> None:
