@@ -349,27 +349,15 @@ class Projection:
     (a swap of two columns) and its hints (a ``DATETIME(3)`` value still in milliseconds
     after ``→ DATETIME(6)``) included."""
 
-    def _era(self, position: int | None) -> Era | None:
+    def era_at(self, position: int | None) -> Era | None:
+        """The earlier version an event at source ``position`` was written under, or None
+        when it was written under the current one (or its version is not known)."""
         chosen = None
         if position is not None:
             for era in reversed(self.earlier):
                 if position < era.until:
                     chosen = era
         return chosen
-
-    def hints_at(self, position: int | None) -> Mapping[int, str] | None:
-        """The hints an event at source ``position`` is read with."""
-        era = self._era(position)
-        return self.hints if era is None else era.hints
-
-    def aliases_at(self, position: int | None) -> Mapping[str, str]:
-        """Its column names → the current ones."""
-        era = self._era(position)
-        return self.aliases if era is None else era.names
-
-    def known_at(self, position: int | None) -> bool:
-        """Whether the event's own version is known (an era holds it)."""
-        return self._era(position) is not None
 
     @property
     def value_schema(self) -> TableSchema:
@@ -454,9 +442,10 @@ def _project(
             "the event's source block has no binlog file/pos, GTID or LSN to order it by",
         )
     position = event.position
-    aliases = projection.aliases_at(position.key)
+    era = projection.era_at(position.key)  # once per message: the hot path
+    aliases = projection.aliases if era is None else era.names
     if aliases:
-        exact = projection.known_at(position.key)
+        exact = era is not None  # its own version's names: all at once (a swap swaps)
         event = replace(
             event,
             after=_renamed(event.after, aliases, exact),
@@ -464,7 +453,8 @@ def _project(
             unavailable=frozenset(aliases.get(n, n) for n in event.unavailable),
         )
     schema, layout = projection.value_schema, projection.layout
-    projected = project_event(event, schema, projection.hints_at(position.key))
+    hints = projection.hints if era is None else era.hints
+    projected = project_event(event, schema, hints)
     row: dict[str, Any] = {
         col.name: arrow_value(projected.key.get(col.name), col.type) for col in schema.key_columns
     }
