@@ -4,20 +4,33 @@ Every JDBC partition imports the snapshot :mod:`icetide.capture.postgres.handoff
 (:attr:`PgSnapshot.init_statement`), and the chunk query refuses to return rows unless
 it runs in that snapshot (:meth:`PgSnapshot.checked`), so a driver that ran the query
 outside the imported snapshot fails loudly instead of copying later rows.
+
+An array column is read as its literal and turned into what capture's changes leave in
+the base by capture's own conversion, in Python workers: the list (capture's element
+conversion, then the ledger's projection: :func:`~icetide.capture.postgres.types.
+list_value`) or, for a column declared ``json``, the JSON text (:func:`~icetide.capture.
+postgres.types.array_json_text`). A value that does not fit the column's list (an array
+of other dimensions than it declares) leaves the row marked with
+:data:`~icetide.bootstrap.sink.CONVERSION_ERROR` for the bootstrap's dead-letter table,
+as capture's change of it would be.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.jdbc import read_name, spark_cast
 from icetide.bootstrap.plan import Chunk
+from icetide.bootstrap.sink import CONVERSION_ERROR, SOURCE_ROW
 from icetide.capture.errors import CaptureError
 from icetide.capture.postgres.catalog import (
     SESSION_SETTINGS,
@@ -26,11 +39,15 @@ from icetide.capture.postgres.catalog import (
     source_columns,
 )
 from icetide.capture.postgres.publication import split_table
-from icetide.capture.postgres.types import array_json_text
+from icetide.capture.postgres.types import PgType, array_json_text, list_value
 from icetide.config.model import SourceConfig, TableConfig
+from icetide.errors import DecodeError
+from icetide.schema.connector import CAPTURE, read_hints
+from icetide.schema.convert.spark import arrow_type, arrow_value, sql_type
 from icetide.schema.model import Column, TableSchema
 from icetide.sources.connect import jdbc_url
 from icetide.sources.quoting import postgres_qualified, postgres_quote
+from icetide.spark.sql import quote
 
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$")
 _SNAPSHOT_TEXT = re.compile(r"^\d+:\d+:[\d,]*$")
@@ -66,8 +83,11 @@ PG_READ: dict[str, str] = {
 """icetide type → the PostgreSQL expression (``{c}``: the quoted column) that reads it as
 a number, bytes or text Spark casts exactly to the schema's Spark type."""
 UNSUPPORTED = ("struct", "list", "map")
-"""Types the bootstrap does not read from PostgreSQL yet: composite and array columns
-arrive as JSON text (an array capture sends as JSON is read by :func:`postgres_array_column`)."""
+"""Types no PostgreSQL expression reads: composite columns arrive as JSON text, and a
+``list`` is an array column, read as its literal and converted in Python
+(:func:`typed_arrays`)."""
+ARRAY_TYPES = ("json", "list")
+"""The types an array column capture converts element by element may be declared as."""
 
 
 def postgres_select_expression(column: Column, source: SourceColumn | None = None) -> str:
@@ -76,8 +96,8 @@ def postgres_select_expression(column: Column, source: SourceColumn | None = Non
     Times of day become ``datetime.time.isoformat()`` text and instants UTC text, so no
     session or JVM time zone touches them. An array capture sends as a JSON array is
     read as its literal (``{a,"b c"}``, in the settings capture's session pins) and
-    turned into the JSON text capture's changes leave in the base by
-    :func:`postgres_array_column`.
+    turned into what capture's changes leave in the base by :func:`typed_arrays` (a
+    list) or :func:`postgres_array_column` (JSON text).
 
     >>> from icetide.schema.types import parse_type
     >>> postgres_select_expression(Column(1, "at", parse_type("timestamptz")))
@@ -85,12 +105,15 @@ def postgres_select_expression(column: Column, source: SourceColumn | None = Non
     """
     kind = column.type.name
     quoted = postgres_quote(column.name)
-    if source is not None and source.json_array and kind == "json":
+    if source is not None and source.json_array and kind in ARRAY_TYPES:
         return PG_READ["string"].format(c=quoted)
     if kind not in PG_READ:
+        hint = "declare it as json in the schema file: capture sends composites as JSON"
+        if kind == "list":
+            hint = "a list column is read from a PostgreSQL array of a type capture converts"
         raise CaptureError(
             f"column {column.name!r}: a {kind} column cannot be bootstrapped from PostgreSQL yet",
-            hint="declare it as json in the schema file: capture sends composites as JSON",
+            hint=hint,
         )
     value = SOURCE_VALUES.get((kind, source.type_name)) if source else None
     return PG_READ[kind].format(c=value.format(c=quoted) if value else quoted)
@@ -107,6 +130,63 @@ def postgres_array_column(column: Column, source: SourceColumn, read_as: str) ->
         return None if text is None else array_json_text(text, kind)
 
     return F.udf(convert, "string")(F.col(read_as)).alias(column.name)
+
+
+def typed_arrays(frame: DataFrame, schema: TableSchema, arrays: Mapping[str, PgType]) -> DataFrame:
+    """``frame`` (the schema's columns in their Spark types, except the list columns in
+    ``arrays``, still their array literal) with those lists typed, plus
+    :data:`~icetide.bootstrap.sink.CONVERSION_ERROR` (why a row's array does not fit
+    its column) and :data:`~icetide.bootstrap.sink.SOURCE_ROW` (that row as read, the
+    literal included) for the dead-letter table.
+
+    Each literal goes through :func:`~icetide.capture.postgres.types.list_value` with the
+    hints the ledger reads capture's messages by, then Arrow as the ledger gives it to
+    Spark (:func:`~icetide.schema.convert.spark.arrow_value`): the very values capture's
+    changes leave in the base, not a second implementation of them.
+    """
+    hints = read_hints(schema, CAPTURE)
+    lists = {
+        c.name: (c, arrays[c.name], hints.get(c.id), arrow_type(c.type))
+        for c in schema.columns
+        if c.name in arrays
+    }
+    names = [c.name for c in schema.columns]
+    shape = ", ".join(
+        [
+            *(f"{quote(c.name)} {sql_type(c.type)}" for c in schema.columns),
+            f"{CONVERSION_ERROR} STRING",
+            f"{SOURCE_ROW} STRING",
+        ]
+    )
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            failed: dict[int, str] = {}
+            out = []
+            for name in names:
+                if name not in lists:
+                    out.append(batch.column(name))
+                    continue
+                column, kind, hint, arrow = lists[name]
+                values = []
+                for row, text in enumerate(batch.column(name).to_pylist()):
+                    try:
+                        value = None if text is None else list_value(text, kind, column, hint)
+                    except DecodeError as exc:
+                        failed.setdefault(row, exc.message)
+                        value = None
+                    values.append(arrow_value(value, column.type))
+                out.append(pa.array(values, arrow))
+            rows = range(batch.num_rows)
+            out.append(pa.array([failed.get(i) for i in rows], pa.string()))
+            source = [
+                json.dumps(batch.slice(i, 1).to_pylist()[0], default=str) if i in failed else None
+                for i in rows
+            ]
+            out.append(pa.array(source, pa.string()))
+            yield pa.RecordBatch.from_arrays(out, names=[*names, CONVERSION_ERROR, SOURCE_ROW])
+
+    return frame.select(*[quote(n) for n in names]).mapInArrow(run, shape)
 
 
 def _pg_table(table: TableConfig) -> str:
@@ -236,10 +316,15 @@ class PostgresSnapshotReader:
             jdbc_url(self.source), query, predicates=list(chunk.predicates), properties=properties
         )
         out = []
+        arrays: dict[str, PgType] = {}
         for column in schema.columns:
             source, read_as = found[column.name], read_name(schema, column.name)
             if source.json_array and column.type.name == "json":
                 out.append(postgres_array_column(column, source, read_as))
+            elif source.json_array and source.pg_type is not None and column.type.name == "list":
+                out.append(F.col(read_as).alias(column.name))
+                arrays[column.name] = source.pg_type
             else:
                 out.append(spark_cast(column, read_as))
-        return frame.select(*out)
+        frame = frame.select(*out)
+        return typed_arrays(frame, schema, arrays) if arrays else frame

@@ -39,6 +39,7 @@ from icetide.capture.runner import offset_store
 from icetide.config.model import SourceConfig, TableConfig
 from icetide.events.convert import CONVERSION_FAILED
 from icetide.events.position import lsn_position
+from icetide.events.project import TYPE_MISMATCH
 from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -236,14 +237,23 @@ class Bootstrap:
             self.between_chunks()
             frame = reader.chunk(self.spark, table, schema, chunk, self.fetch_size)
             frame = frame.select("*", stamp, loaded_at)
-            converted = None
+            held: list[DataFrame] = []
+            if CONVERSION_ERROR in frame.columns:
+                # The reader could not turn some values into the column's type (an array
+                # of other dimensions than the column's list): dead letters, as capture's
+                # change of the row would be (type_mismatch).
+                frame = self._dead_letters(frame, table, state["id"], chunk.index, TYPE_MISMATCH)
+                held.append(frame)
+                frame = frame.where(F.col(CONVERSION_ERROR).isNull())
+                frame = frame.drop(CONVERSION_ERROR, SOURCE_ROW)
             if schema.sink.maps:
                 converted = self._to_sink(frame, table, state["id"], chunk.index)
+                held.append(converted)
                 frame = converted.where(F.col(CONVERSION_ERROR).isNull())
                 frame = frame.drop(CONVERSION_ERROR, SOURCE_ROW)
             rows += write_chunk(self.spark, frame, base, table.name, state["id"], chunk.index)
-            if converted is not None:
-                converted.unpersist()
+            for persisted in held:
+                persisted.unpersist()
             finished += 1
             self.pipeline.report(
                 "bootstrap",
@@ -266,23 +276,40 @@ class Bootstrap:
         (``conversion_failed``, its source values as the payload) before the chunk
         commits, so a resumed chunk may dead-letter it again but never loses it."""
         contract = self.pipeline.contract(table.name)
-        converted = sink_frame(frame, contract, keep=[POSITION, SOURCE_TS]).persist()
-        failed = converted.where(F.col(CONVERSION_ERROR).isNotNull())
+        converted = sink_frame(frame, contract, keep=[POSITION, SOURCE_TS])
+        return self._dead_letters(
+            converted, table, bootstrap_id, index, CONVERSION_FAILED, contract.target
+        )
+
+    def _dead_letters(
+        self,
+        frame: DataFrame,
+        table: TableConfig,
+        bootstrap_id: str,
+        index: int,
+        reason: str,
+        columns: TableSchema | None = None,
+    ) -> DataFrame:
+        """``frame`` persisted, after its rows with a :data:`CONVERSION_ERROR` went to the
+        table's dead-letter table with ``reason`` (message id ``bootstrap/<id>/<chunk>/
+        <key>``, the row's source values as the payload); ``columns``: the schema the
+        frame's key columns are named by (default: the table's)."""
+        frame = frame.persist()
+        failed = frame.where(F.col(CONVERSION_ERROR).isNotNull())
         if failed.limit(1).count():
+            schema = self.pipeline.schema(table.name)
+            named = columns if columns is not None else schema
             dlt = self.pipeline.refs(table.name).dlt
             self.spark.sql(TableContract.dlt_ddl(dlt))
-            keys = [
-                F.col(quote(contract.target.find(k.id).name)).cast("string")
-                for k in contract.schema.key_columns
-            ]
+            keys = [F.col(quote(named.find(k.id).name)).cast("string") for k in schema.key_columns]
             failed.select(
                 F.concat_ws(
                     "/", F.lit("bootstrap"), F.lit(bootstrap_id), F.lit(str(index)), *keys
                 ).alias("message_id"),
                 F.lit(table.name).alias("source_table"),
-                F.lit(CONVERSION_FAILED).alias("reason"),
+                F.lit(reason).alias("reason"),
                 F.col(CONVERSION_ERROR).alias("error"),
                 payload_b64(F.encode(F.col(SOURCE_ROW), "UTF-8")).alias("payload_b64"),
                 F.current_timestamp().alias("ingested_at"),
             ).writeTo(dlt.sql).append()
-        return converted
+        return frame

@@ -92,6 +92,16 @@ def _source_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the tables hold no rows yet (a column added with a default needs no fill)",
     )
+    p.add_argument(
+        "--retype",
+        action="append",
+        default=[],
+        metavar="COLUMN",
+        help="compare COLUMN with the type its source type maps to now, not with the "
+        "declared type the schema file keeps while the source still fits it (a PostgreSQL "
+        "array declared json becomes a list: a held type_change that re-snapshots the "
+        "table once approved); repeatable, with --from information_schema",
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -185,11 +195,25 @@ def _fresh(
     from icetide.config.loader import load_schema_file
     from icetide.evolution.source_schema import read_source_schema
 
+    retype = getattr(args, "retype", None) or []
     if args.source != "information_schema":
+        if retype:
+            raise ConfigError(
+                "--retype reads the source's catalog; it does not go with --from FILE",
+                hint="write the column's new type in the file instead",
+            )
         schema = load_schema_file(args.source, f"--from for table {table}")
         return schema.renamed(table)
+    unknown = [
+        n for n in retype if n.casefold() not in {c.name.casefold() for c in declared.columns}
+    ]
+    if unknown:
+        raise ConfigError(
+            f"--retype {', '.join(unknown)}: table {table} has no such column",
+            hint=f"columns are {', '.join(c.name for c in declared.columns)}",
+        )
     source = _source_of(pipeline, table)
-    return read_source_schema(source, pipeline.config.table(table), declared)
+    return read_source_schema(source, pipeline.config.table(table), declared, retype)
 
 
 def _source_of(pipeline: Pipeline, table: str) -> SourceConfig:

@@ -60,14 +60,20 @@ class ProjectedEvent:
     """Event columns the schema does not know (schema drift), sorted."""
 
 
+TYPE_MISMATCH = "type_mismatch"
+"""The dead-letter reason of a value that does not fit its column's type."""
+
+
 class _Mismatch(Exception):
-    """Internal: a value does not fit the column type; turned into a ``type_mismatch``."""
+    """Internal: a value does not fit the column type; turned into a ``type_mismatch``
+    (an argument, when given, says why)."""
 
 
 @dataclass(frozen=True)
 class Slot:
     """Where a value goes: the column or nested field's name and type, and the logical
-    type hint of the table's sink settings (how the source encodes it)."""
+    type hint of the table's sink settings (how the source encodes it; a list's hint is
+    its elements', at every depth: a PostgreSQL array's element type)."""
 
     name: str
     type: IcetideType
@@ -348,11 +354,39 @@ def _to_struct(value: Any, slot: Slot) -> dict[str, Any]:
 
 
 def _to_list(value: Any, slot: Slot) -> list[Any]:
+    """A list, element by element with the list's hint. A value nesting lists deeper or
+    shallower than the type is a list of another depth: a PostgreSQL array with other
+    dimensions than the column declares (said so, not just "a mismatch")."""
     assert isinstance(slot.type, ListType)
     if not isinstance(value, list):
         raise _Mismatch
-    element = Slot(f"{slot.name}.element", slot.type.element)
+    want, (got, exact) = _type_levels(slot.type), _levels(value)
+    if got > want or (exact and got != want):
+        raise _Mismatch(
+            f"the value nests {got} level(s) of lists where the type has {want} "
+            "(a PostgreSQL array of other dimensions than the column declares)"
+        )
+    element = Slot(f"{slot.name}.element", slot.type.element, slot.logical)
     return [_coerce(v, element) for v in value]
+
+
+def _levels(value: Any) -> tuple[int, bool]:
+    """How many lists a value nests along its first non-null elements, and whether that
+    is exact (it ends at a value, not at an empty or all-null list, which fits deeper)."""
+    levels = 0
+    while isinstance(value, list):
+        levels += 1
+        value = next((v for v in value if v is not None), None)
+        if value is None:
+            return levels, False
+    return levels, True
+
+
+def _type_levels(ctype: IcetideType) -> int:
+    levels = 0
+    while isinstance(ctype, ListType):
+        ctype, levels = ctype.element, levels + 1
+    return levels
 
 
 def _to_map(value: Any, slot: Slot) -> list[tuple[Any, Any]]:
@@ -411,10 +445,12 @@ def coerce_value(value: Any, column: Column, table: str = "?", logical: str | No
         return None
     try:
         return _coerce(value, Slot(column.name, column.type, logical))
-    except _Mismatch:
+    except _Mismatch as exc:
+        why = f": {exc.args[0]}" if exc.args else ""
         raise DecodeError(
-            "type_mismatch",
-            f"column {column.name} of table {table}: expected {column.type}, got {_show(value)}",
+            TYPE_MISMATCH,
+            f"column {column.name} of table {table}: expected {column.type}, "
+            f"got {_show(value)}{why}",
             column=column.name,
         ) from None
 

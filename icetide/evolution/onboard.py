@@ -27,9 +27,12 @@ from icetide.config.model import Config, SourceConfig, TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.source_schema import read_source_schema
 from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.convert import ids_from
 from icetide.schema.diff import diff
 from icetide.schema.file import dump_schema_file
+from icetide.schema.infer import numbered
 from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import IcetideType
 from icetide.spark.tables import TableRefs
 
 if TYPE_CHECKING:
@@ -118,15 +121,31 @@ def refreshed(existing: TableSchema, catalog: TableSchema) -> TableSchema:
     config for the columns that remain, and the next version when anything changed."""
     known = {c.name: c for c in existing.columns}
     next_id = existing.last_column_id
+
+    def take() -> int:
+        nonlocal next_id
+        next_id += 1
+        return next_id
+
+    def typed(now: IcetideType, was: IcetideType | None) -> IcetideType:
+        # A nested type (a PostgreSQL array's list) keeps its ids when its shape did not
+        # change; otherwise what it holds takes new ids, like a new column.
+        if was is not None and numbered(now, ids_from(1)) == numbered(was, ids_from(1)):
+            return was
+        return numbered(now, take)
+
     columns = []
     for column in catalog.columns:
         if column.name in known:
             # What only the file knows (tags such as sensitive, docs) stays.
             was = known[column.name]
-            columns.append(replace(column, id=was.id, doc=was.doc, tags=was.tags))
+            columns.append(
+                replace(
+                    column, id=was.id, type=typed(column.type, was.type), doc=was.doc, tags=was.tags
+                )
+            )
         else:
-            next_id += 1
-            columns.append(replace(column, id=next_id))
+            columns.append(replace(column, id=take(), type=typed(column.type, None)))
     kept = {c.id for c in columns}
     old, new = existing.sink, catalog.sink
     by_name = {c.name: c.id for c in columns}

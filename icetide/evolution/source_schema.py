@@ -25,6 +25,7 @@ fit a source type is a fact about the type, kept once in its converter.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,8 +49,10 @@ ORDER BY ORDINAL_POSITION
 """
 _POSTGRES = """
 SELECT a.attname,
-       -- A domain by its base type: the values capture and Debezium send are the base's.
+       -- A domain by its base type: the values capture and Debezium send are the base's
+       -- (an array of a domain's elements too).
        CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, t.typtypmod)
+            WHEN et.typtype = 'd' THEN format_type(et.typbasetype, et.typtypmod) || '[]'
             ELSE format_type(a.atttypid, a.atttypmod) END,
        NOT a.attnotnull,
        array_position(i.indkey::int2[], a.attnum) IS NOT NULL,
@@ -59,7 +62,8 @@ SELECT a.attname,
        array_position(i.indkey::int2[], a.attnum),
        CASE WHEN t.typtype = 'e' THEN ARRAY(
            SELECT e.enumlabel::text FROM pg_enum e
-           WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder) END
+           WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder) END,
+       a.attndims
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -84,6 +88,8 @@ class CatalogColumn:
     dialect: Literal["mysql", "postgres"]
     enum: bool = False
     labels: tuple[str, ...] = ()
+    dims: int = 0
+    """A PostgreSQL array column's declared dimensions (``attndims``; 0: not said)."""
 
     def mapped(self, declared: IcetideType | None = None) -> tuple[IcetideType, str | None]:
         """The icetide type (and Debezium logical name) of the column: ``declared`` when
@@ -93,7 +99,7 @@ class CatalogColumn:
             ctype, hint = mysql_types.icetide_type(self.type_text)
             fits = declared is not None and mysql_types.accepts(self.type_text, declared)
         else:
-            ctype, hint = pg_types.icetide_type(self.type_text, enum=self.enum)
+            ctype, hint = pg_types.icetide_type(self.type_text, enum=self.enum, dims=self.dims)
             fits = declared is not None and pg_types.accepts(
                 self.type_text, declared, enum=self.enum, labels=self.labels
             )
@@ -111,12 +117,16 @@ class Catalog:
 
 
 def read_source_schema(
-    source: SourceConfig, table: TableConfig, declared: TableSchema | None = None
+    source: SourceConfig,
+    table: TableConfig,
+    declared: TableSchema | None = None,
+    retype: Collection[str] = (),
 ) -> TableSchema:
     """``table``'s current columns at ``source`` as a :class:`TableSchema`, keeping the
-    types of ``declared`` (the schema file) that still fit (see module doc);
-    :class:`SchemaError` when the catalog does not know the table."""
-    return schema_from_catalog(table, read_catalog(source, table), declared)
+    types of ``declared`` (the schema file) that still fit (see module doc) except for the
+    columns named in ``retype``; :class:`SchemaError` when the catalog does not know the
+    table."""
+    return schema_from_catalog(table, read_catalog(source, table), declared, retype)
 
 
 def read_catalog(source: SourceConfig, table: TableConfig) -> Catalog:
@@ -135,12 +145,23 @@ def read_catalog(source: SourceConfig, table: TableConfig) -> Catalog:
 
 
 def schema_from_catalog(
-    table: TableConfig, catalog: Catalog, declared: TableSchema | None = None
+    table: TableConfig,
+    catalog: Catalog,
+    declared: TableSchema | None = None,
+    retype: Collection[str] = (),
 ) -> TableSchema:
     """The :class:`TableSchema` of a catalog's columns (ids 1..n), each column of the type
     :meth:`CatalogColumn.mapped` gives it against ``declared``'s column of the same name
-    (case-insensitive, as :func:`~icetide.evolution.classify.candidate_schema` matches)."""
-    by_name = {c.name.casefold(): c.type for c in declared.columns} if declared else {}
+    (case-insensitive, as :func:`~icetide.evolution.classify.candidate_schema` matches).
+    A column named in ``retype`` gets the type its source type maps to now, whatever it
+    is declared as (``icetide schema plan --retype``: a PostgreSQL array declared ``json``
+    becomes a list, a held type change)."""
+    fresh = {name.casefold() for name in retype}
+    by_name = (
+        {c.name.casefold(): c.type for c in declared.columns if c.name.casefold() not in fresh}
+        if declared
+        else {}
+    )
 
     def type_of(column: CatalogColumn) -> tuple[IcetideType, str | None]:
         return column.mapped(by_name.get(column.name.casefold()))
@@ -197,6 +218,7 @@ def _postgres(source: SourceConfig, name: str) -> tuple[list[CatalogColumn], tup
             "postgres",
             bool(r[5]),
             tuple(r[7] or ()),
+            int(r[8] or 0),
         )
         for r in rows
     ]

@@ -23,6 +23,10 @@ string, json   the text itself (JSON as the source renders it; see below)
 uuid           lower-case text
 binary         lower-case hex (MySQL ``BIT(n)``: its ``ceil(n/8)`` bytes, most
                significant first, the form the base stores; see ``capture.mysql.types``)
+list           ``[`` the elements' pieces (below: ``N``, or ``<length>:<text>`` of the
+               element's own canonical text, a nested list's too) joined by ``,`` ``]``:
+               ``[1:1,N,2:-3]`` for ``{1,NULL,-3}``; Spark and Python only (a PostgreSQL
+               array is compared in Python, below)
 =============  =====================================================================
 
 Floats. Decimal text of a float differs across engines (MySQL ``1e-7``, PostgreSQL
@@ -45,7 +49,8 @@ normalised text), which is what Debezium and icetide's capture write. Equal docu
 spelled differently (key order, spaces, ``1.0`` vs ``1``) count as different.
 PostgreSQL arrays are the exception: capture sends them as JSON arrays with converted
 elements, which no SQL expression reproduces exactly, so ``icetide verify`` reads their
-literal and computes their text in Python with capture's own conversion (see
+literal and computes their value in Python with capture's own conversion, the list (or,
+for a column declared ``json``, the JSON text) the base holds (see
 :mod:`icetide.observe.verify`). PostgreSQL strings are the type's output text
 (``format('%s', …)``, so ``char(n)`` keeps its padding, as capture receives it).
 
@@ -79,7 +84,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.errors import SchemaError
 from icetide.schema.model import Column
-from icetide.schema.types import IcetideType, precision_scale
+from icetide.schema.types import IcetideType, ListType, precision_scale
 from icetide.sources.quoting import mysql_quote, postgres_quote
 from icetide.spark.sql import quote as spark_quote
 
@@ -298,6 +303,28 @@ def _spark_lower(c: SparkColumn, _: IcetideType) -> SparkColumn:
     return F.lower(c)
 
 
+def _spark_list(c: SparkColumn, t: IcetideType) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    assert isinstance(t, ListType)
+    element = t.element
+    rule = rule_for(element)
+
+    def piece(x: SparkColumn) -> SparkColumn:
+        text = rule.spark(x, element)
+        body = F.concat(F.length(text).cast("string"), F.lit(":"), text)
+        return F.when(x.isNull(), F.lit(NULL_PIECE)).otherwise(body)
+
+    return F.concat(F.lit("["), F.array_join(F.transform(c, piece), ","), F.lit("]"))
+
+
+def _no_sql(c: str, t: IcetideType) -> str:
+    raise SchemaError(
+        f"verify compares a {t} column with a PostgreSQL array only, in Python",
+        hint="a list column's source is a PostgreSQL array of a type capture converts",
+    )
+
+
 def _sql(template: str) -> SqlRule:
     """A rule from a template with ``{c}``, ``{p}`` and ``{s}`` (column, precision, scale)."""
     return lambda c, t: template.format(c=c, p=precision_scale(t)[0], s=precision_scale(t)[1])
@@ -355,9 +382,11 @@ RULES: dict[str, Rule] = {
         _sql("to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"),
         _spark_timestamptz,
     ),
+    # A PostgreSQL array: its text is computed in Python from the literal (verify.py).
+    "list": Rule(_no_sql, _no_sql, _spark_list, digest="text"),
 }
 """Column type name → its canonical text on each engine: the one table to extend."""
-UNSUPPORTED = ("enum", "struct", "list", "map")
+UNSUPPORTED = ("enum", "struct", "map")
 """Type names ``icetide verify`` has no canonical text for yet: no source column maps to
 them today (capture infers enums as ``string``); a table using one cannot be verified."""
 
@@ -672,6 +701,8 @@ def python_text(value: Any, ctype: IcetideType) -> str | None:
     '-0.500'
     >>> python_text(0.1, parse_type("double")), python_text(0.1, parse_type("float"))
     ('0x1.999999999999ap-4', '0x1.99999a0000000p-4')
+    >>> python_text([[1, None], [], None], ListType(2, ListType(3, parse_type("int"))))
+    '[7:[1:1,N],2:[],N]'
     """
     if value is None:
         return None
@@ -698,7 +729,16 @@ def python_text(value: Any, ctype: IcetideType) -> str | None:
         if kind == "timestamptz" and value.tzinfo is not None:
             value = value.astimezone(UTC)
         return f"{_date(value)} {_clock(value)}"
+    if isinstance(ctype, ListType):
+        return "[" + ",".join(_element_piece(v, ctype.element) for v in value) + "]"
     return str(value)
+
+
+def _element_piece(value: Any, ctype: IcetideType) -> str:
+    """A list element's piece: its own canonical text, length-prefixed (never digested:
+    the list's whole text is)."""
+    text = python_text(value, ctype)
+    return NULL_PIECE if text is None else f"{len(text)}:{text}"
 
 
 def python_piece(value: Any, ctype: IcetideType) -> str:

@@ -20,9 +20,11 @@ value. For PostgreSQL the table is read through a view (:class:`SourceView`) tha
 converts columns whose captured value is not their plain value (``timetz`` to UTC, an
 ``interval`` to microseconds, a ``real`` declared ``double`` through its text; see
 :data:`~icetide.capture.postgres.catalog.SOURCE_VALUES`), and arrays capture sends as
-JSON are read as their literal and turned into the stored JSON text in Python, by
-capture's own conversion: their rows are then hashed here, streamed, instead of summed
-in SQL.
+JSON are read as their literal and turned into the stored value in Python, by capture's
+own conversion and the ledger's projection (the list, or the JSON text of a column
+declared ``json``): their rows are then hashed here, streamed, instead of summed in SQL.
+An array that does not fit its list column (other dimensions than it declares, so the
+base dead-lettered its row) gets a piece no stored value has: the row differs.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
-from icetide.capture.postgres.types import array_json_text
+from icetide.capture.postgres.types import array_json_text, list_value
 from icetide.config import SourceConfig, TableConfig
-from icetide.errors import ConfigError, IcetideError, Terminal
+from icetide.errors import ConfigError, DecodeError, IcetideError, Terminal
 from icetide.observe import checksum as ck
+from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.model import Column, TableSchema
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.errors import SourceUnavailableError
@@ -54,6 +57,9 @@ if TYPE_CHECKING:
 
 MAX_SHOWN = 10
 """Differing keys reported per table."""
+UNFIT_PIECE = "X"
+"""The piece of a source value that does not fit its column (no stored value's piece
+starts with it: those are ``N`` or digits)."""
 _CHUNK = 10_000
 """Rows fetched per round trip while streaming the source's row hashes."""
 
@@ -153,16 +159,23 @@ class SourceConnection:
         self.conn.rollback()  # the catalog read opened a transaction; the snapshot comes later
         if not found:
             return SourceView(quoted, quoted)  # the queries report the missing table
-        python: dict[str, Callable[[str], str]] = {}
+        python: dict[str, Callable[[str], Any]] = {}
         selected, converted = [], False
+        hints = read_hints(schema, CAPTURE)  # capture's conversion makes the values
         for column in schema.columns:
             source = found.get(column.name)
             name = postgres_quote(column.name)
             value = SOURCE_VALUES.get((column.type.name, source.type_name)) if source else None
             if source is not None and source.pg_type is not None and source.json_array:
+                literal = "CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END"
                 if column.type.name == "json":
                     python[column.name] = partial(array_json_text, kind=source.pg_type)
-                    value = "CASE WHEN {c} IS NULL THEN NULL ELSE format('%s', {c}) END"
+                    value = literal
+                elif column.type.name == "list":
+                    python[column.name] = partial(
+                        list_value, kind=source.pg_type, column=column, hint=hints.get(column.id)
+                    )
+                    value = literal
             converted = converted or value is not None
             selected.append(f"{value.format(c=name) if value else name} AS {name}")
         if not converted:
@@ -217,13 +230,14 @@ class SourceView:
 
     ``sql`` is what they select from: the table itself, or a sub-select that converts
     columns to the value capture sends. ``table`` is the table's quoted name, for
-    messages. ``python`` maps the columns whose canonical text is computed in Python to
-    that computation (their value arrives as text).
+    messages. ``python`` maps the columns whose stored value is computed in Python to
+    that computation (their value arrives as text; it raises
+    :class:`~icetide.errors.DecodeError` for a value the column cannot hold).
     """
 
     sql: str
     table: str
-    python: dict[str, Callable[[str], str]] = field(default_factory=dict)
+    python: dict[str, Callable[[str], Any]] = field(default_factory=dict)
 
 
 def open_source(source: SourceConfig) -> SourceConnection:
@@ -339,9 +353,25 @@ def _by_key(rows: Iterable[Sequence[Any]], key_count: int, width: int) -> Side:
     return {tuple(r[:n]): (r[n : n + w], r[n + w : n + 2 * w]) for r in rows}
 
 
-def _finish_piece(value: Any, column: Column, convert: Callable[[str], str]) -> str:
-    """The piece of a column whose canonical text is computed in Python."""
-    return ck.python_piece(None if value is None else convert(str(value)), column.type)
+def _finish_piece(value: Any, column: Column, convert: Callable[[str], Any]) -> str:
+    """The piece of a column whose stored value is computed in Python."""
+    if value is None:
+        return ck.NULL_PIECE
+    try:
+        return ck.python_piece(convert(str(value)), column.type)
+    except DecodeError:
+        return UNFIT_PIECE
+
+
+def _finish_display(value: Any, column: Column, convert: Callable[[str], Any]) -> str | None:
+    """The display text of a column whose stored value is computed in Python."""
+    if value is None:
+        return None
+    try:
+        text = ck.python_text(convert(str(value)), column.type)
+    except DecodeError as exc:
+        text = f"{value} (does not fit: {exc.message})"
+    return None if text is None else text[: ck.DISPLAY_CHARS]
 
 
 def python_hashes(
@@ -383,7 +413,7 @@ def _details(
             if convert is not None:
                 text = row[n + i]
                 row[n + i] = _finish_piece(text, column, convert)
-                row[n + w + i] = None if text is None else convert(text)[: ck.DISPLAY_CHARS]
+                row[n + w + i] = _finish_display(text, column, convert)
     source = _by_key(rows, n, w)
     match = F.lit(False)
     for key in wanted:

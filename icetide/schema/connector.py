@@ -39,6 +39,12 @@ or ``float64``. A ``string`` column hinted ``io.debezium.data.VariableScaleDecim
 its text: ``precise`` sends it as a ``{scale, value}`` struct, ``string`` as text,
 ``double`` as a JSON number. icetide's own capture writes decimals as text (:data:`CAPTURE`), so the
 tables it captures are read that way whatever ``debezium:`` says.
+
+A list column's hint (a PostgreSQL array's) is its element's and applies to every element,
+at every depth: the rules above read the list's innermost element type. Debezium sends the
+elements of a ``time(0-3)[]`` or ``timestamp(0-3)[]`` in milliseconds, as the scalar
+column's; icetide's capture sends every time and timestamp array's elements in
+microseconds (:attr:`ConnectorSettings.array_micros`).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from typing import Literal, get_args
 
 from icetide.schema.convert.connect import DECIMAL
 from icetide.schema.model import TableSchema
-from icetide.schema.types import DecimalType, IcetideType
+from icetide.schema.types import DecimalType, IcetideType, ListType
 
 DecimalHandlingMode = Literal["precise", "string", "double"]
 """Debezium's ``decimal.handling.mode`` values."""
@@ -85,13 +91,25 @@ class ConnectorSettings:
     decimal_handling_mode: DecimalHandlingMode = "precise"
     time_precision_mode: TimePrecisionMode | None = None
     """None: the connector's own default (the hints as ``onboard`` writes them)."""
+    array_micros: bool = False
+    """Time and timestamp array elements arrive in microseconds whatever the column's
+    precision (icetide's capture; Debezium converts them as the scalar column)."""
 
 
 DEBEZIUM_DEFAULTS = ConnectorSettings()
 """A Debezium connector as it comes: ``precise`` decimals, its default time mode."""
-CAPTURE = ConnectorSettings(decimal_handling_mode="string")
+CAPTURE = ConnectorSettings(decimal_handling_mode="string", array_micros=True)
 """What icetide's own capture writes (capture/mysql/types.py, capture/postgres/types.py):
-decimals as exact text, the one form that reads the same with or without a schema."""
+decimals as exact text, the one form that reads the same with or without a schema, and
+array elements of times and timestamps in microseconds."""
+MICROS_TIMESTAMP = "io.debezium.time.MicroTimestamp"
+_IN_MICROS = {MILLIS_TIME: MICROS_TIME, "io.debezium.time.Timestamp": MICROS_TIMESTAMP}
+
+
+def _leaf(ctype: IcetideType) -> IcetideType:
+    while isinstance(ctype, ListType):
+        ctype = ctype.element
+    return ctype
 
 
 def decimal_hint_problem(ctype: IcetideType, hint: str) -> str | None:
@@ -131,17 +149,20 @@ def read_hints(schema: TableSchema, settings: ConnectorSettings) -> Mapping[int,
     """
     hints = dict(schema.sink.logical)
     for column in schema.columns:
-        if isinstance(column.type, DecimalType):
+        kind = _leaf(column.type)
+        if isinstance(kind, DecimalType):
             hints.setdefault(column.id, DECIMAL_HINTS[settings.decimal_handling_mode])
         elif hints.get(column.id) == VARIABLE_SCALE:
             hints[column.id] = VARIABLE_SCALE_HINTS[settings.decimal_handling_mode]
-        elif settings.time_precision_mode == "connect" and column.type.name in CONNECT_TIME_HINTS:
-            hints[column.id] = CONNECT_TIME_HINTS[column.type.name]
-        elif settings.time_precision_mode == "adaptive_time_microseconds" and column.type.name == (
-            "time"
-        ):
+        elif settings.time_precision_mode == "connect" and kind.name in CONNECT_TIME_HINTS:
+            hints[column.id] = CONNECT_TIME_HINTS[kind.name]
+        elif settings.time_precision_mode == "adaptive_time_microseconds" and kind.name == ("time"):
             if hints.get(column.id) == MILLIS_TIME:
                 hints[column.id] = MICROS_TIME
+        if settings.array_micros and isinstance(column.type, ListType):
+            hint = hints.get(column.id)
+            if hint in _IN_MICROS:
+                hints[column.id] = _IN_MICROS[hint]
     return hints
 
 
@@ -159,6 +180,6 @@ def typed_hints(schema: TableSchema, hints: Mapping[int, str]) -> Mapping[int, s
     """
     out = dict(hints)
     for column in schema.columns:
-        if isinstance(column.type, DecimalType):
+        if isinstance(_leaf(column.type), DecimalType):
             out[column.id] = "string"
     return out

@@ -181,7 +181,7 @@ class _Transaction:
 _COLUMNS_QUERY = """
 SELECT a.attname, a.attnotnull,
        COALESCE(a.attnum = ANY(i.indkey), false) AS is_primary,
-       format_type(a.atttypid, a.atttypmod)
+       format_type(a.atttypid, a.atttypmod), a.attndims
 FROM pg_attribute a
 LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
 WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
@@ -549,8 +549,9 @@ class PgOutputReader:
                 type=self._type(c.type_oid),
                 typmod=c.typmod,
                 identity=c.identity,
-                primary=catalog.get(c.name, (True, False))[1],
-                nullable=catalog.get(c.name, (True, False))[0],
+                primary=catalog.get(c.name, (True, False, 0))[1],
+                nullable=catalog.get(c.name, (True, False, 0))[0],
+                dims=catalog.get(c.name, (True, False, 0))[2],
             )
             for c in message.columns
         )
@@ -577,11 +578,15 @@ class PgOutputReader:
         self._relations[oid] = relation
         self._layouts[oid] = columns
 
-    def _catalog_columns(self, oid: int) -> dict[str, tuple[bool, bool]]:
-        """Column → (nullable, primary) from the catalog as it is now."""
+    def _catalog_columns(self, oid: int) -> dict[str, tuple[bool, bool, int]]:
+        """Column → (nullable, primary, declared array dimensions) from the catalog as it
+        is now."""
         with self._ctl.cursor() as cur:
             cur.execute(_COLUMNS_QUERY, (oid,))
-            return {str(n): (not notnull, bool(pk)) for n, notnull, pk, _ in cur.fetchall()}
+            return {
+                str(n): (not notnull, bool(pk), int(dims or 0))
+                for n, notnull, pk, _, dims in cur.fetchall()
+            }
 
     def _type(self, oid: int) -> PgType:
         known = self._types.get(oid)

@@ -36,12 +36,23 @@ json, jsonb                  the JSON text (``io.debezium.data.Json``) → ``jso
 xml                          string (``io.debezium.data.Xml``) → ``string``
 enum types                   the label (``io.debezium.data.Enum``) → ``string``
 domains                      as their base type
-arrays of the types above    JSON array, any depth, elements as above, SQL NULL as null
-                             (Connect ``array`` without ``items``: the depth is not fixed
-                             per column) → ``json`` (stored as compact JSON text)
-anything else                the PostgreSQL text (money, inet, bit, ranges, geometry …)
-                             → ``string``
+arrays of the types above    JSON array, any depth, elements as above (times and
+                             timestamps in microseconds whatever their precision), SQL
+                             NULL as null (Connect ``array`` without ``items``: PostgreSQL
+                             does not fix the depth per column) → ``list<element>``,
+                             nested as deep as the column's declared dimensions
+                             (``attndims``); a value of another depth is a dead letter
+anything else                the PostgreSQL text (money, inet, bit, ranges, geometry …,
+                             and arrays of those) → ``string``
 ===========================  ============================================================
+
+Arrays are lists of their element (:mod:`icetide.schema.convert.postgres`): the projection
+converts each element as it converts the scalar column. A table whose schema file declares
+an array ``json`` (as before lists) stores the JSON array as compact JSON text, exactly as
+before; ``icetide schema apply --retype COLUMN`` turns it into a list
+(docs/schema-evolution.md). The bootstrap and ``icetide verify`` read an array as its
+literal and put it through this same conversion and projection (:func:`list_value`,
+:func:`array_json_text`), so the three paths cannot disagree.
 
 Why numeric is a string: Debezium's default ``precise`` mode writes base64 unscaled
 bytes whose scale lives only in the inline schema; without one, icetide's projection
@@ -67,7 +78,8 @@ from typing import Any
 from icetide.events.model import UNAVAILABLE
 from icetide.schema import infer
 from icetide.schema.convert import postgres
-from icetide.schema.model import TableSchema
+from icetide.schema.model import Column, TableSchema
+from icetide.schema.types import IcetideType
 
 # --- type OIDs (src/include/catalog/pg_type.dat) ---------------------------------------------
 
@@ -206,6 +218,9 @@ class ColumnInfo:
     primary: bool = False
     """Part of the primary key (from the catalog)."""
     nullable: bool = True
+    dims: int = 0
+    """An array column's declared dimensions (``pg_attribute.attndims``; 0 when the
+    catalog does not say, read as 1)."""
 
     @property
     def oid(self) -> int:
@@ -667,8 +682,35 @@ def array_json_text(text: str, kind: PgType) -> str:
     """
     from icetide.events.project import dump_json
 
-    sent = json.dumps(value_converter(kind)(text))
-    return dump_json(json.loads(sent, parse_float=Decimal))
+    return dump_json(_sent(text, kind))
+
+
+def _sent(text: str, kind: PgType) -> Any:
+    """An array literal as the ledger reads what capture sends for it: the JSON array,
+    parsed with fractional numbers as exact decimals."""
+    return json.loads(json.dumps(value_converter(kind)(text)), parse_float=Decimal)
+
+
+def list_value(text: str, kind: PgType, column: Column, hint: str | None = None) -> Any:
+    """The typed list a base table holds for an array value written ``text`` (its
+    literal, in the session settings capture pins), in a list column: capture's element
+    conversion, then the ledger's projection (``hint``: the column's hint as the ledger
+    reads capture's messages, :data:`icetide.schema.connector.CAPTURE`). A value of
+    another depth than the column's raises the projection's ``type_mismatch``
+    :class:`~icetide.errors.DecodeError`.
+
+    >>> from icetide.schema.types import ListType, IntType, TimestampType
+    >>> grid = Column(1, "grid", ListType(2, ListType(3, IntType())))
+    >>> list_value("{{1,NULL},{3,4}}", builtin_type(1007), grid)
+    [[1, None], [3, 4]]
+    >>> at = Column(1, "at", ListType(2, TimestampType()))
+    >>> list_value('{"2024-02-29 10:11:12.5"}', builtin_type(1115), at,
+    ...            "io.debezium.time.MicroTimestamp")
+    [datetime.datetime(2024, 2, 29, 10, 11, 12, 500000)]
+    """
+    from icetide.events.project import coerce_value
+
+    return coerce_value(_sent(text, kind), column, logical=hint)
 
 
 def unavailable_value(info: ColumnInfo) -> Any:
@@ -761,16 +803,18 @@ def declared_type(info: ColumnInfo) -> str:
     return sql_type(ColumnInfo(info.name, canonical, info.typmod))
 
 
-def icetide_type(info: ColumnInfo) -> tuple[str, str | None]:
-    """The icetide type, as schema-file text, and Debezium logical name of a column:
-    :func:`icetide.schema.convert.postgres.icetide_type` of its :func:`declared_type`.
+def icetide_type(info: ColumnInfo) -> tuple[IcetideType, str | None]:
+    """The icetide type and Debezium logical name of a column:
+    :func:`icetide.schema.convert.postgres.icetide_type` of its :func:`declared_type` and
+    declared dimensions.
 
     >>> icetide_type(ColumnInfo("t", PgType(TIMESTAMP)))
-    ('timestamp', 'io.debezium.time.MicroTimestamp')
+    (TimestampType(), 'io.debezium.time.MicroTimestamp')
+    >>> print(icetide_type(ColumnInfo("g", builtin_type(1007), dims=2))[0])
+    list<list<int>>
     """
     base = info.type.element if info.type.element is not None else info.type
-    ctype, logical = postgres.icetide_type(declared_type(info), enum=base.oid == ENUM)
-    return str(ctype), logical
+    return postgres.icetide_type(declared_type(info), enum=base.oid == ENUM, dims=info.dims)
 
 
 def infer_table_schema(

@@ -27,11 +27,27 @@ timestamp with time zone     timestamptz     ``io.debezium.time.ZonedTimestamp``
 interval                     long            ``io.debezium.time.MicroDuration``
 uuid                         uuid
 json, jsonb                  json
-an array of a type above     json            (any depth, as capture sends it)
-   or of an enum
 text, varchar, char, xml,    string
 enums, anything else
+an array of a type above     list<element>   the element's (it applies to every
+   other than "anything      (``dims`` deep: element of the list)
+   else", or of an enum      list<list<…>>)
+an array of anything else    string          (the array's text, as capture sends it)
 ===========================  ==============  ======================================
+
+**Arrays.** An array column is a list of its element's icetide type, element by element
+as the scalar column would be, NULL elements as null (list elements are optional). A
+PostgreSQL array type has no fixed number of dimensions (``int[]`` holds ``{{1,2},{3,4}}``
+too, and ``format_type`` writes ``integer[]`` for ``int[][]``): the depth is the column's
+declared one, ``pg_attribute.attndims`` (``dims``; ``int[][]`` → 2 →
+``list<list<int>>``), 1 when the catalog says 0 (``CREATE TABLE AS``, a domain over an
+array). A value of another depth does not fit the column and becomes a dead letter
+(``type_mismatch``, naming the depths), so nothing is lost. Lower bounds are not kept:
+``'[0:1]={7,8}'`` is the list ``[7, 8]``. The hint is the element's and applies to every
+element. A schema file may keep declaring an array column ``json`` (the form before lists,
+the array as compact JSON text): :func:`accepts` keeps that declaration, and so does a
+list of the same element declared with another depth, since PostgreSQL does not enforce
+dimensions.
 
 The time hints are those of Debezium's PostgreSQL connector with its default
 ``time.precision.mode=adaptive``: milliseconds up to precision 3, microseconds above
@@ -55,7 +71,8 @@ int ``integer``, long ``bigint``, float ``real``, double ``double precision``, s
 ``timestamp(6) without time zone``, timestamptz ``timestamp(6) with time zone``, uuid
 ``uuid``, json ``jsonb``, decimal(p,s) ``numeric(p,s)``, and enum ``text`` (a PostgreSQL
 enum needs its own ``CREATE TYPE``; it reads back as ``string``). Nested types need
-composite types or arrays, which read back as ``json``: they are :data:`DDL_UNSUPPORTED`.
+composite types or arrays (whose depth the type text does not carry): they are
+:data:`DDL_UNSUPPORTED`.
 """
 
 from __future__ import annotations
@@ -65,7 +82,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from icetide.errors import SchemaError
-from icetide.schema.convert import holds_enum
+from icetide.schema.convert import NextId, holds_enum, ids_from
 from icetide.schema.types import (
     NESTED,
     BinaryType,
@@ -77,6 +94,7 @@ from icetide.schema.types import (
     IcetideType,
     IntType,
     JsonType,
+    ListType,
     LongType,
     StringType,
     TimestampType,
@@ -139,8 +157,10 @@ _MILLIS = {
 """The microsecond hint → the millisecond one Debezium uses up to precision 3."""
 VARIABLE_SCALE = "io.debezium.data.VariableScaleDecimal"
 _KNOWN = frozenset(_SIMPLE) | _TEXT | _DECIMAL
-"""The types whose array values capture converts element by element (to JSON)."""
+"""The types whose array values capture converts element by element."""
 _MODIFIER = re.compile(r"\(([^)]*)\)")
+_BRACKETS = re.compile(r"(\s*\[\d*\])+$")
+"""``[]`` (or ``[3]``) after an element type, once per written dimension."""
 
 
 def _base_name(text: str) -> str:
@@ -166,22 +186,40 @@ def decimal_for(precision: int, scale: int) -> DecimalType | None:
     return DecimalType(precision, scale) if 1 <= precision <= 38 else None
 
 
-def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
+def icetide_type(
+    column_type: str, *, enum: bool = False, dims: int = 1, next_id: NextId | None = None
+) -> Mapped:
     """The icetide type (and Debezium logical name) holding a PostgreSQL column type's
-    values as capture sends them; ``enum``: the (user-defined) base type is an enum.
+    values as capture sends them; ``enum``: the (user-defined) base type is an enum;
+    ``dims``: an array column's declared dimensions (``attndims``; a type text written
+    ``integer[][]`` says so itself). A list's element ids come from ``next_id`` (default:
+    counting from 1; inference gives them their place after the columns).
 
     >>> icetide_type("timestamp(3) without time zone")[1], icetide_type("timestamp")[1]
     ('io.debezium.time.Timestamp', 'io.debezium.time.MicroTimestamp')
-    >>> icetide_type("numeric(12,4)"), icetide_type("integer[]"), icetide_type('"mood"[]')
-    ((DecimalType(precision=12, scale=4), None), (JsonType(), None), (StringType(), None))
+    >>> icetide_type("numeric(12,4)"), icetide_type('"mood"[]')
+    ((DecimalType(precision=12, scale=4), None), (StringType(), None))
+    >>> icetide_type("integer[]")
+    (ListType(element_id=1, element=IntType(), element_nullable=True), None)
+    >>> print(icetide_type("time(3)[]", dims=2)[0], icetide_type('"mood"[]', enum=True)[0])
+    list<list<time>> list<string>
     """
     text = column_type.strip()
-    if text.endswith("[]"):
-        element = text[:-2].rstrip()
-        if element.endswith("]"):
-            return StringType(), None  # an array of arrays: passed on as its text
-        known = enum or _base_name(element) in _KNOWN
-        return (JsonType() if known else StringType()), None
+    brackets = _BRACKETS.search(text)
+    if brackets is None:
+        return _scalar(text, enum)
+    element = text[: brackets.start()].rstrip()
+    written = brackets.group(0).count("[")
+    if not (enum or _base_name(element) in _KNOWN):
+        return StringType(), None  # elements capture cannot convert: the array's text
+    ctype, hint = _scalar(element, enum)
+    ids = next_id or ids_from(1)
+    for _ in range(max(dims, written, 1)):
+        ctype = ListType(ids(), ctype, True)
+    return ctype, hint
+
+
+def _scalar(text: str, enum: bool) -> Mapped:
     if enum:
         return StringType(), None
     name = _base_name(text)
@@ -200,23 +238,61 @@ def icetide_type(column_type: str, *, enum: bool = False) -> Mapped:
     return StringType(), None
 
 
+def leaf(ctype: IcetideType) -> IcetideType:
+    """The element type a list holds at its innermost level (any other type itself).
+
+    >>> leaf(ListType(2, ListType(3, IntType())))
+    IntType()
+    """
+    while isinstance(ctype, ListType):
+        ctype = ctype.element
+    return ctype
+
+
+def depth(ctype: IcetideType) -> int:
+    """How many lists ``ctype`` nests (0 for any other type)."""
+    levels = 0
+    while isinstance(ctype, ListType):
+        ctype, levels = ctype.element, levels + 1
+    return levels
+
+
 def accepts(
     column_type: str, declared: IcetideType, *, enum: bool = False, labels: Sequence[str] = ()
 ) -> bool:
     """Whether a schema file may declare a column of this PostgreSQL type as ``declared``:
-    the type :func:`icetide_type` reads, or, for an enum (``enum``, its ``labels``), an
-    icetide enum holding every label (see the module doc).
+    the type :func:`icetide_type` reads; for an array, also ``json`` (the array as JSON
+    text, how arrays were declared before lists) or a list of the same element at another
+    depth (PostgreSQL does not enforce an array's dimensions); for an enum (``enum``, its
+    ``labels``), an icetide enum holding every label (see the module doc).
 
     >>> from icetide.schema.types import EnumType
     >>> accepts('"mood"', EnumType(("sad", "ok", "happy")), enum=True, labels=["sad", "ok"])
     True
     >>> accepts("text", EnumType(("sad", "ok"))), accepts("integer", BooleanType())
     (False, False)
+    >>> accepts("integer[]", JsonType()), accepts("integer[]", ListType(9, LongType()))
+    (True, False)
     """
-    if declared == icetide_type(column_type, enum=enum)[0]:
+    mapped = icetide_type(column_type, enum=enum)[0]
+    if isinstance(mapped, ListType):
+        if isinstance(declared, JsonType):
+            return True
+        return isinstance(declared, ListType) and _same_element(declared, mapped)
+    if declared == mapped:
         return True
-    scalar = not column_type.strip().endswith("[]")
+    scalar = _BRACKETS.search(column_type.strip()) is None
     return enum and scalar and holds_enum(declared, labels)
+
+
+def _same_element(declared: ListType, mapped: ListType) -> bool:
+    """Lists of the same leaf type with nullable elements at every level (ids aside)."""
+    inner: IcetideType = declared
+    while isinstance(inner, ListType):
+        if not inner.element_nullable:
+            return False
+        inner = inner.element
+    return inner == leaf(mapped)
 
 
 def _fixed(text: str) -> Callable[[Any], str]:
