@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from icetide.errors import SchemaError
 from icetide.observe import checksum as ck
 from icetide.observe.verify import (
     ColumnValues,
@@ -22,7 +23,7 @@ from icetide.observe.verify import (
     verdict_dicts,
 )
 from icetide.schema.model import Column
-from icetide.schema.types import PRIMITIVES, parse_type
+from icetide.schema.types import PRIMITIVES, ListType, parse_type
 
 HOSTILE = 'x`y"z OR 1=1 --'
 """A column name that breaks out of any identifier quoting that is not doubled."""
@@ -75,9 +76,34 @@ def test_no_builder_lets_a_column_name_out_of_its_quotes(
 
 
 def test_every_schema_type_has_a_rule_on_every_engine() -> None:
-    assert set(ck.RULES) == {*PRIMITIVES, "decimal"}
+    assert set(ck.RULES) == {*PRIMITIVES, "decimal", "list"}
     for rule in ck.RULES.values():
         assert callable(rule.mysql) and callable(rule.postgres) and callable(rule.spark)
+
+
+def test_a_list_is_its_elements_pieces_and_has_no_sql_text() -> None:
+    """A list's text is its elements' own canonical texts, length-prefixed (so no element
+    text can pass for two), nested lists the same way; it enters the row hash as the
+    digest of that text. Only Spark and Python compute it: a PostgreSQL array's value is
+    computed in Python (verify), never in SQL."""
+    floats = ck.python_text([0.1, None, float("nan"), -0.0], parse_type_list("double"))
+    assert floats == "[20:0x1.999999999999ap-4,N,3:nan,8:0x0.0p+0]"
+    texts = ck.python_text(["a,b", "", None], parse_type_list("string"))
+    assert texts == "[3:a,b,0:,N]"
+    assert ck.python_text(["a", "b"], parse_type_list("string")) != ck.python_text(
+        ["a,1:b"], parse_type_list("string")
+    )
+    at = ck.python_text([datetime(2024, 2, 29, 10, 0, 0, 5)], parse_type_list("timestamp"))
+    assert at == "[26:2024-02-29 10:00:00.000005]"
+    assert ck.python_text([], parse_type_list("int")) == "[]"
+    digest = hashlib.md5(b"[1:1,N]").hexdigest()
+    assert ck.python_piece([1, None], parse_type_list("int")) == f"{len(digest)}:{digest}"
+    with pytest.raises(SchemaError, match="in Python"):
+        ck.text_sql("postgres", Column(2, "l", parse_type_list("int")))
+
+
+def parse_type_list(element: str) -> ListType:
+    return ListType(9, parse_type(element))
 
 
 # -- SQL shapes --------------------------------------------------------------------------

@@ -11,7 +11,16 @@ from icetide.schema.convert.postgres import (
     icetide_type,
     postgres_type,
 )
-from icetide.schema.types import TYPE_NAMES, EnumType, IcetideType, StringType, parse_type
+from icetide.schema.types import (
+    TYPE_NAMES,
+    EnumType,
+    IcetideType,
+    IntType,
+    ListType,
+    LongType,
+    StringType,
+    parse_type,
+)
 from tests.type_samples import SAMPLES
 
 READS_BACK_AS: dict[str, IcetideType] = {"enum": StringType()}
@@ -61,9 +70,6 @@ def test_round_trip_through_postgres_ddl(name: str) -> None:
         ("xml", "string", None),
         ('"money"', "string", None),
         ('"uuid"', "string", None),
-        ("integer[]", "json", None),
-        ("numeric(12,4)[]", "json", None),
-        ('"char"[]', "json", None),
         ('"money"[]', "string", None),
         ('"a(b)"[]', "string", None),
     ],
@@ -72,9 +78,44 @@ def test_postgres_types(column_type: str, expected: str, hint: str | None) -> No
     assert icetide_type(column_type) == (parse_type(expected), hint)
 
 
-def test_enums_are_text_and_their_arrays_json() -> None:
+@pytest.mark.parametrize(
+    ("column_type", "dims", "expected", "hint"),
+    [
+        ("integer[]", 1, "list<int>", None),
+        ("integer[]", 0, "list<int>", None),  # attndims 0 (CREATE TABLE AS): one level
+        ("integer[]", 2, "list<list<int>>", None),
+        ("integer[][]", 0, "list<list<int>>", None),  # DDL text says its own depth
+        ("int4[3]", 1, "list<int>", None),
+        ("numeric(12,4)[]", 1, "list<decimal(12,4)>", None),
+        ("numeric[]", 1, "list<string>", "io.debezium.data.VariableScaleDecimal"),
+        ('"char"[]', 1, "list<string>", None),
+        ("text[]", 3, "list<list<list<string>>>", None),
+        ("timestamp(3) without time zone[]", 1, "list<timestamp>", "io.debezium.time.Timestamp"),
+        ("timestamp with time zone[]", 1, "list<timestamptz>", "io.debezium.time.ZonedTimestamp"),
+        ("time with time zone[]", 1, "list<time>", "io.debezium.time.ZonedTime"),
+        ("interval[]", 1, "list<long>", "io.debezium.time.MicroDuration"),
+        ("bytea[]", 1, "list<binary>", None),
+        ("uuid[]", 1, "list<uuid>", None),
+        ("jsonb[]", 1, "list<json>", None),
+        ("double precision[]", 1, "list<double>", None),
+        ("real[]", 1, "list<float>", None),
+        ("boolean[]", 1, "list<boolean>", None),
+        ("date[]", 2, "list<list<date>>", "io.debezium.time.Date"),
+        ('"money"[]', 2, "string", None),  # elements capture does not convert: the text
+    ],
+)
+def test_arrays_are_lists_of_their_element_as_deep_as_declared(
+    column_type: str, dims: int, expected: str, hint: str | None
+) -> None:
+    ctype, got = icetide_type(column_type, dims=dims)
+    assert (str(ctype), got) == (expected, hint)
+    if isinstance(ctype, ListType):
+        assert ctype.element_nullable  # NULL elements stay null
+
+
+def test_enums_are_text_and_their_arrays_lists_of_text() -> None:
     assert icetide_type('"mood"', enum=True) == (StringType(), None)
-    assert icetide_type('"mood"[]', enum=True) == (parse_type("json"), None)
+    assert str(icetide_type('"mood"[]', enum=True)[0]) == "list<string>"
 
 
 MOOD = EnumType(("sad", "ok", "happy"))
@@ -89,6 +130,17 @@ MOOD = EnumType(("sad", "ok", "happy"))
         ('"mood"', MOOD, True, (), False),  # labels unknown: nothing to check against
         ('"mood"', StringType(), True, ("sad",), True),  # what inference reads
         ('"mood"[]', MOOD, True, ("sad", "ok", "happy"), False),
+        # An array declared json (the form before lists) keeps working as it is; a list
+        # of its element at another depth too (PostgreSQL does not enforce dimensions).
+        ("integer[]", parse_type("json"), False, (), True),
+        ('"mood"[]', parse_type("json"), True, ("sad",), True),
+        ("integer[]", ListType(7, IntType()), False, (), True),
+        ("integer[]", ListType(7, ListType(8, IntType())), False, (), True),
+        ("integer[]", ListType(7, LongType()), False, (), False),
+        ("integer[]", ListType(7, IntType(), element_nullable=False), False, (), False),
+        ("integer[]", parse_type("string"), False, (), False),
+        ('"money"[]', parse_type("json"), False, (), False),  # sent as its text
+        ("integer", parse_type("json"), False, (), False),
         ("text", MOOD, False, (), False),  # text holds any value, the enum does not
         ("boolean", parse_type("boolean"), False, (), True),
         ("integer", parse_type("boolean"), False, (), False),
