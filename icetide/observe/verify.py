@@ -479,9 +479,12 @@ def verify_table(
         )
         if verdict.matches:
             return verdict
-        hashes = ck.hashes_sql(source_conn.dialect, view.sql, keys, columns)
         base_hashes = ck.hash_frame(frame, keys, columns).toLocalIterator(prefetchPartitions=True)
-        source_rows = source_hashes if source_hashes is not None else source_conn.stream(hashes)
+        source_rows = (
+            source_hashes
+            if source_hashes is not None
+            else source_conn.stream(ck.hashes_sql(source_conn.dialect, view.sql, keys, columns))
+        )
         diff = diff_hashes(source_rows, base_hashes, len(keys))
         verdict.missing, verdict.extra = len(diff.missing), len(diff.extra)
         verdict.different = len(diff.different)
