@@ -733,7 +733,8 @@ def _connect_of(kind: PgType, typmod: int) -> dict[str, Any]:
             return {"type": "string"}
         # No ``items``: a column's arrays may have any number of dimensions (int[] holds
         # {{1,2},{3,4}} too), so elements are taken as they are, the same JSON values as
-        # without a schema (icetide stores arrays as JSON text).
+        # without a schema; the projection converts them by the column's list type (or
+        # keeps the JSON text of a column declared json).
         return {"type": "array"}
     logical: dict[int, tuple[str, str]] = {
         DATE: ("int32", "io.debezium.time.Date"),

@@ -33,8 +33,10 @@ boolean, string, bytes                                 boolean, string, binary
 ``io.debezium.time.MicroDuration``                     long          the name
 struct (``fields``)                                    struct        (field ``optional``
                                                                      → nullable)
-array with ``items`` / without                         list / json   (PostgreSQL arrays
-                                                                     of any depth)
+array with ``items`` / without                         list / json   (without: icetide
+                                                                     capture's arrays,
+                                                                     of any depth; the
+                                                                     catalog types them)
 map (``keys``, ``values``)                             map
 =====================================================  ============  =================
 
