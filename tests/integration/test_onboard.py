@@ -206,10 +206,11 @@ def test_postgres_tables_are_onboarded_from_pg_catalog(
         "placed": "timestamptz",
         "ref": "uuid",
         "doc": "json",
-        "tags": "json",
+        "tags": {"list": {"element_id": 9, "element": "int"}},  # ids after the columns'
         "mood": "string",
     }
     assert columns(spark, f"lake.{namespace}.orders")["placed"] == "timestamp"
+    assert columns(spark, f"lake.{namespace}.orders")["tags"] == "array<int>"
     # The base table is bucketed by the first key column, through the same contract.
     partitioning = spark.sql(f"DESCRIBE TABLE lake.{namespace}.orders").collect()
     assert any("bucket(16, id)" in str(r[1]) for r in partitioning)

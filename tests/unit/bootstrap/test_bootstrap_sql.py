@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from icetide.bootstrap.jdbc import read_name
 from icetide.bootstrap.mysql import mysql_select_expression
 from icetide.bootstrap.postgres import PgSnapshot, postgres_select_expression
+from icetide.capture.errors import CaptureError
 from icetide.capture.postgres.catalog import SourceColumn
 from icetide.capture.postgres.types import builtin_type
 from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.types import ListType, parse_type
 
 
 def col(name: str, kind: str) -> Column:
@@ -24,12 +27,20 @@ def test_mysql_bits_are_read_as_their_bytes_and_years_as_numbers() -> None:
     assert mysql_select_expression(col("id", "long"), key=True) == "`id`"
 
 
-def test_postgres_json_arrays_are_read_as_their_literal() -> None:
+def test_postgres_arrays_are_read_as_their_literal() -> None:
+    """A list column (or one declared json, as before lists) reads the array's literal,
+    which capture's own conversion turns into the stored value in Python."""
     ints = SourceColumn("_int4", True, builtin_type(1007))
     assert ints.json_array
-    sql = postgres_select_expression(col('qu"ote', "json"), ints)
-    assert sql == 'CASE WHEN "qu""ote" IS NULL THEN NULL ELSE format(\'%s\', "qu""ote") END'
-    assert not SourceColumn("_bit", True, None).json_array  # elements of no known type
+    literal = 'CASE WHEN "qu""ote" IS NULL THEN NULL ELSE format(\'%s\', "qu""ote") END'
+    assert postgres_select_expression(col('qu"ote', "json"), ints) == literal
+    listed = Column(1, 'qu"ote', ListType(2, parse_type("int")))
+    assert postgres_select_expression(listed, ints) == literal
+    bits = SourceColumn("_bit", True, None)
+    assert not bits.json_array  # elements of no known type: the array's text
+    with pytest.raises(CaptureError, match="a list column cannot be bootstrapped") as caught:
+        postgres_select_expression(listed, bits)
+    assert "PostgreSQL array of a type capture converts" in str(caught.value.hint)
 
 
 def test_chunk_queries_name_columns_by_position() -> None:
