@@ -36,8 +36,9 @@ Tested against PostgreSQL 15 (Debian). Known limits:
   exact string (Debezium's ``decimal.handling.mode=string``), ``interval`` as
   microseconds with 30.4375-day months, arrays as JSON arrays (icetide ``list`` of the
   element, as deep as the column's declared dimensions; a value of other dimensions is a
-  dead letter downstream); types without a dedicated conversion (money, network, bit strings, ranges, geometry, arrays
-  of those, composites) arrive as PostgreSQL's text (icetide ``string``). Values outside
+  dead letter downstream); types without a dedicated conversion (money, network, bit
+  strings, ranges, geometry, arrays of those, composites) arrive as PostgreSQL's text
+  (icetide ``string``). Values outside
   what icetide types hold (BC or ±infinity dates and timestamps, ``24:00:00``) are
   captured exactly and dead-lettered downstream, never bent.
 * A partitioned table is captured under its own name: publications capture creates
