@@ -201,15 +201,13 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
     ledger_props = table_properties(spark, refs.cdc)
-    projected = int_property(ledger_props, p.PROJECTION_VERSION)
-    if projected is None:
+    base_props = table_properties(spark, refs.base) if table_exists(spark, refs.base) else {}
+    state = p.ChangeState.read(ledger_props, base_props)
+    projected = state.projecting(schema.version)
+    if state.projected is None:
         # A ledger from before this handshake: it projected its creation version.
-        projected = int_property(ledger_props, c.SCHEMA_VERSION_PROPERTY) or schema.version
         set_properties(spark, refs.cdc, {p.PROJECTION_VERSION: str(projected)})
-    acked = None
-    if table_exists(spark, refs.base):
-        acked = int_property(table_properties(spark, refs.base), p.MERGE_VERSION)
-    target = min(max(projected, acked or 0), schema.version)
+    target = state.ledger_projects(schema.version)
     if target > projected:
         set_properties(
             spark, refs.cdc, {p.PROJECTION_VERSION: str(target), p.LEDGER_SWITCHED: now_ms()}

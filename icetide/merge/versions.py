@@ -69,8 +69,7 @@ def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeV
     refs = pipeline.refs(table)
     current = pipeline.schema(table)
     props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
-    layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
-    version = min(layout, current.version) if layout is not None else current.version
+    version = p.ChangeState.read(props, {}).merge_runs(current.version)
     settings = pipeline.config.table(table)
     contract = TableContract(
         version_of(pipeline, table, version),
