@@ -220,13 +220,13 @@ def from_mysql_history(
 ) -> TableEvidence:
     """The evidence in capture's MySQL schema history for ``db.table``: its DDL entries
     (after ``after_position``, the ordered position key, when given), in log order."""
-    from icetide.capture.mysql.history import SchemaHistory as CaptureHistory
+    from icetide.capture.mysql.history import DdlHistory
 
     if not path.is_file():
         return TableEvidence(table)
     statements = [
         entry.ddl
-        for entry in CaptureHistory(path)
+        for entry in DdlHistory(path)
         if entry.kind == "ddl"
         and entry.ddl
         and entry.db.casefold() == db.casefold()

@@ -77,6 +77,6 @@ def wire_for(config: Config, batch: DataFrame) -> Wire | None:
     ids = {int(row.id) for row in ids_frame.collect() if row.id is not None}
     if not ids:
         return Wire({}, base64_lines)
-    from icetide.events.versions import registry_for
+    from icetide.events.registry import registry_for
 
     return Wire(registry_for(registry.url).writer_schemas(ids), base64_lines)

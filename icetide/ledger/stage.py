@@ -48,6 +48,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
+from icetide.ledger.phases import alter_ledger, projection
 from icetide.ledger.registry_decode import Wire, wire_for
 from icetide.ledger.signals import (
     CarriedSchema,
@@ -59,7 +60,6 @@ from icetide.ledger.signals import (
 )
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
-from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -468,7 +468,7 @@ class LedgerStage:
     ) -> _Share:
         """One table's part of the batch, projected (lazily, persisted once computed)."""
         # At each batch: the schema file may have changed (phase 1, then the projection
-        # the merge has acknowledged; see ledger/versions.py).
+        # the merge has acknowledged; see ledger/phases.py).
         try:
             alter_ledger(self.spark, self.pipeline, name)
             plan = projection(self.spark, self.pipeline, name)

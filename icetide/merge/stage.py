@@ -33,15 +33,15 @@ from icetide.merge.compact import (
 )
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
-from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
-from icetide.merge.versions import (
+from icetide.merge.phases import (
     MergeVersion,
     align_images,
     merge_version,
     switch_base,
     version_of,
 )
+from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
+from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as ph
 from icetide.schema.contract.base import (
@@ -211,7 +211,7 @@ class MergeStage:
         started = time.monotonic()
         refs = self.refs(name)
         # One schema for the whole batch: the ledger's layout version, read before the
-        # end snapshot (merge/versions.py).
+        # end snapshot (merge/phases.py).
         run = merge_version(self.spark, self.pipeline, name)
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from icetide.cli.main import main
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.ledger.versions import generations
+from icetide.ledger.phases import generations
 from icetide.merge.stage import MergeStage
 from icetide.observe.convergence import table_convergence
 from icetide.observe.status import pipeline_status, render_status

@@ -25,8 +25,8 @@ from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.registry import RegistryServer
-from icetide.events.versions import registry_for
-from icetide.evolution.versions import MAPPING_PROPERTY
+from icetide.events.registry import registry_for
+from icetide.evolution.registry_walk import MAPPING_PROPERTY
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import dump_schema_file, schema_from_dict

@@ -28,10 +28,10 @@ from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.registry import RegistryServer
-from icetide.events.versions import registry_for
+from icetide.events.registry import registry_for
 from icetide.events.wire import frame
 from icetide.evolution.audit import audit_path, read_audit
-from icetide.evolution.versions import MAPPING_PROPERTY, read_mapping
+from icetide.evolution.registry_walk import MAPPING_PROPERTY, read_mapping
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract.names import TableName
