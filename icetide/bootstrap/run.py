@@ -37,8 +37,8 @@ from icetide.capture.mysql.handoff import mysql_watermark
 from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
 from icetide.config.model import SourceConfig, TableConfig
-from icetide.events.convert import CONVERSION_FAILED
 from icetide.events.position import lsn_position
+from icetide.events.sink_values import CONVERSION_FAILED
 from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName

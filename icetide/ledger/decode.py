@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
-from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.events.rescue import rescue_json
+from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
 from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
@@ -558,10 +558,10 @@ def to_sink(
 ) -> pa.RecordBatch:
     """A projected batch in the source's names and types → the ledger's (the contract's
     target schema): key columns and both row images renamed, cast or converted column by
-    column (:func:`icetide.events.convert.convert_values`), ``_unavailable`` renamed.
+    column (:func:`icetide.events.sink_values.convert_values`), ``_unavailable`` renamed.
 
     A row with a value the sink cannot convert becomes a dead letter
-    (:data:`~icetide.events.convert.CONVERSION_FAILED`) naming the column and value.
+    (:data:`~icetide.events.sink_values.CONVERSION_FAILED`) naming the column and value.
     """
     source, target, sink = contract.schema, contract.target, contract.schema.sink
     failed: dict[int, str] = {}

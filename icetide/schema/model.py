@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from icetide.errors import SchemaError
-from icetide.schema.conversions import Conversion
+from icetide.schema.sink_functions import Conversion
 from icetide.schema.types import IcetideType, ListType, MapType, StructType
 
 
@@ -99,7 +99,7 @@ class SinkSettings:
     builder generates the Iceberg tables, the ledger projection and the merge:
     ``names`` the Iceberg name of a column whose name differs from the source's,
     ``types`` a type override (a widening :func:`~icetide.schema.promote.promote`
-    allows), ``conversions`` a function of :mod:`icetide.schema.conversions`.
+    allows), ``conversions`` a function of :mod:`icetide.schema.sink_functions`.
     """
 
     logical: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
