@@ -26,8 +26,6 @@ from pyspark.sql import SparkSession
 
 from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.kafka import KafkaServer
-from icetide.devservers.registry import RegistryServer
 from icetide.events.registry import registry_for
 from icetide.events.wire import frame
 from icetide.evolution.audit import audit_path, read_audit
@@ -38,6 +36,8 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.spark.alter import int_property, table_properties
+from tests.devservers.kafka import KafkaServer
+from tests.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline, run_script
 
 _runs = itertools.count(1)

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from icetide.devservers.registry import RegistryServer
+from tests.devservers.registry import RegistryServer
 
 
 def test_registry_serves_versions_accepts_an_incompatible_one_and_stops() -> None:
