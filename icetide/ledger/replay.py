@@ -47,6 +47,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.errors import ConfigError
+from icetide.events.raw import Wire
 from icetide.faults import crash_point
 from icetide.ledger.decode import (
     DEAD,
@@ -59,7 +60,7 @@ from icetide.ledger.decode import (
     project_batches,
     projected_spark_schema,
 )
-from icetide.ledger.registry_decode import Wire, wire_for
+from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.signals import CarriedSchema, OnVersions
 from icetide.ledger.stage import carried_schema, routes_of
 from icetide.schema.contract import ledger as c

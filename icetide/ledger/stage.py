@@ -22,6 +22,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icetide.config import Config
 from icetide.errors import SchemaError
+from icetide.events.raw import Wire, message_text
 from icetide.faults import crash_point
 from icetide.ledger.decode import (
     ALL_MESSAGES,
@@ -43,13 +44,12 @@ from icetide.ledger.decode import (
     Routes,
     classify_batches,
     inline_row_schema,
-    message_text,
     project_batches,
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.phases import alter_ledger, projection
-from icetide.ledger.registry_decode import Wire, wire_for
+from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.signals import (
     CarriedSchema,
     ChangeSignal,

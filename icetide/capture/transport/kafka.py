@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
-from icetide.capture.transport import Clock, Roll
+from icetide.capture.transport.base import Clock, Roll
 from icetide.capture.transport.encode import ValueEncoder, encoder_for
 from icetide.errors import ConfigError, Terminal, Transient
 
