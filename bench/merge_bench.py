@@ -52,12 +52,12 @@ from merge_data import (
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide.lake.tables import iceberg_table
 from icetide.merge.stage import MergeStage
 from icetide.merge.strategy import STRATEGIES
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.spark.session import build_session
-from icetide.spark.tables import iceberg_table
 
 MIXES = {
     "default": Mix(),

@@ -24,13 +24,13 @@ from typing import Any, Literal
 from icetide.config.loader import load_schema_file, load_table_schemas
 from icetide.config.model import Config, TableConfig
 from icetide.errors import ConfigError, SchemaError
+from icetide.lake.tables import TableRefs
 from icetide.progress import Reporter
 from icetide.schema.connector import read_hints
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
 from icetide.schema.model import TableSchema
-from icetide.spark.tables import TableRefs
 
 
 @dataclass

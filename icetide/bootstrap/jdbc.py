@@ -19,7 +19,7 @@ from icetide.bootstrap.plan import Chunk
 from icetide.config.model import TableConfig
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.model import Column, TableSchema
-from icetide.spark.sql import quote as spark_quote
+from icetide.schema.quoting import quote as spark_quote
 
 
 def read_name(schema: TableSchema, column: str) -> str:

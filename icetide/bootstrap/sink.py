@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from icetide.events.sink_values import convert_values
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import sql_type
-from icetide.spark.sql import quote
+from icetide.schema.quoting import quote
 
 CONVERSION_ERROR = "_icetide_conversion_error"
 """Why the row's value could not be converted (null: every value was)."""

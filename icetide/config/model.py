@@ -791,7 +791,7 @@ class TableConfig(_Model):
     format_version: Literal[2, 3] = 2
     """The base table's Iceberg format version. 3 lets a column added at the source with a
     constant ``DEFAULT`` carry it as ``initial-default`` (old rows read it, nothing is
-    rewritten; :mod:`icetide.spark.defaults`); readers of the base must support v3."""
+    rewritten; :mod:`icetide.lake.defaults`); readers of the base must support v3."""
     merge: TableMergeConfig = Field({}, validate_default=True)
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,

@@ -54,6 +54,7 @@ from icetide.evolution.registry_walk import (
     render_mapping,
 )
 from icetide.faults import crash_point
+from icetide.lake.alter import set_properties, table_properties
 from icetide.ledger.signals import CarriedSchema, Refusal
 from icetide.schema.contract import phases as p
 from icetide.schema.convert import NextId, ids_from
@@ -61,7 +62,6 @@ from icetide.schema.convert.connect import PRECISION, icetide_type
 from icetide.schema.model import Column, TableSchema
 from icetide.schema.promote import promote
 from icetide.schema.types import IcetideType, JsonType, ListType, MapType, StructType
-from icetide.spark.alter import set_properties, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,11 +26,11 @@ from icetide.config.loader import load_schema_file
 from icetide.config.model import Config, SourceConfig, TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.source_schema import read_source_schema
+from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.diff import diff
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import SinkSettings, TableSchema
-from icetide.spark.tables import TableRefs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -262,7 +262,7 @@ def _create_tables(
     spark: SparkSession, config: Config, table: TableConfig, schemas: dict[str, TableSchema]
 ) -> list[TableAction]:
     """The ledger, base and dead-letter tables, each created when missing."""
-    from icetide.spark.tables import ensure_namespace, table_exists
+    from icetide.lake.tables import ensure_namespace, table_exists
 
     refs = TableRefs.of(config, table.name)
     contract = TableContract(

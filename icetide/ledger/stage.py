@@ -24,6 +24,10 @@ from icetide.config import Config
 from icetide.errors import SchemaError
 from icetide.events.raw import Wire, message_text
 from icetide.faults import crash_point
+from icetide.lake.align import align_to
+from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
+from icetide.lake.payload import payload_b64
+from icetide.lake.tables import TableRefs, ensure_namespace, latest_snapshot_property
 from icetide.ledger.decode import (
     ALL_MESSAGES,
     CLASSIFIED_SCHEMA,
@@ -64,10 +68,6 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.align import align_to
-from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
-from icetide.spark.payload import payload_b64
-from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline

@@ -46,16 +46,16 @@ from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
 from icetide.faults import crash_point
+from icetide.lake.alter import table_properties
+from icetide.lake.branches import BranchDiverged, publish, start_branch
+from icetide.lake.commit import append_with_properties, with_commit_properties
+from icetide.lake.ledger_figures import bucket_of, key_changed
+from icetide.lake.tables import iceberg_table, table_exists
 from icetide.schema.contract.base import DELETE_ISOLATION
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import BEFORE, OP
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified, quote
-from icetide.spark.alter import table_properties
-from icetide.spark.branches import BranchDiverged, publish, start_branch
-from icetide.spark.commit import append_with_properties, with_commit_properties
-from icetide.spark.ledger_figures import bucket_of, key_changed
-from icetide.spark.tables import iceberg_table, table_exists
 
 T = TypeVar("T")
 Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"]
@@ -290,7 +290,7 @@ def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
     """Per ledger event, the base bucket its key falls in (``bucket``) and, for a key
     change, its old key's (``old_bucket``): the buckets a batch touches, computed in the
     merge's first aggregate rather than by another job (the ledger's figures use the same
-    :func:`~icetide.spark.ledger_figures.bucket_of`)."""
+    :func:`~icetide.lake.ledger_figures.bucket_of`)."""
     first = contract.target.primary_key[0]
     n = contract.settings.buckets
     return [

@@ -11,11 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.lake.alter import int_property, table_properties
+from icetide.lake.progress import read_bootstrap_state
+from icetide.lake.tables import TableRefs, table_exists
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.phases import PHASES, ChangeState, Phase
-from icetide.spark.alter import int_property, table_properties
-from icetide.spark.progress import read_bootstrap_state
-from icetide.spark.tables import TableRefs, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,9 +26,9 @@ from icetide.devservers.mariadb import MariaDBServer
 from icetide.events.registry import registry_for
 from icetide.evolution.registry_walk import MAPPING_PROPERTY
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.lake.alter import table_properties
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.spark.alter import table_properties
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline

@@ -27,6 +27,7 @@ from icetide.config import Config, load_config
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.ports import free_port
 from icetide.errors import ConfigError
+from icetide.lake.tables import TableRefs, ensure_namespace
 from icetide.observe import checksum as ck
 from icetide.observe.verify import (
     VerifyError,
@@ -41,7 +42,6 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
-from icetide.spark.tables import TableRefs, ensure_namespace
 from tests.devservers.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(300)
