@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Protocol, Self
 from icetide.capture.record import CaptureRecord
 
 if TYPE_CHECKING:
-    from icetide.config.model import Config, SourceConfig
+    from icetide.config.model import Config
+    from icetide.config.sections import SourceConfig
 
 Clock = Callable[[], float]
 
