@@ -36,7 +36,8 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.mysql.handoff import mysql_watermark
 from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
-from icetide.config.model import SourceConfig, TableConfig
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.events.position import lsn_position
 from icetide.events.sink_values import CONVERSION_FAILED
 from icetide.lake.payload import payload_b64

@@ -234,7 +234,7 @@ def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> N
 def cmd_run(args: argparse.Namespace) -> int:
     """Supervise every stage on this machine until Ctrl-C or SIGTERM."""
     from icetide.cli.stages import merge_all
-    from icetide.config.model import format_duration
+    from icetide.config.types import format_duration
     from icetide.maintenance.run import maintain_table
     from icetide.merge.stage import MergeStage
     from icetide.observe.board import StatusBoard

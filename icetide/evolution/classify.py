@@ -51,7 +51,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from icetide.config.model import CHANGE_KINDS
+from icetide.config.tables import CHANGE_KINDS
 from icetide.errors import SchemaChangeError, SchemaError
 from icetide.evolution.evidence import NO_EVIDENCE, Evidence, TableEvidence
 from icetide.schema.defaults import default_json

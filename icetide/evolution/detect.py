@@ -28,7 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema

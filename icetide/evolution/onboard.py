@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from icetide.config.loader import load_schema_file
-from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.source_schema import read_source_schema
 from icetide.lake.tables import TableRefs
@@ -77,9 +79,9 @@ class Onboarded:
 
 def source_of(config: Config, table: TableConfig) -> SourceConfig:
     """The configured database source that captures ``table``."""
-    for source in config.sources:
-        if any(t.name == table.name for t in config.source_tables(source)):
-            return source
+    source = config.source_of(table.name)
+    if source is not None:
+        return source
     if not config.sources:
         hint = "add a sources: section with the source database's connection"
     else:

@@ -31,7 +31,7 @@ from icetide.sources.quoting import mysql_qualified, mysql_quote, postgres_quali
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config.model import SourceConfig
+    from icetide.config.sections import SourceConfig
     from icetide.pipeline import Pipeline
 
 KEYS_PER_QUERY = 1_000

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
-    from icetide.config.model import SparkConfig
+    from icetide.config.sections import SparkConfig
     from icetide.spark.jars import Coordinate
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"

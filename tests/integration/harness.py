@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.config import Config, load_config, load_table_schemas
-from icetide.config.model import TableMergeConfig
+from icetide.config.tables import TableMergeConfig
 from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline
 from icetide.demo.workload import Workload, next_index

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 from icetide.capture.transport.base import Clock, Roll, Transport
 
 if TYPE_CHECKING:
-    from icetide.config.model import Config, SourceConfig
+    from icetide.config.model import Config
+    from icetide.config.sections import SourceConfig
 
 __all__ = ["Clock", "Roll", "Transport", "open_transport"]
 

@@ -33,7 +33,8 @@ from icetide.capture.transport.encode import ValueEncoder, encoder_for
 from icetide.errors import ConfigError, Terminal, Transient
 
 if TYPE_CHECKING:
-    from icetide.config.model import Config, SourceConfig
+    from icetide.config.model import Config
+    from icetide.config.sections import SourceConfig
 
 FIXED = {"enable.idempotence": "true", "acks": "all"}
 """Producer settings capture's guarantees rest on; ``transport.producer`` cannot change them."""
