@@ -29,7 +29,8 @@ from icetide.capture.postgres.publication import split_table
 from icetide.capture.postgres.types import array_json_text
 from icetide.config.sections import SourceConfig
 from icetide.config.tables import TableConfig
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column
 from icetide.sources.connect import jdbc_url
 from icetide.sources.quoting import postgres_qualified, postgres_quote
 

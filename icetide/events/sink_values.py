@@ -36,9 +36,8 @@ import pyarrow.compute as pc
 from icetide.errors import ConfigError, DecodeError
 from icetide.events.project import coerce_value
 from icetide.schema.convert.spark import arrow_type, arrow_value
-from icetide.schema.model import Column
 from icetide.schema.sink_functions import Conversion
-from icetide.schema.types import IcetideType
+from icetide.schema.types import Column, IcetideType
 
 CONVERSION_FAILED = "conversion_failed"
 """Dead-letter reason of an event whose value a sink conversion or cast refused."""

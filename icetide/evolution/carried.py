@@ -59,9 +59,9 @@ from icetide.ledger.signals import CarriedSchema, Refusal
 from icetide.schema.contract import phases as p
 from icetide.schema.convert import NextId, ids_from
 from icetide.schema.convert.connect import PRECISION, icetide_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
-from icetide.schema.types import IcetideType, JsonType, ListType, MapType, StructType
+from icetide.schema.types import Column, IcetideType, JsonType, ListType, MapType, StructType
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

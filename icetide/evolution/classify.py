@@ -56,9 +56,9 @@ from icetide.errors import SchemaChangeError, SchemaError
 from icetide.evolution.evidence import NO_EVIDENCE, Evidence, TableEvidence
 from icetide.schema.defaults import default_json
 from icetide.schema.diff import FieldChange, diff
-from icetide.schema.model import SENSITIVE, Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.types import SENSITIVE, Column, IcetideType, ListType, MapType, StructType
 
 ChangeKind = Literal[
     "add_column",

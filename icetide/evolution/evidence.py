@@ -41,8 +41,7 @@ from icetide.errors import SchemaChangeError
 from icetide.schema.convert import mysql as mysql_types
 from icetide.schema.convert import postgres as pg_types
 from icetide.schema.defaults import default_from_source
-from icetide.schema.model import ColumnDefault
-from icetide.schema.types import IcetideType, StringType
+from icetide.schema.types import ColumnDefault, IcetideType, StringType
 
 Dialect = Literal["mysql", "postgres"]
 EvidenceKind = Literal["rename", "add", "drop", "type", "nullability", "default", "key"]

@@ -36,8 +36,8 @@ from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
 from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline

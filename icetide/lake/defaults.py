@@ -25,7 +25,7 @@ from icetide.spark.jvm import jvm_class
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.schema.model import Column
+    from icetide.schema.types import Column
 
 ICEBERG_TYPES = {
     "boolean": "boolean",

@@ -36,7 +36,8 @@ from icetide.events.wire import not_text
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
-from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""

@@ -23,8 +23,9 @@ from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import sql_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal, quote
+from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.quoting import mysql_qualified, mysql_quote, postgres_qualified, postgres_quote
 

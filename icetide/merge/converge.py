@@ -34,8 +34,9 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.builder import TableContract, value_slot
 from icetide.schema.convert.spark import arrow_type, arrow_value, sql_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal, quote
+from icetide.schema.types import Column
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -78,9 +78,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.errors import SchemaError
-from icetide.schema.model import Column
 from icetide.schema.quoting import quote as spark_quote
-from icetide.schema.types import IcetideType, precision_scale
+from icetide.schema.types import Column, IcetideType, precision_scale
 from icetide.sources.quoting import mysql_quote, postgres_quote
 
 if TYPE_CHECKING:

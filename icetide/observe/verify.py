@@ -42,7 +42,8 @@ from icetide.config import SourceConfig, TableConfig
 from icetide.errors import ConfigError, IcetideError, Terminal
 from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
 from icetide.observe import checksum as ck
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.errors import SourceUnavailableError
 from icetide.sources.quoting import postgres_quote

@@ -56,7 +56,6 @@ from icetide.errors import SchemaError
 from icetide.schema.connector import decimal_hint_problem
 from icetide.schema.defaults import DefaultError, default_from_data, default_to_data
 from icetide.schema.model import (
-    Column,
     Loc,
     SinkSettings,
     TableSchema,
@@ -67,6 +66,7 @@ from icetide.schema.model import (
 from icetide.schema.sink import sink_ids, sink_problems
 from icetide.schema.sink_functions import FUNCTIONS, Conversion
 from icetide.schema.types import (
+    Column,
     DecimalType,
     EnumType,
     IcetideType,

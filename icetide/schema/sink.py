@@ -25,7 +25,6 @@ from functools import lru_cache
 from icetide.errors import SchemaChangeError, SchemaError
 from icetide.schema.model import (
     RESERVED_PREFIX,
-    Column,
     Loc,
     SinkSettings,
     TableSchema,
@@ -34,7 +33,7 @@ from icetide.schema.model import (
 )
 from icetide.schema.promote import promote
 from icetide.schema.sink_functions import FUNCTIONS, conversion_problems
-from icetide.schema.types import IcetideType, StructType
+from icetide.schema.types import Column, IcetideType, StructType
 
 
 def target_type(column: Column, sink: SinkSettings) -> IcetideType:

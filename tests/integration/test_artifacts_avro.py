@@ -157,8 +157,7 @@ def run_watch_publishes(pipe: Pipeline, spark: SparkSession, base: TableName) ->
     from icetide.artifacts.workspace import index_folder
     from icetide.lake.alter import set_properties
     from icetide.schema.contract import phases
-    from icetide.schema.model import Column
-    from icetide.schema.types import StringType
+    from icetide.schema.types import Column, StringType
 
     set_properties(spark, base, {phases.DATA_VERSION: "1"})
     index = LocalIndex(index_folder(pipe.config))

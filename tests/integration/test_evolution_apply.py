@@ -28,7 +28,7 @@ from icetide.evolution.source_schema import read_source_schema
 from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.file import dump_schema_file
-from icetide.schema.model import ColumnDefault
+from icetide.schema.types import ColumnDefault
 from tests.devservers.postgres import PostgresServer
 
 CREATE = "CREATE TABLE customers (id BIGINT PRIMARY KEY, email VARCHAR(64), amount DECIMAL(10,2))"

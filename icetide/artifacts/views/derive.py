@@ -43,8 +43,8 @@ from sqlglot.schema import MappingSchema
 from icetide.artifacts.errors import ViewError
 from icetide.errors import SchemaError
 from icetide.schema.convert.spark import from_datatype, sql_type
-from icetide.schema.model import Column
 from icetide.schema.types import (
+    Column,
     EnumType,
     IcetideType,
     ListType,

@@ -7,8 +7,8 @@ from icetide.bootstrap.mysql import mysql_select_expression
 from icetide.bootstrap.postgres import PgSnapshot, postgres_select_expression
 from icetide.capture.postgres.catalog import SourceColumn
 from icetide.capture.postgres.types import builtin_type
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, parse_type
 
 
 def col(name: str, kind: str) -> Column:
