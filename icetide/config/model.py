@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from icetide.errors import ConfigError
+from icetide.schema.change_kinds import CHANGE_KINDS
 from icetide.schema.connector import (
     CAPTURE,
     DEBEZIUM_DEFAULTS,
@@ -696,27 +697,6 @@ EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
 """dlt's schema-contract modes: ``evolve`` takes the change (held kinds wait for approval),
 ``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
 drops the rows that carry it, ``discard_value`` drops just the values it brings."""
-
-CHANGE_KINDS = (
-    "add_column",
-    "add_nested",
-    "add_with_default",
-    "add_required",
-    "widen",
-    "source_only",
-    "optional",
-    "required",
-    "rename",
-    "drop",
-    "ambiguous",
-    "narrow",
-    "type_change",
-    "key_change",
-    "sensitive",
-    "metadata",
-)
-"""Every kind of schema change evolution classifies (``icetide.evolution.classify``); the
-keys an ``evolution.modes`` mapping may use."""
 
 
 def _change_kinds(value: Any) -> Any:
