@@ -22,6 +22,7 @@ from icetide.config.types import (
     Text,
     at_least_one,
 )
+from icetide.schema.change_kinds import CHANGE_KINDS
 from icetide.schema.contract.base import DropMode, StrategySetting, WriteMode
 
 
@@ -44,27 +45,6 @@ EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
 """dlt's schema-contract modes: ``evolve`` takes the change (held kinds wait for approval),
 ``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
 drops the rows that carry it, ``discard_value`` drops just the values it brings."""
-
-CHANGE_KINDS = (
-    "add_column",
-    "add_nested",
-    "add_with_default",
-    "add_required",
-    "widen",
-    "source_only",
-    "optional",
-    "required",
-    "rename",
-    "drop",
-    "ambiguous",
-    "narrow",
-    "type_change",
-    "key_change",
-    "sensitive",
-    "metadata",
-)
-"""Every kind of schema change evolution classifies (``icetide.evolution.classify``); the
-keys an ``evolution.modes`` mapping may use."""
 
 
 def _change_kinds(value: Any) -> Any:

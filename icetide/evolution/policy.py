@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from icetide.config.tables import EvolutionConfig, EvolutionMode
 from icetide.errors import SchemaChangeError
-from icetide.evolution.classify import Change, ChangeKind
+from icetide.evolution.classify import SchemaChange
+from icetide.schema.change_kinds import ChangeKind
 from icetide.schema.contract.base import DropMode
 
 Mode = EvolutionMode
@@ -157,11 +158,11 @@ _NOT_APPLIED: dict[str, tuple[Action, str]] = {
 }
 
 
-def decide(change: Change, policy: Policy) -> Decision:
+def decide(change: SchemaChange, policy: Policy) -> Decision:
     """The decision for ``change`` under ``policy`` (see module doc).
 
-    >>> from icetide.evolution.classify import Change
-    >>> held = Change("narrow:n", "narrow", "held", ("n",), 2, "long → int")
+    >>> from icetide.evolution.classify import SchemaChange
+    >>> held = SchemaChange("narrow:n", "narrow", "held", ("n",), 2, "long → int")
     >>> decide(held, Policy()).action, decide(held, Policy().approving(["narrow:n"])).action
     ('hold', 'apply')
     >>> decide(held, Policy(modes={"narrow": "freeze"})).action
