@@ -30,7 +30,7 @@ from icetide.supervisor import GaveUp, Supervisor, Task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from icetide.config import SourceConfig
     from icetide.ledger.stage import LedgerStage

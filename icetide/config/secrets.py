@@ -10,7 +10,6 @@ and replaces each with ``***``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel
@@ -73,7 +72,7 @@ def _walk(value: Any) -> Iterator[Secret]:
     elif isinstance(value, dict):
         for item in value.values():
             yield from _walk(item)
-    elif isinstance(value, list | tuple | set | frozenset) and not isinstance(value, str | Path):
+    elif isinstance(value, list | tuple | set | frozenset):
         for item in value:
             yield from _walk(item)
 

@@ -29,6 +29,7 @@ from icetide.lake.defaults import initial_default_columns
 from icetide.lake.ledger_figures import (
     BatchFigures,
     batch_figures,
+    key_move,
     micros,
     tombstone,
 )
@@ -62,7 +63,7 @@ from icetide.merge.phases import (
     switch_base,
     version_of,
 )
-from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
+from icetide.merge.steps import MergeContext, changed_keys, prepare
 from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as ph

@@ -266,8 +266,9 @@ class Column:
     tags: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tags, frozenset):
-            object.__setattr__(self, "tags", frozenset(self.tags))
+        tags: Any = self.tags  # schema files and callers hand in any iterable of labels
+        if not isinstance(tags, frozenset):
+            object.__setattr__(self, "tags", frozenset(tags))
 
     def __repr__(self) -> str:
         # default and tags only when set, so columns without them print as they always did
