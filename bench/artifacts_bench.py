@@ -33,8 +33,8 @@ from icetide.artifacts.workspace import on_table_changed, publish_all, refresher
 from icetide.config import load_config
 from icetide.pipeline import Pipeline
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import StringType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, StringType
 
 
 def table_schema(i: int) -> TableSchema:

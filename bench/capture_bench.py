@@ -289,7 +289,8 @@ def icetide_pgoutput(server: Any) -> Variant:
 @contextlib.contextmanager
 def postgres_source(args: argparse.Namespace) -> Iterator[tuple[int, dict[str, Variant]]]:
     """A PostgreSQL holding the update workload, and the two ways of reading it."""
-    from icetide.devservers.postgres import PostgresServer
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' servers
+    from tests.devservers.postgres import PostgresServer
 
     with PostgresServer(settings=PG_SETTINGS) as server:
         progress(f"loading {args.rows:,} rows and updating every one")

@@ -38,13 +38,13 @@ from icetide.config import load_config
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.evolution.detect import Detector, capturing_source
 from icetide.evolution.source_schema import read_source_schema
+from icetide.lake.alter import int_property, table_properties
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeStage
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract import phases as p
 from icetide.schema.file import dump_schema_file
-from icetide.spark.alter import int_property, table_properties
 from icetide.spark.session import build_session
 
 

@@ -128,9 +128,9 @@ def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
     start, its first micro-batch and merges, left behind)."""
     from pyspark.sql import functions as F
 
+    from icetide.lake.tables import TableRefs
     from icetide.schema.contract import ledger as c
     from icetide.schema.contract.base import WATERMARK_PROPERTY
-    from icetide.spark.tables import TableRefs
 
     config = load_config(config_path)
     spark = build_session(config)
@@ -236,8 +236,8 @@ def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
 def merge_gaps(spark: Any, config: Any) -> dict[str, float]:
     """How often each base table got a merge commit carrying the watermark (what bounds
     the freshness: an event waits for the next ledger trigger, then the next merge)."""
+    from icetide.lake.tables import TableRefs
     from icetide.schema.contract.base import EVENTS_PROPERTY
-    from icetide.spark.tables import TableRefs
 
     gaps: list[float] = []
     events: list[int] = []

@@ -52,12 +52,12 @@ from merge_data import (
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from icetide.lake.tables import iceberg_table
 from icetide.merge.stage import MergeStage
-from icetide.merge.strategy import STRATEGIES
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import MERGE_STRATEGIES
 from icetide.schema.contract.names import TableName
 from icetide.spark.session import build_session
-from icetide.spark.tables import iceberg_table
 
 MIXES = {
     "default": Mix(),
@@ -118,7 +118,7 @@ class Bench:
         self.spark, self.work, self.tables, self.repeat = spark, work, tables, repeat
         self.stages = {
             s: MergeStage(spark, pipeline(bench_config(work, strategy=s)))
-            for s in ("auto", *STRATEGIES)
+            for s in ("auto", *MERGE_STRATEGIES)
         }
         layout = "mor-v2"
         ledger = Tables.ledger(layout)
@@ -544,7 +544,7 @@ def render_accumulated(acc: dict[str, Any], rows: int, where: str | None) -> str
     return text + (f"\n\nMachine: {where}.\n" if where else "")
 
 
-LAYOUT_FREE_STRATEGIES = ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert", "auto")
+LAYOUT_FREE_STRATEGIES = (*MERGE_STRATEGIES, "auto")
 
 if __name__ == "__main__":
     sys.exit(main())

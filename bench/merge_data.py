@@ -19,6 +19,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config.model import Config
+from icetide.lake.commit import append_with_properties
+from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json
+from icetide.lake.tables import current_snapshot_id
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract import ledger as c
@@ -26,9 +29,6 @@ from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.spark.commit import append_with_properties
-from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json
-from icetide.spark.tables import current_snapshot_id
 
 SCHEMA = schema_from_dict(
     {
@@ -252,7 +252,7 @@ def create_base(spark: SparkSession, layout: str, buckets: int = BUCKETS) -> Tab
 
 def append_ledger(frame: DataFrame, ledger: TableName, buckets: int, figures: bool = True) -> None:
     """Append a ledger batch with the merge figures in its snapshot summary, as the
-    ledger stage records them (icetide/spark/ledger_figures.py; there they ride on the
+    ledger stage records them (icetide/lake/ledger_figures.py; there they ride on the
     aggregate it runs over every batch anyway, here a separate one, not timed)."""
     if not figures:  # as a ledger written before the figures: the merge computes them
         frame.writeTo(ledger.sql).append()

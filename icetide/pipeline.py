@@ -19,18 +19,20 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from icetide.config.loader import load_schema_file, load_table_schemas
-from icetide.config.model import Config, TableConfig
+from icetide.config.model import Config
+from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
+from icetide.lake.tables import TableRefs
 from icetide.progress import Reporter
 from icetide.schema.connector import read_hints
+from icetide.schema.contract.base import DropMode
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
 from icetide.schema.model import TableSchema
-from icetide.spark.tables import TableRefs
 
 
 @dataclass
@@ -184,7 +186,7 @@ class Pipeline:
         schema file's hints with the connector's settings (icetide.schema.connector)."""
         return read_hints(self.schema(table), self.config.connector(table))
 
-    def drop_mode(self, table: str) -> Literal["soft", "hard"]:
+    def drop_mode(self, table: str) -> DropMode:
         """What a column dropped at the source does to ``table``'s tables (its
         ``evolution.drop``: ``soft`` keeps it, no longer written)."""
         evolution = self.config.table(table).evolution

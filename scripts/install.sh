@@ -43,7 +43,7 @@ fi
 echo "install.sh: icetide jars fetch --dev (Spark packages and the test Kafka broker)"
 python3 -m icetide.cli jars fetch --dev
 
-# The tests' Confluent-compatible schema registry (icetide/devservers/registry.py).
+# The tests' Confluent-compatible schema registry (tests/devservers/registry.py).
 RIVVEN_VERSION=0.0.22
 if [ "$TESTS" = 1 ] && ! command -v rivven-schema >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/rivven-schema" ]; then
   CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"

@@ -8,9 +8,9 @@ without ids (``ids_from(FIRST_ID)``) gives back the very same value.
 
 from __future__ import annotations
 
-from icetide.schema.model import Column
 from icetide.schema.types import (
     PRIMITIVES,
+    Column,
     DecimalType,
     DoubleType,
     EnumType,

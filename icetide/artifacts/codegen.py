@@ -29,8 +29,7 @@ from typing import Any
 from icetide.artifacts.shape import Shape
 from icetide.schema.convert.avro import to_avro_schema
 from icetide.schema.convert.spark import spark_json_struct
-from icetide.schema.model import Column
-from icetide.schema.types import EnumType, IcetideType, ListType, MapType, StructType
+from icetide.schema.types import Column, EnumType, IcetideType, ListType, MapType, StructType
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 

@@ -29,7 +29,7 @@ from icetide.artifacts.views.derive import dependencies, derive
 from icetide.artifacts.views.ids import assign_ids
 from icetide.artifacts.views.registry import ViewRecord, ViewRegistry, check_view_name
 from icetide.schema.history import SchemaHistory
-from icetide.schema.model import Column
+from icetide.schema.types import Column
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from icetide.config.model import Config, TableConfig
+from icetide.config.model import Config
+from icetide.config.tables import TableConfig
 from icetide.schema.contract.names import TableName
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column
 
 
 @dataclass(frozen=True)

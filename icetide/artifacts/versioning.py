@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 from icetide.schema.diff import diff
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import LongType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, LongType
 
 Bump = Literal["minor", "major"]
 ADDITIVE = frozenset({"add", "doc"})

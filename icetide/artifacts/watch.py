@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.artifacts.refresh import RefreshReport
 from icetide.artifacts.workspace import known_versions, on_table_changed
+from icetide.lake.alter import int_property, table_properties
+from icetide.lake.tables import table_exists
 from icetide.schema.contract import phases as p
-from icetide.spark.alter import int_property, table_properties
-from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

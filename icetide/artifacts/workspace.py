@@ -84,7 +84,7 @@ def on_table_changed(
     report = r.refresh(TableChanged(table, version))
     if spark is not None:
         from icetide.artifacts.properties import set_avro_literal
-        from icetide.spark.tables import TableRefs
+        from icetide.lake.tables import TableRefs
 
         schema = pipeline.schemas.history(table).get(version)
         set_avro_literal(spark, TableRefs.of(pipeline.config, table).base, r.naming.table(schema))

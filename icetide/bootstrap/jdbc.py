@@ -16,10 +16,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.plan import Chunk
-from icetide.config.model import TableConfig
+from icetide.config.tables import TableConfig
 from icetide.schema.convert.spark import sql_type
-from icetide.schema.model import Column, TableSchema
-from icetide.spark.sql import quote as spark_quote
+from icetide.schema.model import TableSchema
+from icetide.schema.quoting import quote as spark_quote
+from icetide.schema.types import Column
 
 
 def read_name(schema: TableSchema, column: str) -> str:

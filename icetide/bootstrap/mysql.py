@@ -8,8 +8,10 @@ from pyspark.sql import DataFrame, SparkSession
 from icetide.bootstrap.jdbc import read_name, spark_cast
 from icetide.bootstrap.plan import Chunk
 from icetide.capture.errors import CaptureError
-from icetide.config.model import SourceConfig, TableConfig
-from icetide.schema.model import Column, TableSchema
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, jdbc_url
 from icetide.sources.quoting import mysql_qualified, mysql_quote
 

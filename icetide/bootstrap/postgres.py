@@ -40,14 +40,16 @@ from icetide.capture.postgres.catalog import (
 )
 from icetide.capture.postgres.publication import split_table
 from icetide.capture.postgres.types import PgType, array_json_text, list_value
-from icetide.config.model import SourceConfig, TableConfig
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import DecodeError
 from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.convert.spark import arrow_type, arrow_value, sql_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.quoting import quote
+from icetide.schema.types import Column
 from icetide.sources.connect import jdbc_url
 from icetide.sources.quoting import postgres_qualified, postgres_quote
-from icetide.spark.sql import quote
 
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$")
 _SNAPSHOT_TEXT = re.compile(r"^\d+:\d+:[\d,]*$")

@@ -10,7 +10,7 @@ tables it writes):
    change;
 2. the **ledger**, at its next batch boundary, finds no ALTER from its layout to the new
    version and recreates its own ``<t>_cdc`` in the new layout
-   (:func:`icetide.ledger.versions.alter_ledger`); every event committed at the source
+   (:func:`icetide.ledger.phases.alter_ledger`); every event committed at the source
    after that moment is appended to the new ledger;
 3. the **merge** finds its base in an older layout than the ledger's with no ALTER
    between them (the ALTER plan raises :class:`~icetide.errors.SchemaError`) and runs

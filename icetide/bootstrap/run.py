@@ -36,18 +36,19 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.mysql.handoff import mysql_watermark
 from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
-from icetide.config.model import SourceConfig, TableConfig
-from icetide.events.convert import CONVERSION_FAILED
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.events.position import lsn_position
 from icetide.events.project import TYPE_MISMATCH
+from icetide.events.sink_values import CONVERSION_FAILED
+from icetide.lake.payload import payload_b64
+from icetide.lake.progress import read_bootstrap_state
+from icetide.lake.tables import ensure_base_table, table_exists
 from icetide.schema.contract.base import POSITION, SOURCE_TS
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.payload import payload_b64
-from icetide.spark.progress import read_bootstrap_state
-from icetide.spark.sql import quote
-from icetide.spark.tables import ensure_base_table, table_exists
+from icetide.schema.quoting import quote
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline

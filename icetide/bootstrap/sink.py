@@ -3,7 +3,7 @@
 A table's sink config (``sink.columns``: Iceberg names, type overrides, conversions)
 shapes every row the ledger writes (:func:`icetide.ledger.decode.to_sink`). Rows read
 from the source directly, by a bootstrap chunk or by ``verify``, get the same treatment
-here, through the same per-column code (:func:`icetide.events.convert.convert_values`),
+here, through the same per-column code (:func:`icetide.events.sink_values.convert_values`),
 so a copied row, a captured row and a verified row agree.
 
 A value the sink cannot convert leaves its column null and its row marked with
@@ -19,10 +19,10 @@ from collections.abc import Iterable, Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from icetide.events.convert import convert_values
+from icetide.events.sink_values import convert_values
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import sql_type
-from icetide.spark.sql import quote
+from icetide.schema.quoting import quote
 
 CONVERSION_ERROR = "_icetide_conversion_error"
 """Why the row's value could not be converted (null: every value was)."""

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from icetide.capture.errors import CaptureError
-from icetide.config.model import Config, SourceConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
 from icetide.events.position import Position
 
 State = dict[str, Any]

@@ -13,12 +13,12 @@ from pyspark.sql import DataFrame, SparkSession
 from icetide.bootstrap.postgres import SNAPSHOT_GUARD
 from icetide.capture.errors import CaptureError
 from icetide.faults import crash_point
+from icetide.lake.commit import append_with_properties
+from icetide.lake.tables import latest_snapshot_property
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK as CHUNK
 from icetide.schema.contract.base import BOOTSTRAP_ID
 from icetide.schema.contract.base import BOOTSTRAP_STATE as STATE
 from icetide.schema.contract.names import TableName
-from icetide.spark.commit import append_with_properties
-from icetide.spark.tables import latest_snapshot_property
 
 
 def chunks_done(spark: SparkSession, base: TableName, bootstrap_id: str) -> set[int]:

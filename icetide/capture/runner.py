@@ -18,7 +18,8 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.offsets import OffsetStore
 from icetide.capture.record import CaptureRecord, ChangeReader, Heartbeat
 from icetide.capture.transport import open_transport
-from icetide.config.model import Config, SourceConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
 from icetide.faults import crash_point
 from icetide.progress import Reporter
 from icetide.sources.connect import mysql_settings, postgres_dsn

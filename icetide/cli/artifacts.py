@@ -101,9 +101,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def _set_properties(pipeline: object, tables: list[str]) -> None:
     from icetide.artifacts.properties import set_avro_literal
     from icetide.artifacts.shape import Naming
+    from icetide.lake.tables import TableRefs
     from icetide.pipeline import Pipeline
     from icetide.spark.errors import jvm_boundary
-    from icetide.spark.tables import TableRefs
 
     assert isinstance(pipeline, Pipeline)
     config = pipeline.config

@@ -20,7 +20,7 @@ from icetide.stopping import Stop
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from icetide.config import Config
     from icetide.config.secrets import Scrubber

@@ -12,9 +12,9 @@ from icetide.cli.context import command_parser, with_config, with_output
 
 def cmd_dlt_show(args: argparse.Namespace) -> int:
     """Counts by reason (and code), sample message ids and payload previews."""
+    from icetide.lake.tables import TableRefs, table_exists
     from icetide.ledger.replay import render, show
     from icetide.spark.errors import jvm_boundary
-    from icetide.spark.tables import TableRefs, table_exists
 
     pipeline = context.load_pipeline(args)
     config = pipeline.config

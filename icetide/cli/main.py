@@ -16,8 +16,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+import icetide.cli.context as context
 from icetide import __version__
-from icetide.cli import context
 from icetide.cli.context import log, stopped_line
 from icetide.errors import IcetideError, Terminal
 from icetide.progress import ERROR_STAGE

@@ -30,7 +30,7 @@ from icetide.supervisor import GaveUp, Supervisor, Task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from icetide.config import SourceConfig
     from icetide.ledger.stage import LedgerStage
@@ -234,7 +234,7 @@ def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> N
 def cmd_run(args: argparse.Namespace) -> int:
     """Supervise every stage on this machine until Ctrl-C or SIGTERM."""
     from icetide.cli.stages import merge_all
-    from icetide.config.model import format_duration
+    from icetide.config.types import format_duration
     from icetide.maintenance.run import maintain_table
     from icetide.merge.stage import MergeStage
     from icetide.observe.board import StatusBoard

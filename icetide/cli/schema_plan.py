@@ -23,7 +23,7 @@ from icetide.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config.model import SourceConfig
+    from icetide.config.sections import SourceConfig
     from icetide.evolution.apply import ApplyResult
     from icetide.evolution.evidence import TableEvidence
     from icetide.evolution.plan import EvolutionPlan

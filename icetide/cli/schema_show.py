@@ -21,8 +21,8 @@ def cmd_schema_show(args: argparse.Namespace) -> int:
     from icetide.config.loader import load_schema_file
     from icetide.config.secrets import secret_values
     from icetide.evolution.show import render, schema_dict
+    from icetide.lake.tables import TableRefs
     from icetide.schema.contract.builder import TableContract, TableSettings
-    from icetide.spark.tables import TableRefs
 
     config = load_config(args.config)
     if context.state.scrub is not None:

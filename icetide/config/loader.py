@@ -19,14 +19,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from icetide.config.model import (
-    Config,
-    ConfigProblems,
-    Loc,
-    Secret,
-    allowed_keys,
-    format_loc,
-)
+from icetide.config.model import Config, ConfigProblems, Loc, format_loc
+from icetide.config.secrets import Secret
 from icetide.errors import ConfigError
 from icetide.schema.file import SchemaFile, SchemaFileProblems, read_schema_data
 from icetide.schema.model import TableSchema
@@ -393,3 +387,33 @@ def _error(
     )
     error.path = format_loc(problems[0].loc)
     return error
+
+
+def allowed_keys(loc: Loc, root: type[BaseModel] | None = None) -> list[str] | None:
+    """The YAML keys allowed in the mapping at ``loc`` (``("tables", 0)`` → TableConfig's),
+    or None when that mapping is free-form; feeds the did-you-mean of unknown keys.
+
+    ``root`` is the model of the whole file: :class:`Config` unless told (a schema file's
+    is :class:`~icetide.schema.model.SchemaFile`)."""
+    model: type[BaseModel] | None = root or Config
+    for part in loc:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        fields = {(f.alias or n): f for n, f in model.model_fields.items()}
+        if part not in fields:
+            return None
+        model = _model_in(fields[part].annotation)
+    return None if model is None else [(f.alias or n) for n, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class inside ``X``, ``X | None`` or ``tuple[X, ...]``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,23 +1,39 @@
-"""Keep secret config values out of everything the CLI prints.
+"""Secret config values, and keeping them out of everything the CLI prints.
 
-:class:`~icetide.config.model.Secret` hides a value from ``repr()`` and ``config show``,
-but a secret still reaches output through f-strings (``starting Spark (…)``), driver
-errors that quote a host or user, or a JVM message. Rather than guard every message,
-the CLI passes all it prints through one :class:`Scrubber` that knows every secret value
-of the loaded config and replaces each with ``***``.
+A :class:`Secret` hides a value from ``repr()`` and ``config show``, but a secret still
+reaches output through f-strings (``starting Spark (…)``), driver errors that quote a
+host or user, or a JVM message. Rather than guard every message, the CLI passes all it
+prints through one :class:`Scrubber` that knows every secret value of the loaded config
+and replaces each with ``***``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from icetide.config.model import Secret
-
 MASK = "***"
+
+
+class Secret(str):
+    """A string that must not be shown: ``repr()`` gives ``'***'``, the value is the str.
+
+    It stays a ``str`` so the Spark session builder and py4j use it unchanged; call
+    ``str(value)`` for a plain copy. Never format one into a log line yourself.
+
+    >>> token = Secret("s3cr3t")
+    >>> repr(token), token == "s3cr3t", repr({"token": token})
+    ("'***'", True, "{'token': '***'}")
+    """
+
+    parts: tuple[str, ...] = ()
+    """The environment values substituted into this string (``${HOST}`` in
+    ``http://${HOST}:8181``): a message may quote one alone, so they are secrets too."""
+
+    def __repr__(self) -> str:
+        return "'***'"
 
 
 PART_MIN = 4
@@ -56,7 +72,7 @@ def _walk(value: Any) -> Iterator[Secret]:
     elif isinstance(value, dict):
         for item in value.values():
             yield from _walk(item)
-    elif isinstance(value, list | tuple | set | frozenset) and not isinstance(value, str | Path):
+    elif isinstance(value, list | tuple | set | frozenset):
         for item in value:
             yield from _walk(item)
 

@@ -98,7 +98,7 @@ def plan_rounds(workload: Workload, rounds: int, seed: int, late_rate: float) ->
 
 def read_base(spark: SparkSession, config: Config, schema: TableSchema) -> list[dict[str, Any]]:
     """Every row of a base table as dicts of its schema columns."""
-    from icetide.spark.tables import TableRefs
+    from icetide.lake.tables import TableRefs
 
     refs = TableRefs.of(config, schema.table)
     names = [f"`{c.name}`" for c in schema.columns]

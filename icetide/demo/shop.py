@@ -18,8 +18,8 @@ from typing import Any
 
 import pymysql
 
-from icetide.schema.model import Column, SinkSettings, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column, parse_type
 
 DDL = (
     """CREATE TABLE customers (

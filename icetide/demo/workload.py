@@ -41,8 +41,8 @@ from typing import Any
 
 from icetide.events.model import UNAVAILABLE
 from icetide.events.position import binlog_position, lsn_position
-from icetide.schema.model import Column, SinkSettings, TableSchema
-from icetide.schema.types import parse_type, precision_scale
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column, parse_type, precision_scale
 
 Key = tuple[Any, ...]
 Row = dict[str, Any]

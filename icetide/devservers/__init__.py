@@ -1,8 +1,9 @@
-"""Private database servers for tests, the demo and the benchmarks.
+"""Private servers ``icetide demo`` starts, and the plumbing the tests' servers share.
 
-``mariadb`` starts a MariaDB and ``postgres`` a PostgreSQL in a temporary folder, on a
-free port of 127.0.0.1 (``ports``), set up the way capture needs them. They never touch a
-system installation; a server that cannot be installed or started is a
-:class:`~icetide.devservers.errors.LocalServerError`. Nothing in the pipeline's stages
-imports this package: only the demo, the tests and the benchmarks start servers.
+``mariadb`` starts a MariaDB in a temporary folder, on a free port of 127.0.0.1
+(``ports``), set up the way capture needs it; ``lifecycle`` starts, waits for and stops a
+local server process. They never touch a system installation; a server that cannot be
+installed or started is a :class:`~icetide.devservers.errors.LocalServerError`. Nothing in
+the pipeline's stages imports this package. The servers only the tests and benchmarks need
+(PostgreSQL, Kafka, the schema registry, Kafka Connect) live in ``tests/devservers/``.
 """

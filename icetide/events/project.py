@@ -32,8 +32,9 @@ from icetide.events.model import UNAVAILABLE, ChangeEvent, Op
 from icetide.events.wire import json_form
 from icetide.schema.connector import typed_hints
 from icetide.schema.convert.connect import DECIMAL
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.types import (
+    Column,
     DecimalType,
     EnumType,
     IcetideType,

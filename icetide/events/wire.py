@@ -69,7 +69,7 @@ class WriterSchema:
 
     For Protobuf the text is the base64 of a serialized ``FileDescriptorProto`` (what
     Confluent returns for ``?format=serialized``, or ``.proto`` text compiled by protoc,
-    :func:`~icetide.events.versions.descriptor_text`): the descriptor is what decoding
+    :func:`~icetide.events.registry.descriptor_text`): the descriptor is what decoding
     needs, and Python's protobuf has no ``.proto`` parser.
     """
 

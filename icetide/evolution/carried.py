@@ -5,7 +5,7 @@ schemas the batch's row events were written with that it has not taken yet
 (:class:`~icetide.ledger.signals.CarriedSchema`):
 
 * a **registry schema id**: the subject's versions up to the one it names are walked in
-  ascending order by :func:`~icetide.evolution.versions.apply_versions` (compatibility
+  ascending order by :func:`~icetide.evolution.registry_walk.apply_versions` (compatibility
   checked against the history, each version planned with ``build_plan`` and applied with
   ``apply_plan``, its own schema version, the mapping ``icetide.schema.mapping`` recorded
   on the ledger table after each). A message of an older version than the table's is
@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaChangeError, SchemaError
-from icetide.events.versions import AvroVersions, registry_for
+from icetide.events.registry import AvroVersions, registry_for
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
-from icetide.evolution.versions import (
+from icetide.evolution.registry_walk import (
     MAPPING_PROPERTY,
     UNSUPPORTED_SCHEMA_CHANGE,
     apply_versions,
@@ -54,14 +54,14 @@ from icetide.evolution.versions import (
     render_mapping,
 )
 from icetide.faults import crash_point
+from icetide.lake.alter import set_properties, table_properties
 from icetide.ledger.signals import CarriedSchema, Refusal
 from icetide.schema.contract import phases as p
 from icetide.schema.convert import NextId, ids_from
 from icetide.schema.convert.connect import PRECISION, icetide_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
-from icetide.schema.types import IcetideType, JsonType, ListType, MapType, StructType
-from icetide.spark.alter import set_properties, table_properties
+from icetide.schema.types import Column, IcetideType, JsonType, ListType, MapType, StructType
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -8,36 +8,53 @@ Two steps, each pure:
    renamed from; any other column (and nested field, list element, map key/value) gets
    a new id above ``last_column_id``. Ids are never reused.
 2. :func:`classify` diffs old and candidate by id (:func:`icetide.schema.diff.diff`) and
-   classifies each change (the table is in docs/schema-evolution.md):
+   names the kind of each change, one small function per kind of by-id change
+   (:data:`BY_DIFF_KIND`); the kind's row of :data:`KINDS` gives the rest: the
+   classification, how phase 3 fills what the base missed, and a held kind's manual
+   path. The table below is :data:`KINDS` as text (a unit test holds the two together,
+   and docs/schema-evolution.md's table to them):
 
-   ==================  ==================  ==============================================
-   kind                classification      what and why
-   ==================  ==================  ==============================================
-   add_column          automatic           a nullable column; its values while the code
-                                           lags are rescued in the ledger, then filled
-   add_nested          automatic           a nullable field inside a struct
-   add_with_default    automatic_backfill  a column with a DEFAULT on a table with rows:
-                                           old rows hold the default without any event
-   add_required        automatic_backfill  a NOT NULL column without DEFAULT on a table
-                                           with rows: old rows hold the source's implicit
-                                           value, read back by key
-   widen               automatic           int→long, float→double, decimal precision up
-                                           (same scale), enum symbols added, enum→string
-   source_only         automatic           the source type changed, its icetide type did
-                                           not (VARCHAR(32)→VARCHAR(64))
-   optional            automatic           NOT NULL dropped
-   metadata            automatic           doc, default or tags of a kept column
-   rename              rename              the id is kept: DDL shows the rename
-   drop                drop                soft (kept, commented) or hard, by policy
-   ambiguous           ambiguous           a drop and an add of the same type at the same
-                                           place without DDL evidence: rename or not?
-   narrow              held                long→int, double→float, precision down …
-   type_change         held                another category (string→long …), or a
-                                           decimal scale change
-   required            held                NOT NULL added: events in flight may be null
-   key_change          held                the primary key changed: re-snapshot
-   sensitive           held                a new column tagged sensitive
-   ==================  ==================  ==============================================
+   ================  ==================  ===============  =========================================
+   kind              classification      fill             what and why
+   ================  ==================  ===============  =========================================
+   add_column        automatic           ledger           a nullable column: its values written
+                                                          while the code lags are rescued in the
+                                                          ledger, then filled from there
+   add_nested        automatic           ledger           a nullable field inside a struct
+   add_with_default  automatic_backfill  initial_default  a column with a DEFAULT on a table with
+                                         keyed_backfill   rows: old rows hold the default without
+                                                          any event; a computed default is read
+                                                          back by key
+   add_required      automatic_backfill  keyed_backfill   a NOT NULL column without DEFAULT on a
+                                         ledger           table with rows: old rows hold the
+                                                          source's implicit value, read back by
+                                                          key; a required field inside a struct
+                                                          of an empty table: from the ledger
+   widen             automatic           —                int→long, float→double, decimal
+                                                          precision up (same scale), enum symbols
+                                                          added, enum→string
+   source_only       automatic           —                the source type changed, its icetide
+                                                          type did not (VARCHAR(32)→VARCHAR(64))
+   optional          automatic           —                NOT NULL dropped
+   metadata          automatic           —                doc, default or tags of a kept column
+   rename            rename              —                the id is kept: DDL shows the rename
+   drop              drop                —                soft (kept, commented) or hard, by policy
+   ambiguous         ambiguous           —                a drop and an add of the same type at the
+                                                          same place without DDL evidence: rename
+                                                          or not? (approved as drop_add, the plan
+                                                          fills it from the ledger)
+   narrow            held                resnapshot       long→int, double→float, precision down …
+   type_change       held                resnapshot       another category (string→long …), or a
+                                                          decimal scale change
+   required          held                —                NOT NULL added: events in flight may be
+                                                          null
+   key_change        held                resnapshot       the primary key changed: re-snapshot
+   sensitive         held                ledger           a new column tagged sensitive, held until
+                                                          someone approves it
+   ================  ==================  ===============  =========================================
+
+   A kind with two fills is filled the first way unless its row says when the second
+   applies.
 
 ``has_rows`` says whether the table already holds rows (a column added with a default to
 an empty table needs no fill).
@@ -47,91 +64,123 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from types import MappingProxyType
+from typing import Any, Literal
 
-from icetide.config.model import CHANGE_KINDS
 from icetide.errors import SchemaChangeError, SchemaError
-from icetide.evolution.evidence import NO_EVIDENCE, Evidence, TableEvidence
+from icetide.evolution.evidence import NO_EVIDENCE, Evidence, EvidenceKind, TableEvidence
+from icetide.schema.change_kinds import ChangeKind
 from icetide.schema.defaults import default_json
 from icetide.schema.diff import FieldChange, diff
-from icetide.schema.model import SENSITIVE, Column, TableSchema
+from icetide.schema.diff import Kind as DiffKind
+from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
-
-ChangeKind = Literal[
-    "add_column",
-    "add_nested",
-    "add_with_default",
-    "add_required",
-    "widen",
-    "source_only",
-    "optional",
-    "required",
-    "rename",
-    "drop",
-    "ambiguous",
-    "narrow",
-    "type_change",
-    "key_change",
-    "sensitive",
-    "metadata",
-]
-assert get_args(ChangeKind) == CHANGE_KINDS, "keep ChangeKind and config CHANGE_KINDS equal"
+from icetide.schema.types import SENSITIVE, Column, IcetideType, ListType, MapType, StructType
 
 Classification = Literal["automatic", "automatic_backfill", "rename", "drop", "ambiguous", "held"]
-Fill = Literal["ledger", "initial_default", "keyed_backfill", "resnapshot"]
+FillMethod = Literal["ledger", "initial_default", "keyed_backfill", "resnapshot"]
 """How phase 3 fills what the base table missed: from the values the ledger rescued while
 the code lagged, by Iceberg's ``initial-default`` (a constant default), by reading the
 column back from the source by primary key, or by re-snapshotting the table."""
 
 HELD: frozenset[Classification] = frozenset({"held", "ambiguous"})
 
-MANUAL: dict[str, str] = {
-    "ambiguous": (
-        "decide what happened: `icetide schema apply --approve '{id}=rename'` keeps the "
-        "column's id and values (it was a rename), `--approve '{id}=drop_add'` drops the old "
-        "column and adds the new one empty (filled from the ledger from now on)"
-    ),
-    "narrow": (
-        "a narrower type cannot hold every stored value in place: either widen the source "
-        "column back, or approve with `icetide schema apply --approve {id}`, which "
-        "re-snapshots the table into the new type (values that do not fit go to the "
-        "dead-letter table)"
-    ),
-    "type_change": (
-        "Iceberg cannot change a column's type category in place: add a new column at the "
-        "source (new name), fill it, drop the old one; or approve with `icetide schema "
-        "apply --approve {id}` to re-snapshot the table with the new type"
-    ),
-    "required": (
-        "wait until the ledger has passed the source position of the change (events "
-        "written before it may carry NULL), then `icetide schema apply --approve {id}`"
-    ),
-    "key_change": (
-        "approve with `icetide schema apply --approve {id} --no-ddl`: the running ledger "
-        "and merge re-snapshot the table under the new key, chunk by chunk, while capture "
-        "and the other tables keep flowing"
-    ),
-    "sensitive": (
-        "configure how the column reaches the lake (a hash/mask conversion in the sink "
-        "config, or accept it as is), then `icetide schema apply --approve {id}`; until "
-        "then its values stay in the ledger's rescued data only"
-    ),
-}
-"""The documented manual path of each held kind (``{id}``: the change's id)."""
+
+@dataclass(frozen=True)
+class KindRule:
+    """What every change of one kind is: a row of the module doc's table."""
+
+    classification: Classification
+    fills: tuple[FillMethod, ...] = ()
+    """How phase 3 fills what the base missed: the first way, unless the change picks
+    the second (the table says when); empty: nothing to fill."""
+    manual: str | None = None
+    """The documented manual path of a held or ambiguous kind (``{id}``: the change's id)."""
+
+
+KINDS: Mapping[ChangeKind, KindRule] = MappingProxyType(
+    {
+        "add_column": KindRule("automatic", ("ledger",)),
+        "add_nested": KindRule("automatic", ("ledger",)),
+        "add_with_default": KindRule("automatic_backfill", ("initial_default", "keyed_backfill")),
+        "add_required": KindRule("automatic_backfill", ("keyed_backfill", "ledger")),
+        "widen": KindRule("automatic"),
+        "source_only": KindRule("automatic"),
+        "optional": KindRule("automatic"),
+        "metadata": KindRule("automatic"),
+        "rename": KindRule("rename"),
+        "drop": KindRule("drop"),
+        "ambiguous": KindRule(
+            "ambiguous",
+            manual=(
+                "decide what happened: `icetide schema apply --approve '{id}=rename'` keeps "
+                "the column's id and values (it was a rename), `--approve '{id}=drop_add'` "
+                "drops the old column and adds the new one empty (filled from the ledger from "
+                "now on)"
+            ),
+        ),
+        "narrow": KindRule(
+            "held",
+            ("resnapshot",),
+            manual=(
+                "a narrower type cannot hold every stored value in place: either widen the "
+                "source column back, or approve with `icetide schema apply --approve {id}`, "
+                "which re-snapshots the table into the new type (values that do not fit go "
+                "to the dead-letter table)"
+            ),
+        ),
+        "type_change": KindRule(
+            "held",
+            ("resnapshot",),
+            manual=(
+                "Iceberg cannot change a column's type category in place: add a new column "
+                "at the source (new name), fill it, drop the old one; or approve with "
+                "`icetide schema apply --approve {id}` to re-snapshot the table with the new "
+                "type"
+            ),
+        ),
+        "required": KindRule(
+            "held",
+            manual=(
+                "wait until the ledger has passed the source position of the change (events "
+                "written before it may carry NULL), then `icetide schema apply --approve {id}`"
+            ),
+        ),
+        "key_change": KindRule(
+            "held",
+            ("resnapshot",),
+            manual=(
+                "approve with `icetide schema apply --approve {id} --no-ddl`: the running "
+                "ledger and merge re-snapshot the table under the new key, chunk by chunk, "
+                "while capture and the other tables keep flowing"
+            ),
+        ),
+        "sensitive": KindRule(
+            "held",
+            ("ledger",),
+            manual=(
+                "configure how the column reaches the lake (a hash/mask conversion in the "
+                "sink config, or accept it as is), then `icetide schema apply --approve "
+                "{id}`; until then its values stay in the ledger's rescued data only"
+            ),
+        ),
+    }
+)
+"""Each kind of change → its :class:`KindRule` (the module doc's table, in its order)."""
 
 
 @dataclass(frozen=True)
-class Change:
+class SchemaChange:
     """One classified change to a table's schema.
 
     ``id`` is stable between ``icetide schema plan`` and ``apply`` (``kind:path``, e.g.
     ``narrow:amount``, ``ambiguous:email>mail``, ``key_change``): ``--approve`` names it.
     ``field_changes`` are the by-id changes it stands for (an ambiguous pair: its drop and
     its add; a key change: the key columns dropped or added). ``fill`` is how phase 3
-    fills what the base missed (``None``: nothing to fill).
+    fills what the base missed (``None``: nothing to fill). :func:`classify` makes them
+    with the classification, manual path and fill of the kind's row of :data:`KINDS`.
     """
 
     id: str
@@ -142,7 +191,7 @@ class Change:
     reason: str
     field_changes: tuple[FieldChange, ...] = ()
     manual: str | None = None
-    fill: Fill | None = None
+    fill: FillMethod | None = None
     evidence: tuple[Evidence, ...] = ()
     detail: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
@@ -175,6 +224,44 @@ class Change:
         if self.evidence:
             data["evidence"] = [e.statement for e in self.evidence]
         return data
+
+
+def _change(
+    kind: ChangeKind,
+    path: tuple[str, ...],
+    field_id: int | None,
+    reason: str,
+    field_changes: tuple[FieldChange, ...] = (),
+    *,
+    name: str | None = None,
+    fill: FillMethod | None = None,
+    evidence: tuple[Evidence, ...] = (),
+    detail: dict[str, Any] | None = None,
+) -> SchemaChange:
+    """A change of ``kind`` with its row of :data:`KINDS`: classification, manual path, and
+    the kind's first fill (``fill`` picks another one the row lists).
+
+    Its id is ``kind:path``, ``kind:name`` where the path alone does not name it (an
+    ambiguous pair), and ``kind`` alone for a change of the whole table.
+    """
+    rule = KINDS[kind]
+    if fill is not None and fill not in rule.fills:
+        raise ValueError(f"{kind} changes are not filled by {fill} (see KINDS)")
+    label = ".".join(path) if name is None else name
+    change_id = f"{kind}:{label}" if label else kind
+    return SchemaChange(
+        change_id,
+        kind,
+        rule.classification,
+        path,
+        field_id,
+        reason,
+        field_changes,
+        manual=rule.manual.format(id=change_id) if rule.manual else None,
+        fill=fill or (rule.fills[0] if rule.fills else None),
+        evidence=evidence,
+        detail=detail or {},
+    )
 
 
 # -- 1. the candidate schema ------------------------------------------------------------------
@@ -374,7 +461,7 @@ def classify(
     evidence: TableEvidence = NO_EVIDENCE,
     *,
     has_rows: bool = True,
-) -> tuple[Change, ...]:
+) -> tuple[SchemaChange, ...]:
     """Every change from ``old`` to ``new`` (ids already matched), classified (see module
     doc), in the order they apply: key change first, then the by-id changes in diff
     order, then metadata."""
@@ -382,18 +469,15 @@ def classify(
         field_changes = diff(old, new)
     except SchemaError as exc:
         return (
-            Change(
-                "type_change:table",
+            _change(
                 "type_change",
-                "held",
                 (),
                 None,
                 f"{exc.message}; no in-place change expresses it",
-                manual=_manual("type_change", "type_change:table"),
-                fill="resnapshot",
+                name="table",
             ),
         )
-    changes: list[Change] = []
+    changes: list[SchemaChange] = []
     consumed: set[int] = set()  # indexes into field_changes already part of a change
     if old.key_ids != new.key_ids:
         parts = [
@@ -412,29 +496,26 @@ def classify(
         ]
         consumed.update(parts)
         changes.append(
-            Change(
+            _change(
                 "key_change",
-                "key_change",
-                "held",
                 (),
                 None,
                 f"the primary key changes from {list(old.primary_key)} to "
                 f"{list(new.primary_key)}: rows are keyed, bucketed and merged by it, so the "
                 "table needs a re-snapshot under the new key",
-                field_changes=tuple(field_changes[i] for i in parts),
-                manual=_manual("key_change", "key_change"),
-                fill="resnapshot",
-                evidence=tuple(e for e in evidence.items if e.kind == "key"),
+                tuple(field_changes[i] for i in parts),
+                evidence=evidence.of("key"),
                 detail={"from": list(old.primary_key), "to": list(new.primary_key)},
             )
         )
     else:
         changes += _pinned_key_change(new, evidence)
     changes += _ambiguous(old, new, field_changes, evidence, consumed)
+    seen = _Seen(new, evidence, has_rows)
     for i, fc in enumerate(field_changes):
         if i in consumed:
             continue
-        change = _one(fc, old, new, evidence, has_rows)
+        change = BY_DIFF_KIND[fc.kind](fc, seen)
         if change is not None:
             changes.append(change)
     changes += _metadata(old, new)
@@ -442,201 +523,186 @@ def classify(
     return tuple(changes)
 
 
-def _one(
-    fc: FieldChange, old: TableSchema, new: TableSchema, evidence: TableEvidence, has_rows: bool
-) -> Change | None:
-    dotted = fc.dotted
-    ev = evidence.of(_EVIDENCE_KIND.get(fc.kind, "type"), fc.path[-1])
-    if fc.kind == "rename":
-        assert fc.new_name is not None
-        new_path = (*fc.path[:-1], fc.new_name)
-        shown = tuple(e for e in evidence.of("rename", fc.path[-1]))
-        return Change(
-            f"rename:{'.'.join(new_path)}",
-            "rename",
-            "rename",
-            new_path,
-            fc.field_id,
-            f"renamed from {fc.path[-1]!r}"
+@dataclass(frozen=True)
+class _Seen:
+    """What the by-id classifiers read besides the change itself."""
+
+    new: TableSchema
+    evidence: TableEvidence
+    has_rows: bool
+
+    def of(self, kind: EvidenceKind, fc: FieldChange) -> tuple[Evidence, ...]:
+        """The DDL evidence of ``kind`` about the changed field's (last) name."""
+        return self.evidence.of(kind, fc.path[-1])
+
+
+def _of_field(
+    kind: ChangeKind,
+    fc: FieldChange,
+    reason: str,
+    *,
+    path: tuple[str, ...] | None = None,
+    fill: FillMethod | None = None,
+    evidence: tuple[Evidence, ...] = (),
+    detail: dict[str, Any] | None = None,
+) -> SchemaChange:
+    """A change of ``kind`` standing for the one by-id change ``fc`` (at ``fc``'s path
+    unless ``path`` is given)."""
+    return _change(
+        kind,
+        fc.path if path is None else path,
+        fc.field_id,
+        reason,
+        (fc,),
+        fill=fill,
+        evidence=evidence,
+        detail=detail,
+    )
+
+
+def _rename(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    assert fc.new_name is not None
+    shown = seen.of("rename", fc)
+    return _of_field(
+        "rename",
+        fc,
+        f"renamed from {fc.path[-1]!r}"
+        + (" (the DDL shows the rename)" if shown else "")
+        + ": the id and values stay",
+        path=(*fc.path[:-1], fc.new_name),
+        evidence=shown,
+        detail={"from": fc.path[-1], "to": fc.new_name},
+    )
+
+
+def _add(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    column = seen.new.find(fc.field_id)
+    detail: dict[str, Any] = {"type": str(column.type), "after": fc.after}
+    if column.default is not None:
+        detail["default"] = default_json(column.default)
+    ev = seen.of("add", fc)
+
+    def added(kind: ChangeKind, reason: str, fill: FillMethod | None = None) -> SchemaChange:
+        return _of_field(kind, fc, reason, fill=fill, evidence=ev, detail=detail)
+
+    if SENSITIVE in column.tags:
+        return added(
+            "sensitive",
+            "the new column is tagged sensitive: its values reach the lake only after "
+            "someone approves it",
+        )
+    if len(fc.path) > 1:  # a field inside a struct
+        if column.nullable:
+            return added("add_nested", "a nullable field added inside a struct")
+        return added(
+            "add_required",
+            "a required field added inside a struct: old rows need its value from the "
+            "source, read back by key",
+            None if seen.has_rows else "ledger",
+        )
+    if column.default is not None and seen.has_rows:
+        constant = column.default.constant
+        return added(
+            "add_with_default",
+            "added with a DEFAULT on a table that has rows: every old row holds the "
+            "default at the source without any change event, so the base needs a fill "
             + (
-                " (the DDL shows the rename): the id and values stay"
-                if shown
-                else ": the id and values stay"
+                "(the constant default, as Iceberg initial-default or written by key)"
+                if constant
+                else f"(the default {column.default.sql} is computed: read back by key)"
             ),
-            (fc,),
-            evidence=shown,
-            detail={"from": fc.path[-1], "to": fc.new_name},
+            None if constant else "keyed_backfill",
         )
-    if fc.kind == "add":
-        column = new.find(fc.field_id)
-        nested = len(fc.path) > 1
-        detail: dict[str, Any] = {"type": str(column.type), "after": fc.after}
-        if column.default is not None:
-            detail["default"] = default_json(column.default)
-        if SENSITIVE in column.tags:
-            return Change(
-                f"sensitive:{dotted}",
-                "sensitive",
-                "held",
-                fc.path,
-                fc.field_id,
-                "the new column is tagged sensitive: its values reach the lake only after "
-                "someone approves it",
-                (fc,),
-                manual=_manual("sensitive", f"sensitive:{dotted}"),
-                fill="ledger",
-                evidence=ev,
-                detail=detail,
-            )
-        if nested:
-            if column.nullable:
-                return Change(
-                    f"add_nested:{dotted}",
-                    "add_nested",
-                    "automatic",
-                    fc.path,
-                    fc.field_id,
-                    "a nullable field added inside a struct",
-                    (fc,),
-                    fill="ledger",
-                    evidence=ev,
-                    detail=detail,
-                )
-            return Change(
-                f"add_required:{dotted}",
-                "add_required",
-                "automatic_backfill",
-                fc.path,
-                fc.field_id,
-                "a required field added inside a struct: old rows need its value from the "
-                "source, read back by key",
-                (fc,),
-                fill="keyed_backfill" if has_rows else "ledger",
-                evidence=ev,
-                detail=detail,
-            )
-        if column.default is not None and has_rows:
-            constant = column.default.constant
-            return Change(
-                f"add_with_default:{dotted}",
-                "add_with_default",
-                "automatic_backfill",
-                fc.path,
-                fc.field_id,
-                "added with a DEFAULT on a table that has rows: every old row holds the "
-                "default at the source without any change event, so the base needs a fill "
-                + (
-                    "(the constant default, as Iceberg initial-default or written by key)"
-                    if constant
-                    else f"(the default {column.default.sql} is computed: read back by key)"
-                ),
-                (fc,),
-                fill="initial_default" if constant else "keyed_backfill",
-                evidence=ev,
-                detail=detail,
-            )
-        if not column.nullable and has_rows:
-            return Change(
-                f"add_required:{dotted}",
-                "add_required",
-                "automatic_backfill",
-                fc.path,
-                fc.field_id,
-                "a NOT NULL column without DEFAULT on a table that has rows: old rows hold "
-                "the source's implicit value, read back by key",
-                (fc,),
-                fill="keyed_backfill",
-                evidence=ev,
-                detail=detail,
-            )
-        return Change(
-            f"add_column:{dotted}",
-            "add_column",
-            "automatic",
-            fc.path,
-            fc.field_id,
-            "a nullable column added: the tables gain it first, values written meanwhile "
-            "are rescued in the ledger and filled in",
-            (fc,),
-            fill="ledger",
+    if not column.nullable and seen.has_rows:
+        return added(
+            "add_required",
+            "a NOT NULL column without DEFAULT on a table that has rows: old rows hold "
+            "the source's implicit value, read back by key",
+        )
+    return added(
+        "add_column",
+        "a nullable column added: the tables gain it first, values written meanwhile "
+        "are rescued in the ledger and filled in",
+    )
+
+
+def _drop(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    ev = seen.of("drop", fc)
+    return _of_field(
+        "drop",
+        fc,
+        "dropped at the source" + (" (the DDL shows the drop)" if ev else ""),
+        evidence=ev,
+        detail={"type": str(fc.old_type)},
+    )
+
+
+def _widen(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    """A type change by id: ``widen`` when it promotes, else held as ``narrow`` (the other
+    way round promotes) or ``type_change``."""
+    assert fc.old_type is not None and fc.new_type is not None
+    ev = seen.of("type", fc)
+    detail = {"from": str(fc.old_type), "to": str(fc.new_type)}
+    try:
+        promote(fc.old_type, fc.new_type)
+    except SchemaChangeError as exc:
+        narrowing = _promotes(fc.new_type, fc.old_type)
+        what = "narrows" if narrowing else "changes the type category of"
+        return _of_field(
+            "narrow" if narrowing else "type_change",
+            fc,
+            f"{fc.old_type} → {fc.new_type} {what} the column: {exc.message}",
             evidence=ev,
             detail=detail,
         )
-    if fc.kind == "drop":
-        return Change(
-            f"drop:{dotted}",
-            "drop",
-            "drop",
-            fc.path,
-            fc.field_id,
-            "dropped at the source" + (" (the DDL shows the drop)" if ev else ""),
-            (fc,),
-            evidence=ev,
-            detail={"type": str(fc.old_type)},
-        )
-    if fc.kind == "widen":
-        assert fc.old_type is not None and fc.new_type is not None
-        detail = {"from": str(fc.old_type), "to": str(fc.new_type)}
-        try:
-            promote(fc.old_type, fc.new_type)
-        except SchemaChangeError as exc:
-            narrowing = _promotes(fc.new_type, fc.old_type)
-            kind: ChangeKind = "narrow" if narrowing else "type_change"
-            what = "narrows" if narrowing else "changes the type category of"
-            return Change(
-                f"{kind}:{dotted}",
-                kind,
-                "held",
-                fc.path,
-                fc.field_id,
-                f"{fc.old_type} → {fc.new_type} {what} the column: {exc.message}",
-                (fc,),
-                manual=_manual(kind, f"{kind}:{dotted}"),
-                fill="resnapshot",
-                evidence=ev,
-                detail=detail,
-            )
-        return Change(
-            f"widen:{dotted}",
-            "widen",
-            "automatic",
-            fc.path,
-            fc.field_id,
-            f"{fc.old_type} → {fc.new_type} widens in place",
-            (fc,),
-            evidence=ev,
-            detail=detail,
-        )
-    if fc.kind == "optional":
-        return Change(
-            f"optional:{dotted}",
-            "optional",
-            "automatic",
-            fc.path,
-            fc.field_id,
-            "may now be NULL (every table column is nullable already)",
-            (fc,),
-            evidence=evidence.of("nullability", fc.path[-1]) or ev,
-        )
-    if fc.kind == "required":
-        return Change(
-            f"required:{dotted}",
-            "required",
-            "held",
-            fc.path,
-            fc.field_id,
-            "now NOT NULL: events written before the change may still carry NULL and would "
-            "be dead-lettered as null_in_required",
-            (fc,),
-            manual=_manual("required", f"required:{dotted}"),
-            evidence=evidence.of("nullability", fc.path[-1]) or ev,
-        )
-    if fc.kind == "doc":
-        return None  # reported with the other metadata
+    return _of_field(
+        "widen",
+        fc,
+        f"{fc.old_type} → {fc.new_type} widens in place",
+        evidence=ev,
+        detail=detail,
+    )
+
+
+def _optional(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    return _of_field(
+        "optional",
+        fc,
+        "may now be NULL (every table column is nullable already)",
+        evidence=seen.of("nullability", fc) or seen.of("type", fc),
+    )
+
+
+def _required(fc: FieldChange, seen: _Seen) -> SchemaChange:
+    return _of_field(
+        "required",
+        fc,
+        "now NOT NULL: events written before the change may still carry NULL and would "
+        "be dead-lettered as null_in_required",
+        evidence=seen.of("nullability", fc) or seen.of("type", fc),
+    )
+
+
+def _doc(fc: FieldChange, seen: _Seen) -> None:
+    """Reported with the other metadata (:func:`_metadata`)."""
     return None
 
 
-_EVIDENCE_KIND: dict[str, Any] = {"add": "add", "drop": "drop", "rename": "rename", "widen": "type"}
+BY_DIFF_KIND: Mapping[DiffKind, Callable[[FieldChange, _Seen], SchemaChange | None]] = (
+    MappingProxyType(
+        {
+            "rename": _rename,
+            "add": _add,
+            "drop": _drop,
+            "widen": _widen,
+            "optional": _optional,
+            "required": _required,
+            "doc": _doc,
+        }
+    )
+)
+"""Each kind of by-id change (:data:`icetide.schema.diff.ORDER`) → the function that
+classifies one (``None``: reported elsewhere)."""
 
 
 def _promotes(source: IcetideType, target: IcetideType) -> bool:
@@ -645,10 +711,6 @@ def _promotes(source: IcetideType, target: IcetideType) -> bool:
     except SchemaChangeError:
         return False
     return True
-
-
-def _manual(kind: str, change_id: str) -> str:
-    return MANUAL[kind].format(id=change_id)
 
 
 # -- ambiguous pairs --------------------------------------------------------------------------
@@ -671,7 +733,7 @@ def _ambiguous(
     field_changes: list[FieldChange],
     evidence: TableEvidence,
     consumed: set[int],
-) -> list[Change]:
+) -> list[SchemaChange]:
     before = dict(_places(old.columns))
     after = dict(_places(new.columns))
     adds = [
@@ -679,7 +741,7 @@ def _ambiguous(
         for i, fc in enumerate(field_changes)
         if fc.kind == "add" and i not in consumed and fc.field_id in after
     ]
-    found: list[Change] = []
+    found: list[SchemaChange] = []
     for i, drop in enumerate(field_changes):
         if drop.kind != "drop" or i in consumed or drop.field_id not in before:
             continue
@@ -695,11 +757,8 @@ def _ambiguous(
             same_place = before[drop.field_id] == after[add.field_id]
             if same_place and column.type == was.type:
                 consumed.update((i, j))
-                change_id = f"ambiguous:{drop.dotted}>{add.path[-1]}"
                 found.append(
-                    Change(
-                        change_id,
-                        "ambiguous",
+                    _change(
                         "ambiguous",
                         add.path,
                         add.field_id,
@@ -707,7 +766,7 @@ def _ambiguous(
                         f"the same type ({column.type}), and no DDL says whether it was a "
                         "rename",
                         (drop, add),
-                        manual=_manual("ambiguous", change_id),
+                        name=f"{drop.dotted}>{add.path[-1]}",
                         detail={
                             "dropped": drop.dotted,
                             "added": add.dotted,
@@ -722,8 +781,7 @@ def _ambiguous(
 # -- metadata and source-only changes ---------------------------------------------------------
 
 
-def _metadata(old: TableSchema, new: TableSchema) -> list[Change]:
-    names = {i: n for n, i in _paths(new.columns)}
+def _metadata(old: TableSchema, new: TableSchema) -> list[SchemaChange]:
     found = []
     for path, fid in _paths(new.columns):
         try:
@@ -740,10 +798,8 @@ def _metadata(old: TableSchema, new: TableSchema) -> list[Change]:
             what["tags"] = sorted(now.tags)
         if what:
             found.append(
-                Change(
-                    f"metadata:{names[fid]}",
+                _change(
                     "metadata",
-                    "automatic",
                     tuple(path.split(".")),
                     fid,
                     f"{', '.join(what)} changed (nothing to alter in the tables)",
@@ -761,7 +817,7 @@ def _paths(columns: Iterable[Column], parent: str = "") -> Iterator[tuple[str, i
             yield from _paths(column.type.fields, path + ".")
 
 
-def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[Change]:
+def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[SchemaChange]:
     """A key change the DDL shows while the schemas keep their key: the table's
     ``primary_key`` is pinned by the config, so the source's new key (or its lack of one)
     is not in the inferred schema. Held all the same: the pinned columns may no longer
@@ -771,18 +827,14 @@ def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[Change
         return []
     now = f"is now {list(final)}" if final else "was dropped"
     return [
-        Change(
+        _change(
             "key_change",
-            "key_change",
-            "held",
             (),
             None,
             f"the source's primary key {now} while the table keeps {list(new.primary_key)} "
             "(pinned by primary_key: in the config): if those columns no longer identify a "
             "row, merging by them would fold rows together",
-            manual=_manual("key_change", "key_change"),
-            fill="resnapshot",
-            evidence=tuple(e for e in evidence.items if e.kind == "key"),
+            evidence=evidence.of("key"),
             detail={"from": list(new.primary_key), "to": list(final)},
         )
     ]
@@ -790,7 +842,7 @@ def _pinned_key_change(new: TableSchema, evidence: TableEvidence) -> list[Change
 
 def _source_only(
     old: TableSchema, new: TableSchema, evidence: TableEvidence, seen: set[int | None]
-) -> list[Change]:
+) -> list[SchemaChange]:
     """Source type changes that keep the icetide type: from the DDL, and from the hint
     alone (a PostgreSQL ``timestamp(3)`` → ``timestamp(6)`` has no DDL text, only a new
     Relation message). A changed hint changes how schemaless values are read
@@ -832,7 +884,7 @@ def _source_only_change(
     column: Column,
     source_type: str | None,
     evidence: tuple[Evidence, ...],
-) -> Change:
+) -> SchemaChange:
     was, now = old.sink.logical.get(column.id), new.sink.logical.get(column.id)
     detail: dict[str, Any] = {"source_type": source_type, "type": str(column.type)}
     became = f"the source type became {source_type}" if source_type else "the source type changed"
@@ -844,10 +896,8 @@ def _source_only_change(
         )
     else:
         reason = f"{became}; it is still {column.type} here, so nothing changes in the tables"
-    return Change(
-        f"source_only:{column.name}",
+    return _change(
         "source_only",
-        "automatic",
         (column.name,),
         column.id,
         reason,

@@ -28,7 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema
@@ -36,10 +38,10 @@ from icetide.evolution.evidence import collect
 from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_catalog
+from icetide.lake.alter import set_properties, table_properties
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.contract import phases as p
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import set_properties, table_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -41,8 +41,7 @@ from icetide.errors import SchemaChangeError
 from icetide.schema.convert import mysql as mysql_types
 from icetide.schema.convert import postgres as pg_types
 from icetide.schema.defaults import default_from_source
-from icetide.schema.model import ColumnDefault
-from icetide.schema.types import IcetideType, StringType
+from icetide.schema.types import ColumnDefault, IcetideType, StringType
 
 Dialect = Literal["mysql", "postgres"]
 EvidenceKind = Literal["rename", "add", "drop", "type", "nullability", "default", "key"]
@@ -220,13 +219,13 @@ def from_mysql_history(
 ) -> TableEvidence:
     """The evidence in capture's MySQL schema history for ``db.table``: its DDL entries
     (after ``after_position``, the ordered position key, when given), in log order."""
-    from icetide.capture.mysql.history import SchemaHistory as CaptureHistory
+    from icetide.capture.mysql.history import DdlHistory
 
     if not path.is_file():
         return TableEvidence(table)
     statements = [
         entry.ddl
-        for entry in CaptureHistory(path)
+        for entry in DdlHistory(path)
         if entry.kind == "ddl"
         and entry.ddl
         and entry.db.casefold() == db.casefold()

@@ -23,9 +23,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from icetide.config.loader import load_schema_file
-from icetide.config.model import Config, SourceConfig, TableConfig
+from icetide.config.model import Config
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.source_schema import read_source_schema
+from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.convert import ids_from
 from icetide.schema.diff import diff
@@ -33,7 +36,6 @@ from icetide.schema.file import dump_schema_file
 from icetide.schema.infer import numbered
 from icetide.schema.model import SinkSettings, TableSchema
 from icetide.schema.types import IcetideType
-from icetide.spark.tables import TableRefs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,9 +82,9 @@ class Onboarded:
 
 def source_of(config: Config, table: TableConfig) -> SourceConfig:
     """The configured database source that captures ``table``."""
-    for source in config.sources:
-        if any(t.name == table.name for t in config.source_tables(source)):
-            return source
+    source = config.source_of(table.name)
+    if source is not None:
+        return source
     if not config.sources:
         hint = "add a sources: section with the source database's connection"
     else:
@@ -281,7 +283,7 @@ def _create_tables(
     spark: SparkSession, config: Config, table: TableConfig, schemas: dict[str, TableSchema]
 ) -> list[TableAction]:
     """The ledger, base and dead-letter tables, each created when missing."""
-    from icetide.spark.tables import ensure_namespace, table_exists
+    from icetide.lake.tables import ensure_namespace, table_exists
 
     refs = TableRefs.of(config, table.name)
     contract = TableContract(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
-from icetide.evolution.classify import Change, classify
+from icetide.evolution.classify import FillMethod, SchemaChange, classify
 from icetide.evolution.evidence import NO_EVIDENCE, TableEvidence
 from icetide.evolution.policy import Decision, Policy, decide
 from icetide.schema.contract.alter import AlterPlan, alter_plan
@@ -36,8 +36,8 @@ from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
 from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -66,7 +66,7 @@ class Fill:
     change: str
     path: str
     field_id: int | None
-    method: str
+    method: FillMethod
     detail: str
 
     def to_json(self) -> dict[str, Any]:
@@ -84,7 +84,7 @@ class EvolutionPlan:
     """The source's schema with ids matched (every change, decided or not)."""
     target: TableSchema
     """The version the applied changes give (``old`` when nothing applies)."""
-    changes: tuple[Change, ...]
+    changes: tuple[SchemaChange, ...]
     decisions: tuple[Decision, ...]
     policy: Policy
     evidence: TableEvidence
@@ -146,20 +146,20 @@ class EvolutionPlan:
         )
 
     @property
-    def applied(self) -> tuple[Change, ...]:
+    def applied(self) -> tuple[SchemaChange, ...]:
         """The changes that go into the new version (a ``source_only`` change alters
         nothing here unless the column's hint changes, so only then is it among them)."""
         ids = {d.change for d in self.decisions if d.applies}
         return tuple(c for c in self.changes if c.id in ids and _moves_version(c))
 
     @property
-    def held(self) -> tuple[Change, ...]:
+    def held(self) -> tuple[SchemaChange, ...]:
         """The changes waiting for a decision (held or ambiguous, not approved)."""
         ids = {d.change for d in self.decisions if d.action == "hold"}
         return tuple(c for c in self.changes if c.id in ids)
 
     @property
-    def refused(self) -> tuple[Change, ...]:
+    def refused(self) -> tuple[SchemaChange, ...]:
         """The changes the policy refuses (freeze, discard_row, discard_value)."""
         ids = {d.change for d in self.decisions if d.action not in ("apply", "hold")}
         return tuple(c for c in self.changes if c.id in ids)
@@ -359,7 +359,7 @@ def _applied_ids(decisions: Sequence[Decision]) -> set[str]:
     return {d.change for d in decisions if d.applies}
 
 
-def _moves_version(change: Change) -> bool:
+def _moves_version(change: SchemaChange) -> bool:
     """Whether applying ``change`` makes a new version (a ``source_only`` change only when
     it changes the column's hint)."""
     return change.kind != "source_only" or "hint" in change.detail
@@ -368,7 +368,7 @@ def _moves_version(change: Change) -> bool:
 def _target(
     old: TableSchema,
     new: TableSchema,
-    changes: Sequence[Change],
+    changes: Sequence[SchemaChange],
     decisions: Sequence[Decision],
     skip: frozenset[str],
 ) -> TableSchema:
@@ -542,7 +542,7 @@ def _reid(schema: TableSchema, rewrite: dict[int, int]) -> TableSchema:
 def _fills(
     old: TableSchema,
     target: TableSchema,
-    changes: Sequence[Change],
+    changes: Sequence[SchemaChange],
     decisions: Sequence[Decision],
 ) -> list[Fill]:
     applied = _applied_ids(decisions)
@@ -609,7 +609,7 @@ def _phases(
     alter: AlterPlan | None,
     note: str | None,
     fills: Sequence[Fill],
-    changes: Sequence[Change],
+    changes: Sequence[SchemaChange],
     decisions: Sequence[Decision],
 ) -> tuple[Phase, ...]:
     if target == old:

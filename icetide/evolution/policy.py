@@ -4,7 +4,7 @@ A :class:`Policy` is dlt's schema contract for one table: a mode per change kind
 (``evolve | freeze | discard_row | discard_value``, default ``evolve``), what a drop does
 (``soft``/``hard``), which new column names are sensitive, whether allowed changes apply
 with no human (``auto_apply``), and the held changes someone approved. It is read from the
-table's ``evolution:`` block (:class:`icetide.config.model.EvolutionConfig`).
+table's ``evolution:`` block (:class:`icetide.config.tables.EvolutionConfig`).
 
 :func:`decide` is the only place a change meets a policy:
 
@@ -31,9 +31,11 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
-from icetide.config.model import EvolutionConfig, EvolutionMode
+from icetide.config.tables import EvolutionConfig, EvolutionMode
 from icetide.errors import SchemaChangeError
-from icetide.evolution.classify import Change, ChangeKind
+from icetide.evolution.classify import SchemaChange
+from icetide.schema.change_kinds import ChangeKind
+from icetide.schema.contract.base import DropMode
 
 Mode = EvolutionMode
 Action = Literal["apply", "hold", "reject", "discard_row", "discard_value"]
@@ -50,7 +52,7 @@ class Policy:
 
     mode: Mode = "evolve"
     modes: Mapping[str, Mode] = field(default_factory=lambda: MappingProxyType({}))
-    drop: Literal["soft", "hard"] = "soft"
+    drop: DropMode = "soft"
     sensitive: tuple[str, ...] = ()
     auto_apply: bool = True
     approved: frozenset[str] = frozenset()
@@ -156,11 +158,11 @@ _NOT_APPLIED: dict[str, tuple[Action, str]] = {
 }
 
 
-def decide(change: Change, policy: Policy) -> Decision:
+def decide(change: SchemaChange, policy: Policy) -> Decision:
     """The decision for ``change`` under ``policy`` (see module doc).
 
-    >>> from icetide.evolution.classify import Change
-    >>> held = Change("narrow:n", "narrow", "held", ("n",), 2, "long → int")
+    >>> from icetide.evolution.classify import SchemaChange
+    >>> held = SchemaChange("narrow:n", "narrow", "held", ("n",), 2, "long → int")
     >>> decide(held, Policy()).action, decide(held, Policy().approving(["narrow:n"])).action
     ('hold', 'apply')
     >>> decide(held, Policy(modes={"narrow": "freeze"})).action

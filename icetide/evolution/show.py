@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.defaults import default_to_data
 from icetide.schema.file import conversion_to_data, type_from_data, type_to_data
-from icetide.spark.tables import TableRefs
 
 MERGE_SOURCE = "icetide_batch_{table}"
 """The temporary view the merge stage MERGEs from (one per table)."""

@@ -29,7 +29,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from icetide.config.model import SourceConfig, TableConfig
+from icetide.config.sections import SourceConfig
+from icetide.config.tables import TableConfig
 from icetide.errors import SchemaError
 from icetide.schema.convert import mysql as mysql_types
 from icetide.schema.convert import postgres as pg_types

@@ -26,21 +26,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
-from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
+from icetide.events.raw import BOM, Wire, message_text, read_document
 from icetide.events.rescue import rescue_json
+from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
-from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
-from icetide.schema.model import Column, SinkSettings, TableSchema
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column
 
 ROW, SKIP, DEAD, FILE = "row", "skip", "dead", "file"
 """Classified statuses; ``file`` marks a landing-file receipt, not a message."""
-INVALID_UTF8 = "invalid_utf8"
 DECODE_FAILED = "decode_failed"
 """Reason of a message whose decoding failed in an unforeseen way (see module doc)."""
 CLASSIFIED_SCHEMA = (
@@ -50,7 +50,6 @@ CLASSIFIED_SCHEMA = (
 """``schema_key``: which message-carried schema a row event was written with (see
 :func:`schema_key`), so the stage can walk new versions before projecting."""
 STATUS, REASON, ERROR, RAW, EXTRA = "_status", "_reason", "_error", "_raw", "_extra"
-BOM = "\ufeff"
 SCHEMA_CHANGE = "schema_change"
 _MAX_ERROR = 500
 
@@ -96,23 +95,6 @@ class Routes:
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 3] + "..."
-
-
-def message_text(raw: bytes) -> str:
-    """A message's bytes as text; a leading UTF-8 BOM is not part of the JSON.
-
-    >>> message_text(b'\\xef\\xbb\\xbf{"a": 1}')
-    '{"a": 1}'
-    """
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DecodeError(
-            INVALID_UTF8,
-            f"message is not valid UTF-8: {exc.reason} at byte {exc.start} "
-            f"(0x{raw[exc.start : exc.start + 4].hex()})",
-        ) from None
-    return text[1:] if text.startswith(BOM) else text
 
 
 def _source_block(doc: Any) -> dict[str, Any] | None:
@@ -206,7 +188,7 @@ def _classify(
 ) -> tuple[Classified, str | None]:
     if wire is not None and wire.framed(raw) is not None:
         try:
-            doc = wire.document(raw)
+            doc = read_document(raw, wire)
         except DecodeError as exc:
             return (None, DEAD, exc.reason, exc.message), None
         return _keyed(_route(doc, routes), raw, doc, wire)
@@ -426,7 +408,7 @@ SCHEMA_CHANGE_FAILED = "schema_change_failed"
 def _project(
     raw: bytes, projection: Projection, wire: Wire | None = None, refused: Refused | None = None
 ) -> dict[str, Any]:
-    doc = wire.document(raw) if wire is not None else parse_json(message_text(raw))
+    doc = read_document(raw, wire)
     if refused:
         why = refused.get(ALL_MESSAGES) or refused.get(schema_key(raw, doc, wire) or "")
         if why is not None:
@@ -558,10 +540,10 @@ def to_sink(
 ) -> pa.RecordBatch:
     """A projected batch in the source's names and types → the ledger's (the contract's
     target schema): key columns and both row images renamed, cast or converted column by
-    column (:func:`icetide.events.convert.convert_values`), ``_unavailable`` renamed.
+    column (:func:`icetide.events.sink_values.convert_values`), ``_unavailable`` renamed.
 
     A row with a value the sink cannot convert becomes a dead letter
-    (:data:`~icetide.events.convert.CONVERSION_FAILED`) naming the column and value.
+    (:data:`~icetide.events.sink_values.CONVERSION_FAILED`) naming the column and value.
     """
     source, target, sink = contract.schema, contract.target, contract.schema.sink
     failed: dict[int, str] = {}

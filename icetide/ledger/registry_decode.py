@@ -3,7 +3,8 @@ driver, and the decode step the workers run with them.
 
 Workers never call the registry: :func:`wire_for` reads the schema ids of the batch's
 registry-tagged messages (one small Spark job over the first five bytes), fetches those
-schemas on the driver, and hands them to the ``mapInArrow`` steps as a :class:`Wire`.
+schemas on the driver, and hands them to the ``mapInArrow`` steps as a
+:class:`~icetide.events.raw.Wire`.
 A schema id the registry does not have makes its messages dead letters
 (``unknown_schema_id``); a registry that does not answer fails the batch, which retries.
 
@@ -13,49 +14,15 @@ decodes from base64 to a frame is read like a Kafka message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from icetide.events.envelope import parse_json
-from icetide.events.wire import WriterSchema, decode_framed, is_framed, unbase64_line
+from icetide.events.raw import Wire
 
 if TYPE_CHECKING:
     from icetide.config import Config
-
-
-@dataclass(frozen=True)
-class Wire:
-    """What the workers need to read registry-tagged messages of one batch."""
-
-    schemas: dict[int, WriterSchema] = field(default_factory=dict)
-    base64_lines: bool = False
-
-    def framed(self, raw: bytes) -> bytes | None:
-        """The frame in ``raw`` (itself, or its base64 line in a landing file), or None."""
-        if is_framed(raw):
-            return raw
-        if self.base64_lines and raw[:1] == b"A":  # base64 of a 0x00 byte starts with "A"
-            try:
-                decoded = unbase64_line(raw)
-            except Exception:  # not base64 after all: a JSON message
-                return None
-            return decoded if is_framed(decoded) else None
-        return None
-
-    def document(self, raw: bytes) -> Any:
-        """The parsed message: a registry frame decoded, anything else parsed as JSON.
-
-        Raises :class:`~icetide.errors.DecodeError` with the dead-letter reason.
-        """
-        frame = self.framed(raw)
-        if frame is None:
-            from icetide.ledger.decode import message_text
-
-            return parse_json(message_text(raw))
-        return decode_framed(frame, self.schemas)
 
 
 def wire_for(config: Config, batch: DataFrame) -> Wire | None:
@@ -77,6 +44,6 @@ def wire_for(config: Config, batch: DataFrame) -> Wire | None:
     ids = {int(row.id) for row in ids_frame.collect() if row.id is not None}
     if not ids:
         return Wire({}, base64_lines)
-    from icetide.events.versions import registry_for
+    from icetide.events.registry import registry_for
 
     return Wire(registry_for(registry.url).writer_schemas(ids), base64_lines)

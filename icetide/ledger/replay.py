@@ -47,7 +47,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.errors import ConfigError
+from icetide.events.raw import Wire
 from icetide.faults import crash_point
+from icetide.lake.align import align_to
+from icetide.lake.tables import TableRefs
 from icetide.ledger.decode import (
     DEAD,
     ROW,
@@ -59,14 +62,12 @@ from icetide.ledger.decode import (
     project_batches,
     projected_spark_schema,
 )
-from icetide.ledger.registry_decode import Wire, wire_for
+from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.signals import CarriedSchema, OnVersions
 from icetide.ledger.stage import carried_schema, routes_of
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
-from icetide.spark.align import align_to
-from icetide.spark.sql import quote
-from icetide.spark.tables import TableRefs
+from icetide.schema.quoting import quote
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline

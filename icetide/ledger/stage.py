@@ -18,11 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from icetide.config import Config
 from icetide.errors import SchemaError
+from icetide.events.raw import Wire, message_text
 from icetide.faults import crash_point
+from icetide.lake.align import align_to
+from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
+from icetide.lake.payload import payload_b64
+from icetide.lake.tables import TableRefs, ensure_namespace, latest_snapshot_property
 from icetide.ledger.decode import (
     ALL_MESSAGES,
     CLASSIFIED_SCHEMA,
@@ -43,12 +48,12 @@ from icetide.ledger.decode import (
     Routes,
     classify_batches,
     inline_row_schema,
-    message_text,
     project_batches,
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
-from icetide.ledger.registry_decode import Wire, wire_for
+from icetide.ledger.phases import alter_ledger, projection
+from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.signals import (
     CarriedSchema,
     ChangeSignal,
@@ -59,15 +64,10 @@ from icetide.ledger.signals import (
 )
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
-from icetide.ledger.versions import alter_ledger, projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.align import align_to
-from icetide.spark.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
-from icetide.spark.payload import payload_b64
-from icetide.spark.tables import TableRefs, ensure_namespace, latest_snapshot_property
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -468,7 +468,7 @@ class LedgerStage:
     ) -> _Share:
         """One table's part of the batch, projected (lazily, persisted once computed)."""
         # At each batch: the schema file may have changed (phase 1, then the projection
-        # the merge has acknowledged; see ledger/versions.py).
+        # the merge has acknowledged; see ledger/phases.py).
         try:
             alter_ledger(self.spark, self.pipeline, name)
             plan = projection(self.spark, self.pipeline, name)

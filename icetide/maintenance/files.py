@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.lake.tables import iceberg_table, metadata_snapshots
 from icetide.schema.contract.names import TableName
-from icetide.spark.tables import iceberg_table, metadata_snapshots
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from icetide.lake.calls import options_map as _map
+from icetide.lake.calls import procedure_call as _call
 from icetide.schema.contract.names import TableName
-from icetide.spark.calls import options_map as _map
-from icetide.spark.calls import procedure_call as _call
-from icetide.spark.sql import literal
+from icetide.schema.quoting import literal
 
 
 def _timestamp(moment: datetime) -> str:

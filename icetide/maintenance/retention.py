@@ -30,15 +30,15 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
-from icetide.schema.contract.names import TableName
-from icetide.spark.tables import (
+from icetide.lake.tables import (
     iceberg_table,
     lineage_of,
     lineage_snapshots,
     metadata_snapshots,
     table_exists,
 )
+from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
+from icetide.schema.contract.names import TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

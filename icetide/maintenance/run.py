@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import CommitConflictError
+from icetide.lake.tables import table_exists
 from icetide.maintenance import procedures
 from icetide.maintenance.files import FileCounts, file_counts
 from icetide.maintenance.retention import Keep, expiry_due, keep_for, keep_plain
 from icetide.schema.contract.names import TableName
 from icetide.spark.retry import retry_conflicts
-from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

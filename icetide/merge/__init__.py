@@ -1,1 +1,9 @@
-"""merge stage."""
+"""The merge stage: new ledger events since the base's watermark, merged into the base.
+
+``stage`` reads the events past the watermark, deduplicates them to the latest per key
+by source position (``steps``), and merges them with a version guard through the chosen
+``strategy``, committing the new watermark in the same Iceberg commit. Around that: key
+changes and unchanged-TOAST values (``inherit``, ``earlier``), the merge's side of a
+schema change (``versions``) and its phase-3 fills (``converge``, ``backfill``), and the
+small-file bin-packing after merges (``compact``).
+"""

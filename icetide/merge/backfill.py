@@ -23,15 +23,16 @@ from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import sql_type
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.quoting import literal, quote
+from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.quoting import mysql_qualified, mysql_quote, postgres_qualified, postgres_quote
-from icetide.spark.sql import literal, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.config.model import SourceConfig
+    from icetide.config.sections import SourceConfig
     from icetide.pipeline import Pipeline
 
 KEYS_PER_QUERY = 1_000

@@ -37,10 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.lake.calls import options_map, procedure_call
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.calls import options_map, procedure_call
-from icetide.spark.sql import literal
+from icetide.schema.quoting import literal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from icetide.events.project import coerce_value
 from icetide.events.rescue import rescued_fields
+from icetide.lake.commit import with_commit_properties
 from icetide.merge.backfill import backfill_from_source
 from icetide.schema.connector import read_hints
 from icetide.schema.contract import base as b
@@ -33,9 +34,9 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.builder import TableContract, value_slot
 from icetide.schema.convert.spark import arrow_type, arrow_value, sql_type
-from icetide.schema.model import Column, TableSchema
-from icetide.spark.commit import with_commit_properties
-from icetide.spark.sql import literal, quote
+from icetide.schema.model import TableSchema
+from icetide.schema.quoting import literal, quote
+from icetide.schema.types import Column
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

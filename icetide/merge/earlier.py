@@ -29,7 +29,7 @@ from icetide.merge.steps import EVENT_ROWS
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import POSITION, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.sql import literal
+from icetide.schema.quoting import literal
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from icetide.lake.ledger_figures import key_move
 from icetide.merge.earlier import Lost, recover
-from icetide.merge.steps import EVENT_ROWS, key_move
+from icetide.merge.steps import EVENT_ROWS
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema

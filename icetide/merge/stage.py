@@ -23,6 +23,29 @@ from pyspark.sql import functions as F
 from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
 from icetide.errors import CommitConflictError, SchemaError
 from icetide.faults import crash_point
+from icetide.lake.alter import int_property, set_properties, table_properties
+from icetide.lake.commit import append_with_properties
+from icetide.lake.defaults import initial_default_columns
+from icetide.lake.ledger_figures import (
+    BatchFigures,
+    batch_figures,
+    key_move,
+    micros,
+    tombstone,
+)
+from icetide.lake.payload import payload_b64
+from icetide.lake.progress import read_merge_progress, read_new_events
+from icetide.lake.tables import (
+    TableRefs,
+    column_upper_bound,
+    current_snapshot_id,
+    ensure_base_table,
+    iceberg_table,
+    lineage_summaries,
+    metadata_snapshots,
+    snapshot_of,
+    table_exists,
+)
 from icetide.merge.compact import (
     Compaction,
     PackingTurn,
@@ -33,15 +56,15 @@ from icetide.merge.compact import (
 )
 from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.steps import MergeContext, changed_keys, key_move, prepare
-from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
-from icetide.merge.versions import (
+from icetide.merge.phases import (
     MergeVersion,
     align_images,
     merge_version,
     switch_base,
     version_of,
 )
+from icetide.merge.steps import MergeContext, changed_keys, prepare
+from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as ph
 from icetide.schema.contract.base import (
@@ -53,31 +76,9 @@ from icetide.schema.contract.base import (
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import int_property, set_properties, table_properties
-from icetide.spark.commit import append_with_properties
-from icetide.spark.defaults import initial_default_columns
+from icetide.schema.quoting import literal
 from icetide.spark.errors import jvm_boundary
-from icetide.spark.ledger_figures import (
-    BatchFigures,
-    batch_figures,
-    micros,
-    tombstone,
-)
-from icetide.spark.payload import payload_b64
-from icetide.spark.progress import read_merge_progress, read_new_events
 from icetide.spark.retry import retry_conflicts
-from icetide.spark.sql import literal
-from icetide.spark.tables import (
-    TableRefs,
-    column_upper_bound,
-    current_snapshot_id,
-    ensure_base_table,
-    iceberg_table,
-    lineage_summaries,
-    metadata_snapshots,
-    snapshot_of,
-    table_exists,
-)
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -211,7 +212,7 @@ class MergeStage:
         started = time.monotonic()
         refs = self.refs(name)
         # One schema for the whole batch: the ledger's layout version, read before the
-        # end snapshot (merge/versions.py).
+        # end snapshot (merge/phases.py).
         run = merge_version(self.spark, self.pipeline, name)
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
@@ -388,7 +389,7 @@ class MergeStage:
         contract: TableContract,
     ) -> BatchFigures | None:
         """The batch's figures from the ledger's snapshot summaries, or None when a
-        snapshot lacks them (:func:`~icetide.spark.ledger_figures.batch_figures`)."""
+        snapshot lacks them (:func:`~icetide.lake.ledger_figures.batch_figures`)."""
         _, lineage = metadata_snapshots(self.spark, ledger)
         cutoff_us = micros(cutoff)
         return batch_figures(
@@ -398,7 +399,7 @@ class MergeStage:
     def _in_order(self, figures: BatchFigures, base: TableName, loaded: Any) -> bool:
         """Whether every event of the batch is newer than every row of ``base`` (its
         Iceberg table ``loaded``) and every tombstone the merge would remember (see
-        :meth:`~icetide.spark.ledger_figures.BatchFigures.in_order`).
+        :meth:`~icetide.lake.ledger_figures.BatchFigures.in_order`).
 
         The base's newest position comes from its file metrics, not from what the
         merges recorded, so rows a bootstrap or re-snapshot copied count as well.

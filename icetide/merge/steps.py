@@ -14,11 +14,11 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from icetide.lake.ledger_figures import key_changed, key_move
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import value_slot
 from icetide.schema.model import TableSchema
-from icetide.spark.ledger_figures import key_changed, key_move
-from icetide.spark.sql import qualified, quote
+from icetide.schema.quoting import qualified, quote
 
 EVENT_ROWS = 10**6
 """Positions pack the rows of one source event as ``event * 10**6 + index``

@@ -39,27 +39,25 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal, TypeVar, cast
+from typing import TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
 from icetide.faults import crash_point
-from icetide.schema.contract.base import DELETE_ISOLATION
+from icetide.lake.alter import table_properties
+from icetide.lake.branches import BranchDiverged, publish, start_branch
+from icetide.lake.commit import append_with_properties, with_commit_properties
+from icetide.lake.ledger_figures import bucket_of, key_changed
+from icetide.lake.tables import iceberg_table, table_exists
+from icetide.schema.contract.base import DELETE_ISOLATION, MergeStrategy, StrategySetting
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import BEFORE, OP
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified, quote
-from icetide.spark.alter import table_properties
-from icetide.spark.branches import BranchDiverged, publish, start_branch
-from icetide.spark.commit import append_with_properties, with_commit_properties
-from icetide.spark.ledger_figures import bucket_of, key_changed
-from icetide.spark.tables import iceberg_table, table_exists
 
 T = TypeVar("T")
-Strategy = Literal["shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"]
-STRATEGIES: tuple[Strategy, ...] = ("shuffle", "bucket_join", "bucket_join_pruned", "delete_insert")
 SMALL_BASE_ROWS = 200_000
 """Below this many base rows a shuffle of the whole base is cheaper than a staging
 table's write and commit (measured: docs/merge-performance.md)."""
@@ -97,12 +95,15 @@ would send a concurrent bootstrap's or dead-letter write unclustered to its writ
 class Choice:
     """The strategy a merge uses, and why (for the merge log line and ``status``)."""
 
-    strategy: Strategy
+    strategy: MergeStrategy
     reason: str
 
 
 def choose(
-    configured: str, base_rows: int, batch_events: int, blocker: str | None = "order unknown"
+    configured: StrategySetting,
+    base_rows: int,
+    batch_events: int,
+    blocker: str | None = "order unknown",
 ) -> Choice:
     """The strategy for a batch of ``batch_events`` events into a base of ``base_rows``.
 
@@ -124,10 +125,8 @@ def choose(
 shuffling it is cheaper than a staging table'
     """
     if configured != "auto":
-        if configured not in STRATEGIES:
-            raise ValueError(f"unknown merge strategy {configured!r}")
         if configured != "delete_insert" or blocker is None:
-            return Choice(cast(Strategy, configured), "configured")
+            return Choice(configured, "configured")
         chosen = choose("auto", base_rows, batch_events, blocker)
         return Choice(chosen.strategy, f"delete_insert configured, but {blocker}; {chosen.reason}")
     if base_rows < SMALL_BASE_ROWS:
@@ -156,7 +155,7 @@ shuffling it is cheaper than a staging table'
 class Applied:
     """What a strategy did: the buckets the batch touched (None: not known)."""
 
-    strategy: Strategy
+    strategy: MergeStrategy
     touched_buckets: int | None = None
     buckets: int | None = None
 
@@ -290,7 +289,7 @@ def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
     """Per ledger event, the base bucket its key falls in (``bucket``) and, for a key
     change, its old key's (``old_bucket``): the buckets a batch touches, computed in the
     merge's first aggregate rather than by another job (the ledger's figures use the same
-    :func:`~icetide.spark.ledger_figures.bucket_of`)."""
+    :func:`~icetide.lake.ledger_figures.bucket_of`)."""
     first = contract.target.primary_key[0]
     n = contract.settings.buckets
     return [
@@ -303,7 +302,7 @@ def touched_buckets(contract: TableContract, base: TableName) -> list[Column]:
 
 def apply_batch(
     spark: SparkSession,
-    strategy: Strategy,
+    strategy: MergeStrategy,
     contract: TableContract,
     base: TableName,
     source: Callable[[], DataFrame],

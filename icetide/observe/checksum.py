@@ -83,10 +83,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.errors import SchemaError
-from icetide.schema.model import Column
-from icetide.schema.types import IcetideType, ListType, precision_scale
+from icetide.schema.quoting import quote as spark_quote
+from icetide.schema.types import Column, IcetideType, ListType, precision_scale
 from icetide.sources.quoting import mysql_quote, postgres_quote
-from icetide.spark.sql import quote as spark_quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from icetide.schema.contract import ledger as c
+from icetide.lake.alter import int_property, table_properties
+from icetide.lake.progress import read_bootstrap_state
+from icetide.lake.tables import TableRefs, table_exists
 from icetide.schema.contract import phases as p
-from icetide.spark.alter import int_property, table_properties
-from icetide.spark.progress import read_bootstrap_state
-from icetide.spark.tables import TableRefs, table_exists
+from icetide.schema.contract.phases import PHASES, ChangeState, Phase
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
 
-Phase = Literal["schema", "code", "data", "converged"]
-"""The phase a change is *in*: ``schema`` (1: tables being ALTERed), ``code`` (2: the
-merge and ledger switching), ``data`` (3: filling the mirror), or ``converged``."""
-PHASES: tuple[Phase, ...] = ("schema", "code", "data", "converged")
+__all__ = ["PHASES", "Convergence", "Phase", "render_convergence", "table_convergence"]
 
 
 @dataclass(frozen=True)
@@ -87,20 +84,8 @@ def table_convergence(spark: SparkSession, config: Config, table: str) -> Conver
         return None
     base = table_properties(spark, refs.base) if table_exists(spark, refs.base) else {}
     source = int_property(ledger, p.SOURCE_TS) or int_property(ledger, p.DETECTED)
-
-    def done(props: dict[str, str], key: str) -> bool:
-        return (int_property(props, key) or 0) >= version
-
     copying = bool(base) and (read_bootstrap_state(spark, refs.base) or ("", ""))[1] == "running"
-    schema_done = done(ledger, c.SCHEMA_VERSION_PROPERTY) and done(base, c.SCHEMA_VERSION_PROPERTY)
-    if copying or not schema_done:
-        phase: Phase = "schema"
-    elif not (done(base, p.MERGE_VERSION) and done(ledger, p.PROJECTION_VERSION)):
-        phase = "code"
-    elif not done(base, p.DATA_VERSION):
-        phase = "data"
-    else:
-        phase = "converged"
+    phase: Phase = ChangeState.read(ledger, base).phase(version, copying)
 
     def since(stamp: int | None, reached: bool = True) -> float | None:
         if stamp is None or source is None or not reached:

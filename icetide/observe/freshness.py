@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pyspark.sql import functions as F
 
+from icetide.lake.progress import events_after, read_watermark
+from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
 from icetide.maintenance.files import file_counts
 from icetide.observe.convergence import table_convergence
 from icetide.schema.contract import ledger as c
-from icetide.spark.progress import events_after, read_watermark
-from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,20 +16,20 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icetide.config import Config
+from icetide.lake.progress import events_after, read_watermark
+from icetide.lake.tables import (
+    TableRefs,
+    current_snapshot_id,
+    lineage_summaries,
+    table_exists,
+)
 from icetide.ledger.landing import Change, changed_files
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
 from icetide.observe.convergence import Convergence, render_convergence, table_convergence
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import STRATEGY_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.progress import events_after, read_watermark
-from icetide.spark.sql import literal
-from icetide.spark.tables import (
-    TableRefs,
-    current_snapshot_id,
-    lineage_summaries,
-    table_exists,
-)
+from icetide.schema.quoting import literal
 
 
 @dataclass(frozen=True)

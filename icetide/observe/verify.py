@@ -42,13 +42,14 @@ from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
 from icetide.capture.postgres.types import array_json_text, list_value
 from icetide.config import SourceConfig, TableConfig
 from icetide.errors import ConfigError, DecodeError, IcetideError, Terminal
+from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
 from icetide.observe import checksum as ck
 from icetide.schema.connector import CAPTURE, read_hints
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.errors import SourceUnavailableError
 from icetide.sources.quoting import postgres_quote
-from icetide.spark.tables import TableRefs, current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -509,7 +510,7 @@ def verify_converted(
     form, and a hashed column shows nothing useful)."""
     from icetide.bootstrap.sink import SOURCE_ROW, sink_frame
     from icetide.schema.convert.spark import sql_type
-    from icetide.spark.sql import quote
+    from icetide.schema.quoting import quote
 
     contract = pipeline.contract(table.name)
     schema, target = contract.schema, contract.target

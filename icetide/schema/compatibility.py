@@ -25,11 +25,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from icetide.errors import ConfigError
 
-MODES = (
+CompatibilityMode = Literal[
     "BACKWARD",
     "BACKWARD_TRANSITIVE",
     "FORWARD",
@@ -37,8 +37,11 @@ MODES = (
     "FULL",
     "FULL_TRANSITIVE",
     "NONE",
-)
-DEFAULT_MODE = "BACKWARD_TRANSITIVE"
+]
+"""A subject's compatibility mode (the table above); ``registry.compatibility`` in the
+config takes one."""
+MODES: tuple[CompatibilityMode, ...] = get_args(CompatibilityMode)
+DEFAULT_MODE: CompatibilityMode = "BACKWARD_TRANSITIVE"
 
 
 @dataclass(frozen=True)

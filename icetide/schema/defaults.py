@@ -1,7 +1,7 @@
 """Column defaults: the source's ``DEFAULT`` as a typed literal, read from a schema file,
 a source catalog or DDL, and written back.
 
-A default is a :class:`~icetide.schema.model.ColumnDefault`: ``value``, a Python value of
+A default is a :class:`~icetide.schema.types.ColumnDefault`: ``value``, a Python value of
 the column's type (one coercer per leaf type name in :data:`COERCERS`), when the default
 is a constant; ``sql``, the source's own text, when it is computed (``CURRENT_TIMESTAMP``,
 ``nextval('s'::regclass)``, ``uuid()``). Why the split matters: a constant is what every
@@ -35,8 +35,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from icetide.schema.model import ColumnDefault
-from icetide.schema.types import DecimalType, EnumType, IcetideType
+from icetide.schema.types import ColumnDefault, DecimalType, EnumType, IcetideType
 
 Dialect = Literal["mysql", "postgres"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from icetide.errors import SchemaError
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 Kind = Literal["rename", "widen", "optional", "required", "add", "drop", "doc"]
 ORDER: tuple[Kind, ...] = ("rename", "widen", "optional", "required", "doc", "add", "drop")

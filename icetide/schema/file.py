@@ -24,7 +24,7 @@ Example schema file (``schemas/customers.yaml``)::
 
 ``sink.columns`` says how a column is stored in Iceberg, keyed by its source name:
 ``name`` (the Iceberg name), ``type`` (a widening override) or ``convert`` (a function of
-:mod:`icetide.schema.conversions`, as its name or ``{function: mask, keep: 4}``).
+:mod:`icetide.schema.sink_functions`, as its name or ``{function: mask, keep: 4}``).
 ``sink.logical`` optionally names the Debezium/Kafka Connect logical type the source uses
 for a column; it is only needed to decode events that arrive without an inline schema.
 Files written before it existed carried ``logical:`` on the column itself; they still
@@ -54,10 +54,8 @@ from pydantic import (
 
 from icetide.errors import SchemaError
 from icetide.schema.connector import decimal_hint_problem
-from icetide.schema.conversions import FUNCTIONS, Conversion
 from icetide.schema.defaults import DefaultError, default_from_data, default_to_data
 from icetide.schema.model import (
-    Column,
     Loc,
     SinkSettings,
     TableSchema,
@@ -66,7 +64,9 @@ from icetide.schema.model import (
     schema_problems,
 )
 from icetide.schema.sink import sink_ids, sink_problems
+from icetide.schema.sink_functions import FUNCTIONS, Conversion
 from icetide.schema.types import (
+    Column,
     DecimalType,
     EnumType,
     IcetideType,

@@ -4,7 +4,7 @@ source system, which only says how one of its column types maps to an icetide ty
 A source column may also carry its catalog ``DEFAULT`` (``information_schema.COLUMNS.
 COLUMN_DEFAULT`` on MySQL/MariaDB, ``pg_get_expr(adbin, adrelid)`` on PostgreSQL) as
 ``default`` text and the dialect it is written in as ``dialect``; the inferred column then
-carries it as a typed :class:`~icetide.schema.model.ColumnDefault`
+carries it as a typed :class:`~icetide.schema.types.ColumnDefault`
 (:func:`icetide.schema.defaults.default_from_source`). Readers without them (the binlog's
 table map) infer columns without defaults.
 """
@@ -16,8 +16,8 @@ from typing import Protocol, TypeVar
 
 from icetide.schema.convert import NextId, ids_from
 from icetide.schema.defaults import Dialect, default_from_source
-from icetide.schema.model import Column, SinkSettings, TableSchema
-from icetide.schema.types import IcetideType, ListType, MapType, StructType, parse_type
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType, parse_type
 
 
 class SourceColumn(Protocol):

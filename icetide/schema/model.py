@@ -21,69 +21,8 @@ from types import MappingProxyType
 from typing import Any
 
 from icetide.errors import SchemaError
-from icetide.schema.conversions import Conversion
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
-
-
-@dataclass(frozen=True)
-class ColumnDefault:
-    """A column's source ``DEFAULT``: a typed literal, or the source's SQL when it is not
-    a constant.
-
-    ``value`` is a Python value of the column's type (``int`` for int/long, ``Decimal``
-    for decimal, ``str`` for string/uuid/json/enum, ``bool``, ``float``, ``date``,
-    ``time``, ``datetime`` (aware for timestamptz), ``bytes`` for binary): what every
-    old row holds after the source added the column, so Iceberg's ``initial-default`` or
-    a fill can write it. ``sql`` is the default's text when it is computed
-    (``CURRENT_TIMESTAMP``, ``nextval('s')``, ``uuid()``): then old rows hold values
-    only the source knows, and a fill has to read them from there.
-    A ``DEFAULT NULL`` is no default (``Column.default is None``).
-    """
-
-    value: Any = None
-    sql: str | None = None
-
-    @property
-    def constant(self) -> bool:
-        """Whether every old row holds the same, known value."""
-        return self.sql is None
-
-
-SENSITIVE = "sensitive"
-"""The tag of a column whose values must not be copied before someone approves it."""
-
-
-@dataclass(frozen=True)
-class Column:
-    """A column, or a field nested in a struct; ``id`` is stable for the life of the table.
-
-    ``default`` is the source's ``DEFAULT`` (``None``: none); ``tags`` are free-form
-    labels such as :data:`SENSITIVE` that evolution and the sink read.
-    """
-
-    id: int
-    name: str
-    type: IcetideType
-    nullable: bool = True
-    doc: str | None = None
-    default: ColumnDefault | None = None
-    tags: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.tags, frozenset):
-            object.__setattr__(self, "tags", frozenset(self.tags))
-
-    def __repr__(self) -> str:
-        # default and tags only when set, so columns without them print as they always did
-        text = (
-            f"Column(id={self.id!r}, name={self.name!r}, type={self.type!r}, "
-            f"nullable={self.nullable!r}, doc={self.doc!r}"
-        )
-        if self.default is not None:
-            text += f", default={self.default!r}"
-        if self.tags:
-            text += f", tags={sorted(self.tags)!r}"
-        return text + ")"
+from icetide.schema.sink_functions import Conversion
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 
 @dataclass(frozen=True)
@@ -99,7 +38,7 @@ class SinkSettings:
     builder generates the Iceberg tables, the ledger projection and the merge:
     ``names`` the Iceberg name of a column whose name differs from the source's,
     ``types`` a type override (a widening :func:`~icetide.schema.promote.promote`
-    allows), ``conversions`` a function of :mod:`icetide.schema.conversions`.
+    allows), ``conversions`` a function of :mod:`icetide.schema.sink_functions`.
     """
 
     logical: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))

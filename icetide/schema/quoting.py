@@ -1,8 +1,8 @@
 """One small quoting helper: no identifier from config reaches SQL unquoted.
 
 It lives in ``schema/`` (the bottom of the import graph) because the schema's own Spark
-DDL (:mod:`icetide.schema.convert.spark`) quotes column names; ``icetide.spark.sql``
-re-exports it for the stages that build SQL.
+DDL (:mod:`icetide.schema.convert.spark`) quotes column names; every stage that builds
+SQL imports it from here.
 """
 
 from __future__ import annotations

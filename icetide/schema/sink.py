@@ -4,7 +4,7 @@ overrides and conversions.
 A schema file describes the *source* table (names and types as the source has them);
 its ``sink:`` block (:class:`~icetide.schema.model.SinkSettings`) says how a column is
 stored: under another name, as a wider type, or converted by a library function
-(:mod:`icetide.schema.conversions`). :func:`target_schema` applies it and gives the
+(:mod:`icetide.schema.sink_functions`). :func:`target_schema` applies it and gives the
 schema of the ledger and base tables: the same column ids (so evolution still matches by
 id), the Iceberg names and the stored types. The table-contract builder generates every
 DDL, Arrow shape and MERGE from that schema; the ledger projection converts the values.
@@ -23,10 +23,8 @@ from dataclasses import replace
 from functools import lru_cache
 
 from icetide.errors import SchemaChangeError, SchemaError
-from icetide.schema.conversions import FUNCTIONS, conversion_problems
 from icetide.schema.model import (
     RESERVED_PREFIX,
-    Column,
     Loc,
     SinkSettings,
     TableSchema,
@@ -34,7 +32,8 @@ from icetide.schema.model import (
     loc_text,
 )
 from icetide.schema.promote import promote
-from icetide.schema.types import IcetideType, StructType
+from icetide.schema.sink_functions import FUNCTIONS, conversion_problems
+from icetide.schema.types import Column, IcetideType, StructType
 
 
 def target_type(column: Column, sink: SinkSettings) -> IcetideType:

@@ -24,12 +24,9 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
 from icetide.errors import SchemaError
-
-if TYPE_CHECKING:
-    from icetide.schema.model import Column
 
 PRIMITIVES = (
     "boolean",
@@ -187,7 +184,7 @@ class EnumType(IcetideType):
 
 @dataclass(frozen=True)
 class StructType(IcetideType):
-    """Named fields, each a :class:`~icetide.schema.model.Column` with its own id."""
+    """Named fields, each a :class:`Column` with its own id."""
 
     fields: tuple[Column, ...]
     name: ClassVar[str] = "struct"
@@ -222,6 +219,68 @@ class MapType(IcetideType):
 
     def __str__(self) -> str:
         return f"map<{self.key}, {self.value}>"
+
+
+@dataclass(frozen=True)
+class ColumnDefault:
+    """A column's source ``DEFAULT``: a typed literal, or the source's SQL when it is not
+    a constant.
+
+    ``value`` is a Python value of the column's type (``int`` for int/long, ``Decimal``
+    for decimal, ``str`` for string/uuid/json/enum, ``bool``, ``float``, ``date``,
+    ``time``, ``datetime`` (aware for timestamptz), ``bytes`` for binary): what every
+    old row holds after the source added the column, so Iceberg's ``initial-default`` or
+    a fill can write it. ``sql`` is the default's text when it is computed
+    (``CURRENT_TIMESTAMP``, ``nextval('s')``, ``uuid()``): then old rows hold values
+    only the source knows, and a fill has to read them from there.
+    A ``DEFAULT NULL`` is no default (``Column.default is None``).
+    """
+
+    value: Any = None
+    sql: str | None = None
+
+    @property
+    def constant(self) -> bool:
+        """Whether every old row holds the same, known value."""
+        return self.sql is None
+
+
+SENSITIVE = "sensitive"
+"""The tag of a column whose values must not be copied before someone approves it."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column, or a field nested in a struct; ``id`` is stable for the life of the table.
+
+    ``default`` is the source's ``DEFAULT`` (``None``: none); ``tags`` are free-form
+    labels such as :data:`SENSITIVE` that evolution and the sink read.
+    """
+
+    id: int
+    name: str
+    type: IcetideType
+    nullable: bool = True
+    doc: str | None = None
+    default: ColumnDefault | None = None
+    tags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        tags: Any = self.tags  # schema files and callers hand in any iterable of labels
+        if not isinstance(tags, frozenset):
+            object.__setattr__(self, "tags", frozenset(tags))
+
+    def __repr__(self) -> str:
+        # default and tags only when set, so columns without them print as they always did
+        text = (
+            f"Column(id={self.id!r}, name={self.name!r}, type={self.type!r}, "
+            f"nullable={self.nullable!r}, doc={self.doc!r}"
+        )
+        if self.default is not None:
+            text += f", default={self.default!r}"
+        if self.tags:
+            text += f", tags={sorted(self.tags)!r}"
+        return text + ")"
 
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")

@@ -24,8 +24,8 @@ from functools import singledispatch
 from typing import Any, Generic, TypeVar
 
 from icetide.errors import SchemaError
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from icetide.config.model import SourceConfig
+from icetide.config.sections import SourceConfig
 from icetide.sources.errors import SourceUnavailableError
 
 CONNECT_TIMEOUT = 10
@@ -49,7 +49,7 @@ def mysql_settings(source: SourceConfig, database: str | None = None) -> dict[st
 def postgres_dsn(source: SourceConfig) -> str:
     """A libpq connection string for psycopg2 (``dbname`` is ``database``).
 
-    >>> from icetide.config.model import SourceConfig
+    >>> from icetide.config.sections import SourceConfig
     >>> source = SourceConfig(name="app", type="postgres", host="db", user="o'neil")
     >>> postgres_dsn(source)
     "host='db' port='5432' user='o\\\\'neil' dbname='postgres'"
@@ -79,7 +79,7 @@ def jdbc_url(source: SourceConfig, database: str | None = None) -> str:
 def describe(source: SourceConfig) -> str:
     """The source as messages name it.
 
-    >>> from icetide.config.model import SourceConfig
+    >>> from icetide.config.sections import SourceConfig
     >>> describe(SourceConfig(name="shop", type="mysql", host="db", user="u", server_id=7))
     "source 'shop' (mysql at db:3306)"
     """

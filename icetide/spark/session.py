@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.config import Config
-    from icetide.config.model import SparkConfig
+    from icetide.config.sections import SparkConfig
     from icetide.spark.jars import Coordinate
 
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
@@ -399,7 +399,7 @@ def _jvm_dies_with_parent() -> Iterator[None]:
     from pyspark import java_gateway
 
     arm = _parent_death_signal()
-    original = java_gateway.Popen
+    original = java_gateway.Popen  # type: ignore[attr-defined]  # patched below, on purpose
     if arm is None or original is not subprocess.Popen:
         yield
         return
@@ -433,7 +433,7 @@ def _without_pyspark_sigint() -> Iterator[None]:
     """
     from pyspark import context
 
-    real = context.signal
+    real = context.signal  # type: ignore[attr-defined]  # patched below, on purpose
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -448,11 +448,11 @@ def _without_pyspark_sigint() -> Iterator[None]:
                 return real.getsignal(signum)
             return real.signal(signum, handler)
 
-    context.signal = SignalWithoutSigint()  # type: ignore[assignment]
+    context.signal = SignalWithoutSigint()  # type: ignore[attr-defined,assignment]
     try:
         yield
     finally:
-        context.signal = real
+        context.signal = real  # type: ignore[attr-defined]
 
 
 def _package_zip() -> Path:

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.devservers.connect import ConnectWorker
-from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
-from icetide.devservers.registry import RegistryServer
 from icetide.spark.class_archive import ARCHIVE_DIR_ENV
+from tests.devservers.connect import ConnectWorker
+from tests.devservers.kafka import KafkaServer
+from tests.devservers.postgres import PostgresServer
+from tests.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline
 
 _namespaces = itertools.count(1)

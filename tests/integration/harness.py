@@ -18,11 +18,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.config import Config, load_config, load_table_schemas
-from icetide.config.model import TableMergeConfig
+from icetide.config.tables import TableMergeConfig
 from icetide.demo.live import write_live_pipeline
 from icetide.demo.run import compare_all, write_pipeline
 from icetide.demo.workload import Workload, next_index
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.lake.tables import TableRefs
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.observe.compare import Comparison
@@ -31,8 +32,7 @@ from icetide.progress import Reporter
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
-from icetide.spark.sql import literal, quote
-from icetide.spark.tables import TableRefs
+from icetide.schema.quoting import literal, quote
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -155,10 +155,9 @@ def run_watch_publishes(pipe: Pipeline, spark: SparkSession, base: TableName) ->
     from icetide.artifacts.index import LocalIndex
     from icetide.artifacts.watch import VersionWatch
     from icetide.artifacts.workspace import index_folder
+    from icetide.lake.alter import set_properties
     from icetide.schema.contract import phases
-    from icetide.schema.model import Column
-    from icetide.schema.types import StringType
-    from icetide.spark.alter import set_properties
+    from icetide.schema.types import Column, StringType
 
     set_properties(spark, base, {phases.DATA_VERSION: "1"})
     index = LocalIndex(index_folder(pipe.config))

@@ -31,8 +31,8 @@ from icetide.devservers.ports import free_port
 from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import StringType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, StringType
 from tests.integration.harness import REPO, Pipeline
 
 PACKAGE = "icetide-schema-shop-users"

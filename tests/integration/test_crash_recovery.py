@@ -17,8 +17,8 @@ from pyspark.sql import SparkSession
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import deliver, generate
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.spark.progress import read_watermark
-from icetide.spark.tables import current_snapshot_id
+from icetide.lake.progress import read_watermark
+from icetide.lake.tables import current_snapshot_id
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import REPO, Pipeline, assert_matches
 

@@ -24,12 +24,12 @@ from icetide.cli import main
 from icetide.config import load_config
 from icetide.config.loader import load_schema_file
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
 from icetide.evolution.source_schema import read_source_schema
+from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.file import dump_schema_file
-from icetide.schema.model import ColumnDefault
-from icetide.spark.tables import TableRefs
+from icetide.schema.types import ColumnDefault
+from tests.devservers.postgres import PostgresServer
 
 CREATE = "CREATE TABLE customers (id BIGINT PRIMARY KEY, email VARCHAR(64), amount DECIMAL(10,2))"
 DDL = {

@@ -23,7 +23,7 @@ from icetide.observe.checksum import (
 )
 from icetide.observe.status import pipeline_status
 from icetide.schema.file import schema_from_dict
-from icetide.spark.sql import quote
+from icetide.schema.quoting import quote
 from tests.integration.events import TOAST, mysql
 from tests.integration.harness import Pipeline
 

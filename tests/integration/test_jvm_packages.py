@@ -13,10 +13,10 @@ from py4j.java_gateway import JavaPackage, JVMView
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.lake.commit import with_commit_properties
+from icetide.lake.tables import column_upper_bound, iceberg_table, metadata_snapshots, snapshot_of
 from icetide.schema.contract.names import TableName
 from icetide.spark import jars as maven
-from icetide.spark.commit import with_commit_properties
-from icetide.spark.tables import column_upper_bound, iceberg_table, metadata_snapshots, snapshot_of
 
 
 def test_the_session_loads_iceberg_kafka_and_avro_from_the_fetched_jars(

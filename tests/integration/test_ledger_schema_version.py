@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from icetide.lake.tables import ensure_namespace
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import SCHEMA_VERSION
-from icetide.spark.tables import ensure_namespace
 from tests.integration.events import ITEMS, mysql
 from tests.integration.harness import Pipeline
 

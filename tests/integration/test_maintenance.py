@@ -16,6 +16,8 @@ from pyspark.sql import SparkSession
 
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
+from icetide.lake.progress import events_after, read_watermark
+from icetide.lake.tables import current_snapshot_id, lineage_summaries
 from icetide.ledger.stage import LedgerStage
 from icetide.maintenance.files import data_files_per_partition, file_counts
 from icetide.maintenance.retention import expiry_due, snapshot_time
@@ -23,10 +25,8 @@ from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintai
 from icetide.merge.compact import DANGLING_EVERY
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
-from icetide.spark.progress import events_after, read_watermark
+from icetide.schema.quoting import literal
 from icetide.spark.retry import retry_conflicts
-from icetide.spark.sql import literal
-from icetide.spark.tables import current_snapshot_id, lineage_summaries
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"

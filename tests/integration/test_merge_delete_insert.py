@@ -22,16 +22,16 @@ from pyspark.sql.types import BooleanType
 
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
+from icetide.lake.branches import start_branch
+from icetide.lake.commit import append_with_properties
+from icetide.lake.tables import iceberg_table
 from icetide.merge import stage as merge_stage
 from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.merge.strategy import MERGE_BRANCH
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.schema.contract.base import DELETE_ISOLATION, STRATEGY_PROPERTY, WATERMARK_PROPERTY
-from icetide.spark.branches import start_branch
-from icetide.spark.commit import append_with_properties
 from icetide.spark.jvm import jvm_class
-from icetide.spark.tables import iceberg_table
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"

@@ -1,4 +1,4 @@
-"""The merge figures the ledger records with each append (icetide/spark/ledger_figures.py):
+"""The merge figures the ledger records with each append (icetide/lake/ledger_figures.py):
 recorded right, used instead of a Spark job, and a ledger append without them (an
 older ledger, another writer) still merges right by computing them."""
 
@@ -11,14 +11,14 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.lake import tables
+from icetide.lake.ledger_figures import FIGURES_PROPERTY
+from icetide.lake.progress import read_new_events
+from icetide.lake.tables import UpperBound, column_upper_bound, current_snapshot
 from icetide.merge.stage import MergeResult
 from icetide.merge.steps import changed_keys
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import POSITION
-from icetide.spark import tables
-from icetide.spark.ledger_figures import FIGURES_PROPERTY
-from icetide.spark.progress import read_new_events
-from icetide.spark.tables import UpperBound, column_upper_bound, current_snapshot
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import Pipeline
 

@@ -13,11 +13,12 @@ from pyspark.sql import functions as F
 
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import deliver, generate
+from icetide.lake.tables import current_snapshot_id, iceberg_table
 from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeStage
-from icetide.merge.strategy import STRATEGIES, spj_conf, stage_batch, staging_table
+from icetide.merge.strategy import spj_conf, stage_batch, staging_table
 from icetide.pipeline import Pipeline as StagePipeline
-from icetide.spark.tables import current_snapshot_id, iceberg_table
+from icetide.schema.contract.base import MERGE_STRATEGIES as STRATEGIES
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 BUCKETS = 16

@@ -91,8 +91,8 @@ def test_replaying_the_whole_ledger_into_an_empty_base_gives_the_same_base(
 def test_a_merge_with_nothing_new_to_apply_still_moves_the_watermark(
     pipeline: Pipeline,
 ) -> None:
-    from icetide.spark.progress import read_watermark
-    from icetide.spark.tables import current_snapshot_id
+    from icetide.lake.progress import read_watermark
+    from icetide.lake.tables import current_snapshot_id
 
     workload = generate(3, 200, tables=["customers"])
     deliver(workload, pipeline.landing, seed=1, files=1, duplicate_rate=0.0)

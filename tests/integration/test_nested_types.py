@@ -21,10 +21,10 @@ from icetide.cli.stages import ledger_stage
 from icetide.config import load_table_schemas
 from icetide.evolution.audit import audit_path, read_audit
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.lake.alter import int_property, table_properties
 from icetide.ledger.decode import inline_row_schema, schema_key
 from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import schema_from_dict
-from icetide.spark.alter import int_property, table_properties
 from tests.integration.events import mysql
 from tests.integration.harness import Pipeline, run_script
 

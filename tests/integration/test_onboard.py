@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from icetide.cli import main
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
+from tests.devservers.postgres import PostgresServer
 
 _databases = itertools.count(1)
 

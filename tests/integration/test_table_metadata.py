@@ -16,9 +16,9 @@ import pytest
 from py4j import clientserver
 from pyspark.sql import SparkSession
 
+from icetide.lake.commit import append_with_properties
+from icetide.lake.tables import iceberg_table, metadata_snapshots
 from icetide.schema.contract.names import TableName
-from icetide.spark.commit import append_with_properties
-from icetide.spark.tables import iceberg_table, metadata_snapshots
 from tests.integration.harness import Pipeline
 
 SOCKET_WRITE = 8192

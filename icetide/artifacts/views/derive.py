@@ -43,8 +43,8 @@ from sqlglot.schema import MappingSchema
 from icetide.artifacts.errors import ViewError
 from icetide.errors import SchemaError
 from icetide.schema.convert.spark import from_datatype, sql_type
-from icetide.schema.model import Column
 from icetide.schema.types import (
+    Column,
     EnumType,
     IcetideType,
     ListType,
@@ -247,8 +247,8 @@ class _Tracer:
             columns = [o.column for o in self.scope_columns(source)]
         elif isinstance(source, exp.Table):
             columns = list(self.inputs.get(source.name.casefold(), ()))
-        else:
-            return None
+        else:  # sqlglot annotates only these two; keep a stranger source harmless
+            return None  # type: ignore[unreachable]
         found = _field(tuple(columns), node.name)
         if found is None:
             return None

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from icetide.schema.model import Column
-from icetide.schema.types import IcetideType, ListType, MapType, StructType
+from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
 
 Path = tuple[str, ...]
 

@@ -32,7 +32,7 @@ import yaml
 
 from icetide.artifacts.errors import ViewError
 from icetide.schema.file import column_to_data, type_from_data
-from icetide.schema.model import Column
+from icetide.schema.types import Column
 
 Status = Literal["ready", "pending", "failed"]
 VIEW_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icetide.capture.errors import CaptureError
-from icetide.config.model import SourceConfig
+from icetide.config.sections import SourceConfig
 from icetide.events.position import Position, binlog_position
 from icetide.sources.connect import connect_mysql
 

@@ -10,7 +10,7 @@ Two kinds of entries, appended in log order and fsync'ed (schema changes are rar
 
 The columns are taken from the table map that precedes every row event, not from parsing
 DDL and not from ``information_schema`` (which shows the *current* table, not the one at
-that position), so :meth:`SchemaHistory.columns_at` is exact for every position capture
+that position), so :meth:`DdlHistory.columns_at` is exact for every position capture
 read. Re-reading the same binlog after a restart records nothing twice.
 
 Example line::
@@ -173,7 +173,7 @@ class HistoryEntry:
         )
 
 
-class SchemaHistory:
+class DdlHistory:
     """The history file at ``path`` (created on first write), loaded when opened."""
 
     def __init__(self, path: Path) -> None:

@@ -19,7 +19,7 @@ What is emitted, per binlog event:
 * ``TRUNCATE TABLE`` → one ``t`` event (before and after ``null``);
 * DDL on a captured table → a schema-change record (``{"source", "databaseName", "ddl",
   "tableChanges": []}``, which the decoder skips as ``schema_change``) and an entry in the
-  :class:`~icetide.capture.mysql.history.SchemaHistory`, whose ``columns`` entries come
+  :class:`~icetide.capture.mysql.history.DdlHistory`, whose ``columns`` entries come
   from the binlog's own table maps.
 
 Positions: ``source.file``/``source.pos`` are the binlog file and the *start* offset of
@@ -80,7 +80,7 @@ from icetide.capture.envelope import (
     schema_change_value,
 )
 from icetide.capture.errors import CaptureError, PositionLostError
-from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
+from icetide.capture.mysql.history import DdlHistory, HistoryEntry, parse_ddl
 from icetide.capture.mysql.rows import RowDecoder, row_decoder
 from icetide.capture.mysql.settings import ServerInfo, check_server, read_variables, server_info
 from icetide.capture.mysql.types import (
@@ -252,7 +252,7 @@ class BinlogReader:
     ``connection`` holds pymysql keywords (host, port, user, password). ``start`` is
     where to begin (file + pos when given, else the GTID state, else the current end of
     the log). ``blocking`` waits for new events forever instead of stopping at the end
-    of the log. ``history`` (a :class:`SchemaHistory` or a path) records DDL and columns.
+    of the log. ``history`` (a :class:`DdlHistory` or a path) records DDL and columns.
     ``check_settings`` verifies the server first (see
     :mod:`icetide.capture.mysql.settings`). ``server_id`` must be unique among the
     server's replicas (random by default).
@@ -268,7 +268,7 @@ class BinlogReader:
         server_id: int | None = None,
         blocking: bool = False,
         include_schema: bool = False,
-        history: SchemaHistory | Path | None = None,
+        history: DdlHistory | Path | None = None,
         check_settings: bool = True,
         heartbeat_seconds: float | None = None,
     ) -> None:
@@ -281,7 +281,7 @@ class BinlogReader:
         self._start = start
         self._blocking = blocking
         self._include_schema = include_schema
-        self.history = SchemaHistory(history) if isinstance(history, Path) else history
+        self.history = DdlHistory(history) if isinstance(history, Path) else history
         self._check = check_settings
         self._heartbeat = heartbeat_seconds
         self._stream: Any = None

@@ -28,7 +28,7 @@ from icetide.capture.postgres.offset import LsnOffset
 from icetide.capture.postgres.publication import ensure_publication
 from icetide.capture.postgres.slot import slot_status
 from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
-from icetide.config.model import SourceConfig
+from icetide.config.sections import SourceConfig
 from icetide.events.position import format_lsn
 from icetide.progress import Reporter
 from icetide.sources.connect import connect_postgres, postgres_dsn

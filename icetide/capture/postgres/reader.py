@@ -344,8 +344,8 @@ class PgOutputReader:
                     yield from self._handle(message.payload, message.data_start)
                     continue
                 self._idle()
-                if self._done:
-                    break
+                if self._done:  # set by _idle(), which mypy's narrowing cannot see
+                    break  # type: ignore[unreachable]
                 now = time.monotonic()
                 if not self._blocking and now - last_message > self._end_timeout:
                     raise CaptureError(

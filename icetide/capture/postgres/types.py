@@ -78,8 +78,8 @@ from typing import Any
 from icetide.events.model import UNAVAILABLE
 from icetide.schema import infer
 from icetide.schema.convert import postgres
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import IcetideType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, IcetideType
 
 # --- type OIDs (src/include/catalog/pg_type.dat) ---------------------------------------------
 

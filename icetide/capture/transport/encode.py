@@ -104,7 +104,7 @@ class ValueEncoder:
     def _register(self, subject: str, kind: str, text: str) -> int:
         from confluent_kafka.schema_registry import Schema
 
-        from icetide.events.versions import registry_for
+        from icetide.events.registry import registry_for
 
         assert self.registry_url is not None
         client = registry_for(self.registry_url).client

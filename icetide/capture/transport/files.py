@@ -39,7 +39,7 @@ from typing import BinaryIO, Self
 from icetide.capture.durable import fsync_directory, make_directories, temp_path
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
-from icetide.capture.transport import Clock, Roll
+from icetide.capture.transport.base import Clock, Roll
 from icetide.capture.transport.encode import ValueEncoder
 from icetide.errors import Terminal, Transient
 from icetide.faults import crash_point

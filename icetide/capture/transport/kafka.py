@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
-from icetide.capture.transport import Clock, Roll
+from icetide.capture.transport.base import Clock, Roll
 from icetide.capture.transport.encode import ValueEncoder, encoder_for
 from icetide.errors import ConfigError, Terminal, Transient
 
 if TYPE_CHECKING:
-    from icetide.config.model import Config, SourceConfig
+    from icetide.config.model import Config
+    from icetide.config.sections import SourceConfig
 
 FIXED = {"enable.idempotence": "true", "acks": "all"}
 """Producer settings capture's guarantees rest on; ``transport.producer`` cannot change them."""

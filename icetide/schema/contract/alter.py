@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal
 
 from icetide.errors import SchemaChangeError, SchemaError
 from icetide.schema.contract import base as b
@@ -38,8 +37,6 @@ from icetide.schema.convert.spark import sql_type
 from icetide.schema.diff import FieldChange, diff
 from icetide.schema.promote import promote
 from icetide.schema.quoting import literal, quote
-
-Drop = Literal["soft", "hard"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +53,7 @@ def alter_plan(
     new: TableContract,
     base: TableName,
     ledger: TableName,
-    drop: Drop = "soft",
+    drop: b.DropMode = "soft",
     kept: Collection[str] = (),
 ) -> AlterPlan:
     """The statements taking ``base`` and ``ledger`` from ``old``'s schema to ``new``'s.
@@ -191,7 +188,7 @@ def _check(change: FieldChange, table: str) -> None:
 
 
 def change_statements(
-    change: FieldChange, table: TableName, prefix: tuple[str, ...], version: int, drop: Drop
+    change: FieldChange, table: TableName, prefix: tuple[str, ...], version: int, drop: b.DropMode
 ) -> list[str]:
     """The statements one change takes on ``table`` (``prefix``: the row image it is in)."""
     path = column_path(*prefix, *change.path)

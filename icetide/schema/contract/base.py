@@ -7,7 +7,7 @@ rather than from another stage's module.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 POSITION = "_icetide_position"
 SOURCE_TS = "_icetide_source_ts"
@@ -16,13 +16,24 @@ EVENTS_PROPERTY = "icetide.merge.events"
 STRATEGY_PROPERTY = "icetide.merge.strategy"
 """How the merge that made the snapshot joined the batch with the base, and why
 (``bucket_join_pruned: auto: base of …``), for ``icetide status``."""
+MergeStrategy = Literal["shuffle", "bucket_join", "bucket_join_pruned", "delete_insert"]
+"""How a merge joins the batch with the base (:mod:`icetide.merge.strategy` runs each)."""
+MERGE_STRATEGIES: tuple[MergeStrategy, ...] = get_args(MergeStrategy)
+StrategySetting = Literal["auto", MergeStrategy]
+"""A table's ``merge.strategy``: one of the strategies, or ``auto`` to let the merge
+choose one per batch (:func:`icetide.merge.strategy.choose`)."""
 BOOTSTRAP_STATE = "icetide.bootstrap.state"
 """``running`` while a bootstrap fills the base (the merge waits), then ``done``."""
 BOOTSTRAP_ID = "icetide.bootstrap.id"
 BOOTSTRAP_CHUNK = "icetide.bootstrap.chunk"
 DROPPED_COMMENT = "icetide: dropped from the schema in version {version}"
 """The comment a soft-dropped column keeps: it stays in the table, no longer written."""
-Mode = Literal["merge-on-read", "copy-on-write"]
+DropMode = Literal["soft", "hard"]
+"""What a column dropped at the source does to the tables: ``soft`` keeps it (with
+:data:`DROPPED_COMMENT`), ``hard`` drops it; a table's ``evolution.drop``."""
+WriteMode = Literal["merge-on-read", "copy-on-write"]
+"""How the base takes deletes, updates and merges (Iceberg's ``write.*.mode``): delete
+files beside the data, or data files rewritten; a table's ``mode`` in the config."""
 
 DELETE_ISOLATION = "write.delete.isolation-level"
 """The Iceberg table property naming what a DELETE's commit checks against commits made

@@ -33,7 +33,7 @@ class TableSettings:
     (3 lets an added column carry its default as ``initial-default``)."""
 
     buckets: int = 16
-    mode: b.Mode = "merge-on-read"
+    mode: b.WriteMode = "merge-on-read"
     format_version: int = 2
 
 

@@ -43,8 +43,15 @@ from typing import Any
 
 from icetide.errors import SchemaError
 from icetide.schema.convert.connect import logical_type
-from icetide.schema.model import Column
-from icetide.schema.types import EnumType, IcetideType, ListType, MapType, StringType, StructType
+from icetide.schema.types import (
+    Column,
+    EnumType,
+    IcetideType,
+    ListType,
+    MapType,
+    StringType,
+    StructType,
+)
 
 AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What Avro accepts as a record, enum or field name (and enum symbol)."""

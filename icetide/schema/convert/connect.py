@@ -60,10 +60,10 @@ from typing import Any
 
 from icetide.errors import SchemaError
 from icetide.schema.convert import NextId
-from icetide.schema.model import Column
 from icetide.schema.types import (
     BinaryType,
     BooleanType,
+    Column,
     DateType,
     DecimalType,
     DoubleType,

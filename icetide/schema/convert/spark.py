@@ -47,11 +47,11 @@ from sqlglot.errors import ParseError
 
 from icetide.errors import SchemaError
 from icetide.schema.convert import NextId
-from icetide.schema.model import Column
 from icetide.schema.quoting import quote
 from icetide.schema.types import (
     BinaryType,
     BooleanType,
+    Column,
     DateType,
     DecimalType,
     DoubleType,

@@ -29,12 +29,12 @@ from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
 from icetide.evolution.source_schema import read_source_schema
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.sources.quoting import mysql_quote, postgres_quote
+from tests.devservers.postgres import PostgresServer
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, ALL_TYPES_SCHEMA, FULL_ROW
 from tests.integration.harness import Pipeline
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
+from tests.devservers.postgres import PostgresServer
 from tests.integration.harness import REPO
 
 

@@ -20,9 +20,9 @@ from icetide.capture.runner import offset_store, run_capture
 from icetide.config import Config, load_config
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.ports import free_port
-from icetide.devservers.postgres import PostgresServer
 from icetide.observe.capture_lag import source_lag
 from icetide.observe.status import pipeline_status, render_status, status_dicts
+from tests.devservers.postgres import PostgresServer
 
 pytestmark = [
     pytest.mark.timeout(300),

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from icetide.capture.errors import PositionLostError, ServerSettingsError
-from icetide.capture.mysql.history import SchemaHistory
+from icetide.capture.mysql.history import DdlHistory
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader, CaptureRecord
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.errors import DecodeError
@@ -386,7 +386,7 @@ def test_truncate_ddl_and_schema_history(server: MariaDBServer, tmp_path: Path) 
         "note": "two",
     }
 
-    history = SchemaHistory(history_path)
+    history = DdlHistory(history_path)
     entries = list(history)
     assert [e.kind for e in entries] == ["columns", "ddl", "columns"]
     assert [c["name"] for c in entries[0].columns or ()] == ["id", "a"]

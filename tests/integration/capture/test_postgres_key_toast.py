@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.capture.runner import run_capture
-from icetide.devservers.postgres import PostgresServer
+from tests.devservers.postgres import PostgresServer
 from tests.integration.capture.test_postgres_pipeline import (
     assert_verified,
     catch_up,

@@ -35,11 +35,11 @@ from icetide.capture.postgres.slot import slot_status
 from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.postgres import PostgresServer
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.observe.verify import run_verify
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK, POSITION
 from icetide.schema.file import dump_schema_file, schema_from_dict
+from tests.devservers.postgres import PostgresServer
 from tests.integration.harness import Pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

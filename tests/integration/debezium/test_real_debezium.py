@@ -39,18 +39,18 @@ from pyspark.sql import SparkSession
 from icetide.artifacts.runtime import read_iceberg, table_metadata
 from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.connect import (
+from icetide.devservers.mariadb import MariaDBServer
+from icetide.evolution.onboard import onboard
+from icetide.observe.verify import render_verdicts, run_verify
+from icetide.sources.quoting import mysql_quote
+from tests.devservers.connect import (
     JSON_CONVERTER,
     MARIADB_CONNECTOR,
     POSTGRES_CONNECTOR,
     ConnectWorker,
 )
-from icetide.devservers.kafka import KafkaServer
-from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.postgres import PostgresServer
-from icetide.evolution.onboard import onboard
-from icetide.observe.verify import render_verdicts, run_verify
-from icetide.sources.quoting import mysql_quote
+from tests.devservers.kafka import KafkaServer
+from tests.devservers.postgres import PostgresServer
 from tests.integration.capture.test_both_paths import MYSQL_EXTRA, mysql_insert
 from tests.integration.capture.test_mysql_capture import ALL_TYPES_DDL, FULL_ROW
 from tests.integration.harness import Pipeline

@@ -20,6 +20,7 @@ from icetide.capture.runner import run_capture
 from icetide.config import load_config
 from icetide.evolution.detect import Detector, capturing_source
 from icetide.evolution.source_schema import read_source_schema
+from icetide.lake.alter import int_property, table_properties
 from icetide.ledger.stage import LedgerStage
 from icetide.merge.stage import MergeStage
 from icetide.observe.verify import TableVerdict, run_verify
@@ -28,7 +29,6 @@ from icetide.progress import Reporter
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.file import dump_schema_file, schema_from_dict, schema_to_dict
-from icetide.spark.alter import int_property, table_properties
 
 TIMEOUT = 240.0
 

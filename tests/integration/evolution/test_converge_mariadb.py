@@ -23,14 +23,14 @@ from pyspark.sql import functions as F
 from icetide.cli.main import main
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.faults import KILLED_EXIT_CODE
-from icetide.ledger.versions import generations
+from icetide.lake.alter import table_properties
+from icetide.lake.tables import TableRefs, current_snapshot_id, iceberg_table
+from icetide.ledger.phases import generations
 from icetide.merge.stage import MergeStage
 from icetide.observe.convergence import table_convergence
 from icetide.observe.status import pipeline_status, render_status
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.spark.alter import table_properties
-from icetide.spark.tables import TableRefs, current_snapshot_id, iceberg_table
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from icetide.devservers.postgres import PostgresServer
 from icetide.evolution.apply import evolution_dir
 from icetide.evolution.audit import audit_path, read_audit
 from icetide.evolution.classify import candidate_schema
@@ -29,6 +28,7 @@ from icetide.evolution.policy import Policy
 from icetide.evolution.queue import EvolutionQueue
 from icetide.evolution.source_schema import read_source_schema
 from icetide.schema.model import TableSchema
+from tests.devservers.postgres import PostgresServer
 from tests.integration.evolution.running import Running, write_config
 from tests.integration.harness import REPO
 

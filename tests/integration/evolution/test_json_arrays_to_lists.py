@@ -18,9 +18,9 @@ from icetide.artifacts.runtime import read_iceberg, table_metadata
 from icetide.capture.runner import run_capture
 from icetide.cli.main import main as icetide
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.postgres import PostgresServer
 from icetide.observe.verify import render_verdicts, run_verify
 from icetide.schema.file import dump_schema_file, schema_from_dict
+from tests.devservers.postgres import PostgresServer
 from tests.integration.harness import Pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

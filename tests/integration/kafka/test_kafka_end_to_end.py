@@ -22,15 +22,15 @@ from icetide.capture.runner import run_capture
 from icetide.capture.transport.kafka import topic_name
 from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.kafka import KafkaServer
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.registry import RegistryServer
-from icetide.events.versions import registry_for
-from icetide.evolution.versions import MAPPING_PROPERTY
+from icetide.events.registry import registry_for
+from icetide.evolution.registry_walk import MAPPING_PROPERTY
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.lake.alter import table_properties
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.spark.alter import table_properties
+from tests.devservers.kafka import KafkaServer
+from tests.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline
 
 _runs = itertools.count(1)

@@ -26,18 +26,18 @@ from pyspark.sql import SparkSession
 
 from icetide.cli.stages import ledger_stage
 from icetide.config import load_config, load_table_schemas
-from icetide.devservers.kafka import KafkaServer
-from icetide.devservers.registry import RegistryServer
-from icetide.events.versions import registry_for
+from icetide.events.registry import registry_for
 from icetide.events.wire import frame
 from icetide.evolution.audit import audit_path, read_audit
-from icetide.evolution.versions import MAPPING_PROPERTY, read_mapping
+from icetide.evolution.registry_walk import MAPPING_PROPERTY, read_mapping
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.lake.alter import int_property, table_properties
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract.names import TableName
 from icetide.schema.contract.phases import DATA_VERSION
 from icetide.schema.file import dump_schema_file, schema_from_dict
-from icetide.spark.alter import int_property, table_properties
+from tests.devservers.kafka import KafkaServer
+from tests.devservers.registry import RegistryServer
 from tests.integration.harness import Pipeline, run_script
 
 _runs = itertools.count(1)

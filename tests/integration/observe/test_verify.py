@@ -26,8 +26,8 @@ from pyspark.sql import functions as F
 from icetide.config import Config, load_config
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.ports import free_port
-from icetide.devservers.postgres import PostgresServer
 from icetide.errors import ConfigError
+from icetide.lake.tables import TableRefs, ensure_namespace
 from icetide.observe import checksum as ck
 from icetide.observe.verify import (
     VerifyError,
@@ -42,7 +42,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
-from icetide.spark.tables import TableRefs, ensure_namespace
+from tests.devservers.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(300)
 

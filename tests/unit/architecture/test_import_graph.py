@@ -1,8 +1,13 @@
-"""The stage packages import one another in one direction only (no cycles).
+"""The stage packages import one another in one direction only, and so do the modules
+inside each package (no cycles at either level).
 
-Read from the source with ``ast``, so the check needs no imports and no JVM. A cycle
-between packages means two stages reach into each other; the fix is to move the shared
-piece down (as the batch summary moved from ``observe/`` into ``ledger/``).
+Read from the source with ``ast``, so the check needs no imports and no JVM. Every
+import counts, also one inside a function or under ``TYPE_CHECKING``: a circle hidden
+that way is still two pieces that cannot be understood apart. A cycle between packages
+means two stages reach into each other; the fix is to move the shared piece down (as the
+batch summary moved from ``observe/`` into ``ledger/``). A cycle inside a package is
+fixed the same way, one floor down (``Column`` lives with the types it is part of, as
+PyIceberg keeps ``NestedField`` in ``types.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,36 @@ def package_imports() -> dict[str, set[str]]:
     return edges
 
 
+def module_imports() -> dict[str, set[str]]:
+    """Module → the other icetide modules it imports (``from p import m`` of a submodule
+    ``m`` is an edge to ``p.m``; a package stands for its ``__init__.py``)."""
+    modules: dict[str, Path] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [
+                    f"{node.module}.{a.name}"
+                    if f"{node.module}.{a.name}" in modules
+                    else node.module
+                    for a in node.names
+                ]
+            edges[name] |= {t for t in targets if t in modules and t != name}
+    return edges
+
+
+def package_of(module: str) -> str:
+    """The package a module sits in (for a package, itself)."""
+    path = PACKAGE.parent / Path(*module.split("."))
+    return module if path.is_dir() else module.rsplit(".", 1)[0]
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Every cycle of the graph, each as the path that closes it (depth-first).
 
@@ -59,6 +94,24 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_stage_packages_form_no_import_cycle() -> None:
     assert cycles(package_imports()) == []
+
+
+def test_the_modules_of_each_package_form_no_import_cycle() -> None:
+    """Inside every package, module by module."""
+    edges = module_imports()
+    inside = {
+        name: {t for t in targets if package_of(t) == package_of(name) or t == package_of(name)}
+        for name, targets in edges.items()
+    }
+    assert cycles(inside) == []
+
+
+def test_the_module_check_sees_a_circle() -> None:
+    """Guards the check itself: real edges are seen, and a circle made of them is found."""
+    edges = module_imports()
+    assert "icetide.schema.types" in edges["icetide.schema.model"]
+    edges["icetide.schema.types"].add("icetide.schema.model")
+    assert ["icetide.schema.model", "icetide.schema.types", "icetide.schema.model"] in cycles(edges)
 
 
 def test_the_check_sees_real_edges() -> None:

@@ -19,8 +19,9 @@ import pytest
 from icetide.artifacts.codegen import package_files
 from icetide.artifacts.shape import Shape
 from icetide.artifacts.versioning import table_bump, table_history_versions
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.types import (
+    Column,
     EnumType,
     IntType,
     ListType,

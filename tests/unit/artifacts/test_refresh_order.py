@@ -17,8 +17,8 @@ from icetide.artifacts.refresh import Event, Refresher, TableChanged, ViewChange
 from icetide.artifacts.shape import Naming
 from icetide.artifacts.views.registry import ViewRegistry
 from icetide.schema.history import SchemaHistory
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import EnumType, LongType, StringType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, EnumType, LongType, StringType
 
 V1_SCHEMA = TableSchema(
     "T",

@@ -20,7 +20,7 @@ from icetide.artifacts.errors import ViewError
 from icetide.artifacts.views.derive import dependencies, derive
 from icetide.artifacts.views.ids import assign_ids
 from icetide.schema.file import schema_from_dict
-from icetide.schema.model import Column
+from icetide.schema.types import Column
 
 GOLDEN = Path(__file__).parent / "golden" / "views"
 TABLES = {

@@ -10,8 +10,8 @@ from icetide.bootstrap.postgres import PgSnapshot, postgres_select_expression
 from icetide.capture.errors import CaptureError
 from icetide.capture.postgres.catalog import SourceColumn
 from icetide.capture.postgres.types import builtin_type
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import ListType, parse_type
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, ListType, parse_type
 
 
 def col(name: str, kind: str) -> Column:

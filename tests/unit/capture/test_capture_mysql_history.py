@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from icetide.capture.errors import CaptureError
-from icetide.capture.mysql.history import HistoryEntry, SchemaHistory, parse_ddl
+from icetide.capture.mysql.history import DdlHistory, HistoryEntry, parse_ddl
 from icetide.capture.mysql.reader import BinlogOffset, BinlogReader
 
 
@@ -69,7 +69,7 @@ def _entry(
 
 def test_history_records_once_and_answers_columns_at(tmp_path: Path) -> None:
     path = tmp_path / "history" / "shop.jsonl"
-    history = SchemaHistory(path)
+    history = DdlHistory(path)
     assert history.record(_entry("columns", 100, _columns("a")))
     assert not history.record(_entry("columns", 150, _columns("a")))  # unchanged columns
     assert history.record(_entry("ddl", 200))
@@ -79,7 +79,7 @@ def test_history_records_once_and_answers_columns_at(tmp_path: Path) -> None:
     assert [c["name"] for c in history.columns_at("shop", "t", 250) or ()] == ["a"]
     assert [c["name"] for c in history.columns_at("shop", "t", 300) or ()] == ["a", "b"]
 
-    reloaded = SchemaHistory(path)
+    reloaded = DdlHistory(path)
     assert len(reloaded) == 3 and [e.kind for e in reloaded] == ["columns", "ddl", "columns"]
     assert not reloaded.record(_entry("columns", 400, _columns("a", "b")))
     assert reloaded.last_columns("shop", "t") == _columns("a", "b")
@@ -90,7 +90,7 @@ def test_a_corrupt_history_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     path.write_text(_entry("ddl", 1).to_json() + "\n{not json\n")
     with pytest.raises(CaptureError, match=r"h.jsonl:2 is not a valid entry"):
-        SchemaHistory(path)
+        DdlHistory(path)
 
 
 def test_offsets_round_trip_and_read() -> None:

@@ -17,8 +17,8 @@ from icetide.events.envelope import decode_message
 from icetide.events.model import ChangeEvent
 from icetide.events.project import project_event
 from icetide.schema.connector import CAPTURE, read_hints
-from icetide.schema.model import Column, SinkSettings, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.model import SinkSettings, TableSchema
+from icetide.schema.types import Column, parse_type
 
 
 def f32(value: float) -> float:

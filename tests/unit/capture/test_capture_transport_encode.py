@@ -15,10 +15,10 @@ from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
 from icetide.capture.transport.encode import ValueEncoder
 from icetide.events.position import binlog_position
-from icetide.events.versions import AvroVersions, registry_for
+from icetide.events.registry import AvroVersions, registry_for
 from icetide.events.wire import decode_framed, is_framed
 from icetide.evolution.plan import build_plan
-from icetide.evolution.versions import model_of
+from icetide.evolution.registry_walk import model_of
 from icetide.ledger.decode import ROW, STATUS, project_one
 from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c

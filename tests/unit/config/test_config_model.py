@@ -11,13 +11,10 @@ import yaml
 from pydantic import ValidationError
 
 from icetide.config import Config, load_config
-from icetide.config.model import (
-    Secret,
-    allowed_keys,
-    format_duration,
-    format_loc,
-    parse_duration,
-)
+from icetide.config.loader import allowed_keys
+from icetide.config.model import format_loc
+from icetide.config.secrets import Secret
+from icetide.config.types import format_duration, parse_duration
 from icetide.errors import ConfigError
 
 

@@ -13,8 +13,8 @@ from icetide.config import load_config, load_table_schemas
 from icetide.config.loader import load_schema_file
 from icetide.errors import ConfigError, SchemaError
 from icetide.schema.file import schema_from_dict
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, parse_type
 
 CONFIG = """\
 pipeline: shop

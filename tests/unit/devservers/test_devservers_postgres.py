@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.postgres import PostgresServer, find_pg_program
+from tests.devservers.postgres import PostgresServer, find_pg_program
 
 
 def test_defaults_make_a_capture_ready_private_server(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.kafka import broker_jars, cluster_id, server_properties
+from tests.devservers.kafka import broker_jars, cluster_id, server_properties
 
 
 def test_server_properties_bind_loopback_only_and_persist_every_message(tmp_path: Path) -> None:

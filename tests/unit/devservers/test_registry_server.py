@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from icetide.devservers.registry import RegistryServer
+from tests.devservers.registry import RegistryServer
 
 
 def test_registry_serves_versions_accepts_an_incompatible_one_and_stops() -> None:
@@ -39,7 +39,7 @@ def test_capture_forms_round_trip_through_the_live_registry() -> None:
     # goes as .proto text (the server refuses a descriptor and has no format=serialized),
     # compiled back to a descriptor by protoc when read.
     from icetide.capture.transport.encode import ValueEncoder
-    from icetide.events.versions import registry_for
+    from icetide.events.registry import registry_for
     from icetide.ledger.decode import ROW, STATUS, project_one
     from icetide.ledger.registry_decode import Wire
     from tests.unit.capture.test_capture_transport_encode import TABLE, _record

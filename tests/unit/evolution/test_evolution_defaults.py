@@ -14,9 +14,9 @@ from icetide.errors import ConfigError
 from icetide.schema.defaults import COERCERS, default_from_source
 from icetide.schema.file import schema_from_dict, schema_to_dict
 from icetide.schema.infer import infer_table_schema
-from icetide.schema.model import ColumnDefault
 from icetide.schema.types import (
     LEAF_NAMES,
+    ColumnDefault,
     DecimalType,
     IntType,
     StringType,

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from icetide.capture.mysql.history import HistoryEntry
-from icetide.capture.mysql.history import SchemaHistory as CaptureHistory
+from icetide.capture.mysql.history import DdlHistory, HistoryEntry
 from icetide.errors import SchemaChangeError
 from icetide.evolution.evidence import collect, from_mysql_history, parse_ddl
 
@@ -175,7 +174,7 @@ def test_renames_follow_chains_and_ignore_a_rename_back() -> None:
 
 
 def test_mysql_evidence_comes_from_capture_schema_history(tmp_path: Path) -> None:
-    history = CaptureHistory(tmp_path / "src.history.jsonl")
+    history = DdlHistory(tmp_path / "src.history.jsonl")
 
     def ddl(position: int, table: str, sql: str) -> None:
         history.record(

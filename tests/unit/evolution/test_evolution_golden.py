@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from icetide.config.model import EvolutionConfig
+from icetide.config.tables import EvolutionConfig
 from icetide.evolution.classify import candidate_schema
 from icetide.evolution.evidence import NO_EVIDENCE, collect
 from icetide.evolution.plan import EvolutionPlan, build_plan

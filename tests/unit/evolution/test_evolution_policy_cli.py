@@ -13,7 +13,7 @@ from icetide.cli import main
 from icetide.cli.schema_plan import register_schema_group
 from icetide.config import load_config
 from icetide.errors import ConfigError
-from icetide.evolution.classify import Change
+from icetide.evolution.classify import SchemaChange
 from icetide.evolution.policy import Policy, decide
 
 
@@ -61,12 +61,12 @@ def test_a_table_without_evolution_gets_the_defaults(folder: Path) -> None:
     ],
 )
 def test_decide_one_table(classification: str, policy: Policy, action: str) -> None:
-    change = Change("x:c", "add_column", classification, ("c",), 2, "why")  # type: ignore[arg-type]
+    change = SchemaChange("x:c", "add_column", classification, ("c",), 2, "why")  # type: ignore[arg-type]
     assert decide(change, policy).action == action
 
 
 def test_an_ambiguous_change_needs_a_resolution() -> None:
-    change = Change("ambiguous:a>b", "ambiguous", "ambiguous", ("b",), 3, "why")
+    change = SchemaChange("ambiguous:a>b", "ambiguous", "ambiguous", ("b",), 3, "why")
     assert decide(change, Policy()).action == "hold"
     assert (
         decide(change, Policy(approved=frozenset({"ambiguous:a>b=rename"}))).resolution == "rename"

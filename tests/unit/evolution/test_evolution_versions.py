@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import Schema
 
-from icetide.events.versions import HistoryVersions, InlineVersions, RegistryVersions
+from icetide.events.registry import HistoryVersions, InlineVersions, RegistryVersions
 from icetide.evolution.plan import EvolutionPlan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
-from icetide.evolution.versions import (
+from icetide.evolution.registry_walk import (
     SCHEMA_INCOMPATIBLE,
     UNSUPPORTED_SCHEMA_CHANGE,
     apply_versions,

@@ -5,7 +5,7 @@ unless ``--retype`` names it, and then the change is a held type change."""
 
 from __future__ import annotations
 
-from icetide.config.model import TableConfig
+from icetide.config.tables import TableConfig
 from icetide.evolution.classify import candidate_schema, classify
 from icetide.evolution.onboard import differences, refreshed
 from icetide.evolution.source_schema import Catalog, CatalogColumn, schema_from_catalog

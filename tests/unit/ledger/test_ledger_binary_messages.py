@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from icetide.events.raw import Wire
 from icetide.ledger.decode import DEAD, Routes, classify_one
-from icetide.ledger.registry_decode import Wire
 
 
 def test_another_serializers_frame_is_an_unknown_magic_byte() -> None:

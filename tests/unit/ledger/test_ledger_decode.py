@@ -10,11 +10,11 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icetide.events.raw import INVALID_UTF8
 from icetide.ledger.decode import (
     DEAD,
     DECODE_FAILED,
     EXTRA,
-    INVALID_UTF8,
     REASON,
     ROW,
     SKIP,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import json
 
+from icetide.events.raw import Wire
 from icetide.events.wire import AVRO, WriterSchema, frame
 from icetide.ledger.decode import DEAD, ROW, Routes, classify_one, project_one
-from icetide.ledger.registry_decode import Wire
 from icetide.schema.contract import ledger as c
 from icetide.schema.file import schema_from_dict
 from tests.unit.events.test_events_wire import ENVELOPE_JSON, ROW_V1, avro_bytes, envelope

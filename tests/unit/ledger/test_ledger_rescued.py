@@ -11,8 +11,8 @@ from icetide.events.project import coerce_value
 from icetide.events.rescue import rescue_json, rescued_fields
 from icetide.ledger.decode import ROW, STATUS, Projection, project_one
 from icetide.schema.contract import ledger as c
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import parse_type
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, parse_type
 
 V1 = TableSchema(
     "t",

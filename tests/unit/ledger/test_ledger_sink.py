@@ -13,13 +13,12 @@ import pyarrow as pa
 import pytest
 
 from icetide.errors import ConfigError
-from icetide.events.convert import CONVERSION_FAILED, convert_values
 from icetide.events.model import UNAVAILABLE
+from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.ledger.decode import DEAD, ERROR, REASON, ROW, STATUS, project_batches
-from icetide.schema.conversions import Conversion, conversion_problems
 from icetide.schema.file import schema_from_dict
-from icetide.schema.model import Column
-from icetide.schema.types import IntType, LongType, StringType, StructType, TimeType
+from icetide.schema.sink_functions import Conversion, conversion_problems
+from icetide.schema.types import Column, IntType, LongType, StringType, StructType, TimeType
 from tests.ledger_lines import line
 
 USERS = schema_from_dict(

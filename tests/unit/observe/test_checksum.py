@@ -22,8 +22,7 @@ from icetide.observe.verify import (
     render_verdicts,
     verdict_dicts,
 )
-from icetide.schema.model import Column
-from icetide.schema.types import PRIMITIVES, ListType, parse_type
+from icetide.schema.types import PRIMITIVES, Column, ListType, parse_type
 
 HOSTILE = 'x`y"z OR 1=1 --'
 """A column name that breaks out of any identifier quoting that is not doubled."""

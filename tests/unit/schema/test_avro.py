@@ -18,8 +18,8 @@ from icetide.schema.convert.avro import (
     known_ids,
     to_avro_schema,
 )
-from icetide.schema.model import Column
 from icetide.schema.types import (
+    Column,
     DecimalType,
     EnumType,
     IntType,

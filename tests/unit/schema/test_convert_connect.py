@@ -11,9 +11,9 @@ import pytest
 from icetide.errors import SchemaError
 from icetide.schema.convert import ids_from
 from icetide.schema.convert.connect import HINTED, connect_schema, icetide_type
-from icetide.schema.model import Column
 from icetide.schema.types import (
     TYPE_NAMES,
+    Column,
     EnumType,
     IntType,
     ListType,

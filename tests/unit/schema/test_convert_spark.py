@@ -8,9 +8,9 @@ import pytest
 from icetide.errors import SchemaError
 from icetide.schema.convert import ids_from
 from icetide.schema.convert.spark import arrow_type, from_arrow, from_sql, sql_type
-from icetide.schema.model import Column
 from icetide.schema.types import (
     TYPE_NAMES,
+    Column,
     DecimalType,
     IcetideType,
     IntType,

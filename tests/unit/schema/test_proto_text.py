@@ -117,7 +117,7 @@ def test_registry_text_is_compiled_base64_kept_and_bad_text_left_to_dead_letters
     import base64
 
     from icetide.errors import DecodeError
-    from icetide.events.versions import descriptor_text
+    from icetide.events.registry import descriptor_text
     from icetide.events.wire import DESERIALIZATION, PROTOBUF, WriterSchema, decode_framed, frame
 
     file = FORMS[0][1]

@@ -10,8 +10,8 @@ import yaml
 
 from icetide.errors import SchemaError
 from icetide.schema.history import SchemaHistory
-from icetide.schema.model import Column, TableSchema
-from icetide.schema.types import ListType, LongType, StringType, StructType
+from icetide.schema.model import TableSchema
+from icetide.schema.types import Column, ListType, LongType, StringType, StructType
 
 ID = Column(1, "id", LongType(), nullable=False)
 EMAIL = Column(2, "email", StringType())

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from icetide.errors import SchemaChangeError, SchemaError
-from icetide.schema.model import Column
 from icetide.schema.promote import allowed_targets, promote
 from icetide.schema.types import (
     PRIMITIVES,
     TYPE_NAMES,
+    Column,
     DecimalType,
     EnumType,
     IcetideType,

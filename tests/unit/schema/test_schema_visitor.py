@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from icetide.errors import SchemaError
-from icetide.schema.model import Column, TableSchema
+from icetide.schema.model import TableSchema
 from icetide.schema.types import (
     LEAF_NAMES,
+    Column,
     DoubleType,
     IcetideType,
     ListType,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from icetide.config.model import SourceConfig
+from icetide.config.sections import SourceConfig
 from icetide.devservers.ports import free_port
 from icetide.errors import Transient
 from icetide.sources.connect import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icetide.config.model import SparkConfig
+from icetide.config.sections import SparkConfig
 from icetide.errors import ConfigError
 from icetide.spark import jars as maven
 from icetide.spark.local_fs import CLASS_PATH_KEY, FILE_SYSTEM_CLASS, IMPL_KEY, local_fs_conf

@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from icetide.spark.sql import quote
+from icetide.schema.quoting import quote
 
 
 def fit(column: Column, have: DataType, want: DataType) -> Column:

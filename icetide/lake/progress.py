@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from icetide.lake.tables import latest_snapshot_property, lineage_snapshots, lineage_summaries
 from icetide.schema.contract.base import BOOTSTRAP_ID, BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
-from icetide.spark.tables import latest_snapshot_property, lineage_snapshots, lineage_summaries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,7 +48,7 @@ def read_merge_progress(spark: SparkSession, base: TableName, loaded: Any = None
     the metadata tables: no Spark job before every merge.
 
     The newest snapshot on the current lineage carrying each property wins, as in
-    :func:`~icetide.spark.tables.latest_snapshot_property`. ``loaded``: ``base``'s
+    :func:`~icetide.lake.tables.latest_snapshot_property`. ``loaded``: ``base``'s
     Iceberg table, when the caller has loaded it.
     """
     watermark: int | None = None

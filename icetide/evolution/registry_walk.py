@@ -2,7 +2,7 @@
 version to the one a message carries.
 
 When a message carries schema version N and the table has applied versions up to M < N,
-:func:`apply_versions` fetches every version M+1..N (:class:`~icetide.events.versions.
+:func:`apply_versions` fetches every version M+1..N (:class:`~icetide.events.registry.
 SchemaVersions`), and for each in ascending order:
 
 1. checks it against the earlier versions under the subject's compatibility mode
@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icetide.events.versions import SchemaVersions, SubjectVersion
+from icetide.events.registry import SchemaVersions, SubjectVersion
 from icetide.events.wire import AVRO
 from icetide.evolution.plan import EvolutionPlan, build_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icetide.schema.contract.names import TableName
+from icetide.schema.quoting import qualified
 from icetide.spark.jvm import jvm_class
-from icetide.spark.sql import qualified
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

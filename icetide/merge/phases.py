@@ -16,6 +16,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icetide.lake.alter import (
+    apply_alters,
+    int_property,
+    kept_columns,
+    set_properties,
+    table_properties,
+)
+from icetide.lake.defaults import (
+    add_with_initial_default,
+    initial_default_columns,
+    initial_default_supported,
+)
+from icetide.lake.tables import table_exists
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
@@ -23,19 +36,6 @@ from icetide.schema.contract.builder import TableContract, TableSettings, column
 from icetide.schema.contract.names import TableName
 from icetide.schema.diff import FieldChange
 from icetide.schema.model import TableSchema
-from icetide.spark.alter import (
-    apply_alters,
-    int_property,
-    kept_columns,
-    set_properties,
-    table_properties,
-)
-from icetide.spark.defaults import (
-    add_with_initial_default,
-    initial_default_columns,
-    initial_default_supported,
-)
-from icetide.spark.tables import table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,8 +69,7 @@ def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeV
     refs = pipeline.refs(table)
     current = pipeline.schema(table)
     props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
-    layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
-    version = min(layout, current.version) if layout is not None else current.version
+    version = p.ChangeState.read(props, {}).merge_runs(current.version)
     settings = pipeline.config.table(table)
     contract = TableContract(
         version_of(pipeline, table, version),
@@ -123,7 +122,7 @@ def _add_initial_defaults(
     statements: list[str],
 ) -> list[str]:
     """On a format-v3 base, add each top-level column with a constant default through
-    Iceberg's API with it as initial-default (:mod:`icetide.spark.defaults`), so old rows
+    Iceberg's API with it as initial-default (:mod:`icetide.lake.defaults`), so old rows
     read it with no rewrite; the statements left for the others. A column the sink
     converts or retypes keeps the ALTER and the fill."""
     schema = run.schema
@@ -154,10 +153,10 @@ def align_images(
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType, _parse_datatype_json_value
 
+    from icetide.lake.align import fit
     from icetide.schema.convert.spark import spark_json_type, sql_type
+    from icetide.schema.quoting import qualified
     from icetide.schema.types import StructType as IcetideStruct
-    from icetide.spark.align import fit
-    from icetide.spark.sql import qualified
 
     history = pipeline.schemas.history(table)
     aligned = events

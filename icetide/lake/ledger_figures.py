@@ -32,10 +32,10 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from icetide.lake.tables import Snapshot
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
-from icetide.spark.sql import qualified, quote
-from icetide.spark.tables import Snapshot
+from icetide.schema.quoting import qualified, quote
 
 FIGURES_PROPERTY = "icetide.merge.figures"
 """Ledger snapshot property: the figures of the events that snapshot appends (JSON)."""

@@ -13,10 +13,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
+from icetide.lake.tables import iceberg_table, string_map
 from icetide.schema.contract.alter import RENAMING
 from icetide.schema.contract.names import TableName
-from icetide.spark.sql import literal
-from icetide.spark.tables import iceberg_table, string_map
+from icetide.schema.quoting import literal
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

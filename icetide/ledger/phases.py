@@ -22,6 +22,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from icetide.errors import SchemaError
+from icetide.lake.alter import (
+    apply_alters,
+    int_property,
+    kept_columns,
+    set_properties,
+    table_properties,
+)
+from icetide.lake.tables import current_snapshot_id, table_exists
 from icetide.ledger.decode import Era, Projection
 from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
@@ -31,14 +39,6 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
-from icetide.spark.alter import (
-    apply_alters,
-    int_property,
-    kept_columns,
-    set_properties,
-    table_properties,
-)
-from icetide.spark.tables import current_snapshot_id, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -201,15 +201,13 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
     ledger_props = table_properties(spark, refs.cdc)
-    projected = int_property(ledger_props, p.PROJECTION_VERSION)
-    if projected is None:
+    base_props = table_properties(spark, refs.base) if table_exists(spark, refs.base) else {}
+    state = p.ChangeState.read(ledger_props, base_props)
+    projected = state.projecting(schema.version)
+    if state.projected is None:
         # A ledger from before this handshake: it projected its creation version.
-        projected = int_property(ledger_props, c.SCHEMA_VERSION_PROPERTY) or schema.version
         set_properties(spark, refs.cdc, {p.PROJECTION_VERSION: str(projected)})
-    acked = None
-    if table_exists(spark, refs.base):
-        acked = int_property(table_properties(spark, refs.base), p.MERGE_VERSION)
-    target = min(max(projected, acked or 0), schema.version)
+    target = state.ledger_projects(schema.version)
     if target > projected:
         set_properties(
             spark, refs.cdc, {p.PROJECTION_VERSION: str(target), p.LEDGER_SWITCHED: now_ms()}
@@ -237,7 +235,7 @@ def build_projection(
     columns only (by id), and old names of renamed columns mapped to current ones.
 
     Columns a soft drop keeps in the ledger are not projected: the append fills them
-    (and soft-dropped nested fields) with NULL (:func:`icetide.spark.align.align_to`)."""
+    (and soft-dropped nested fields) with NULL (:func:`icetide.lake.align.align_to`)."""
     history = pipeline.schemas.history(table)
     aliases: dict[str, str] = {}
     for older in history.versions:

@@ -18,14 +18,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from icetide.lake.tables import iceberg_table
 from icetide.schema.contract.names import TableName
 from icetide.spark.jvm import jvm_class
-from icetide.spark.tables import iceberg_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.schema.model import Column
+    from icetide.schema.types import Column
 
 ICEBERG_TYPES = {
     "boolean": "boolean",

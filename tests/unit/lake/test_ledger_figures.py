@@ -1,5 +1,5 @@
 """The merge figures read back from the ledger's lineage: when they may be trusted,
-and when the merge must compute them from the rows (icetide/spark/ledger_figures.py)."""
+and when the merge must compute them from the rows (icetide/lake/ledger_figures.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from icetide.spark.ledger_figures import FIGURES_PROPERTY, batch_figures
-from icetide.spark.tables import Snapshot
+from icetide.lake.ledger_figures import FIGURES_PROPERTY, batch_figures
+from icetide.lake.tables import Snapshot
 
 HOUR_US = 3_600_000_000
 

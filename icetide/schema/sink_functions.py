@@ -4,7 +4,7 @@ A conversion turns a source column's values into the value stored in Iceberg on 
 into the ledger (so the ledger, the base table and the merge all see the converted
 value). Each function declares the source types it takes and the type it produces, so the
 one table-contract builder knows the Iceberg type without running anything; the code that
-converts values lives in :mod:`icetide.events.convert` (it runs in the ledger's Arrow
+converts values lives in :mod:`icetide.events.sink_values` (it runs in the ledger's Arrow
 workers). This module is the library's declaration, in one table, :data:`FUNCTIONS`:
 
 ==========================  ==========================  ==================  ===============

@@ -1,7 +1,7 @@
 """The sink config's conversions and type overrides applied to Arrow arrays.
 
 The declarations (names, input and output types, arguments) are in
-:mod:`icetide.schema.conversions`; here is what each function does to values. They run
+:mod:`icetide.schema.sink_functions`; here is what each function does to values. They run
 in the ledger's ``mapInArrow`` workers on a whole column at once: with
 ``pyarrow.compute`` where Arrow has the operation (casts, the epoch conversions, ``mask``,
 ``lower``/``upper``/``trim``), value by value where it has none (``sha256``, JSON
@@ -10,7 +10,7 @@ row (:class:`Converted`), and the ledger dead-letters that row with reason
 :data:`CONVERSION_FAILED`.
 
 >>> import pyarrow as pa
->>> from icetide.schema.conversions import Conversion
+>>> from icetide.schema.sink_functions import Conversion
 >>> from icetide.schema.types import StringType
 >>> convert_values(pa.array(["4111222233334444", None]), StringType(),
 ...     Conversion("mask", (("keep", 4),))).array.to_pylist()
@@ -35,10 +35,9 @@ import pyarrow.compute as pc
 
 from icetide.errors import ConfigError, DecodeError
 from icetide.events.project import coerce_value
-from icetide.schema.conversions import Conversion
 from icetide.schema.convert.spark import arrow_type, arrow_value
-from icetide.schema.model import Column
-from icetide.schema.types import IcetideType
+from icetide.schema.sink_functions import Conversion
+from icetide.schema.types import Column, IcetideType
 
 CONVERSION_FAILED = "conversion_failed"
 """Dead-letter reason of an event whose value a sink conversion or cast refused."""

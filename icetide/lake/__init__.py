@@ -1,0 +1,15 @@
+"""The lake: the Iceberg tables a pipeline keeps, as the stages read and write them.
+
+``tables`` names a pipeline's tables (:class:`~icetide.lake.tables.TableRefs`) and
+answers small catalog look-ups; ``alter`` applies properties and schema ALTERs that can be
+run again after a crash, ``defaults`` Iceberg v3 initial-defaults, ``align`` fits a frame
+to the table it is appended to; ``commit`` attaches snapshot summary properties to a
+commit and ``branches`` publishes several statements at once; ``progress`` reads a
+stage's progress back from snapshot summaries and ``ledger_figures`` the figures the
+ledger recorded for the merge; ``payload`` is the dead-letter payload column and
+``calls`` the quoted ``CALL`` of a maintenance procedure.
+
+What the ledger promises the merge is declared once in :mod:`icetide.schema.contract`;
+this package carries it out on Iceberg through Spark (:mod:`icetide.spark`). A new catalog
+or storage belongs here and in :mod:`icetide.spark.session`.
+"""
