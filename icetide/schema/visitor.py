@@ -102,6 +102,52 @@ class SchemaVisitor(Generic[T], ABC):
         """A leaf type: a primitive, ``decimal`` or ``enum``."""
 
 
+class PathVisitor(SchemaVisitor[T], ABC):
+    """A visitor that knows where it is: :attr:`path` holds the names from the root down
+    to the field being visited (``element``, ``key`` and ``value`` inside lists and maps).
+
+    Converters that name what they make after where it sits (Avro records, generated
+    classes) and collectors keyed by path take this instead of passing a path down by
+    hand. :meth:`enter` and :meth:`leave` run around every field, element, key and value;
+    a subclass that needs more there overrides them and calls ``super()``.
+    """
+
+    def __init__(self, root: Sequence[str] = ()) -> None:
+        self.path: list[str] = list(root)
+
+    def enter(self, field: Column) -> None:
+        """Called before any field, list element, map key or value is visited."""
+        self.path.append(field.name)
+
+    def leave(self, field: Column) -> None:
+        """Called after any field, list element, map key or value is visited."""
+        self.path.pop()
+
+    def before_field(self, field: Column) -> None:
+        self.enter(field)
+
+    def after_field(self, field: Column) -> None:
+        self.leave(field)
+
+    def before_list_element(self, field: Column) -> None:
+        self.enter(field)
+
+    def after_list_element(self, field: Column) -> None:
+        self.leave(field)
+
+    def before_map_key(self, field: Column) -> None:
+        self.enter(field)
+
+    def after_map_key(self, field: Column) -> None:
+        self.leave(field)
+
+    def before_map_value(self, field: Column) -> None:
+        self.enter(field)
+
+    def after_map_value(self, field: Column) -> None:
+        self.leave(field)
+
+
 @singledispatch
 def visit(obj: Any, visitor: SchemaVisitor[T]) -> T:
     """Walk ``obj`` (a :class:`TableSchema` or a type) with ``visitor``, children first.
@@ -218,28 +264,22 @@ def index_by_id(schema: TableSchema | IcetideType) -> dict[int, Column]:
     return visit(schema, _IndexById())
 
 
-class _IndexByName(SchemaVisitor[dict[str, int]]):
-    """Dotted full names → ids, keeping the path of names in the before/after hooks."""
+class _IndexByName(PathVisitor[dict[str, int]]):
+    """Dotted full names → ids."""
 
     def __init__(self) -> None:
-        self._path: list[str] = []
+        super().__init__()
         self._index: dict[str, int] = {}
 
-    def _enter(self, field: Column) -> None:
-        self._path.append(field.name)
-        name = ".".join(self._path)
+    def enter(self, field: Column) -> None:
+        super().enter(field)
+        name = ".".join(self.path)
         if name in self._index:
             raise SchemaError(
                 f"two fields are named {name!r} (ids {self._index[name]} and {field.id})",
                 hint="a dot in a column name reads as a path here; rename one of them",
             )
         self._index[name] = field.id
-
-    def _leave(self, field: Column) -> None:
-        self._path.pop()
-
-    before_field = before_list_element = before_map_key = before_map_value = _enter
-    after_field = after_list_element = after_map_key = after_map_value = _leave
 
     def schema(self, schema: TableSchema, struct_result: dict[str, int]) -> dict[str, int]:
         return self._index
