@@ -264,42 +264,51 @@ def index_by_id(schema: TableSchema | IcetideType) -> dict[int, Column]:
     return visit(schema, _IndexById())
 
 
-class _IndexByName(PathVisitor[dict[str, int]]):
-    """Dotted full names → ids."""
+Path = tuple[str, ...]
+"""A field's names from the root: ``("address", "city")``, ``("tags", "element")``."""
+_Found = list[tuple[Path, int]]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._index: dict[str, int] = {}
+
+class _FieldPaths(PathVisitor[_Found]):
+    """``(path, id)`` of every field as the walk enters it."""
+
+    def __init__(self, root: Sequence[str]) -> None:
+        super().__init__(root)
+        self._found: _Found = []
 
     def enter(self, field: Column) -> None:
         super().enter(field)
-        name = ".".join(self.path)
-        if name in self._index:
-            raise SchemaError(
-                f"two fields are named {name!r} (ids {self._index[name]} and {field.id})",
-                hint="a dot in a column name reads as a path here; rename one of them",
-            )
-        self._index[name] = field.id
+        self._found.append((tuple(self.path), field.id))
 
-    def schema(self, schema: TableSchema, struct_result: dict[str, int]) -> dict[str, int]:
-        return self._index
+    def schema(self, schema: TableSchema, struct_result: _Found) -> _Found:
+        return self._found
 
-    def struct(self, struct: StructType, field_results: Sequence[dict[str, int]]) -> dict[str, int]:
-        return self._index
+    def struct(self, struct: StructType, field_results: Sequence[_Found]) -> _Found:
+        return self._found
 
-    def field(self, field: Column, field_result: dict[str, int]) -> dict[str, int]:
-        return self._index
+    def field(self, field: Column, field_result: _Found) -> _Found:
+        return self._found
 
-    def list(self, list_type: ListType, element_result: dict[str, int]) -> dict[str, int]:
-        return self._index
+    def list(self, list_type: ListType, element_result: _Found) -> _Found:
+        return self._found
 
-    def map(
-        self, map_type: MapType, key_result: dict[str, int], value_result: dict[str, int]
-    ) -> dict[str, int]:
-        return self._index
+    def map(self, map_type: MapType, key_result: _Found, value_result: _Found) -> _Found:
+        return self._found
 
-    def primitive(self, primitive: IcetideType) -> dict[str, int]:
-        return self._index
+    def primitive(self, primitive: IcetideType) -> _Found:
+        return self._found
+
+
+def field_paths(schema: TableSchema | IcetideType, root: Sequence[str] = ()) -> _Found:
+    """``(path, id)`` of every field in ``schema``, depth first, each before what it holds;
+    paths start with ``root``. List elements and map keys and values are named
+    ``element``, ``key`` and ``value`` (see :func:`index_by_name` for the dotted form).
+
+    >>> from icetide.schema.types import LongType, StringType
+    >>> field_paths(StructType((Column(2, "tags", ListType(3, StringType())),)), ("t",))
+    [(('t', 'tags'), 2), (('t', 'tags', 'element'), 3)]
+    """
+    return visit(schema, _FieldPaths(root))
 
 
 def index_by_name(schema: TableSchema | IcetideType) -> dict[str, int]:
@@ -316,7 +325,16 @@ def index_by_name(schema: TableSchema | IcetideType) -> dict[str, int]:
     >>> index_by_name(s)
     {'id': 1, 'attrs': 2, 'attrs.key': 3, 'attrs.value': 4}
     """
-    return visit(schema, _IndexByName())
+    index: dict[str, int] = {}
+    for path, field_id in field_paths(schema):
+        name = ".".join(path)
+        if name in index:
+            raise SchemaError(
+                f"two fields are named {name!r} (ids {index[name]} and {field_id})",
+                hint="a dot in a column name reads as a path here; rename one of them",
+            )
+        index[name] = field_id
+    return index
 
 
 def find_by_name(schema: TableSchema, name: str, *, case_sensitive: bool = True) -> Column:
