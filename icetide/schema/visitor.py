@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import difflib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from functools import singledispatch
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from icetide.errors import SchemaError
@@ -45,6 +44,13 @@ def value_field(map_type: MapType) -> Column:
     return Column(map_type.value_id, "value", map_type.value, map_type.value_nullable)
 
 
+_HOOKS = tuple(
+    f"{when}_{what}"
+    for when in ("before", "after")
+    for what in ("field", "list_element", "map_key", "map_value")
+)
+
+
 class SchemaVisitor(Generic[T], ABC):
     """Say what one node of a schema becomes, given what its children became.
 
@@ -52,6 +58,14 @@ class SchemaVisitor(Generic[T], ABC):
     overridden. ``primitive`` covers every leaf type: the primitives, ``decimal`` and
     ``enum``.
     """
+
+    _hooked: bool = False
+    """Whether this visitor overrides a hook; set for each subclass. A walk with none
+    skips them, and the stand-in fields of list elements and map keys and values."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._hooked = any(getattr(cls, hook) is not getattr(SchemaVisitor, hook) for hook in _HOOKS)
 
     def before_field(self, field: Column) -> None:
         """Called before a column or struct field is visited."""
@@ -148,7 +162,6 @@ class PathVisitor(SchemaVisitor[T], ABC):
         self.leave(field)
 
 
-@singledispatch
 def visit(obj: Any, visitor: SchemaVisitor[T]) -> T:
     """Walk ``obj`` (a :class:`TableSchema` or a type) with ``visitor``, children first.
 
@@ -157,29 +170,40 @@ def visit(obj: Any, visitor: SchemaVisitor[T]) -> T:
     >>> index_by_name(s)
     {'id': 1}
     """
+    # One dictionary lookup per node: a walk visits every node, and ``singledispatch``'s
+    # wrapper cost as much again as the visitor's own work (Spark and Arrow schemas are
+    # converted at every batch).
+    walk = _WALKS.get(type(obj))
+    if walk is not None:
+        return walk(obj, visitor)
+    if isinstance(obj, IcetideType):
+        return visitor.primitive(obj)  # every type but the nested ones is a leaf
     raise SchemaError(f"cannot visit {type(obj).__name__}: not a schema or a column type")
 
 
-@visit.register
-def _(obj: TableSchema, visitor: SchemaVisitor[T]) -> T:
-    return visitor.schema(obj, visit(StructType(obj.columns), visitor))
+def _schema(obj: TableSchema, visitor: SchemaVisitor[T]) -> T:
+    return visitor.schema(obj, _struct(StructType(obj.columns), visitor))
 
 
-@visit.register
-def _(obj: StructType, visitor: SchemaVisitor[T]) -> T:
+def _struct(obj: StructType, visitor: SchemaVisitor[T]) -> T:
+    make = visitor.field
+    if not visitor._hooked:
+        return visitor.struct(obj, [make(f, visit(f.type, visitor)) for f in obj.fields])
+    before, after = visitor.before_field, visitor.after_field
     results = []
     for field in obj.fields:
-        visitor.before_field(field)
+        before(field)
         try:
             result = visit(field.type, visitor)
         finally:
-            visitor.after_field(field)
-        results.append(visitor.field(field, result))
+            after(field)
+        results.append(make(field, result))
     return visitor.struct(obj, results)
 
 
-@visit.register
-def _(obj: ListType, visitor: SchemaVisitor[T]) -> T:
+def _list(obj: ListType, visitor: SchemaVisitor[T]) -> T:
+    if not visitor._hooked:
+        return visitor.list(obj, visit(obj.element, visitor))
     element = element_field(obj)
     visitor.before_list_element(element)
     try:
@@ -189,8 +213,9 @@ def _(obj: ListType, visitor: SchemaVisitor[T]) -> T:
     return visitor.list(obj, result)
 
 
-@visit.register
-def _(obj: MapType, visitor: SchemaVisitor[T]) -> T:
+def _map(obj: MapType, visitor: SchemaVisitor[T]) -> T:
+    if not visitor._hooked:
+        return visitor.map(obj, visit(obj.key, visitor), visit(obj.value, visitor))
     key = key_field(obj)
     visitor.before_map_key(key)
     try:
@@ -206,10 +231,13 @@ def _(obj: MapType, visitor: SchemaVisitor[T]) -> T:
     return visitor.map(obj, key_result, value_result)
 
 
-@visit.register
-def _(obj: IcetideType, visitor: SchemaVisitor[T]) -> T:
-    # The nested types are registered above; every other type is a leaf.
-    return visitor.primitive(obj)
+_WALKS: dict[type, Callable[[Any, SchemaVisitor[Any]], Any]] = {
+    TableSchema: _schema,
+    StructType: _struct,
+    ListType: _list,
+    MapType: _map,
+}
+"""How each node that holds others is walked, by its exact class."""
 
 
 # -- indexes ------------------------------------------------------------------------------
