@@ -162,6 +162,29 @@ class PathVisitor(SchemaVisitor[T], ABC):
         self.leave(field)
 
 
+class HookVisitor(SchemaVisitor[None]):
+    """A visitor that does all its work in the hooks, collecting as it enters and leaves
+    fields; every node's result is ``None``."""
+
+    def schema(self, schema: TableSchema, struct_result: None) -> None:
+        return None
+
+    def struct(self, struct: StructType, field_results: Sequence[None]) -> None:
+        return None
+
+    def field(self, field: Column, field_result: None) -> None:
+        return None
+
+    def list(self, list_type: ListType, element_result: None) -> None:
+        return None
+
+    def map(self, map_type: MapType, key_result: None, value_result: None) -> None:
+        return None
+
+    def primitive(self, primitive: IcetideType) -> None:
+        return None
+
+
 def visit(obj: Any, visitor: SchemaVisitor[T]) -> T:
     """Walk ``obj`` (a :class:`TableSchema` or a type) with ``visitor``, children first.
 
@@ -240,6 +263,161 @@ _WALKS: dict[type, Callable[[Any, SchemaVisitor[Any]], Any]] = {
 """How each node that holds others is walked, by its exact class."""
 
 
+# -- two schemas side by side ------------------------------------------------------------
+
+Partner = Column | None
+"""A field's partner: the field of the other schema it is matched with, or ``None``."""
+
+
+class PartnerVisitor(Generic[T], ABC):
+    """Say what one node becomes given its partner, the node it is matched with in another
+    schema (``None`` where that schema has none): PyIceberg's
+    ``SchemaWithPartnerVisitor``, with its accessor's methods on the visitor.
+
+    A type's partner is a type, a field's a field. By default partners are matched by
+    id: a struct field with the partner struct's field of the same id, a list element or
+    a map key or value with the partner list's or map's when its id is the same. A walk
+    that matches otherwise (by name; raising on a changed id) overrides those methods.
+    Children are visited whatever their partner, so a visitor of two nodes of different
+    kinds gets its children's results and may drop them.
+    """
+
+    def field_partners(self, struct: StructType, partner: IcetideType | None) -> list[Partner]:
+        """The partner of each of ``struct``'s fields, in order."""
+        if not isinstance(partner, StructType):
+            return [None] * len(struct.fields)
+        by_id = {f.id: f for f in partner.fields}
+        return [by_id.get(f.id) for f in struct.fields]
+
+    def element_partner(self, list_type: ListType, partner: IcetideType | None) -> Partner:
+        """The partner of ``list_type``'s element."""
+        if isinstance(partner, ListType) and partner.element_id == list_type.element_id:
+            return element_field(partner)
+        return None
+
+    def key_partner(self, map_type: MapType, partner: IcetideType | None) -> Partner:
+        """The partner of ``map_type``'s key."""
+        if isinstance(partner, MapType) and partner.key_id == map_type.key_id:
+            return key_field(partner)
+        return None
+
+    def value_partner(self, map_type: MapType, partner: IcetideType | None) -> Partner:
+        """The partner of ``map_type``'s value."""
+        if isinstance(partner, MapType) and partner.value_id == map_type.value_id:
+            return value_field(partner)
+        return None
+
+    def before_field(self, field: Column, partner: Partner) -> None:
+        """Called before a column or struct field is visited."""
+
+    def after_field(self, field: Column, partner: Partner) -> None:
+        """Called after a column or struct field is visited."""
+
+    def before_list_element(self, field: Column, partner: Partner) -> None:
+        """Called before a list's element is visited."""
+
+    def after_list_element(self, field: Column, partner: Partner) -> None:
+        """Called after a list's element is visited."""
+
+    def before_map_key(self, field: Column, partner: Partner) -> None:
+        """Called before a map's key is visited."""
+
+    def after_map_key(self, field: Column, partner: Partner) -> None:
+        """Called after a map's key is visited."""
+
+    def before_map_value(self, field: Column, partner: Partner) -> None:
+        """Called before a map's value is visited."""
+
+    def after_map_value(self, field: Column, partner: Partner) -> None:
+        """Called after a map's value is visited."""
+
+    @abstractmethod
+    def schema(self, schema: TableSchema, partner: TableSchema | None, struct_result: T) -> T:
+        """The whole schema, given what its columns (as a struct) became."""
+
+    @abstractmethod
+    def struct(
+        self, struct: StructType, partner: IcetideType | None, field_results: Sequence[T]
+    ) -> T:
+        """A struct, given each field's result."""
+
+    @abstractmethod
+    def field(self, field: Column, partner: Partner, field_result: T) -> T:
+        """A column or struct field, given its type's result."""
+
+    @abstractmethod
+    def list(self, list_type: ListType, partner: IcetideType | None, element_result: T) -> T:
+        """A list, given its element type's result."""
+
+    @abstractmethod
+    def map(
+        self, map_type: MapType, partner: IcetideType | None, key_result: T, value_result: T
+    ) -> T:
+        """A map, given its key and value types' results."""
+
+    @abstractmethod
+    def primitive(self, primitive: IcetideType, partner: IcetideType | None) -> T:
+        """A leaf type."""
+
+
+def visit_with_partner(
+    obj: TableSchema | IcetideType,
+    partner: TableSchema | IcetideType | None,
+    visitor: PartnerVisitor[T],
+) -> T:
+    """Walk ``obj`` with ``visitor``, children first, beside ``partner`` (the same place in
+    another schema: a schema beside a schema, a type beside a type).
+    """
+    if isinstance(obj, TableSchema):
+        holder = partner if isinstance(partner, TableSchema) else None
+        columns = StructType(holder.columns) if holder is not None else None
+        struct = _partner_walk(StructType(obj.columns), columns, visitor)
+        return visitor.schema(obj, holder, struct)
+    if isinstance(partner, TableSchema):
+        raise SchemaError("a type's partner is a type, not a schema")
+    return _partner_walk(obj, partner, visitor)
+
+
+def _partner_walk(obj: IcetideType, partner: IcetideType | None, visitor: PartnerVisitor[T]) -> T:
+    if isinstance(obj, StructType):
+        results = []
+        for field, other in zip(obj.fields, visitor.field_partners(obj, partner), strict=True):
+            visitor.before_field(field, other)
+            try:
+                result = _partner_walk(field.type, _type_of(other), visitor)
+            finally:
+                visitor.after_field(field, other)
+            results.append(visitor.field(field, other, result))
+        return visitor.struct(obj, partner, results)
+    if isinstance(obj, ListType):
+        element, other = element_field(obj), visitor.element_partner(obj, partner)
+        visitor.before_list_element(element, other)
+        try:
+            result = _partner_walk(obj.element, _type_of(other), visitor)
+        finally:
+            visitor.after_list_element(element, other)
+        return visitor.list(obj, partner, result)
+    if isinstance(obj, MapType):
+        key, other = key_field(obj), visitor.key_partner(obj, partner)
+        visitor.before_map_key(key, other)
+        try:
+            key_result = _partner_walk(obj.key, _type_of(other), visitor)
+        finally:
+            visitor.after_map_key(key, other)
+        value, other = value_field(obj), visitor.value_partner(obj, partner)
+        visitor.before_map_value(value, other)
+        try:
+            value_result = _partner_walk(obj.value, _type_of(other), visitor)
+        finally:
+            visitor.after_map_value(value, other)
+        return visitor.map(obj, partner, key_result, value_result)
+    return visitor.primitive(obj, partner)
+
+
+def _type_of(field: Partner) -> IcetideType | None:
+    return field.type if field is not None else None
+
+
 # -- indexes ------------------------------------------------------------------------------
 
 
@@ -294,40 +472,23 @@ def index_by_id(schema: TableSchema | IcetideType) -> dict[int, Column]:
 
 Path = tuple[str, ...]
 """A field's names from the root: ``("address", "city")``, ``("tags", "element")``."""
-_Found = list[tuple[Path, int]]
 
 
-class _FieldPaths(PathVisitor[_Found]):
+class _FieldPaths(PathVisitor[None], HookVisitor):
     """``(path, id)`` of every field as the walk enters it."""
 
     def __init__(self, root: Sequence[str]) -> None:
         super().__init__(root)
-        self._found: _Found = []
+        self.found: list[tuple[Path, int]] = []
 
     def enter(self, field: Column) -> None:
         super().enter(field)
-        self._found.append((tuple(self.path), field.id))
-
-    def schema(self, schema: TableSchema, struct_result: _Found) -> _Found:
-        return self._found
-
-    def struct(self, struct: StructType, field_results: Sequence[_Found]) -> _Found:
-        return self._found
-
-    def field(self, field: Column, field_result: _Found) -> _Found:
-        return self._found
-
-    def list(self, list_type: ListType, element_result: _Found) -> _Found:
-        return self._found
-
-    def map(self, map_type: MapType, key_result: _Found, value_result: _Found) -> _Found:
-        return self._found
-
-    def primitive(self, primitive: IcetideType) -> _Found:
-        return self._found
+        self.found.append((tuple(self.path), field.id))
 
 
-def field_paths(schema: TableSchema | IcetideType, root: Sequence[str] = ()) -> _Found:
+def field_paths(
+    schema: TableSchema | IcetideType, root: Sequence[str] = ()
+) -> list[tuple[Path, int]]:
     """``(path, id)`` of every field in ``schema``, depth first, each before what it holds;
     paths start with ``root``. List elements and map keys and values are named
     ``element``, ``key`` and ``value`` (see :func:`index_by_name` for the dotted form).
@@ -336,7 +497,9 @@ def field_paths(schema: TableSchema | IcetideType, root: Sequence[str] = ()) -> 
     >>> field_paths(StructType((Column(2, "tags", ListType(3, StringType())),)), ("t",))
     [(('t', 'tags'), 2), (('t', 'tags', 'element'), 3)]
     """
-    return visit(schema, _FieldPaths(root))
+    paths = _FieldPaths(root)
+    visit(schema, paths)
+    return paths.found
 
 
 def index_by_name(schema: TableSchema | IcetideType) -> dict[str, int]:
