@@ -1,18 +1,30 @@
-"""One way to walk a schema: a post-order visitor, and the indexes built on it.
+"""One way to walk a schema: a post-order visitor, a walk of two schemas side by side,
+and the indexes built on them.
 
 Modelled on PyIceberg's ``SchemaVisitor``: :func:`visit` walks a
 :class:`~icetide.schema.model.TableSchema` (or any type) depth first and hands each
 node's children's results to the visitor's method for that node, so a visitor says only
 what to do with one struct, field, list, map or leaf type. Hooks called before and after
-each field, list element and map key/value let a visitor keep track of where it is
-(:func:`index_by_name` keeps the path of names that way).
+each field, list element and map key/value let a visitor keep track of where it is:
+:class:`PathVisitor` keeps the path of names that way (converters name nested records
+after it, :func:`field_paths` and :func:`index_by_name` index by it), and a
+:class:`HookVisitor` does all its work there. :func:`visit_with_partner` walks one schema
+beside another (PyIceberg's ``visit_with_partner``), handing a :class:`PartnerVisitor`
+each node with its partner: the diff, the evolution plan's merge and the candidate
+schema's ids are such walks.
+
+Converters, indexes and comparisons of the model walk it here; what walks something else
+beside a type stays with it: foreign type trees read into the model (sqlglot, Arrow,
+Avro and Connect schemas), values converted row by row (``arrow_value`` runs per message,
+``avro_datum`` per row), Spark's own types (``lake/``).
 
 List elements and map keys and values have ids but no :class:`Column` of their own; the
 walk gives them one (:func:`element_field`, :func:`key_field`, :func:`value_field`), named
 ``element``, ``key`` and ``value`` as in Iceberg, so every id indexes to a ``Column``.
 
 This module imports the model, never the other way round; the model's own helpers
-(``all_fields``, ``column_ids``) stay small loops because the model sits below this.
+(``all_fields``, ``column_ids``, ``schema_problems``) stay small loops because the model
+sits below this.
 """
 
 from __future__ import annotations
