@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from typing import Any
 from icetide.artifacts.shape import Shape
 from icetide.schema.convert.avro import to_avro_schema
 from icetide.schema.convert.spark import spark_json_struct
+from icetide.schema.model import TableSchema
 from icetide.schema.types import Column, EnumType, IcetideType, ListType, MapType, StructType
+from icetide.schema.visitor import PathVisitor, visit
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 
@@ -104,55 +107,85 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _type(ctype: IcetideType, path: tuple[str, ...], mod: _Module) -> tuple[str, str]:
-    """``(annotation, Field(...) expression)`` parts for one type; declares classes."""
-    if isinstance(ctype, EnumType):
-        name = mod.claim(class_name(*path))
-        members = _unique(list(ctype.symbols))
-        lines = [f"class {name}(enum.Enum):", f'    """Symbols of {".".join(path)}."""', ""]
-        lines += [f"    {m} = {s!r}" for m, s in zip(members, ctype.symbols, strict=True)]
-        mod.blocks.append("\n".join(lines))
-        return name, f"kind='enum', target={name}"
-    if isinstance(ctype, StructType):
-        name = _record(path, ctype.fields, mod)
+_Parts = tuple[str, str]
+"""``(annotation, Field(...) expression)`` of one type."""
+
+
+class _Declare(PathVisitor[_Parts]):
+    """The :data:`_Parts` of each type, declaring a class for each record and enum on the
+    way: a dataclass after the classes of what its fields hold, named after its path.
+
+    Class names are claimed as the walk enters a field (parents before what they hold),
+    so where two paths spell the same name the one met first keeps it; each waits on a
+    stack until its class is written.
+    """
+
+    def __init__(self, root: tuple[str, ...], mod: _Module) -> None:
+        super().__init__(root)
+        self.mod = mod
+        self.names = [mod.claim(class_name(*root))]
+
+    def enter(self, field: Column) -> None:
+        super().enter(field)
+        if isinstance(field.type, StructType | EnumType):
+            self.names.append(self.mod.claim(class_name(*self.path)))
+
+    def schema(self, schema: TableSchema, struct_result: _Parts) -> _Parts:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[_Parts]) -> _Parts:
+        name = self.names.pop()
+        attrs = _unique([c.name for c in struct.fields])
+        body, specs = [], []
+        for attr, column, (annotation, spec) in zip(
+            attrs, struct.fields, field_results, strict=True
+        ):
+            if column.nullable:
+                body.append(f"    {attr}: {annotation} | None = None")
+            else:
+                body.append(f"    {attr}: {annotation}")
+            if column.doc:
+                body.append(f"    {_docstring(column.doc)}")
+            specs.append(f"    Field({attr!r}, {column.name!r}, {spec}),")
+        lines = [
+            "@dataclass(frozen=True, kw_only=True)",
+            f"class {name}:",
+            f'    """A record of {".".join(self.path)}."""',
+            "",
+            *body,
+        ]
+        self.mod.blocks.append("\n".join(lines))
+        self.mod.blocks.append("\n".join([f"_{name}_FIELDS: tuple[Field, ...] = (", *specs, ")"]))
         return name, f"kind='record', target={name}, fields=_{name}_FIELDS"
-    if isinstance(ctype, ListType):
-        inner, spec = _type(ctype.element, (*path, "element"), mod)
-        inner = f"{inner} | None" if ctype.element_nullable else inner
+
+    def field(self, field: Column, field_result: _Parts) -> _Parts:
+        return field_result
+
+    def list(self, list_type: ListType, element_result: _Parts) -> _Parts:
+        inner, spec = element_result
+        inner = f"{inner} | None" if list_type.element_nullable else inner
         return f"list[{inner}]", f"kind='list', fields=(Field('element', 'element', {spec}),)"
-    if isinstance(ctype, MapType):
-        key, key_spec = _type(ctype.key, (*path, "key"), mod)
-        value, value_spec = _type(ctype.value, (*path, "value"), mod)
-        value = f"{value} | None" if ctype.value_nullable else value
+
+    def map(self, map_type: MapType, key_result: _Parts, value_result: _Parts) -> _Parts:
+        (key, key_spec), (value, value_spec) = key_result, value_result
+        value = f"{value} | None" if map_type.value_nullable else value
         spec = f"Field('key', 'key', {key_spec}), Field('value', 'value', {value_spec})"
         return f"dict[{key}, {value}]", f"kind='map', fields=({spec})"
-    kind = _KINDS.get(ctype.name, "value")
-    return _PY_TYPES[ctype.name], f"kind={kind!r}"
 
-
-def _record(path: tuple[str, ...], columns: tuple[Column, ...], mod: _Module) -> str:
-    name = mod.claim(class_name(*path))
-    attrs = _unique([c.name for c in columns])
-    body, specs = [], []
-    for attr, column in zip(attrs, columns, strict=True):
-        annotation, spec = _type(column.type, (*path, column.name), mod)
-        if column.nullable:
-            body.append(f"    {attr}: {annotation} | None = None")
-        else:
-            body.append(f"    {attr}: {annotation}")
-        if column.doc:
-            body.append(f"    {_docstring(column.doc)}")
-        specs.append(f"    Field({attr!r}, {column.name!r}, {spec}),")
-    lines = [
-        "@dataclass(frozen=True, kw_only=True)",
-        f"class {name}:",
-        f'    """A record of {".".join(path)}."""',
-        "",
-        *body,
-    ]
-    mod.blocks.append("\n".join(lines))
-    mod.blocks.append("\n".join([f"_{name}_FIELDS: tuple[Field, ...] = (", *specs, ")"]))
-    return name
+    def primitive(self, primitive: IcetideType) -> _Parts:
+        if isinstance(primitive, EnumType):
+            name = self.names.pop()
+            members = _unique(list(primitive.symbols))
+            lines = [
+                f"class {name}(enum.Enum):",
+                f'    """Symbols of {".".join(self.path)}."""',
+                "",
+            ]
+            lines += [f"    {m} = {s!r}" for m, s in zip(members, primitive.symbols, strict=True)]
+            self.mod.blocks.append("\n".join(lines))
+            return name, f"kind='enum', target={name}"
+        kind = _KINDS.get(primitive.name, "value")
+        return _PY_TYPES[primitive.name], f"kind={kind!r}"
 
 
 def _docstring(text: str) -> str:
@@ -173,7 +206,7 @@ def avro_schema(shape: Shape) -> dict[str, Any]:
 def module_source(shape: Shape, package_version: str) -> str:
     """The generated ``__init__.py``."""
     mod = _Module()
-    root = _record((shape.record,), shape.columns, mod)
+    root, _ = visit(StructType(shape.columns), _Declare((shape.record,), mod))
     avro = json.dumps(avro_schema(shape), sort_keys=True)
     spark = json.dumps(spark_json_struct(shape.columns), sort_keys=True)
     head = [

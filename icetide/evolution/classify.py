@@ -78,6 +78,14 @@ from icetide.schema.diff import Kind as DiffKind
 from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
 from icetide.schema.types import SENSITIVE, Column, IcetideType, ListType, MapType, StructType
+from icetide.schema.visitor import (
+    Partner,
+    PartnerVisitor,
+    element_field,
+    key_field,
+    value_field,
+    visit_with_partner,
+)
 
 Classification = Literal["automatic", "automatic_backfill", "rename", "drop", "ambiguous", "held"]
 FillMethod = Literal["ledger", "initial_default", "keyed_backfill", "resnapshot"]
@@ -296,63 +304,11 @@ def candidate_schema(
     # by identity, so a swap swaps ids; a drop and a re-add under one name is a new
     # column); a name no DDL touched keeps the old column of that name.
     holds = identities(old, evidence)
-    by_id = {c.id: c for c in old.columns}
     ids = _Ids(old.last_column_id)
-    patterns = tuple(p.casefold() for p in sensitive)
-
-    def match(name: str, before: Sequence[Column], top: bool) -> Column | None:
-        if top:
-            held = holds.get(name.casefold())
-            return by_id.get(held) if held is not None else None
-        return {c.name.casefold(): c for c in before}.get(name.casefold())
-
-    def fields(after: Sequence[Column], before: Sequence[Column], top: bool) -> tuple[Column, ...]:
-        built = []
-        for column in after:
-            was = match(column.name, before, top)
-            if was is None:
-                tags = set(column.tags)
-                if top and any(fnmatch.fnmatch(column.name.casefold(), p) for p in patterns):
-                    tags.add(SENSITIVE)
-                built.append(
-                    dataclasses.replace(
-                        column,
-                        id=ids.next(),
-                        type=kind(column.type, None),
-                        tags=frozenset(tags),
-                    )
-                )
-            else:
-                built.append(
-                    dataclasses.replace(
-                        column,
-                        id=was.id,
-                        type=kind(column.type, was.type),
-                        doc=column.doc if column.doc is not None else was.doc,
-                        tags=column.tags | was.tags,
-                    )
-                )
-        return tuple(built)
-
-    def kind(now: IcetideType, was: IcetideType | None) -> IcetideType:
-        if isinstance(now, StructType):
-            before = was.fields if isinstance(was, StructType) else ()
-            return StructType(fields(now.fields, before, False))
-        if isinstance(now, ListType):
-            same = was if isinstance(was, ListType) else None
-            element_id = same.element_id if same else ids.next()
-            element = kind(now.element, same.element if same else None)
-            return ListType(element_id, element, now.element_nullable)
-        if isinstance(now, MapType):
-            same_map = was if isinstance(was, MapType) else None
-            key_id = same_map.key_id if same_map else ids.next()
-            key = kind(now.key, same_map.key if same_map else None)
-            value_id = same_map.value_id if same_map else ids.next()
-            value = kind(now.value, same_map.value if same_map else None)
-            return MapType(key_id, key, value_id, value, now.value_nullable)
-        return now
-
-    columns = fields(inferred.columns, old.columns, True)
+    numbering = _Candidate(old, holds, ids, sensitive)
+    columns = visit_with_partner(
+        StructType(inferred.columns), StructType(old.columns), numbering
+    ).fields
     names = {c.name.casefold(): c.id for c in columns}
     key_names = inferred.primary_key or old.primary_key
     missing = [k for k in key_names if k.casefold() not in names]
@@ -385,6 +341,92 @@ def candidate_schema(
 
 NEW = 0
 """The identity of a column the DDL added (an id no old column has)."""
+
+
+class _Candidate(PartnerVisitor[Any]):
+    """The inferred schema walked beside the old one, each field given the id of the old
+    field it is: a column the one :func:`identities` says its name holds, a nested field
+    the old struct's field of the same name (case-insensitive), a list element or map key
+    or value the old list's or map's. Anything new takes the next id as the walk enters
+    it, parents before what they hold; each id waits on a stack until its node is rebuilt
+    (a map takes its value's id, then its key's). New columns whose name matches a
+    ``sensitive`` pattern are tagged :data:`SENSITIVE`.
+    """
+
+    def __init__(
+        self, old: TableSchema, holds: Mapping[str, int], ids: _Ids, sensitive: Sequence[str]
+    ) -> None:
+        self.by_id = {c.id: c for c in old.columns}
+        self.holds = holds
+        self.ids = ids
+        self.patterns = tuple(p.casefold() for p in sensitive)
+        self.depth = 0
+        self.taken: list[int] = []
+
+    def field_partners(self, struct: StructType, partner: IcetideType | None) -> list[Partner]:
+        if self.depth == 0:  # the columns
+            held = [self.holds.get(c.name.casefold()) for c in struct.fields]
+            return [self.by_id.get(i) if i is not None else None for i in held]
+        before = partner.fields if isinstance(partner, StructType) else ()
+        by_name = {c.name.casefold(): c for c in before}
+        return [by_name.get(c.name.casefold()) for c in struct.fields]
+
+    def element_partner(self, list_type: ListType, partner: IcetideType | None) -> Partner:
+        return element_field(partner) if isinstance(partner, ListType) else None
+
+    def key_partner(self, map_type: MapType, partner: IcetideType | None) -> Partner:
+        return key_field(partner) if isinstance(partner, MapType) else None
+
+    def value_partner(self, map_type: MapType, partner: IcetideType | None) -> Partner:
+        return value_field(partner) if isinstance(partner, MapType) else None
+
+    def number(self, field: Column, partner: Partner) -> None:
+        self.taken.append(partner.id if partner is not None else self.ids.next())
+
+    before_list_element = before_map_key = before_map_value = number
+
+    def before_field(self, field: Column, partner: Partner) -> None:
+        self.depth += 1
+        self.number(field, partner)
+
+    def after_field(self, field: Column, partner: Partner) -> None:
+        self.depth -= 1
+
+    def schema(self, schema: TableSchema, partner: TableSchema | None, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(
+        self, struct: StructType, partner: IcetideType | None, field_results: Sequence[Any]
+    ) -> Any:
+        return StructType(tuple(field_results))
+
+    def field(self, field: Column, partner: Partner, field_result: Any) -> Any:
+        field_id = self.taken.pop()
+        if partner is None:
+            tags = set(field.tags)
+            name = field.name.casefold()
+            if self.depth == 0 and any(fnmatch.fnmatch(name, p) for p in self.patterns):
+                tags.add(SENSITIVE)
+            return dataclasses.replace(field, id=field_id, type=field_result, tags=frozenset(tags))
+        return dataclasses.replace(
+            field,
+            id=field_id,
+            type=field_result,
+            doc=field.doc if field.doc is not None else partner.doc,
+            tags=field.tags | partner.tags,
+        )
+
+    def list(self, list_type: ListType, partner: IcetideType | None, element_result: Any) -> Any:
+        return ListType(self.taken.pop(), element_result, list_type.element_nullable)
+
+    def map(
+        self, map_type: MapType, partner: IcetideType | None, key_result: Any, value_result: Any
+    ) -> Any:
+        value_id, key_id = self.taken.pop(), self.taken.pop()
+        return MapType(key_id, key_result, value_id, value_result, map_type.value_nullable)
+
+    def primitive(self, primitive: IcetideType, partner: IcetideType | None) -> Any:
+        return primitive
 
 
 def identities(old: TableSchema, evidence: TableEvidence) -> dict[str, int]:

@@ -38,6 +38,7 @@ from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
 from icetide.schema.model import TableSchema
 from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
+from icetide.schema.visitor import Partner, PartnerVisitor, visit_with_partner
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -448,66 +449,102 @@ def _ids(columns: Sequence[Column]) -> list[int]:
 def _merge_fields(
     old: Sequence[Column], new: Sequence[Column], take: set[tuple[str, int]]
 ) -> tuple[Column, ...]:
-    before = {f.id: f for f in old}
-    result: list[Column] = []
-    for field in new:
-        was = before.get(field.id)
-        if was is None:
-            if ("add", field.id) in take:
-                result.append(field)
-            continue
-        meta = ("metadata", field.id) in take
-        nullable_taken = ("optional", field.id) in take or ("required", field.id) in take
-        result.append(
-            Column(
-                field.id,
-                field.name if ("rename", field.id) in take else was.name,
-                _merge_type(was.type, field.type, field.id, take),
-                field.nullable if nullable_taken else was.nullable,
-                field.doc if meta else was.doc,
-                field.default if meta else was.default,
-                field.tags if meta else was.tags,
-            )
+    merged: StructType = visit_with_partner(
+        StructType(tuple(new)), StructType(tuple(old)), _Merge(take)
+    )
+    return merged.fields
+
+
+class _Merge(PartnerVisitor[Any]):
+    """The old schema with the changes in ``take`` from the new one: the new schema walked
+    beside the old, fields matched by id.
+
+    What is not taken stays as it was: a field's name, nullability and metadata, a type
+    that is not widened (a leaf, or a node whose partner is of another kind or whose
+    element, key or value id differs). A field only in the new schema comes in only when
+    its add is taken; one only in the old stays, after the fields that came before it,
+    unless its drop is.
+    """
+
+    def __init__(self, take: set[tuple[str, int]]) -> None:
+        self.take = take
+        self.ids: list[int] = []
+
+    def enter(self, field: Column, partner: Partner) -> None:
+        self.ids.append(field.id)
+
+    def leave(self, field: Column, partner: Partner) -> None:
+        self.ids.pop()
+
+    before_field = before_list_element = before_map_key = before_map_value = enter
+    after_field = after_list_element = after_map_key = after_map_value = leave
+
+    def schema(self, schema: TableSchema, partner: TableSchema | None, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(
+        self, struct: StructType, partner: IcetideType | None, field_results: Sequence[Any]
+    ) -> Any:
+        if not isinstance(partner, StructType):
+            return self._widened(partner, struct)
+        result: list[Column] = [f for f in field_results if f is not None]
+        present = {f.id for f in struct.fields}
+        for index, field in enumerate(partner.fields):
+            if field.id in present or ("drop", field.id) in self.take:
+                continue
+            earlier = {g.id for g in partner.fields[:index]}
+            place = 0
+            for k, g in enumerate(result):
+                if g.id in earlier:
+                    place = k + 1
+            result.insert(place, field)
+        return StructType(tuple(result))
+
+    def field(self, field: Column, partner: Partner, field_result: Any) -> Any:
+        if partner is None:
+            return field if ("add", field.id) in self.take else None
+        meta = ("metadata", field.id) in self.take
+        return Column(
+            field.id,
+            field.name if ("rename", field.id) in self.take else partner.name,
+            field_result,
+            self._nullable(partner.nullable, field.nullable, field.id),
+            field.doc if meta else partner.doc,
+            field.default if meta else partner.default,
+            field.tags if meta else partner.tags,
         )
-    present = {f.id for f in new}
-    for index, field in enumerate(old):
-        if field.id in present or ("drop", field.id) in take:
-            continue
-        earlier = {g.id for g in old[:index]}
-        place = 0
-        for k, g in enumerate(result):
-            if g.id in earlier:
-                place = k + 1
-        result.insert(place, field)
-    return tuple(result)
 
+    def list(self, list_type: ListType, partner: IcetideType | None, element_result: Any) -> Any:
+        if not isinstance(partner, ListType) or partner.element_id != list_type.element_id:
+            return self._widened(partner, list_type)
+        nullable = self._nullable(
+            partner.element_nullable, list_type.element_nullable, list_type.element_id
+        )
+        return ListType(partner.element_id, element_result, nullable)
 
-def _merge_type(
-    old: IcetideType, new: IcetideType, field_id: int, take: set[tuple[str, int]]
-) -> IcetideType:
-    if isinstance(old, StructType) and isinstance(new, StructType):
-        return StructType(_merge_fields(old.fields, new.fields, take))
-    if isinstance(old, ListType) and isinstance(new, ListType) and old.element_id == new.element_id:
-        nullable = _nullable(old.element_nullable, new.element_nullable, new.element_id, take)
-        element = _merge_type(old.element, new.element, new.element_id, take)
-        return ListType(old.element_id, element, nullable)
-    if (
-        isinstance(old, MapType)
-        and isinstance(new, MapType)
-        and (old.key_id, old.value_id) == (new.key_id, new.value_id)
-    ):
+    def map(
+        self, map_type: MapType, partner: IcetideType | None, key_result: Any, value_result: Any
+    ) -> Any:
+        ids = (map_type.key_id, map_type.value_id)
+        if not isinstance(partner, MapType) or (partner.key_id, partner.value_id) != ids:
+            return self._widened(partner, map_type)
         return MapType(
-            old.key_id,
-            _merge_type(old.key, new.key, new.key_id, take),
-            old.value_id,
-            _merge_type(old.value, new.value, new.value_id, take),
-            _nullable(old.value_nullable, new.value_nullable, new.value_id, take),
+            partner.key_id,
+            key_result,
+            partner.value_id,
+            value_result,
+            self._nullable(partner.value_nullable, map_type.value_nullable, map_type.value_id),
         )
-    return new if ("widen", field_id) in take else old
 
+    def primitive(self, primitive: IcetideType, partner: IcetideType | None) -> Any:
+        return self._widened(partner, primitive)
 
-def _nullable(old: bool, new: bool, field_id: int, take: set[tuple[str, int]]) -> bool:
-    return new if ("optional", field_id) in take or ("required", field_id) in take else old
+    def _widened(self, old: IcetideType | None, new: IcetideType) -> IcetideType | None:
+        return new if ("widen", self.ids[-1]) in self.take else old
+
+    def _nullable(self, old: bool, new: bool, field_id: int) -> bool:
+        taken = ("optional", field_id) in self.take or ("required", field_id) in self.take
+        return new if taken else old
 
 
 def _reid(schema: TableSchema, rewrite: dict[int, int]) -> TableSchema:

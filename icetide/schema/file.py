@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,6 +76,7 @@ from icetide.schema.types import (
     StructType,
     parse_type,
 )
+from icetide.schema.visitor import SchemaVisitor, visit
 
 MIGRATION_NOTE = (
     "schema file {path}: per-column 'logical:' is the old form; read as sink.logical "
@@ -243,47 +245,61 @@ def _default(ctype: IcetideType, value: Any, loc: Loc, problems: list[tuple[Loc,
 
 def type_to_data(ctype: IcetideType) -> Any:
     """The schema-file form of a type (what :func:`type_from_data` reads)."""
-    if isinstance(ctype, EnumType):
-        return {"enum": list(ctype.symbols)}
-    if isinstance(ctype, StructType):
-        return {"struct": [column_to_data(f) for f in ctype.fields]}
-    if isinstance(ctype, ListType):
-        body: dict[str, Any] = {
-            "element_id": ctype.element_id,
-            "element": type_to_data(ctype.element),
-        }
-        if not ctype.element_nullable:
-            body["element_nullable"] = False
-        return {"list": body}
-    if isinstance(ctype, MapType):
-        body = {
-            "key_id": ctype.key_id,
-            "key": type_to_data(ctype.key),
-            "value_id": ctype.value_id,
-            "value": type_to_data(ctype.value),
-        }
-        if not ctype.value_nullable:
-            body["value_nullable"] = False
-        return {"map": body}
-    return str(ctype) if isinstance(ctype, DecimalType) else ctype.name
+    return visit(ctype, _TO_DATA)
 
 
 def column_to_data(column: Column) -> dict[str, Any]:
     """One ``columns:`` (or struct field) entry."""
-    entry: dict[str, Any] = {
-        "id": column.id,
-        "name": column.name,
-        "type": type_to_data(column.type),
-    }
-    if not column.nullable:
-        entry["nullable"] = False
-    if column.doc:
-        entry["doc"] = column.doc
-    if column.default is not None:
-        entry["default"] = default_to_data(column.default)
-    if column.tags:
-        entry["tags"] = sorted(column.tags)
+    entry: dict[str, Any] = _TO_DATA.field(column, type_to_data(column.type))
     return entry
+
+
+class _ToData(SchemaVisitor[Any]):
+    """A type's schema-file form from its parts': a column or field as a mapping with only
+    what differs from the defaults, nested types under their kind's key."""
+
+    def schema(self, schema: TableSchema, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[Any]) -> Any:
+        return {"struct": list(field_results)}
+
+    def field(self, field: Column, field_result: Any) -> Any:
+        entry: dict[str, Any] = {"id": field.id, "name": field.name, "type": field_result}
+        if not field.nullable:
+            entry["nullable"] = False
+        if field.doc:
+            entry["doc"] = field.doc
+        if field.default is not None:
+            entry["default"] = default_to_data(field.default)
+        if field.tags:
+            entry["tags"] = sorted(field.tags)
+        return entry
+
+    def list(self, list_type: ListType, element_result: Any) -> Any:
+        body: dict[str, Any] = {"element_id": list_type.element_id, "element": element_result}
+        if not list_type.element_nullable:
+            body["element_nullable"] = False
+        return {"list": body}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        body: dict[str, Any] = {
+            "key_id": map_type.key_id,
+            "key": key_result,
+            "value_id": map_type.value_id,
+            "value": value_result,
+        }
+        if not map_type.value_nullable:
+            body["value_nullable"] = False
+        return {"map": body}
+
+    def primitive(self, primitive: IcetideType) -> Any:
+        if isinstance(primitive, EnumType):
+            return {"enum": list(primitive.symbols)}
+        return str(primitive) if isinstance(primitive, DecimalType) else primitive.name
+
+
+_TO_DATA = _ToData()
 
 
 def schema_to_dict(schema: TableSchema) -> dict[str, Any]:

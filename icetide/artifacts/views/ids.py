@@ -10,33 +10,21 @@ view versions by id, as it does for tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
+from icetide.schema.model import TableSchema
 from icetide.schema.types import Column, IcetideType, ListType, MapType, StructType
+from icetide.schema.visitor import PathVisitor, field_paths, visit
 
 Path = tuple[str, ...]
 
 
-def paths(columns: tuple[Column, ...], parent: Path = ()) -> Iterator[tuple[Path, int]]:
-    """Every ``(path, id)`` of the columns and what they hold."""
-    for column in columns:
-        here = (*parent, column.name.casefold())
-        yield here, column.id
-        yield from _type_paths(column.type, here)
-
-
-def _type_paths(ctype: IcetideType, here: Path) -> Iterator[tuple[Path, int]]:
-    if isinstance(ctype, StructType):
-        yield from paths(ctype.fields, here)
-    elif isinstance(ctype, ListType):
-        yield (*here, "element"), ctype.element_id
-        yield from _type_paths(ctype.element, (*here, "element"))
-    elif isinstance(ctype, MapType):
-        yield (*here, "key"), ctype.key_id
-        yield from _type_paths(ctype.key, (*here, "key"))
-        yield (*here, "value"), ctype.value_id
-        yield from _type_paths(ctype.value, (*here, "value"))
+def paths(columns: tuple[Column, ...], parent: Path = ()) -> list[tuple[Path, int]]:
+    """Every ``(path, id)`` of the columns and what they hold (names case-folded)."""
+    found = field_paths(StructType(columns))
+    return [((*parent, *(name.casefold() for name in path)), i) for path, i in found]
 
 
 class _Ids:
@@ -65,30 +53,44 @@ def assign_ids(
     ([('email', 2), ('ID', 1)], 2)
     """
     ids = _Ids(previous, last_id)
-    out = tuple(_column(c, (), ids) for c in columns)
-    return out, ids.last
+    out: StructType = visit(StructType(columns), _Renumber(ids))
+    return out.fields, ids.last
 
 
-def _column(column: Column, parent: Path, ids: _Ids) -> Column:
-    here = (*parent, column.name.casefold())
-    return replace(column, id=ids.get(here), type=_type(column.type, here, ids))
+class _Renumber(PathVisitor[Any]):
+    """The same types, each field's id looked up by its case-folded path.
 
+    Ids are taken as the walk enters each field, parents before what they hold, so new
+    ids number in that order; each waits on a stack until its node is rebuilt, after
+    everything the node holds (a map takes its value's id, then its key's).
+    """
 
-def _type(ctype: IcetideType, here: Path, ids: _Ids) -> IcetideType:
-    if isinstance(ctype, StructType):
-        return StructType(tuple(_column(f, here, ids) for f in ctype.fields))
-    if isinstance(ctype, ListType):
-        element = (*here, "element")
+    def __init__(self, ids: _Ids) -> None:
+        super().__init__()
+        self.ids = ids
+        self.taken: list[int] = []
+
+    def enter(self, field: Column) -> None:
+        super().enter(field)
+        self.taken.append(self.ids.get(tuple(name.casefold() for name in self.path)))
+
+    def schema(self, schema: TableSchema, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[Any]) -> Any:
+        return StructType(tuple(field_results))
+
+    def field(self, field: Column, field_result: Any) -> Any:
+        return replace(field, id=self.taken.pop(), type=field_result)
+
+    def list(self, list_type: ListType, element_result: Any) -> Any:
+        return replace(list_type, element_id=self.taken.pop(), element=element_result)
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        value_id, key_id = self.taken.pop(), self.taken.pop()
         return replace(
-            ctype, element_id=ids.get(element), element=_type(ctype.element, element, ids)
+            map_type, key_id=key_id, key=key_result, value_id=value_id, value=value_result
         )
-    if isinstance(ctype, MapType):
-        key, value = (*here, "key"), (*here, "value")
-        return replace(
-            ctype,
-            key_id=ids.get(key),
-            key=_type(ctype.key, key, ids),
-            value_id=ids.get(value),
-            value=_type(ctype.value, value, ids),
-        )
-    return ctype
+
+    def primitive(self, primitive: IcetideType) -> Any:
+        return primitive

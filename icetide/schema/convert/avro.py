@@ -37,12 +37,13 @@ direction and another function of this module.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, time
 from typing import Any
 
 from icetide.errors import SchemaError
 from icetide.schema.convert.connect import logical_type
+from icetide.schema.model import TableSchema
 from icetide.schema.types import (
     Column,
     EnumType,
@@ -52,6 +53,7 @@ from icetide.schema.types import (
     StringType,
     StructType,
 )
+from icetide.schema.visitor import PathVisitor, field_paths, visit
 
 AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """What Avro accepts as a record, enum or field name (and enum symbol)."""
@@ -84,14 +86,12 @@ AVRO_TYPES: dict[str, Callable[[Any, _Path], Any]] = {
         "scale": t.scale,
     },
     "enum": lambda t, p: _enum(t, p),
-    "struct": lambda t, p: _record(p, t.fields, None),
-    "list": lambda t, p: {
-        "type": "array",
-        "items": _maybe_null(avro_type(t.element, (*p, "element")), t.element_nullable),
-    },
-    "map": lambda t, p: _map(t, p),
+    "struct": lambda t, p: _nested(t, p),
+    "list": lambda t, p: _nested(t, p),
+    "map": lambda t, p: _nested(t, p),
 }
-"""Type name → its Avro schema, given the type and the path naming it (for nested names)."""
+"""Type name → its Avro schema, given the type and the path naming it (for nested names;
+a nested type's is built by :class:`_ToAvro`)."""
 
 
 def avro_type(ctype: IcetideType, path: _Path) -> Any:
@@ -131,7 +131,9 @@ def to_avro_schema(
                 f"Avro namespace {namespace!r}: {part!r} is not an Avro name",
                 hint="Avro names are letters, digits and _, not starting with a digit",
             )
-    record = _record((*namespace.split("."), name), columns, doc)
+    path = (*namespace.split("."), name)
+    _check_name(name, path)
+    record: dict[str, Any] = visit(StructType(columns), _ToAvro(path, doc))
     record["namespace"] = namespace
     record.update(properties or {})
     return record
@@ -144,32 +146,6 @@ def _check_name(name: str, path: _Path) -> None:
             "_, not starting with a digit)",
             hint="rename the column in the schema file (its id stays the same) or in a view",
         )
-
-
-def _record(path: _Path, columns: tuple[Column, ...], doc: str | None) -> dict[str, Any]:
-    """A record named ``path[-1]`` whose nested types are named under ``path``."""
-    _check_name(path[-1], path)
-    fields = []
-    for column in columns:
-        here = (*path, column.name)
-        _check_name(column.name, here)
-        field: dict[str, Any] = {
-            "name": column.name,
-            "type": _maybe_null(avro_type(column.type, here), column.nullable),
-        }
-        if column.nullable:
-            field["default"] = None
-        if column.doc:
-            field["doc"] = column.doc
-        field["field-id"] = column.id
-        fields.append(field)
-    record: dict[str, Any] = {"type": "record", "name": path[-1]}
-    if len(path) > 1:
-        record["namespace"] = ".".join(path[:-1])
-    if doc:
-        record["doc"] = doc
-    record["fields"] = fields
-    return record
 
 
 def _maybe_null(avro: Any, nullable: bool) -> Any:
@@ -189,20 +165,67 @@ def _enum(ctype: EnumType, path: _Path) -> Any:
     return {"type": "string", "icetide.symbols": list(ctype.symbols)}
 
 
-def _map(ctype: MapType, path: _Path) -> Any:
-    value = _maybe_null(avro_type(ctype.value, (*path, "value")), ctype.value_nullable)
-    if isinstance(ctype.key, StringType):
-        return {"type": "map", "values": value}
-    entry = {
-        "type": "record",
-        "name": "entry",
-        "namespace": ".".join(path),
-        "fields": [
-            {"name": "key", "type": avro_type(ctype.key, (*path, "key"))},
-            {"name": "value", "type": value},
-        ],
-    }
-    return {"type": "array", "items": entry}
+def _nested(ctype: IcetideType, path: _Path) -> Any:
+    if isinstance(ctype, StructType):
+        _check_name(path[-1], path)  # a record is named after where it sits
+    return visit(ctype, _ToAvro(path, None))
+
+
+class _ToAvro(PathVisitor[Any]):
+    """A nested type's Avro schema from its parts'; a record, an enum or a map entry is
+    named after where it sits (:attr:`path`, which starts at the walk's ``root``); leaves
+    come from :data:`AVRO_TYPES`. ``doc`` is the outermost record's."""
+
+    def __init__(self, root: _Path, doc: str | None) -> None:
+        super().__init__(root)
+        self.depth = len(root)
+        self.doc = doc
+
+    def enter(self, field: Column) -> None:
+        super().enter(field)
+        _check_name(field.name, tuple(self.path))
+
+    def schema(self, schema: TableSchema, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[Any]) -> Any:
+        record: dict[str, Any] = {"type": "record", "name": self.path[-1]}
+        if len(self.path) > 1:
+            record["namespace"] = ".".join(self.path[:-1])
+        if self.doc and len(self.path) == self.depth:
+            record["doc"] = self.doc
+        record["fields"] = list(field_results)
+        return record
+
+    def field(self, field: Column, field_result: Any) -> Any:
+        entry: dict[str, Any] = {
+            "name": field.name,
+            "type": _maybe_null(field_result, field.nullable),
+        }
+        if field.nullable:
+            entry["default"] = None
+        if field.doc:
+            entry["doc"] = field.doc
+        entry["field-id"] = field.id
+        return entry
+
+    def list(self, list_type: ListType, element_result: Any) -> Any:
+        return {"type": "array", "items": _maybe_null(element_result, list_type.element_nullable)}
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        value = _maybe_null(value_result, map_type.value_nullable)
+        if isinstance(map_type.key, StringType):
+            return {"type": "map", "values": value}
+        entry = {
+            "type": "record",
+            "name": "entry",
+            "namespace": ".".join(self.path),
+            "fields": [{"name": "key", "type": key_result}, {"name": "value", "type": value}],
+        }
+        return {"type": "array", "items": entry}
+
+    def primitive(self, primitive: IcetideType) -> Any:
+        return AVRO_TYPES[primitive.name](primitive, tuple(self.path))
 
 
 def avro_datum(value: Any, ctype: IcetideType) -> Any:
@@ -264,29 +287,7 @@ KnownIds = dict[tuple[str, ...], int]
 
 def known_ids(columns: tuple[Column, ...], path: _Path = ()) -> KnownIds:
     """The :data:`KnownIds` of an existing model (what :func:`from_avro_schema` reuses)."""
-    found: KnownIds = {}
-    for column in columns:
-        here = (*path, column.name)
-        found[here] = column.id
-        found.update(_type_ids(column.type, here))
-    return found
-
-
-def _type_ids(ctype: IcetideType, path: _Path) -> KnownIds:
-    if isinstance(ctype, StructType):
-        return known_ids(ctype.fields, path)
-    if isinstance(ctype, ListType):
-        return {
-            (*path, "element"): ctype.element_id,
-            **_type_ids(ctype.element, (*path, "element")),
-        }
-    if isinstance(ctype, MapType):
-        return {
-            (*path, "key"): ctype.key_id,
-            (*path, "value"): ctype.value_id,
-            **_type_ids(ctype.value, (*path, "value")),
-        }
-    return {}
+    return dict(field_paths(StructType(columns), path))
 
 
 def nullable_branch(avro: Any, where: str) -> tuple[Any, bool]:

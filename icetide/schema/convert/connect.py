@@ -55,11 +55,12 @@ what each holds (a list its element id, a map its key then value id), depth firs
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from icetide.errors import SchemaError
 from icetide.schema.convert import NextId
+from icetide.schema.model import TableSchema
 from icetide.schema.types import (
     BinaryType,
     BooleanType,
@@ -82,6 +83,7 @@ from icetide.schema.types import (
     UUIDType,
     primitive,
 )
+from icetide.schema.visitor import SchemaVisitor, visit
 
 Schema = Mapping[str, Any]
 """A Kafka Connect field schema as JsonConverter writes it."""
@@ -263,26 +265,38 @@ def _enum_schema(ctype: Any) -> dict[str, Any]:
     }
 
 
-def _struct_schema(ctype: Any) -> dict[str, Any]:
-    fields = [
-        {**connect_schema(f.type, optional=f.nullable), "field": f.name} for f in ctype.fields
-    ]
-    return {"type": "struct", "fields": fields}
+class _Connect(SchemaVisitor[dict[str, Any]]):
+    """A nested type's Connect schema from its parts'; leaves from :data:`CONNECT_TYPES`."""
+
+    def schema(self, schema: TableSchema, struct_result: dict[str, Any]) -> dict[str, Any]:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {"type": "struct", "fields": list(field_results)}
+
+    def field(self, field: Column, field_result: dict[str, Any]) -> dict[str, Any]:
+        return {**field_result, "optional": field.nullable, "field": field.name}
+
+    def list(self, list_type: ListType, element_result: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "array",
+            "items": {**element_result, "optional": list_type.element_nullable},
+        }
+
+    def map(
+        self, map_type: MapType, key_result: dict[str, Any], value_result: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "type": "map",
+            "keys": {**key_result, "optional": False},
+            "values": {**value_result, "optional": map_type.value_nullable},
+        }
+
+    def primitive(self, primitive: IcetideType) -> dict[str, Any]:
+        return CONNECT_TYPES[primitive.name](primitive)
 
 
-def _array_schema(ctype: Any) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "items": connect_schema(ctype.element, optional=ctype.element_nullable),
-    }
-
-
-def _map_schema(ctype: Any) -> dict[str, Any]:
-    return {
-        "type": "map",
-        "keys": connect_schema(ctype.key, optional=False),
-        "values": connect_schema(ctype.value, optional=ctype.value_nullable),
-    }
+_CONNECT: SchemaVisitor[dict[str, Any]] = _Connect()
 
 
 CONNECT_TYPES: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -301,11 +315,12 @@ CONNECT_TYPES: dict[str, Callable[[Any], dict[str, Any]]] = {
     "json": _fixed("string", "io.debezium.data.Json"),
     "decimal": _decimal_schema,
     "enum": _enum_schema,
-    "struct": _struct_schema,
-    "list": _array_schema,
-    "map": _map_schema,
+    "struct": lambda t: visit(t, _CONNECT),
+    "list": lambda t: visit(t, _CONNECT),
+    "map": lambda t: visit(t, _CONNECT),
 }
-"""Type name → the Connect schema Debezium writes for it when no hint says otherwise."""
+"""Type name → the Connect schema Debezium writes for it when no hint says otherwise (a
+nested type's is written by :class:`_Connect`)."""
 
 
 def connect_schema(

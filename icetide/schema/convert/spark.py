@@ -26,6 +26,10 @@ map             MAP<…, …>           map<…, …>                  map
 
 ¹ Spark 3.5 has no time-of-day type: ISO text (``HH:MM:SS.ffffff``) sorts correctly.
 
+Going to Spark and Arrow, a leaf is one lookup in :data:`SQL_TYPES` or
+:data:`ARROW_TYPES`; a struct, list or map is walked by a schema visitor
+(:mod:`icetide.schema.visitor`) that spells each node from its children's results.
+
 ``time``, ``uuid``, ``json`` and ``enum`` are stored as text, so they read back as
 ``string``: the schema file, not the table, keeps their meaning. Spark and Arrow have no
 field ids: reading a nested type takes a :data:`~icetide.schema.convert.NextId` callback;
@@ -36,7 +40,7 @@ sits below everything and never imports pyspark).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import time
 from typing import Any
 
@@ -47,6 +51,7 @@ from sqlglot.errors import ParseError
 
 from icetide.errors import SchemaError
 from icetide.schema.convert import NextId
+from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
 from icetide.schema.types import (
     BinaryType,
@@ -66,6 +71,7 @@ from icetide.schema.types import (
     TimestampType,
     TimestamptzType,
 )
+from icetide.schema.visitor import SchemaVisitor, visit
 
 
 def _fixed(value: Any) -> Callable[[Any], Any]:
@@ -88,11 +94,11 @@ SQL_TYPES: dict[str, Callable[[Any], str]] = {
     "json": _fixed("STRING"),
     "decimal": lambda t: f"DECIMAL({t.precision},{t.scale})",
     "enum": _fixed("STRING"),
-    "struct": lambda t: struct_sql(t.fields),
-    "list": lambda t: f"ARRAY<{sql_type(t.element)}>",
-    "map": lambda t: f"MAP<{sql_type(t.key)}, {sql_type(t.value)}>",
+    "struct": lambda t: visit(t, _SQL),
+    "list": lambda t: visit(t, _SQL),
+    "map": lambda t: visit(t, _SQL),
 }
-"""Type name → its Spark SQL type."""
+"""Type name → its Spark SQL type (a nested type's is spelled by :class:`_SparkSql`)."""
 
 ARROW_TYPES: dict[str, Callable[[Any], pa.DataType]] = {
     "boolean": _fixed(pa.bool_()),
@@ -110,13 +116,12 @@ ARROW_TYPES: dict[str, Callable[[Any], pa.DataType]] = {
     "json": _fixed(pa.string()),
     "decimal": lambda t: pa.decimal128(t.precision, t.scale),
     "enum": _fixed(pa.string()),
-    "struct": lambda t: arrow_struct(t.fields),
-    "list": lambda t: pa.list_(pa.field("element", arrow_type(t.element), t.element_nullable)),
-    "map": lambda t: pa.map_(
-        arrow_type(t.key), pa.field("value", arrow_type(t.value), t.value_nullable)
-    ),
+    "struct": lambda t: visit(t, _ARROW),
+    "list": lambda t: visit(t, _ARROW),
+    "map": lambda t: visit(t, _ARROW),
 }
-"""Type name → the Arrow type Spark expects in ``mapInArrow`` output."""
+"""Type name → the Arrow type Spark expects in ``mapInArrow`` output (a nested type's is
+built by :class:`_Arrow`)."""
 
 
 def sql_type(ctype: IcetideType) -> str:
@@ -169,13 +174,69 @@ def struct_sql(columns: tuple[Column, ...]) -> str:
     >>> print(struct_sql((Column(1, "a` INT, b", LongType()),)))
     STRUCT<`a`` INT, b`: BIGINT>
     """
-    fields = ", ".join(f"{quote(c.name)}: {sql_type(c.type)}" for c in columns)
-    return f"STRUCT<{fields}>"
+    return visit(StructType(columns), _SQL)
 
 
 def arrow_struct(columns: tuple[Column, ...]) -> pa.StructType:
     """The Arrow struct type of the given columns."""
-    return pa.struct([pa.field(c.name, arrow_type(c.type)) for c in columns])
+    struct: pa.StructType = visit(StructType(columns), _ARROW)
+    return struct
+
+
+class _SparkSql(SchemaVisitor[str]):
+    """A nested type's Spark SQL text from its parts'; leaves come from :data:`SQL_TYPES`."""
+
+    def schema(self, schema: TableSchema, struct_result: str) -> str:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[str]) -> str:
+        return f"STRUCT<{', '.join(field_results)}>"
+
+    def field(self, field: Column, field_result: str) -> str:
+        return f"{quote(field.name)}: {field_result}"
+
+    def list(self, list_type: ListType, element_result: str) -> str:
+        return f"ARRAY<{element_result}>"
+
+    def map(self, map_type: MapType, key_result: str, value_result: str) -> str:
+        return f"MAP<{key_result}, {value_result}>"
+
+    def primitive(self, primitive: IcetideType) -> str:
+        return SQL_TYPES[primitive.name](primitive)
+
+
+class _Arrow(SchemaVisitor[pa.DataType]):
+    """A nested type's Arrow type from its parts'; leaves come from :data:`ARROW_TYPES`.
+
+    Struct fields come out nullable (``pa.field``'s default) whatever the column says, as
+    :func:`arrow_struct` has always made them; list elements and map values keep theirs.
+    """
+
+    def schema(self, schema: TableSchema, struct_result: pa.DataType) -> pa.DataType:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[pa.DataType]) -> pa.DataType:
+        return pa.struct(
+            [pa.field(f.name, t) for f, t in zip(struct.fields, field_results, strict=True)]
+        )
+
+    def field(self, field: Column, field_result: pa.DataType) -> pa.DataType:
+        return field_result
+
+    def list(self, list_type: ListType, element_result: pa.DataType) -> pa.DataType:
+        return pa.list_(pa.field("element", element_result, list_type.element_nullable))
+
+    def map(
+        self, map_type: MapType, key_result: pa.DataType, value_result: pa.DataType
+    ) -> pa.DataType:
+        return pa.map_(key_result, pa.field("value", value_result, map_type.value_nullable))
+
+    def primitive(self, primitive: IcetideType) -> pa.DataType:
+        return ARROW_TYPES[primitive.name](primitive)
+
+
+_SQL: SchemaVisitor[str] = _SparkSql()
+_ARROW: SchemaVisitor[pa.DataType] = _Arrow()
 
 
 # --- Spark SQL type text → icetide ------------------------------------------------------------
@@ -351,37 +412,51 @@ def spark_json_type(ctype: IcetideType) -> Any:
     >>> spark_json_type(DecimalType(12, 2)), spark_json_type(LongType())
     ('decimal(12,2)', 'long')
     """
-    if isinstance(ctype, StructType):
-        return spark_json_struct(ctype.fields)
-    if isinstance(ctype, ListType):
-        return {
-            "type": "array",
-            "elementType": spark_json_type(ctype.element),
-            "containsNull": ctype.element_nullable,
-        }
-    if isinstance(ctype, MapType):
-        return {
-            "type": "map",
-            "keyType": spark_json_type(ctype.key),
-            "valueType": spark_json_type(ctype.value),
-            "valueContainsNull": ctype.value_nullable,
-        }
-    if isinstance(ctype, DecimalType):
-        return f"decimal({ctype.precision},{ctype.scale})"
-    return _SPARK_JSON_NAMES[sql_type(ctype)]
+    return visit(ctype, _JSON)
 
 
 def spark_json_struct(columns: tuple[Column, ...]) -> dict[str, Any]:
     """A ``struct`` of ``columns`` in Spark's JSON form, docs as field comments."""
-    return {
-        "type": "struct",
-        "fields": [
-            {
-                "name": c.name,
-                "type": spark_json_type(c.type),
-                "nullable": c.nullable,
-                "metadata": {"comment": c.doc} if c.doc else {},
-            }
-            for c in columns
-        ],
-    }
+    struct: dict[str, Any] = visit(StructType(columns), _JSON)
+    return struct
+
+
+class _SparkJson(SchemaVisitor[Any]):
+    """A type in Spark's JSON form from its parts'."""
+
+    def schema(self, schema: TableSchema, struct_result: Any) -> Any:
+        return struct_result
+
+    def struct(self, struct: StructType, field_results: Sequence[Any]) -> Any:
+        return {"type": "struct", "fields": list(field_results)}
+
+    def field(self, field: Column, field_result: Any) -> Any:
+        return {
+            "name": field.name,
+            "type": field_result,
+            "nullable": field.nullable,
+            "metadata": {"comment": field.doc} if field.doc else {},
+        }
+
+    def list(self, list_type: ListType, element_result: Any) -> Any:
+        return {
+            "type": "array",
+            "elementType": element_result,
+            "containsNull": list_type.element_nullable,
+        }
+
+    def map(self, map_type: MapType, key_result: Any, value_result: Any) -> Any:
+        return {
+            "type": "map",
+            "keyType": key_result,
+            "valueType": value_result,
+            "valueContainsNull": map_type.value_nullable,
+        }
+
+    def primitive(self, primitive: IcetideType) -> Any:
+        if isinstance(primitive, DecimalType):
+            return f"decimal({primitive.precision},{primitive.scale})"
+        return _SPARK_JSON_NAMES[sql_type(primitive)]
+
+
+_JSON: SchemaVisitor[Any] = _SparkJson()

@@ -120,6 +120,18 @@ def test_a_rebuilding_visitor_returns_an_equal_schema(every_type: TableSchema) -
         assert visit(column.type, Rebuild()) == column.type
 
 
+def test_a_visitor_without_hooks_walks_the_same_as_one_with_them(every_type: TableSchema) -> None:
+    # A walk skips the hooks (and the stand-in fields) of a visitor that overrides none.
+    class Hooked(Rebuild):
+        def after_map_value(self, field: Column) -> None:
+            pass
+
+    assert (Rebuild._hooked, Hooked._hooked, Trace._hooked) == (False, True, True)
+    assert visit(every_type, Hooked()) == visit(every_type, Rebuild()) == every_type
+    for column in every_type.columns:
+        assert visit(column.type, Hooked()) == visit(column.type, Rebuild()) == column.type
+
+
 def test_the_walk_meets_every_leaf_type_once_per_use(every_type: TableSchema) -> None:
     trace = Trace()
     visit(every_type, trace)
