@@ -7,7 +7,7 @@ outside the imported snapshot fails loudly instead of copying later rows.
 
 An array column is read as its literal and turned into what capture's changes leave in
 the base by capture's own conversion, in Python workers: the list (capture's element
-conversion, then the ledger's projection: :func:`~icetide.capture.postgres.types.
+conversion, then the ledger's projection: :func:`~icetide.sources.postgres_types.
 list_value`) or, for a column declared ``json``, the JSON text (:func:`~icetide.capture.
 postgres.types.array_json_text`). A value that does not fit the column's list (an array
 of other dimensions than it declares) leaves the row marked with
@@ -32,14 +32,7 @@ from icetide.bootstrap.jdbc import read_name, spark_cast
 from icetide.bootstrap.plan import Chunk
 from icetide.bootstrap.sink import CONVERSION_ERROR, SOURCE_ROW
 from icetide.capture.errors import CaptureError
-from icetide.capture.postgres.catalog import (
-    SESSION_SETTINGS,
-    SOURCE_VALUES,
-    SourceColumn,
-    source_columns,
-)
 from icetide.capture.postgres.publication import split_table
-from icetide.capture.postgres.types import PgType, array_json_text, list_value
 from icetide.config.sections import SourceConfig
 from icetide.config.tables import TableConfig
 from icetide.errors import DecodeError
@@ -49,6 +42,13 @@ from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
 from icetide.schema.types import Column
 from icetide.sources.connect import jdbc_url
+from icetide.sources.postgres_catalog import (
+    SESSION_SETTINGS,
+    SOURCE_VALUES,
+    SourceColumn,
+    source_columns,
+)
+from icetide.sources.postgres_types import PgType, array_json_text, list_value
 from icetide.sources.quoting import postgres_qualified, postgres_quote
 
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-Fa-f]+(-[0-9A-Fa-f]+)+$")
@@ -123,7 +123,7 @@ def postgres_select_expression(column: Column, source: SourceColumn | None = Non
 
 def postgres_array_column(column: Column, source: SourceColumn, read_as: str) -> SparkColumn:
     """The array literal read as ``read_as`` turned into the JSON text capture writes
-    (:func:`~icetide.capture.postgres.types.array_json_text`, run by a Python UDF: the
+    (:func:`~icetide.sources.postgres_types.array_json_text`, run by a Python UDF: the
     very conversion capture and the ledger apply, not a second implementation of it)."""
     kind = source.pg_type
     assert kind is not None
@@ -141,7 +141,7 @@ def typed_arrays(frame: DataFrame, schema: TableSchema, arrays: Mapping[str, PgT
     its column) and :data:`~icetide.bootstrap.sink.SOURCE_ROW` (that row as read, the
     literal included) for the dead-letter table.
 
-    Each literal goes through :func:`~icetide.capture.postgres.types.list_value` with the
+    Each literal goes through :func:`~icetide.sources.postgres_types.list_value` with the
     hints the ledger reads capture's messages by, then Arrow as the ledger gives it to
     Spark (:func:`~icetide.schema.convert.spark.arrow_value`): the very values capture's
     changes leave in the base, not a second implementation of them.

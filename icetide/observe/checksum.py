@@ -81,10 +81,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any, Literal
 
-from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.errors import SchemaError
 from icetide.schema.quoting import quote as spark_quote
 from icetide.schema.types import Column, IcetideType, ListType, precision_scale
+from icetide.sources.postgres_catalog import SESSION_SETTINGS
 from icetide.sources.quoting import mysql_quote, postgres_quote
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ The source side is compared in the form capture writes, not always the column's 
 value. For PostgreSQL the table is read through a view (:class:`SourceView`) that
 converts columns whose captured value is not their plain value (``timetz`` to UTC, an
 ``interval`` to microseconds, a ``real`` declared ``double`` through its text; see
-:data:`~icetide.capture.postgres.catalog.SOURCE_VALUES`), and arrays capture sends as
+:data:`~icetide.sources.postgres_catalog.SOURCE_VALUES`), and arrays capture sends as
 JSON are read as their literal and turned into the stored value in Python, by capture's
 own conversion and the ledger's projection (the list, or the JSON text of a column
 declared ``json``): their rows are then hashed here, streamed, instead of summed in SQL.
@@ -38,8 +38,6 @@ from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from icetide.capture.postgres.catalog import SOURCE_VALUES, source_columns
-from icetide.capture.postgres.types import array_json_text, list_value
 from icetide.config import SourceConfig, TableConfig
 from icetide.errors import ConfigError, DecodeError, IcetideError, Terminal
 from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
@@ -49,6 +47,8 @@ from icetide.schema.model import TableSchema
 from icetide.schema.types import Column
 from icetide.sources.connect import connect_mysql, connect_postgres
 from icetide.sources.errors import SourceUnavailableError
+from icetide.sources.postgres_catalog import SOURCE_VALUES, source_columns
+from icetide.sources.postgres_types import array_json_text, list_value
 from icetide.sources.quoting import postgres_quote
 
 if TYPE_CHECKING:

@@ -99,7 +99,7 @@ class ConnectorSettings:
 DEBEZIUM_DEFAULTS = ConnectorSettings()
 """A Debezium connector as it comes: ``precise`` decimals, its default time mode."""
 CAPTURE = ConnectorSettings(decimal_handling_mode="string", array_micros=True)
-"""What icetide's own capture writes (capture/mysql/types.py, capture/postgres/types.py):
+"""What icetide's own capture writes (capture/mysql/types.py, sources/postgres_types.py):
 decimals as exact text, the one form that reads the same with or without a schema, and
 array elements of times and timestamps in microseconds."""
 MICROS_TIMESTAMP = "io.debezium.time.MicroTimestamp"

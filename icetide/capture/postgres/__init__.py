@@ -3,10 +3,11 @@
 * ``settings`` — check the server before reading (``wal_level=logical``, replication
   slots and WAL senders, a REPLICATION user, tables PostgreSQL would refuse updates on
   once published) and say exactly what to put in ``postgresql.conf`` / run;
-* ``types`` — pgoutput text values → Debezium JSON values, Connect schemas, SQL and
-  icetide types;
+* the type knowledge (pgoutput text values → Debezium JSON values, Connect schemas, SQL
+  and icetide types) is :mod:`icetide.sources.postgres_types`, shared with bootstrap and
+  verify;
 * ``pgoutput`` — the protocol's binary messages decoded into plain values;
-* ``connection`` — capture's connections, with the session settings ``types`` parses;
+* ``connection`` — capture's connections, with the session settings the types parse;
 * ``offset`` — :class:`~icetide.capture.postgres.offset.LsnOffset`, where capture resumes;
 * ``slot`` — the replication slot: create, wait for, advance, and
   :func:`~icetide.capture.postgres.slot.slot_status` / ``slot_lag`` for monitoring;
@@ -32,7 +33,7 @@ Tested against PostgreSQL 15 (Debian). Known limits:
   row by the merge. ``REPLICA IDENTITY FULL`` gives full before images and no
   placeholders. ``USING INDEX`` on a non-primary index gives deletes whose ``before``
   lacks the primary key.
-* Values are converted as :mod:`~icetide.capture.postgres.types` lists: ``numeric`` as an
+* Values are converted as :mod:`~icetide.sources.postgres_types` lists: ``numeric`` as an
   exact string (Debezium's ``decimal.handling.mode=string``), ``interval`` as
   microseconds with 30.4375-day months, arrays as JSON arrays (icetide ``list`` of the
   element, as deep as the column's declared dimensions; a value of other dimensions is a

@@ -1,8 +1,8 @@
 """Connections capture opens to a PostgreSQL server, with the session settings it needs.
 
 pgoutput writes values as text shaped by session settings (``DateStyle``,
-``IntervalStyle``, ``extra_float_digits`` …); :mod:`~icetide.capture.postgres.types`
-parses exactly the forms :data:`~icetide.capture.postgres.catalog.SESSION_SETTINGS`
+``IntervalStyle``, ``extra_float_digits`` …); :mod:`~icetide.sources.postgres_types`
+parses exactly the forms :data:`~icetide.sources.postgres_catalog.SESSION_SETTINGS`
 gives, so every capture connection (control and replication) carries them in its
 ``options``. Opening goes through :func:`icetide.sources.connect.open_postgres`, the
 one wording of "cannot connect".
@@ -15,8 +15,8 @@ from typing import Any
 
 import psycopg2.extensions
 
-from icetide.capture.postgres.catalog import SESSION_SETTINGS
 from icetide.sources.connect import open_postgres
+from icetide.sources.postgres_catalog import SESSION_SETTINGS
 
 Dsn = str | Mapping[str, Any]
 """A libpq connection string, or psycopg2 keywords."""

@@ -22,7 +22,7 @@ What is emitted, per pgoutput message:
   becomes a ``d`` of the old key and a ``c`` of the new one, as Debezium does.
 * A column whose value is an unchanged TOAST value (not sent by PostgreSQL) gets
   Debezium's placeholder ``__debezium_unavailable_value`` (see
-  :func:`~icetide.capture.postgres.types.unavailable_value`), which the decoder reports
+  :func:`~icetide.sources.postgres_types.unavailable_value`), which the decoder reports
   in ``unavailable`` so the merge keeps the stored value; with ``FULL`` the old row
   holds the value and it is used instead.
 * Truncate → one ``t`` event per captured table.
@@ -89,7 +89,6 @@ from icetide.capture.envelope import (
 )
 from icetide.capture.errors import CaptureError, PositionLostError
 from icetide.capture.postgres import pgoutput
-from icetide.capture.postgres.catalog import resolve_type
 from icetide.capture.postgres.connection import Dsn, connect, control, where
 from icetide.capture.postgres.offset import LsnOffset
 from icetide.capture.postgres.pgoutput import UNCHANGED
@@ -103,7 +102,12 @@ from icetide.capture.postgres.slot import (
     slot_status,
     wait_inactive,
 )
-from icetide.capture.postgres.types import (
+from icetide.capture.record import CaptureRecord, Heartbeat
+from icetide.errors import IcetideError
+from icetide.events.position import Position, format_lsn, lsn_position, parse_lsn
+from icetide.sources.errors import SourceUnavailableError
+from icetide.sources.postgres_catalog import resolve_type
+from icetide.sources.postgres_types import (
     ColumnInfo,
     Converter,
     PgType,
@@ -112,10 +116,6 @@ from icetide.capture.postgres.types import (
     unavailable_value,
     value_converter,
 )
-from icetide.capture.record import CaptureRecord, Heartbeat
-from icetide.errors import IcetideError
-from icetide.events.position import Position, format_lsn, lsn_position, parse_lsn
-from icetide.sources.errors import SourceUnavailableError
 
 SOURCE = SourceBlock(
     "postgresql",
@@ -314,7 +314,7 @@ class PgOutputReader:
     def columns(self, schema: str, table: str) -> tuple[ColumnInfo, ...] | None:
         """A captured table's columns as the latest Relation message in this session
         described them (``None`` before its first change); see
-        :func:`~icetide.capture.postgres.types.infer_table_schema`."""
+        :func:`~icetide.sources.postgres_types.infer_table_schema`."""
         for relation in self._relations.values():
             if relation is not None and (relation.schema, relation.table) == (schema, table):
                 return relation.columns

@@ -29,7 +29,6 @@ from icetide.capture.postgres.offset import LsnOffset
 from icetide.capture.postgres.reader import PgOutputReader
 from icetide.capture.postgres.slot import slot_lag, slot_status
 from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
-from icetide.capture.postgres.types import infer_table_schema
 from icetide.capture.record import CaptureRecord, Heartbeat
 from icetide.events.envelope import decode_message
 from icetide.events.model import UNAVAILABLE, ChangeEvent, Skipped
@@ -38,6 +37,7 @@ from icetide.events.project import ProjectedEvent, dump_json, project_event
 from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import TableSchema
+from icetide.sources.postgres_types import infer_table_schema
 from tests.devservers.postgres import PostgresServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

@@ -8,10 +8,10 @@ from icetide.bootstrap.jdbc import read_name
 from icetide.bootstrap.mysql import mysql_select_expression
 from icetide.bootstrap.postgres import PgSnapshot, postgres_select_expression
 from icetide.capture.errors import CaptureError
-from icetide.capture.postgres.catalog import SourceColumn
-from icetide.capture.postgres.types import builtin_type
 from icetide.schema.model import TableSchema
 from icetide.schema.types import Column, ListType, parse_type
+from icetide.sources.postgres_catalog import SourceColumn
+from icetide.sources.postgres_types import builtin_type
 
 
 def col(name: str, kind: str) -> Column:

@@ -21,10 +21,10 @@ from icetide.capture.postgres.reader import PgOutputReader
 from icetide.capture.postgres.reader import _Relation as PgRelation
 from icetide.capture.postgres.reader import _Transaction as PgTransaction
 from icetide.capture.postgres.settings import ServerInfo as PgServerInfo
-from icetide.capture.postgres.types import ColumnInfo as PgColumn
-from icetide.capture.postgres.types import PgType, value_converter
 from icetide.capture.record import CaptureRecord
 from icetide.events.position import binlog_position
+from icetide.sources.postgres_types import ColumnInfo as PgColumn
+from icetide.sources.postgres_types import PgType, value_converter
 
 NOW = 1_700_000_000.123
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from icetide.capture.postgres.types import ENUM, PgType, builtin_type, is_json_array
+from icetide.sources.postgres_types import ENUM, PgType, builtin_type, is_json_array
 
 SESSION_SETTINGS = (
     ("DateStyle", "ISO"),

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from icetide.capture.errors import CaptureError, ServerSettingsError
-from icetide.capture.postgres import types as t
 from icetide.capture.postgres.offset import LsnOffset
 from icetide.capture.postgres.pgoutput import parse_tuple
 from icetide.capture.postgres.publication import split_table
@@ -22,6 +21,7 @@ from icetide.events.position import lsn_position, parse_lsn
 from icetide.events.project import project_event
 from icetide.schema.connector import CAPTURE, read_hints
 from icetide.schema.types import parse_type
+from icetide.sources import postgres_types as t
 
 
 def column(oid: int, typmod: int = -1, name: str = "c") -> t.ColumnInfo:
