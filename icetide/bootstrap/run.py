@@ -300,8 +300,8 @@ class Bootstrap:
         if failed.limit(1).count():
             schema = self.pipeline.schema(table.name)
             named = columns if columns is not None else schema
-            dlt = self.pipeline.refs(table.name).dlt
-            self.spark.sql(TableContract.dlt_ddl(dlt))
+            dead_letters = self.pipeline.refs(table.name).dead_letters
+            self.spark.sql(TableContract.dead_letter_ddl(dead_letters))
             keys = [F.col(quote(named.find(k.id).name)).cast("string") for k in schema.key_columns]
             failed.select(
                 F.concat_ws(
@@ -312,5 +312,5 @@ class Bootstrap:
                 F.col(CONVERSION_ERROR).alias("error"),
                 payload_b64(F.encode(F.col(SOURCE_ROW), "UTF-8")).alias("payload_b64"),
                 F.current_timestamp().alias("ingested_at"),
-            ).writeTo(dlt.sql).append()
+            ).writeTo(dead_letters.sql).append()
         return frame

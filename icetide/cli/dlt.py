@@ -27,9 +27,9 @@ def cmd_dlt_show(args: argparse.Namespace) -> int:
     summaries = []
     with jvm_boundary("dlt show"):
         for name in names:
-            dlt = TableRefs.of(config, name).dlt
-            if table_exists(spark, dlt):
-                summaries.append(show(spark, dlt.sql, name, args.reason, args.samples))
+            dead_letters = TableRefs.of(config, name).dead_letters
+            if table_exists(spark, dead_letters):
+                summaries.append(show(spark, dead_letters.sql, name, args.reason, args.samples))
     if args.output == "json":
         print(json.dumps([s.to_json() for s in summaries], indent=2))
     else:

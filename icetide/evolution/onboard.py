@@ -275,7 +275,7 @@ def _table_names(config: Config, table: str) -> list[tuple[str, str]]:
     return [
         ("ledger", refs.cdc.dotted),
         ("base", refs.base.dotted),
-        ("dead-letter", refs.dlt.dotted),
+        ("dead-letter", refs.dead_letters.dotted),
     ]
 
 
@@ -296,7 +296,7 @@ def _create_tables(
             refs.base,
             [contract.base_ddl(refs.base), contract.identifier_fields_sql(refs.base)],
         ),
-        "dead-letter": (refs.dlt, [TableContract.dlt_ddl(refs.dlt)]),
+        "dead-letter": (refs.dead_letters, [TableContract.dead_letter_ddl(refs.dead_letters)]),
     }
     actions = []
     for kind, (name, sql) in statements.items():

@@ -54,14 +54,14 @@ def schema_dict(contract: TableContract, refs: TableRefs, sql: bool) -> dict[str
         "tables": {
             "base": refs.base.dotted,
             "ledger": refs.cdc.dotted,
-            "dead_letter": refs.dlt.dotted,
+            "dead_letter": refs.dead_letters.dotted,
         },
     }
     if sql:
         data["sql"] = {
             "base": [contract.base_ddl(refs.base), contract.identifier_fields_sql(refs.base)],
             "ledger": [contract.ledger_ddl(refs.cdc)],
-            "dead_letter": [TableContract.dlt_ddl(refs.dlt)],
+            "dead_letter": [TableContract.dead_letter_ddl(refs.dead_letters)],
             "merge": contract.merge_sql(refs.base, MERGE_SOURCE.format(table=schema.table)),
             "projection": [str(step) for step in contract.projection()],
         }

@@ -47,7 +47,7 @@ class TableRefs:
         return self.base.suffixed("_cdc")
 
     @property
-    def dlt(self) -> TableName:
+    def dead_letters(self) -> TableName:
         """The dead letters: ``<ns>.<table><suffix>``."""
         return self.base.suffixed(self.dlt_suffix)
 

@@ -87,7 +87,7 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         new.ledger_columns(),
         schema.version,
     )
-    set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(schema.version)})
+    set_properties(spark, refs.dead_letters, {c.SCHEMA_VERSION_PROPERTY: str(schema.version)})
     set_properties(
         spark,
         refs.cdc,
@@ -129,7 +129,7 @@ def _recreate_ledger(
         kept = {p.CHANGE_VERSION: str(version), p.DETECTED: now_ms()}
     generation = retire_ledger(spark, refs.cdc)
     spark.sql(new.ledger_ddl(refs.cdc))
-    set_properties(spark, refs.dlt, {c.SCHEMA_VERSION_PROPERTY: str(version)})
+    set_properties(spark, refs.dead_letters, {c.SCHEMA_VERSION_PROPERTY: str(version)})
     now = now_ms()  # the new table projects every column of the version from its first row
     switched = {p.PROJECTION_VERSION: str(version), p.LEDGER_SWITCHED: now}
     set_properties(spark, refs.cdc, {**kept, p.LEDGER_ALTERED: now, **switched})

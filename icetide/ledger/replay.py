@@ -244,12 +244,12 @@ def replay(
     letters carry, so a version refused before (incompatible, held) is walked now and
     its records apply only if it is taken."""
     refuse_unrouted(pipeline.config, table)
-    dlt = TableRefs.of(pipeline.config, table).dlt.sql
+    dead_letters = TableRefs.of(pipeline.config, table).dead_letters.sql
 
     def route(found: Classified) -> str | None:
         return table if found[1] == ROW and found[0] == table else None
 
-    return _replay(spark, pipeline, dlt, table, route, reason, ids, on_versions)
+    return _replay(spark, pipeline, dead_letters, table, route, reason, ids, on_versions)
 
 
 def refuse_unrouted(config: Any, table: str) -> None:
@@ -291,21 +291,21 @@ def replay_unrouted(
             return routed
         return forced if status == DEAD and why in FORCED_REASONS else None
 
-    dlt = TableRefs.of(config, label).dlt.sql
-    return _replay(spark, pipeline, dlt, label, route, reason, ids, on_versions)
+    dead_letters = TableRefs.of(config, label).dead_letters.sql
+    return _replay(spark, pipeline, dead_letters, label, route, reason, ids, on_versions)
 
 
 def _replay(
     spark: SparkSession,
     pipeline: Pipeline,
-    dlt: str,
+    dead_letters: str,
     label: str,
     route: Callable[[Classified], str | None],
     reason: str | None,
     ids: Sequence[str],
     on_versions: OnVersions | None,
 ) -> ReplayResult:
-    """Replay the letters of ``dlt`` into the table ``route`` picks for each (None: it
+    """Replay the letters of ``dead_letters`` into the table ``route`` picks for each (None: it
     still fails), in the module doc's safe order."""
     config = pipeline.config
     result = ReplayResult(label)
@@ -321,7 +321,7 @@ def _replay(
         )
 
     step(0, "reading the dead letters")
-    raws = _letters(spark, dlt, reason, ids)
+    raws = _letters(spark, dead_letters, reason, ids)
     result.replayed = len(raws)
     if not raws:
         return result
@@ -346,18 +346,18 @@ def _replay(
         result.still_failing |= part.still_failing
     result.applied.sort()
     result.already.sort()
-    _delete_letters(spark, dlt, result.applied)
+    _delete_letters(spark, dead_letters, result.applied)
     crash_point("dlt.replay.after_dlt_delete")
     step(3, f"recording the reasons of {len(result.still_failing):,} still failing")
-    _update_reasons(spark, dlt, result.still_failing)
+    _update_reasons(spark, dead_letters, result.still_failing)
     step(REPLAY_STEPS, f"{len(result.applied):,} replayed")
     return result
 
 
 def _letters(
-    spark: SparkSession, dlt: str, reason: str | None, ids: Sequence[str]
+    spark: SparkSession, dead_letters: str, reason: str | None, ids: Sequence[str]
 ) -> dict[str, bytes]:
-    letters = spark.table(dlt).where(_matches(reason))
+    letters = spark.table(dead_letters).where(_matches(reason))
     if ids:
         letters = letters.where(F.col("message_id").isin(*ids))
     rows = letters.select("message_id", "payload_b64").collect()
@@ -428,9 +428,9 @@ def _walk(
     return on_versions(list(carried.values())).get(table)
 
 
-def _delete_letters(spark: SparkSession, dlt: str, ids: Sequence[str]) -> None:
+def _delete_letters(spark: SparkSession, dead_letters: str, ids: Sequence[str]) -> None:
     if ids:
-        spark.sql(f"DELETE FROM {dlt} WHERE {_in('message_id', ids)}")
+        spark.sql(f"DELETE FROM {dead_letters} WHERE {_in('message_id', ids)}")
 
 
 def _append_ledger(rows: DataFrame, ledger: str, schema: Any, now: datetime) -> None:
@@ -446,7 +446,7 @@ def _append_ledger(rows: DataFrame, ledger: str, schema: Any, now: datetime) -> 
     )
 
 
-def _update_reasons(spark: SparkSession, dlt: str, failing: dict[str, str]) -> None:
+def _update_reasons(spark: SparkSession, dead_letters: str, failing: dict[str, str]) -> None:
     if not failing:
         return
     values = ", ".join(
@@ -454,7 +454,8 @@ def _update_reasons(spark: SparkSession, dlt: str, failing: dict[str, str]) -> N
         for i, r in sorted(failing.items())
     )
     spark.sql(
-        f"MERGE INTO {dlt} t USING (SELECT * FROM VALUES {values} AS v(message_id, reason)) s "
+        f"MERGE INTO {dead_letters} t "
+        f"USING (SELECT * FROM VALUES {values} AS v(message_id, reason)) s "
         "ON t.message_id = s.message_id "
         "WHEN MATCHED AND t.reason <> s.reason THEN UPDATE SET t.reason = s.reason"
     )

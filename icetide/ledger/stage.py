@@ -172,7 +172,7 @@ class LedgerStage:
     @property
     def unrouted_dlt(self) -> TableName:
         """Dead letters whose table cannot be told (malformed JSON, unknown source)."""
-        return self.refs(self.config.dead_letter.unrouted_table).dlt
+        return self.refs(self.config.dead_letter.unrouted_table).dead_letters
 
     def ensure_tables(self) -> None:
         """Create the namespace, ledger and dead-letter tables when missing."""
@@ -185,8 +185,8 @@ class LedgerStage:
             present = set(self.spark.table(refs.cdc.sql).columns)
             for statement in contract.ledger_upgrades(refs.cdc, present):
                 self.spark.sql(statement)
-            self.spark.sql(TableContract.dlt_ddl(refs.dlt))
-        self.spark.sql(TableContract.dlt_ddl(self.unrouted_dlt))
+            self.spark.sql(TableContract.dead_letter_ddl(refs.dead_letters))
+        self.spark.sql(TableContract.dead_letter_ddl(self.unrouted_dlt))
 
     # -- idempotent appends ------------------------------------------------------------
     def _query_identity(self) -> str:
@@ -593,7 +593,7 @@ class LedgerStage:
         if has_routed_dead or any(r[STATUS] == DEAD for r in stats):
             self._append(
                 self._dead_frame(dead_projected.unionByName(dead_routed), now),
-                refs.dlt,
+                refs.dead_letters,
                 batch_id,
             )
         return signals

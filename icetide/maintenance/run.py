@@ -186,9 +186,9 @@ def maintain_table(spark: SparkSession, pipeline: Pipeline, table: str) -> Maint
             result.tables.append(worker.one(refs.base, "base", lambda: keeps()[0]))
         if table_exists(spark, refs.cdc):
             result.tables.append(worker.one(refs.cdc, "ledger", lambda: keeps()[1]))
-        if table_exists(spark, refs.dlt):
-            keep = lambda: keep_plain(config, refs.dlt, datetime.now(UTC))  # noqa: E731
-            result.tables.append(worker.one(refs.dlt, "dead-letter", keep))
+        if table_exists(spark, refs.dead_letters):
+            keep = lambda: keep_plain(config, refs.dead_letters, datetime.now(UTC))  # noqa: E731
+            result.tables.append(worker.one(refs.dead_letters, "dead-letter", keep))
     except Exception as exc:
         result.outcome = "failed"
         result.error = getattr(exc, "message", None) or str(exc).splitlines()[0]

@@ -643,10 +643,10 @@ class MergeStage:
         )
         if lost.isEmpty():  # the usual case: a look at the cached moves, no table read
             return
-        dlt = self.refs(name).dlt
-        self.spark.sql(TableContract.dlt_ddl(dlt))
+        dead_letters = self.refs(name).dead_letters
+        self.spark.sql(TableContract.dead_letter_ddl(dead_letters))
         written = (
-            self.spark.table(dlt.sql)
+            self.spark.table(dead_letters.sql)
             .where(F.col("reason") == c.UNAVAILABLE_VALUE_LOST)
             .select("message_id")
         )
@@ -654,12 +654,12 @@ class MergeStage:
         try:
             count = fresh.count()
             if count:
-                fresh.writeTo(dlt.sql).append()
+                fresh.writeTo(dead_letters.sql).append()
                 crash_point("merge.after_dead_letters")
                 self.pipeline.report(
                     "merge",
                     f"merge {name}: {count:,} key changes with unknown unchanged-TOAST values "
-                    f"not applied, dead-lettered to {dlt} ({c.UNAVAILABLE_VALUE_LOST})",
+                    f"not applied, dead-lettered to {dead_letters} ({c.UNAVAILABLE_VALUE_LOST})",
                     table=name,
                     dead_letters=count,
                 )

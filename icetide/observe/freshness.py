@@ -133,17 +133,17 @@ def newest_applied(spark: SparkSession, refs: TableRefs, watermark: int | None) 
 
 def dead_letters_by_reason(spark: SparkSession, refs: TableRefs) -> dict[str, int]:
     """The table's dead letters counted by reason."""
-    if not table_exists(spark, refs.dlt):
+    if not table_exists(spark, refs.dead_letters):
         return {}
-    snapshot = current_snapshot_id(spark, refs.dlt)
+    snapshot = current_snapshot_id(spark, refs.dead_letters)
     if snapshot is None:
         return {}
 
     def compute() -> dict[str, int]:
-        rows = spark.table(refs.dlt.sql).groupBy("reason").count().collect()
+        rows = spark.table(refs.dead_letters.sql).groupBy("reason").count().collect()
         return {str(r["reason"]): int(r["count"]) for r in sorted(rows, key=lambda r: str(r[0]))}
 
-    return dict(_of_snapshot("dead_letters", refs.dlt, snapshot, compute))
+    return dict(_of_snapshot("dead_letters", refs.dead_letters, snapshot, compute))
 
 
 def observe_table(

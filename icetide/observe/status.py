@@ -97,7 +97,7 @@ def table_status(
         base_rows=_count(spark, refs.base),
         lag_events=lag,
         last_ledger_commit=last_commit,
-        dead_letters=_count(spark, refs.dlt),
+        dead_letters=_count(spark, refs.dead_letters),
         extra_columns=extra_columns(spark, refs.cdc),
         capture=capture,
         merge_strategy=last_merge_strategy(spark, refs.base),
@@ -136,7 +136,7 @@ def extra_columns(spark: SparkSession, ledger: TableName) -> dict[str, int]:
 
 def pipeline_notes(spark: SparkSession, config: Config) -> PipelineNotes:
     """Unrouted dead letters and changed landing files, for the whole pipeline."""
-    unrouted = TableRefs.of(config, config.dead_letter.unrouted_table).dlt
+    unrouted = TableRefs.of(config, config.dead_letter.unrouted_table).dead_letters
     changes = (
         changed_files(config.resolved_path(config.state_dir))
         if config.transport.type == "files"

@@ -35,8 +35,8 @@ def test_each_kind_of_bad_event_gets_its_own_reason_and_good_events_flow(shop: P
     shop.merge()
 
     assert [r["name"] for r in shop.base("items")] == ["ok"]
-    items = shop.dead_letters(shop.refs("items").dlt)
-    unrouted = shop.dead_letters(shop.refs(shop.config.dead_letter.unrouted_table).dlt)
+    items = shop.dead_letters(shop.refs("items").dead_letters)
+    unrouted = shop.dead_letters(shop.refs(shop.config.dead_letter.unrouted_table).dead_letters)
     reasons = {r["message_id"]: r["reason"] for r in items + unrouted}
     assert reasons == {
         "events-000001.json:1": "malformed_json",
@@ -60,7 +60,7 @@ def test_each_kind_of_bad_event_gets_its_own_reason_and_good_events_flow(shop: P
 
     # A rerun over the same files adds nothing anywhere: the checkpoint holds.
     shop.stream()
-    assert len(shop.dead_letters(shop.refs("items").dlt)) == 3
+    assert len(shop.dead_letters(shop.refs("items").dead_letters)) == 3
     assert shop.session.table(shop.refs("items").cdc.sql).count() == 1
 
 
@@ -82,7 +82,7 @@ def test_the_merge_is_woken_by_a_batch_that_stored_rows_not_by_dead_letters_only
     )
     shop.land(['{"before": null, "after": {"id": 3', "null"], name="events-000001.json")
     stage.start(once=True).awaitTermination()
-    assert shop.dead_letters(shop.refs(shop.config.dead_letter.unrouted_table).dlt)
+    assert shop.dead_letters(shop.refs(shop.config.dead_letter.unrouted_table).dead_letters)
     assert not wake.is_set()
     shop.land([mysql("c", 100, after={"id": 1, "name": "ok", "qty": 1})])
     stage.start(once=True).awaitTermination()

@@ -68,12 +68,12 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
     pipe.stream()
     pipe.merge()
     refs = pipe.refs("items")
-    dead = {r["message_id"]: r["reason"] for r in pipe.dead_letters(refs.dlt.sql)}
+    dead = {r["message_id"]: r["reason"] for r in pipe.dead_letters(refs.dead_letters.sql)}
     assert dead == {
         "events-000001.json:2": "null_in_required",
         "events-000001.json:3": "null_in_required",
     }
-    summary = show(spark, refs.dlt.sql, "items")
+    summary = show(spark, refs.dead_letters.sql, "items")
     assert summary.counts == {"null_in_required": 2} and summary.codes == {"type_conversion": 2}
     assert main(["dlt", "show", "--output", "json", "-c", str(pipe.config_path)]) == 0
     shown = {s["table"]: s for s in json.loads(capsys.readouterr().out)}
@@ -106,19 +106,19 @@ def test_replay_after_a_fix_moves_exactly_the_replayed_records_once(
     # records' cache is released on the way up, which a kill loses too)...
     with killed_at(replay_module, "dlt.replay.after_ledger_append"):
         replay(spark, pipe.pipeline, "items")
-    assert len(pipe.rows(refs.dlt.sql)) == 2  # appended to the ledger, not yet removed
+    assert len(pipe.rows(refs.dead_letters.sql)) == 2  # appended to the ledger, not yet removed
     # ...and rerun: nothing appended twice, both removed from the dead-letter table.
     again = replay(spark, pipe.pipeline, "items")
     assert again.applied == ["events-000001.json:2", "events-000001.json:3"]
     assert again.already == again.applied
-    assert pipe.rows(refs.dlt.sql) == []
+    assert pipe.rows(refs.dead_letters.sql) == []
     ids = [r[c.MESSAGE_ID] for r in pipe.rows(refs.cdc.sql, order=c.MESSAGE_ID)]
     assert ids == [f"events-000001.json:{n}" for n in (1, 2, 3, 5)]
     assert replay(spark, pipe.pipeline, "items").replayed == 0  # nothing left
 
     # The unrouted ones: without --to nothing routes; with it the row event of a database
     # no table names goes to items, the unreadable one stays.
-    unrouted_dlt = pipe.refs(unrouted).dlt.sql
+    unrouted_dlt = pipe.refs(unrouted).dead_letters.sql
     assert replay_unrouted(spark, pipe.pipeline).applied == []
     moved = replay_unrouted(spark, pipe.pipeline, to="items")
     assert moved.applied == ["events-000001.json:6"]

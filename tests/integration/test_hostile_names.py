@@ -115,7 +115,7 @@ def test_hostile_column_names_survive_stream_merge_verify_and_status(
     assert [f.name for f in ledger.schema["_after"].dataType.fields] == [  # type: ignore[attr-defined]
         c.name for c in HOSTILE.columns
     ]
-    assert pipeline.rows(pipeline.refs("hostile").dlt) == []
+    assert pipeline.rows(pipeline.refs("hostile").dead_letters) == []
 
     typed = [{**e, DOT: Decimal(e[DOT])} for e in expected]
     want = sum(python_row_value(python_row_hash(r, HOSTILE.columns)) for r in typed)

@@ -116,7 +116,7 @@ def run(
 
 
 def dead(pipe: Pipeline, table: str) -> dict[str, dict[str, Any]]:
-    rows = pipe.rows(pipe.refs(table).dlt)
+    rows = pipe.rows(pipe.refs(table).dead_letters)
     return {r["message_id"]: r for r in rows}
 
 
@@ -235,8 +235,8 @@ def test_a_seeded_file_of_hostile_lines_is_accounted_for_exactly_once(
     pipe.merge()
 
     ledger = [r["_message_id"] for r in pipe.rows(pipe.refs("items").cdc)]
-    items_dlt = pipe.rows(pipe.refs("items").dlt)
-    unrouted = pipe.rows(pipe.refs(pipe.config.dead_letter.unrouted_table).dlt)
+    items_dlt = pipe.rows(pipe.refs("items").dead_letters)
+    unrouted = pipe.rows(pipe.refs(pipe.config.dead_letter.unrouted_table).dead_letters)
     letters = [r["message_id"] for r in items_dlt + unrouted]
     assert len(ledger) == len(set(ledger)) and len(letters) == len(set(letters))
     assert not set(ledger) & set(letters)

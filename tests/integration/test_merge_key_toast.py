@@ -129,7 +129,7 @@ def test_a_new_key_inherits_unchanged_toast_values_or_the_change_is_dead_lettere
         25: ("new", "new body"),
     }
 
-    letters = shop.dead_letters(shop.refs("docs").dlt)
+    letters = shop.dead_letters(shop.refs("docs").dead_letters)
     dead = {json.loads(r["payload"])["after"]["id"]: r for r in letters}
     assert sorted(dead) == [31, 33, 35]
     assert len(letters) == len(dead), letters  # once each, the killed merge's too

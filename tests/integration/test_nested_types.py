@@ -83,7 +83,7 @@ def test_nested_values_land_a_bad_symbol_is_dead_and_an_inline_struct_change_con
     assert row["address"] == {"city": "Oslo", "zip": 150}
     assert row["tags"] == [] and row["status"] == "active"
     assert row["scores"] == {"x": 1, "y": 2}
-    [dead] = pipe.dead_letters(pipe.refs("items").dlt)
+    [dead] = pipe.dead_letters(pipe.refs("items").dead_letters)
     assert dead["reason"] == "type_mismatch" and "status" in dead["error"]
 
     # Debezium-schema events (files transport) change the struct; see the module doc.
@@ -148,7 +148,7 @@ def test_nested_values_land_a_bad_symbol_is_dead_and_an_inline_struct_change_con
         4: ({"city": "Rome", "zip": 5_000_000_000, "country": "IT"}, None),
         6: ({"city": "Oslo", "zip": 1, "country": "NO"}, "hi"),
     }
-    dead_letters = pipe.dead_letters(refs.dlt)
+    dead_letters = pipe.dead_letters(refs.dead_letters)
     assert sorted(d["reason"] for d in dead_letters) == [
         "type_mismatch",
         "unsupported_schema_change",

@@ -116,6 +116,6 @@ def test_mapped_overridden_and_converted_columns_reach_the_mirror(
     assert row["prefs"] == {"theme": "light", "size": None}
     assert row["card_last4"] == "************4444"
     assert row["visits"] == 4
-    [dead] = pipe.dead_letters(refs.dlt)
+    [dead] = pipe.dead_letters(refs.dead_letters)
     assert dead["reason"] == "conversion_failed"
     assert "column prefs of table items" in dead["error"] and "{oops" in dead["payload"]

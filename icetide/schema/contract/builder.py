@@ -234,7 +234,7 @@ class TableContract:
 
     # -- the dead letters -------------------------------------------------------------
     @staticmethod
-    def dlt_ddl(table: TableName) -> str:
+    def dead_letter_ddl(table: TableName) -> str:
         """``CREATE TABLE`` for a dead-letter table (the same for every table)."""
         columns = ",\n  ".join(c.DLT_COLUMNS_SQL)
         return (

@@ -456,7 +456,7 @@ def test_postgres_bootstrap_and_capture_store_every_type_identically(
         }
         # The unfit row is a dead letter on both paths, with the reason in words.
         for table in ("copied", "captured"):
-            (dead,) = pipe.dead_letters(pipe.refs(table).dlt)
+            (dead,) = pipe.dead_letters(pipe.refs(table).dead_letters)
             assert dead["reason"] == "type_mismatch", dead
             assert "nests 1 level(s) of lists where the type has 2" in dead["error"]
             assert "{1,2}" in dead["payload"] or "[1,2]" in dead["payload"].replace(" ", "")

@@ -133,7 +133,7 @@ def test_primary_key_updates_keep_unchanged_toast_values_in_one_batch_and_across
         renamed = spark.table(pipe.refs("accounts").base.sql).where("id = 900056").first()
         assert renamed is not None and renamed["title"] == "renamed"
         for table in SCHEMAS:
-            assert not spark.table(pipe.refs(table).dlt.sql).count()
+            assert not spark.table(pipe.refs(table).dead_letters.sql).count()
         assert_verified(pipe, spark)  # both tables, the text[] array (a list) included
     finally:
         postgres.drop_slot(DB, DB)

@@ -349,7 +349,7 @@ def test_real_debezium_mariadb_every_converter_and_setting(
     assert any(r["d2"] == Decimal("-26588.24") for r in nums)
     # Nothing was dead-lettered: every message of every feed reached its ledger.
     for table in pipe.config.tables:
-        assert pipe.dead_letters(pipe.refs(table.name).dlt) == [], table.name
+        assert pipe.dead_letters(pipe.refs(table.name).dead_letters) == [], table.name
     _assert_equal_to_source(
         pipe, {f"{f.server}_nums": _floats_as_stored(nums) for f in feeds if "nums" in f.tables}
     )
@@ -588,5 +588,5 @@ def test_real_debezium_postgres_every_converter_and_setting(
     finally:
         conn.close()
     for table in pipe.config.tables:
-        assert pipe.dead_letters(pipe.refs(table.name).dlt) == [], table.name
+        assert pipe.dead_letters(pipe.refs(table.name).dead_letters) == [], table.name
     _assert_equal_to_source(pipe, {f"{f.server}_nums": nums for f in feeds if "nums" in f.tables})

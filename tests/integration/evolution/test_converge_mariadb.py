@@ -147,7 +147,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         # The bootstrap copied t_sink converted; the row it could not convert is a dead
         # letter, and verify (converting the source the same way) sees it missing.
         sink_refs = running.merge_pipeline.refs("t_sink")
-        dead = spark.table(sink_refs.dlt.sql).collect()
+        dead = spark.table(sink_refs.dead_letters.sql).collect()
         assert [(d.reason, d.message_id.endswith("/99")) for d in dead] == [
             ("conversion_failed", True)
         ], dead
@@ -216,7 +216,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
         assert int(props[p.SOURCE_TS]) <= int(props[p.DETECTED]) <= int(props[p.LEDGER_SWITCHED])
         # No dead letters: nothing was refused while the schema changed.
         for table in CHANGING:
-            assert spark.table(running.merge_pipeline.refs(table).dlt.sql).count() == 0
+            assert spark.table(running.merge_pipeline.refs(table).dead_letters.sql).count() == 0
 
         # `icetide status` shows the phase and the timings, checked against the SLA.
         status = pipeline_status(spark, running.config)
@@ -429,7 +429,7 @@ def _narrowing_approved_then_resnapshot(
     rows = {r.id: (r.n, r.s) for r in base.collect()}
     assert rows[2] == (20, "u2") and rows[10] == (100, "u10") and rows[3] == (30, "u3")
     assert 6 not in rows and rows[40] == (400, "new")
-    assert running.spark.table(refs.dlt.sql).count() == 0
+    assert running.spark.table(refs.dead_letters.sql).count() == 0
     assert any(f"re-snapshot {table} (schema version 2): rebuilt" in x for x in running.logs)
     _key_rebuilt(running, write, key)
 
@@ -462,7 +462,7 @@ def _key_rebuilt(running: Running, write: Callable[[list[str]], None], key: Tabl
         (3, "eu"): 7,
     }  # 7: written before the key change
     assert base.count() == len(rows)
-    assert running.spark.table(key.dlt.sql).count() == 0
+    assert running.spark.table(key.dead_letters.sql).count() == 0
 
 
 def _chunks(running: Running, base: object) -> list[int]:

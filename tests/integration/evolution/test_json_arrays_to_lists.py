@@ -162,7 +162,9 @@ def test_a_json_array_column_becomes_a_list_by_an_approved_retype(
         ]
         verdicts = run_verify(pipe.pipeline, spark, None)
         assert all(v.matches for v in verdicts), render_verdicts(verdicts)
-        dlt = pipe.refs("labels").dlt
-        assert not spark.catalog.tableExists(dlt.sql) or pipe.dead_letters(dlt) == []
+        dead_letters = pipe.refs("labels").dead_letters
+        assert (
+            not spark.catalog.tableExists(dead_letters.sql) or pipe.dead_letters(dead_letters) == []
+        )
     finally:
         postgres.drop_slot(slot, DB)

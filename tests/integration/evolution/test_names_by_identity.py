@@ -93,7 +93,7 @@ def test_swapped_columns_keep_their_values_and_a_readded_name_is_a_new_column(
     assert (rows[3]["x"], rows[3]["y"], rows[3]["z"]) == (300, 200, "new")
     assert [r["v"] for r in pipe.base("u")] == ["still flowing"]
     for table in ("t", "u"):
-        assert pipe.dead_letters(pipe.refs(table).dlt) == [], table
+        assert pipe.dead_letters(pipe.refs(table).dead_letters) == [], table
     described = {
         r.col_name: r.comment
         for r in spark.sql(f"DESCRIBE TABLE {pipe.refs('t').base.sql}").collect()
@@ -124,6 +124,6 @@ def test_a_table_whose_ledger_cannot_take_its_change_holds_only_itself(
     pipe.stream()  # no exception: the batch is stored
     pipe.merge()
     assert [r["v"] for r in pipe.base("b")] == ["b1"]
-    [held] = pipe.dead_letters(pipe.refs("a").dlt)
+    [held] = pipe.dead_letters(pipe.refs("a").dead_letters)
     assert held["reason"] == "schema_change_failed" and "icetide dlt replay a" in held["error"]
     assert '"a2"' in held["payload"]

@@ -166,7 +166,7 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
     cdc = pipe.refs("items").cdc
     assert table_properties(spark, cdc)[MAPPING_PROPERTY] == '{"1": 1}'
     assert [v.version for v in registry_for(url).versions(f"{topic}-value")] == [1]
-    assert len(pipe.rows(cdc.sql)) == 10 and pipe.rows(pipe.refs("items").dlt.sql) == []
+    assert len(pipe.rows(cdc.sql)) == 10 and pipe.rows(pipe.refs("items").dead_letters.sql) == []
     assert [(r["id"], r["name"], r["qty"]) for r in pipe.base("items")][2:] == [
         (3, "avro too", 30),
         (4, "item 4", 40),

@@ -330,14 +330,14 @@ def test_seven_registry_versions_apply_in_order_and_old_messages_still_land(
         (4, "hat", 4, None, "n4", None, {"city": "Rome", "zip": None}),
         (5, "old", 7, 2.5, "n5", None, None),
     ]
-    [refused] = pipe.dead_letters_raw(refs.dlt.sql)
+    [refused] = pipe.dead_letters_raw(refs.dead_letters.sql)
     assert refused["message_id"] == f"{topic}/0/7" and refused["reason"] == "schema_incompatible"
     assert "version 8" in refused["error"] and "must read version 1's data" in refused["error"]
     # The column and the rule, not the union the checker stopped at.
     assert "column sku has no default" in refused["error"], refused["error"]
     assert "BACKWARD_TRANSITIVE" in refused["error"] and "lacking" not in refused["error"]
     # Undecodable frames name no table: they go to the unrouted dead-letter table.
-    unrouted = pipe.refs(pipe.config.dead_letter.unrouted_table).dlt
+    unrouted = pipe.refs(pipe.config.dead_letter.unrouted_table).dead_letters
     dead = {
         r["message_id"]: (r["reason"], r["payload"]) for r in pipe.dead_letters_raw(unrouted.sql)
     }

@@ -67,7 +67,7 @@ def test_a_new_version_reusing_a_dropped_id_is_refused(tmp_path: Path) -> None:
 
 def test_refs_name_the_three_tables(tmp_path: Path) -> None:
     refs = _pipeline(tmp_path).refs("customers")
-    assert (refs.base.sql, refs.cdc.sql, refs.dlt.sql) == (
+    assert (refs.base.sql, refs.cdc.sql, refs.dead_letters.sql) == (
         "`lake`.`cdc`.`customers`",
         "`lake`.`cdc`.`customers_cdc`",
         "`lake`.`cdc`.`customers_dlt`",

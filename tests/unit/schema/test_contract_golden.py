@@ -60,7 +60,7 @@ def build(case: dict[str, Any]) -> str:
     if what == "base_ddl":
         return c.base_ddl(BASE)
     if what == "dlt_ddl":
-        return TableContract.dlt_ddl(BASE.suffixed("_dlt"))
+        return TableContract.dead_letter_ddl(BASE.suffixed("_dlt"))
     if what == "identifier_fields":
         return c.identifier_fields_sql(BASE)
     if what == "merge":
