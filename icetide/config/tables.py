@@ -43,8 +43,9 @@ def _split_server(data: dict[str, Any]) -> dict[str, Any]:
 
 EvolutionMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
 """The schema-contract modes of the dlt library (dlthub): ``evolve`` takes the change
-(held kinds wait for approval), ``freeze`` refuses it (events that need it go to the dead-letter table), ``discard_row``
-drops the rows that carry it, ``discard_value`` drops just the values it brings."""
+(held kinds wait for approval), ``freeze`` refuses it (events that need it go to the
+dead-letter table), ``discard_row`` drops the rows that carry it, ``discard_value`` drops
+just the values it brings."""
 
 
 def _change_kinds(value: Any) -> Any:

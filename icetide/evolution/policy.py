@@ -1,8 +1,8 @@
 """Per-table evolution policy as data, and the one function that decides a change.
 
 A :class:`Policy` is the dlt library's schema contract (dlthub) for one table: a mode
-per change kind (``evolve | freeze | discard_row | discard_value``, default ``evolve``), what a drop does
-(``soft``/``hard``), which new column names are sensitive, whether allowed changes apply
+per change kind (``evolve | freeze | discard_row | discard_value``, default ``evolve``),
+what a drop does (``soft``/``hard``), which new column names are sensitive, whether allowed changes apply
 with no human (``auto_apply``), and the held changes someone approved. It is read from the
 table's ``evolution:`` block (:class:`icetide.config.tables.EvolutionConfig`).
 
