@@ -4,7 +4,8 @@ A :class:`Policy` is the dlt library's schema contract (dlthub) for one table: a
 per change kind (``evolve | freeze | discard_row | discard_value``, default ``evolve``),
 what a drop does (``soft``/``hard``), which new column names are sensitive, whether
 allowed changes apply with no human (``auto_apply``), and the held changes someone
-approved. It is read from the table's ``evolution:`` block (:class:`icetide.config.tables.EvolutionConfig`).
+approved. It is read from the table's ``evolution:`` block
+(:class:`icetide.config.tables.EvolutionConfig`).
 
 :func:`decide` is the only place a change meets a policy:
 
