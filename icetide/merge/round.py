@@ -14,8 +14,8 @@ this order:
    (:meth:`MergeRounds.compact`): it packs the small files the merges wrote, in a
    commit of its own that changes no row.
 
-Each step commits on its own after the batch's commit (the one with the watermark), so a
-crash between them loses nothing: the next round finds the step still due.
+Phase 3 and the packing commit on their own after the batch's commit (the one with the
+watermark), so a crash between them loses nothing: the next round finds them still due.
 """
 
 from __future__ import annotations
@@ -111,6 +111,21 @@ class MergeRounds:
             version=version,
             resnapshot="done" if done else "running",
         )
+
+    def after_batch(
+        self,
+        name: str,
+        run: MergeVersion,
+        end: int,
+        turn: PackingTurn | None,
+        loaded: Any = None,
+    ) -> Compaction | None:
+        """What follows ``name``'s merged batch (up to ledger snapshot ``end``): phase 3,
+        then the small-file packing, each in commits of its own after the batch's.
+        ``loaded``: the base's Iceberg table as of the batch's commit, when the caller
+        has it."""
+        self.converge(name, run, end, loaded)
+        return self.compact(name, run.contract, turn, loaded)
 
     def converge(self, name: str, run: MergeVersion, end: int | None, loaded: Any = None) -> None:
         """Phase 3 once the ledger projects this version: every ledger row still holding

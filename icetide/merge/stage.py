@@ -180,8 +180,11 @@ class MergeStage:
         return self.rounds.run(one)
 
     def merge_table(self, name: str, turn: PackingTurn | None = None) -> MergeResult:
-        """Merge the new ledger events of one table. ``turn``: its round's one turn to
-        pack small files; None (one table merged alone) packs whenever due."""
+        """Merge the new ledger events of one table, in the order of a round
+        (:mod:`icetide.merge.round`): a chunk of a re-snapshot under way instead of a
+        batch; else the batch (:meth:`_merge_batch`), then phase 3 and the small-file
+        packing. ``turn``: its round's one turn to pack small files; None (one table
+        merged alone) packs whenever due."""
         started = time.monotonic()
         refs = self.refs(name)
         # One schema for the whole batch: the ledger's layout version, read before the
@@ -222,8 +225,7 @@ class MergeStage:
             return MergeResult(name, 0, start, end, 0.0)
         merged = self._merge_batch(name, run, base_table, ledger, start, end)
         plan, applied = merged.plan, merged.applied
-        self.rounds.converge(name, run, end, merged.after)
-        compaction = self.rounds.compact(name, contract, turn, merged.after)
+        compaction = self.rounds.after_batch(name, run, end, turn, merged.after)
         result = MergeResult(
             name,
             plan.events,
