@@ -283,8 +283,9 @@ def plan_batch(
     # it may), and for a key change's look-up of lost values (merge/inherit.py).
     history = figures.moves or (not in_order and (tombstones is None or tombstones > 0))
     marks = [m for m in (figures.truncate, figures.earlier) if m is not None]
-    # A truncate's DELETE commits a snapshot even on a base without one (Iceberg 1.10):
-    # ``delete_insert`` then has a head to start its branch from.
+    # A truncate's DELETE commits a snapshot even on a base without one (Iceberg 1.10,
+    # pinned by test_merge_delete_insert.py): ``delete_insert`` then has a head to start
+    # its branch from.
     has_snapshot = base.snapshot_id is not None or figures.truncate is not None
     blocker = _replace_blocker(in_order, figures.unavailable, figures.moves, has_snapshot)
     choice = choose(configured, base.rows, figures.count, blocker)
