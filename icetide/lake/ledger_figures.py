@@ -141,8 +141,10 @@ class BatchFigures:
     unavailable: frozenset[str]
     moves: bool
     touched: tuple[int, ...]
-    history_tombstones: int
-    """Rows of the retained history the merge's tombstone scan would keep."""
+    history_tombstones: int | None
+    """Rows of the retained history the merge's tombstone scan would keep; None when
+    not counted (the merge computed the figures from the rows, without the ledger's:
+    only the history's truncates are read then)."""
     first: Decimal | None = None
     """The batch's oldest position; None when a snapshot of the batch did not record it."""
     last_tombstone: Decimal | None = None

@@ -4,28 +4,29 @@ The watermark (the last ledger snapshot consumed) is a summary property of the b
 table's own MERGE snapshot, so the batch and the memory of having applied it commit
 together. Replaying any batch is a no-op anyway, because every base row carries the
 position that produced it and only newer events apply.
+
+What the merge does with a batch is decided in pure code
+(:func:`~icetide.merge.strategy.plan_batch`); this module reads what the plan needs and
+carries it out, and :mod:`icetide.merge.round` holds the work of a round besides the
+batch.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.bootstrap.resnapshot import resnapshot_round, resnapshot_under_way
-from icetide.errors import CommitConflictError, SchemaError
+from icetide.bootstrap.resnapshot import resnapshot_under_way
+from icetide.errors import SchemaError
 from icetide.faults import crash_point
-from icetide.lake.alter import int_property, set_properties, table_properties
 from icetide.lake.commit import append_with_properties
-from icetide.lake.defaults import initial_default_columns
 from icetide.lake.ledger_figures import (
     BatchFigures,
     batch_figures,
@@ -41,50 +42,35 @@ from icetide.lake.tables import (
     current_snapshot_id,
     ensure_base_table,
     iceberg_table,
-    lineage_summaries,
     metadata_snapshots,
     snapshot_of,
     table_exists,
 )
-from icetide.merge.compact import (
-    Compaction,
-    PackingTurn,
-    PackingTurns,
-    compact_small_files,
-    merges_since_rewrite,
-    removes_dangling,
-)
-from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
+from icetide.merge.compact import Compaction, PackingTurn
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.phases import (
-    MergeVersion,
-    align_images,
-    merge_version,
-    switch_base,
-    version_of,
-)
+from icetide.merge.phases import MergeVersion, align_images, merge_version, switch_base
+from icetide.merge.round import MergeRounds
 from icetide.merge.steps import MergeContext, changed_keys, prepare
-from icetide.merge.strategy import SMALL_BASE_ROWS, apply_batch, choose, touched_buckets
-from icetide.schema.contract import ledger as c
-from icetide.schema.contract import phases as ph
-from icetide.schema.contract.base import (
-    EVENTS_PROPERTY,
-    POSITION,
-    STRATEGY_PROPERTY,
-    WATERMARK_PROPERTY,
+from icetide.merge.strategy import (
+    IN_ORDER,
+    Applied,
+    BaseState,
+    BatchPlan,
+    apply_batch,
+    plan_batch,
+    prunes_buckets,
+    touched_buckets,
 )
+from icetide.schema.contract import ledger as c
+from icetide.schema.contract.base import POSITION
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal
-from icetide.spark.errors import jvm_boundary
 from icetide.spark.retry import retry_conflicts
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
-
-IN_ORDER = "in order: no version guard or tombstone history needed"
-"""What the merge log line and the commit's strategy property say of the in-order path."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +92,8 @@ class MergeResult:
     """The small-file rewrite after the merge (:mod:`icetide.merge.compact`), if one ran."""
     in_order: bool = False
     """Every event was newer than every base row and remembered delete: the MERGE ran
-    without its version guard and tombstone history (:meth:`MergeStage.merge_table`)."""
+    without its version guard and tombstone history
+    (:attr:`~icetide.merge.strategy.BatchPlan.in_order`)."""
 
     def render(self) -> str:
         """One progress line."""
@@ -137,32 +124,32 @@ class MergeResult:
         return line
 
 
-def _replace_blocker(
-    in_order: bool, keep: Collection[str], has_moves: bool, base_snapshot: int | None
-) -> str | None:
-    """Why the batch cannot be applied by ``delete_insert`` (which replaces each key's
-    row whole, without reading it), or None when it can."""
-    if not in_order:
-        return "the batch is not known to be newer than the base (in order)"
-    if keep:
-        columns = ", ".join(sorted(keep))
-        return f"events leave {columns} unchanged (TOAST): the stored values are read"
-    if has_moves:
-        return "key changes take values from the old rows"
-    if base_snapshot is None:
-        return "the base has no snapshot yet"
-    return None
+@dataclass(frozen=True)
+class _Merged:
+    """One batch merged: its plan, what its strategy did, and the base's Iceberg table
+    as of its commit (None: the steps after the batch read it again)."""
+
+    plan: BatchPlan
+    applied: Applied
+    after: Any
 
 
 class MergeStage:
-    """Merges each table's new ledger events into its base table."""
+    """Merges each table's new ledger events into its base table.
+
+    For each table of a round (:mod:`icetide.merge.round`, which also holds the
+    re-snapshot chunks, phase-3 fills and small-file packing around a batch), the stage
+    reads what the batch's plan needs (the ledger's figures, the base's snapshot and
+    newest position), plans the batch in pure code
+    (:func:`~icetide.merge.strategy.plan_batch`) and carries the plan out.
+    """
 
     def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
         self.spark = spark
         self.pipeline = pipeline
         self.config = pipeline.config
-        self._turns = PackingTurns()
-        """Which table packs its small files in each round (:mod:`icetide.merge.compact`)."""
+        self.rounds = MergeRounds(spark, pipeline)
+        """The rounds' packing turns and the work besides each batch."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -176,46 +163,34 @@ class MergeStage:
         )
 
     def run_once(self, before_each: Callable[[], None] | None = None) -> list[MergeResult]:
-        """Merge every configured table once, ``merge.parallel_tables`` at a time; the
-        results in config order. ``before_each`` runs before each table's merge (a stop
-        check: raising there merges no more tables).
+        """Merge every configured table once, ``merge.parallel_tables`` at a time
+        (:meth:`~icetide.merge.round.MergeRounds.run`); the results in config order.
+        ``before_each`` runs before each table's merge (a stop check: raising there
+        merges no more tables).
 
-        Tables are merged in threads of this one SparkSession: one merge's planning,
-        commits and Python work on the driver overlap another's tasks (the demo's three
-        small tables merged two at a time: docs/merge-performance.md). A merge refused
-        because another writer (maintenance) committed first is merged again: it
-        committed nothing, and a replayed batch is a no-op anyway. The first failure is
-        raised once every merge under way has ended.
+        A merge refused because another writer (maintenance) committed first is merged
+        again: it committed nothing, and a replayed batch is a no-op anyway.
         """
 
-        def one(name: str) -> MergeResult:
+        def one(name: str, turn: PackingTurn) -> MergeResult:
             if before_each is not None:
                 before_each()
             return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
 
-        names = [t.name for t in self.config.tables]
-        turn = self._turns.open_round()
-        try:
-            workers = min(self.config.merge.parallel_tables, len(names))
-            if workers <= 1:
-                return [one(name) for name in names]
-            with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
-                futures = [pool.submit(one, name) for name in names]
-                wait(futures)
-            return [future.result() for future in futures]
-        finally:
-            self._turns.close_round(turn)
+        return self.rounds.run(one)
 
     def merge_table(self, name: str, turn: PackingTurn | None = None) -> MergeResult:
-        """Merge the new ledger events of one table. ``turn``: its round's one turn to
-        pack small files; None (one table merged alone) packs whenever due."""
+        """Merge the new ledger events of one table, in the order of a round
+        (:mod:`icetide.merge.round`): a chunk of a re-snapshot under way instead of a
+        batch; else the batch (:meth:`_merge_batch`), then phase 3 and the small-file
+        packing. ``turn``: its round's one turn to pack small files; None (one table
+        merged alone) packs whenever due."""
         started = time.monotonic()
         refs = self.refs(name)
         # One schema for the whole batch: the ledger's layout version, read before the
         # end snapshot (merge/phases.py).
         run = merge_version(self.spark, self.pipeline, name)
         contract = run.contract
-        schema = contract.target  # the ledger's and base's names and types
         self.ensure_base(name, contract)
         if resnapshot_under_way(self.pipeline, name):
             return self._resnapshot(name, run, started)
@@ -246,58 +221,93 @@ class MergeStage:
         end = None if snapshot is None else int(snapshot.snapshotId())
         start = progress.watermark
         if end is None or end == start:
-            self._converge(name, run, end)
+            self.rounds.converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
+        merged = self._merge_batch(name, run, base_table, ledger, start, end)
+        plan, applied = merged.plan, merged.applied
+        compaction = self.rounds.after_batch(name, run, end, turn, merged.after)
+        result = MergeResult(
+            name,
+            plan.events,
+            start,
+            end,
+            time.monotonic() - started,
+            plan.strategy,
+            plan.choice.reason,
+            applied.touched_buckets,
+            applied.buckets,
+            compaction,
+            plan.in_order,
+        )
+        self.pipeline.report(
+            "merge",
+            result.render(),
+            table=name,
+            events=plan.events,
+            start_snapshot=start,
+            end_snapshot=end,
+            seconds=round(result.seconds, 3),
+            strategy=plan.strategy,
+            strategy_reason=plan.choice.reason,
+            touched_buckets=applied.touched_buckets,
+            compacted_files=compaction.rewritten if compaction else 0,
+            dangling_deletes_removed=compaction.dangling_removed if compaction else 0,
+            packing_deferred=bool(compaction and compaction.deferred),
+            in_order=plan.in_order,
+        )
+        return result
+
+    def _merge_batch(
+        self,
+        name: str,
+        run: MergeVersion,
+        base_table: Any,
+        ledger: Any,
+        start: int | None,
+        end: int,
+    ) -> _Merged:
+        """Merge the events of the ledger snapshots after ``start`` up to ``end``: read
+        the figures, plan the batch (:func:`~icetide.merge.strategy.plan_batch`) and run
+        the plan. ``base_table`` and ``ledger``: the Iceberg tables as loaded before."""
+        refs = self.refs(name)
+        contract = run.contract
+        schema = contract.target  # the ledger's and base's names and types
         events = align_images(
             read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
         )
         configured = self.config.table(name).merge.strategy
         pre = snapshot_of(base_table)
-        rows = int(pre.summary.get("total-records", "0") or 0) if pre is not None else 0
-        may_prune = configured in ("bucket_join_pruned", "delete_insert") or (
-            configured == "auto" and rows >= SMALL_BASE_ROWS
+        base = BaseState(
+            rows=int(pre.summary.get("total-records", "0") or 0) if pre is not None else 0,
+            snapshot_id=None if pre is None else pre.snapshot_id,
         )
         cutoff = datetime.now(UTC) - self.config.merge.tombstone_retention
-        figures = self._recorded_figures(ledger, start, end, cutoff, contract)
         history: DataFrame | None = None
-        in_order = False
-        key_changes = True  # unless the ledger's figures say none
-        if figures is not None:
-            # The ledger recorded them with the events (spark/ledger_figures.py): no Spark job.
-            count, batch_truncate = figures.count, figures.truncate
-            truncated_before = max(
-                (m for m in (batch_truncate, figures.earlier) if m is not None), default=None
-            )
-            keep = figures.unavailable
-            has_moves = figures.moves
-            key_changes = figures.key_changes
-            touched: list[int] | None = list(figures.touched) if may_prune else None
-            in_order = self._in_order(figures, refs.base, base_table)
-            if (figures.history_tombstones > 0 and not in_order) or has_moves:
-                # Without it when there is nothing to remember (no delete, truncate or
-                # key change) or nothing remembered could win over the batch. A key
-                # change's look-up of lost values needs it (merge/inherit.py).
-                history = self._history(refs.cdc, start, schema, cutoff)
-        else:
+        # The ledger recorded them with the events (lake/ledger_figures.py): no Spark job.
+        figures = self._recorded_figures(ledger, start, end, cutoff, contract)
+        if figures is None:
             history = self._history(refs.cdc, start, schema, cutoff)
-            count, batch_truncate, truncated_before, keep, has_moves, touched = self._figures(
-                events, history, schema, contract, refs.base, may_prune
+            figures = self._computed_figures(
+                events, history, contract, refs.base, prunes_buckets(configured, base.rows)
             )
-        if batch_truncate is not None:
+        in_order = self._in_order(figures, refs.base, base_table)
+        plan = plan_batch(figures, base, configured, in_order, end)
+        if not plan.history:
+            history = None
+        elif history is None:
+            history = self._history(refs.cdc, start, schema, cutoff)
+        if plan.truncate is not None:
             # Its own commit, before the MERGE that carries the watermark: if we die in
             # between, the replay deletes the same rows again and nothing else.
             self.spark.sql(
                 f"DELETE FROM {refs.base} WHERE {POSITION} < "
-                f"CAST({literal(str(batch_truncate))} AS {c.POSITION_SQL})"
+                f"CAST({literal(str(plan.truncate))} AS {c.POSITION_SQL})"
             )
             crash_point("merge.after_truncate")
-        # Columns some event left out (unchanged TOAST): only they can keep a stored
-        # value, so only they are read from the base by the MERGE.
-        has_unavailable = bool(keep)
         moves: DataFrame | None = None
         inheritance: Inheritance | None = None
         try:
-            if has_moves:
+            if plan.moves:
                 # After the truncate's DELETE: an old row it removed has no values to give.
                 inheritance = inherit(
                     self.spark, events, history, refs.base, schema, refs.cdc, start
@@ -306,79 +316,40 @@ class MergeStage:
                 self._dead_letter_lost(name, schema, resolved.where(F.size(LOST) > 0))
                 moves = applicable(resolved, schema)
             ctx = MergeContext(
-                schema, history, truncated_before, has_unavailable, moves, key_changes
+                schema, history, plan.truncated_before, bool(plan.keep), moves, plan.key_changes
             )
             before = (
                 current_snapshot_id(self.spark, refs.base)  # after the truncate's DELETE
-                if batch_truncate is not None
-                else (None if pre is None else pre.snapshot_id)
+                if plan.truncate is not None
+                else base.snapshot_id
             )
-            blocker = _replace_blocker(in_order, keep, has_moves, before)
-            choice = choose(configured, rows, count, blocker)
-            properties = {
-                WATERMARK_PROPERTY: str(end),
-                EVENTS_PROPERTY: str(count),
-                STRATEGY_PROPERTY: f"{choice.strategy}: {choice.reason}"
-                + (f"; {IN_ORDER}" if in_order else ""),
-            }
             applied = apply_batch(
                 self.spark,
-                choice.strategy,
+                plan.strategy,
                 contract,
                 refs.base,
                 lambda: prepare(events, ctx),
                 f"icetide_batch_{name}",
-                properties,
-                keep,
-                touched,
-                guarded=not in_order,
+                plan.properties,
+                plan.keep,
+                plan.touched,
+                guarded=plan.guarded,
                 keys=(
-                    changed_keys(events, schema, key_changes)
-                    if choice.strategy == "delete_insert"
+                    changed_keys(events, schema, plan.key_changes)
+                    if plan.strategy == "delete_insert"
                     else None
                 ),
             )
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)
             if (None if committed is None else committed.snapshot_id) == before:
-                self._commit_watermark_only(refs.base, properties)
-                after = None  # read again below
+                self._commit_watermark_only(refs.base, plan.properties)
+                after = None  # read again by the steps after the batch
             crash_point("merge.after_commit")
         finally:
             if inheritance is not None:
                 inheritance.release()
-        self._converge(name, run, end, after)
-        compaction = self._compact(name, refs.base, contract, turn, after)
-        result = MergeResult(
-            name,
-            count,
-            start,
-            end,
-            time.monotonic() - started,
-            choice.strategy,
-            choice.reason,
-            applied.touched_buckets,
-            applied.buckets,
-            compaction,
-            in_order,
-        )
-        self.pipeline.report(
-            "merge",
-            result.render(),
-            table=name,
-            events=count,
-            start_snapshot=start,
-            end_snapshot=end,
-            seconds=round(result.seconds, 3),
-            strategy=choice.strategy,
-            strategy_reason=choice.reason,
-            touched_buckets=applied.touched_buckets,
-            compacted_files=compaction.rewritten if compaction else 0,
-            dangling_deletes_removed=compaction.dangling_removed if compaction else 0,
-            packing_deferred=bool(compaction and compaction.deferred),
-            in_order=in_order,
-        )
-        return result
+        return _Merged(plan, applied, after)
 
     def _recorded_figures(
         self,
@@ -411,172 +382,61 @@ class MergeStage:
         newest = column_upper_bound(self.spark, base, POSITION, loaded)
         return newest.known and figures.in_order(newest.value)
 
-    def _figures(
+    def _computed_figures(
         self,
         events: DataFrame,
         history: DataFrame | None,
-        schema: TableSchema,
         contract: TableContract,
         base: TableName,
-        may_prune: bool,
-    ) -> tuple[int, Decimal | None, Decimal | None, frozenset[str], bool, list[int] | None]:
+        with_buckets: bool,
+    ) -> BatchFigures:
         """The batch's figures from its rows, when the ledger did not record them: its
-        event count, its newest truncate, the newest truncate before the next merge's
-        rows may apply (the history's too), the placeholder columns, whether a key change
-        lacks values, and the buckets it touches (None unless ``may_prune``).
+        event count, its newest truncate and the history's, the placeholder columns,
+        whether a key change lacks values, and the buckets it touches (only
+        ``with_buckets``). Neither its positions nor the history's tombstones are
+        counted, so the batch is never taken as in order and the history is read.
 
         One job for all of them; the earlier truncates come from the same job (a scan
         Iceberg narrows to the row groups holding a 't')."""
-        figures = events.select(
+        schema = contract.target
+        rows = events.select(
             F.lit(1).alias("n"),
             F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
             F.col(c.UNAVAILABLE).alias("unavailable"),
             F.when(key_move(schema), 1).alias("moves"),
-            *(touched_buckets(contract, base) if may_prune else ()),
+            *(touched_buckets(contract, base) if with_buckets else ()),
         )
         if history is not None:
             earlier = history.where(F.col(c.OP) == "t").select(F.col(c.POSITION).alias("earlier"))
-            figures = figures.unionByName(earlier, allowMissingColumns=True)
-        stats = figures.agg(
+            rows = rows.unionByName(earlier, allowMissingColumns=True)
+        stats = rows.agg(
             F.sum("n").alias("n"),
             F.max("truncate").alias("truncate"),
             F.array_distinct(F.flatten(F.collect_set("unavailable"))).alias("unavailable"),
             F.max("moves").alias("moves"),
             *(
                 [F.array_union(F.collect_set("bucket"), F.collect_set("old_bucket")).alias("b")]
-                if may_prune
+                if with_buckets
                 else []
             ),
             *([F.max("earlier").alias("earlier")] if history is not None else []),
         ).first()
         assert stats is not None
-        batch_truncate = stats["truncate"]
-        marks = [
-            m
-            for m in (batch_truncate, stats["earlier"] if history is not None else None)
-            if m is not None
-        ]
-        return (
-            int(stats["n"] or 0),
-            batch_truncate,
-            max(marks) if marks else None,
-            frozenset(stats["unavailable"] or ()),
-            bool(stats["moves"]),
-            sorted(stats["b"]) if may_prune else None,
+        return BatchFigures(
+            count=int(stats["n"] or 0),
+            truncate=stats["truncate"],
+            earlier=stats["earlier"] if history is not None else None,
+            unavailable=frozenset(stats["unavailable"] or ()),
+            moves=bool(stats["moves"]),
+            touched=tuple(sorted(stats["b"])) if with_buckets else (),
+            history_tombstones=None,
         )
 
     def _resnapshot(self, name: str, run: MergeVersion, started: float) -> MergeResult:
-        """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):
-        the next chunk of the copy into its rebuilt base; the table's merge waits
-        until the last one, the other tables' merges go on."""
-        version = run.contract.schema.version
-        done = resnapshot_round(
-            self.spark,
-            self.pipeline,
-            name,
-            chunk_rows=self.config.table(name).merge.resnapshot_chunk_rows,
-        )
-        if done:
-            set_properties(
-                self.spark,
-                self.refs(name).base,
-                dict.fromkeys((ph.BASE_ALTERED, ph.DATA_FILLED), str(int(time.time() * 1000))),
-            )
-        state = "rebuilt; merging its ledger from the next round" if done else "under way"
-        self.pipeline.report(
-            "merge",
-            f"re-snapshot {name} (schema version {version}): {state}",
-            table=name,
-            version=version,
-            resnapshot="done" if done else "running",
-        )
+        """One chunk of ``name``'s re-snapshot instead of a batch
+        (:meth:`~icetide.merge.round.MergeRounds.resnapshot_chunk`)."""
+        self.rounds.resnapshot_chunk(name, run)
         return MergeResult(name, 0, None, None, time.monotonic() - started)
-
-    def _compact(
-        self,
-        name: str,
-        base: TableName,
-        contract: TableContract,
-        turn: PackingTurn | None,
-        loaded: Any = None,
-    ) -> Compaction | None:
-        """Bin-pack the base's small files when ``merge.compact_every`` merges have added
-        files since its last rewrite (:mod:`icetide.merge.compact`). ``loaded``: the
-        base's Iceberg table as of the merge's commit, when the caller has it."""
-        every = self.config.table(name).merge.compact_every
-        if every == 0:
-            return None
-        loaded = loaded or iceberg_table(self.spark, base)
-        snapshot = snapshot_of(loaded)
-        if snapshot is None:
-            return None
-        summaries = list(lineage_summaries(self.spark, base, loaded))
-        if not self._turns.due(name, merges_since_rewrite(summaries), every):
-            return None
-        if not self._turns.take(turn, name):
-            return Compaction(0, 0, deferred=True)
-        try:
-            with jvm_boundary(f"bin-packing the small files of {base}"):
-                return compact_small_files(
-                    self.spark,
-                    base,
-                    snapshot.summary,
-                    contract.settings.buckets,
-                    self.config.maintenance.target_file_size,
-                    remove_dangling=removes_dangling(summaries),
-                )
-        except CommitConflictError as exc:
-            # Rows are unchanged either way; the next merge tries again.
-            self.pipeline.report(
-                "merge",
-                f"merge {name}: small-file rewrite left to the next merge ({exc})",
-                table=name,
-            )
-            return None
-
-    def _converge(self, name: str, run: MergeVersion, end: int | None, loaded: Any = None) -> None:
-        """Phase 3 once the ledger projects this version: every ledger row still holding
-        a new column's value in ``_rescued`` is in snapshot ``end``, and merged.
-        ``loaded``: the base's Iceberg table, when the caller has it as of now."""
-        version = run.contract.schema.version
-        base = self.refs(name).base
-        props = table_properties(self.spark, base, loaded)
-        done = int_property(props, ph.DATA_VERSION)
-        if done is None or done >= version or (run.projected or 0) < version:
-            return
-        since = version_of(self.pipeline, name, done)
-        rescued = (
-            fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
-        )
-        constants = column_defaults(run.contract.schema)
-        if run.contract.settings.format_version >= 3:  # read as initial-default: no fill
-            initial = initial_default_columns(self.spark, base)
-            target = run.contract.target
-            constants = {i: v for i, v in constants.items() if target.find(i).name not in initial}
-        defaults = fill_defaults(
-            self.spark,
-            self.pipeline,
-            name,
-            run.contract,
-            since,
-            run.change_position,
-            constants,
-        )
-        crash_point("merge.after_fill")
-        set_properties(
-            self.spark,
-            base,
-            {ph.DATA_VERSION: str(version), ph.DATA_FILLED: str(int(time.time() * 1000))},
-        )
-        self.pipeline.report(
-            "merge",
-            f"schema {name}: data converged at version {version} (phase 3: {rescued:,} "
-            f"rescued events, {defaults} default columns)",
-            table=name,
-            version=version,
-            phase=3,
-            rescued=rescued,
-        )
 
     def _history(
         self, ledger: TableName, start: int | None, schema: TableSchema, cutoff: datetime

@@ -1,9 +1,18 @@
-"""How the deduplicated batch meets the base table: the merge strategies, and the choice.
+"""How the deduplicated batch meets the base table: the merge strategies, the plan of a
+batch that chooses among them, and the strategies' execution.
+
+The plan (:func:`plan_batch`, :class:`BatchPlan`) is pure: from the batch's figures and
+the base's metadata it decides everything the merge does with a batch (the strategy and
+why, the tombstone history or not, the truncate, the columns read from the base, the
+commit's properties), and :meth:`icetide.merge.stage.MergeStage.merge_table` carries it
+out. A new strategy is a name in :data:`~icetide.schema.contract.base.MergeStrategy`, a
+rule in :func:`choose` (and a blocker in :func:`plan_batch` when some batches cannot
+take it), and its execution in :func:`apply_batch`.
 
 Every strategy runs the same MERGE from the table contract
 (:meth:`~icetide.schema.contract.builder.TableContract.merge_sql`; version-guarded unless
-the batch is in order, see :meth:`icetide.merge.stage.MergeStage.merge_table`); they differ
-only in how Spark joins the batch with the base, so they produce the same base table:
+the batch is in order, see :attr:`BatchPlan.in_order`); they differ only in how Spark
+joins the batch with the base, so they produce the same base table:
 
 ``shuffle``
     The batch as a temporary view. Spark shuffles the *whole base* by key to join it:
@@ -38,6 +47,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from typing import TypeVar
 
@@ -49,9 +59,16 @@ from icetide.faults import crash_point
 from icetide.lake.alter import table_properties
 from icetide.lake.branches import BranchDiverged, publish, start_branch
 from icetide.lake.commit import append_with_properties, with_commit_properties
-from icetide.lake.ledger_figures import bucket_of, key_changed
+from icetide.lake.ledger_figures import BatchFigures, bucket_of, key_changed
 from icetide.lake.tables import iceberg_table, table_exists
-from icetide.schema.contract.base import DELETE_ISOLATION, MergeStrategy, StrategySetting
+from icetide.schema.contract.base import (
+    DELETE_ISOLATION,
+    EVENTS_PROPERTY,
+    STRATEGY_PROPERTY,
+    WATERMARK_PROPERTY,
+    MergeStrategy,
+    StrategySetting,
+)
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.ledger import BEFORE, OP
 from icetide.schema.contract.names import TableName
@@ -109,8 +126,8 @@ def choose(
 
     ``configured`` is the table's ``merge.strategy``; anything but ``auto`` is taken as
     it is, except ``delete_insert`` for a batch it cannot apply: ``blocker`` says why
-    (None when the batch is in order with whole row images, see
-    :meth:`icetide.merge.stage.MergeStage.merge_table`), and ``auto`` chooses instead.
+    (None when the batch is in order with whole row images, see :func:`plan_batch`),
+    and ``auto`` chooses instead.
 
     >>> choose("auto", 5_000_000, 150_000).strategy
     'bucket_join_pruned'
@@ -149,6 +166,166 @@ shuffling it is cheaper than a staging table'
             "place, its rows appended, published on main at once",
         )
     return Choice("bucket_join_pruned", f"{sizes}: bucket join, base read in place")
+
+
+IN_ORDER = "in order: no version guard or tombstone history needed"
+"""What the merge log line and the commit's strategy property say of the in-order path."""
+
+
+def prunes_buckets(configured: StrategySetting, base_rows: int) -> bool:
+    """Whether a batch into a base of ``base_rows`` may take a strategy that reads only
+    the base buckets the batch touches (``bucket_join_pruned``, ``delete_insert``): only
+    then does the merge need those buckets. Asked before the figures, because figures
+    computed from the rows find the buckets in their one job only when asked to.
+
+    >>> prunes_buckets("auto", SMALL_BASE_ROWS), prunes_buckets("auto", SMALL_BASE_ROWS - 1)
+    (True, False)
+    >>> prunes_buckets("bucket_join", 10**9), prunes_buckets("delete_insert", 0)
+    (False, True)
+    """
+    return configured in ("bucket_join_pruned", "delete_insert") or (
+        configured == "auto" and base_rows >= SMALL_BASE_ROWS
+    )
+
+
+@dataclass(frozen=True)
+class BaseState:
+    """The base table as a batch finds it, from its current snapshot's metadata (no data
+    read), before the merge writes anything."""
+
+    rows: int
+    """Its row count (the snapshot summary's ``total-records``; 0 without a snapshot)."""
+    snapshot_id: int | None
+    """Its current snapshot; None while nothing has been written to it."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Everything the merge decides about one batch before Spark runs any of it
+    (:func:`plan_batch`). :meth:`icetide.merge.stage.MergeStage.merge_table` carries it
+    out in this order: the tombstone history read, the truncate's DELETE, the key
+    changes' values filled in (:mod:`icetide.merge.inherit`), the batch prepared
+    (:mod:`icetide.merge.steps`) and applied by :attr:`strategy`, its commit carrying
+    :attr:`properties`."""
+
+    choice: Choice
+    """The strategy and why (:func:`choose`)."""
+    events: int
+    """The batch's event count."""
+    in_order: bool
+    """Every event is newer than every base row and every tombstone the merge would
+    remember (:meth:`~icetide.lake.ledger_figures.BatchFigures.in_order`): the MERGE
+    runs without its version guard, and nothing remembered can win over the batch."""
+    history: bool
+    """Whether the batch is prepared with the tombstone history (the deletes and
+    truncates merged before it, within the retention window)."""
+    truncate: Decimal | None
+    """The batch's newest truncate: the base rows below it are deleted first, in a
+    commit of their own (a replay after a crash deletes the same rows again)."""
+    truncated_before: Decimal | None
+    """Events up to this position are dropped from the batch: the newer of the batch's
+    truncate and the history's."""
+    keep: frozenset[str]
+    """Columns some event left out (unchanged TOAST): only they can keep a stored value,
+    so only they are read from the base."""
+    moves: bool
+    """Some key change has placeholders, filled in from its old key's values."""
+    key_changes: bool
+    """Some update changes its primary key (True when unknown): the batch is read with
+    ``_before`` (:func:`~icetide.merge.steps.split_key_changes`)."""
+    touched: tuple[int, ...] | None
+    """The base buckets the batch touches, for a strategy that reads only those; None
+    when no such strategy may be chosen (:func:`prunes_buckets`)."""
+    blocker: str | None
+    """Why ``delete_insert`` cannot apply the batch, None when it can (whichever
+    strategy was chosen)."""
+    properties: dict[str, str]
+    """What the commit of the batch records: the watermark, the event count and the
+    strategy (the in-order path named too)."""
+
+    @property
+    def strategy(self) -> MergeStrategy:
+        """The strategy the batch is applied by."""
+        return self.choice.strategy
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the MERGE keeps its version guard (every batch not known in order)."""
+        return not self.in_order
+
+
+def plan_batch(
+    figures: BatchFigures,
+    base: BaseState,
+    configured: StrategySetting,
+    in_order: bool,
+    watermark: int,
+) -> BatchPlan:
+    """How the merge applies the batch ``figures`` describe to ``base``: ``configured``
+    is the table's ``merge.strategy``, ``in_order`` what the base's newest position says
+    of the figures (:meth:`~icetide.lake.ledger_figures.BatchFigures.in_order`), and
+    ``watermark`` the ledger snapshot the batch ends at (recorded by its commit).
+
+    Pure, so every decision is a case in a table of unit tests: the figures come from
+    the ledger's metadata (or one job over the rows) and the base's state from its
+    snapshot, both read before.
+
+    >>> figures = BatchFigures(500, None, None, frozenset(), False, (2, 5), 3)
+    >>> plan = plan_batch(figures, BaseState(5_000_000, 7), "auto", True, 42)
+    >>> plan.strategy, plan.history, plan.guarded, plan.touched
+    ('delete_insert', False, False, (2, 5))
+    >>> plan = plan_batch(figures, BaseState(5_000_000, 7), "auto", False, 42)
+    >>> plan.strategy, plan.history, plan.blocker
+    ('bucket_join_pruned', True, 'the batch is not known to be newer than the base (in order)')
+    """
+    tombstones = figures.history_tombstones
+    # The history is read when something remembered could win over the batch (uncounted:
+    # it may), and for a key change's look-up of lost values (merge/inherit.py).
+    history = figures.moves or (not in_order and (tombstones is None or tombstones > 0))
+    marks = [m for m in (figures.truncate, figures.earlier) if m is not None]
+    # A truncate's DELETE commits a snapshot even on a base without one (Iceberg 1.10,
+    # pinned by test_merge_delete_insert.py): ``delete_insert`` then has a head to start
+    # its branch from.
+    has_snapshot = base.snapshot_id is not None or figures.truncate is not None
+    blocker = _replace_blocker(in_order, figures.unavailable, figures.moves, has_snapshot)
+    choice = choose(configured, base.rows, figures.count, blocker)
+    strategy = f"{choice.strategy}: {choice.reason}" + (f"; {IN_ORDER}" if in_order else "")
+    return BatchPlan(
+        choice=choice,
+        events=figures.count,
+        in_order=in_order,
+        history=history,
+        truncate=figures.truncate,
+        truncated_before=max(marks) if marks else None,
+        keep=figures.unavailable,
+        moves=figures.moves,
+        key_changes=figures.key_changes,
+        touched=figures.touched if prunes_buckets(configured, base.rows) else None,
+        blocker=blocker,
+        properties={
+            WATERMARK_PROPERTY: str(watermark),
+            EVENTS_PROPERTY: str(figures.count),
+            STRATEGY_PROPERTY: strategy,
+        },
+    )
+
+
+def _replace_blocker(
+    in_order: bool, keep: Collection[str], moves: bool, has_snapshot: bool
+) -> str | None:
+    """Why the batch cannot be applied by ``delete_insert`` (which replaces each key's
+    row whole, without reading it, on a branch started at the base's head), or None
+    when it can."""
+    if not in_order:
+        return "the batch is not known to be newer than the base (in order)"
+    if keep:
+        columns = ", ".join(sorted(keep))
+        return f"events leave {columns} unchanged (TOAST): the stored values are read"
+    if moves:
+        return "key changes take values from the old rows"
+    if not has_snapshot:
+        return "the base has no snapshot yet"
+    return None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,13 @@ from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.merge.strategy import MERGE_BRANCH
 from icetide.pipeline import Pipeline as StagePipeline
-from icetide.schema.contract.base import DELETE_ISOLATION, STRATEGY_PROPERTY, WATERMARK_PROPERTY
+from icetide.schema.contract.base import (
+    DELETE_ISOLATION,
+    POSITION,
+    STRATEGY_PROPERTY,
+    WATERMARK_PROPERTY,
+)
+from icetide.schema.contract.ledger import POSITION_SQL
 from icetide.spark.jvm import jvm_class
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
@@ -334,3 +340,16 @@ def test_a_batch_in_few_buckets_scans_only_their_files(
     ]
     assert spark.conf.get(dpp, None) == before
     assert_matches(pipeline.compare(workload))
+
+
+def test_a_truncates_delete_gives_a_base_without_a_snapshot_its_first(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """What ``plan_batch`` counts on when a first batch holds a truncate: Iceberg commits
+    the truncate's DELETE on a base nothing was written to, so ``delete_insert`` finds a
+    head to start its branch from (the plan does not block it for want of a snapshot)."""
+    MergeStage(spark, pipeline.pipeline).ensure_base(TABLE)
+    base = pipeline.refs(TABLE).base
+    assert iceberg_table(spark, base).currentSnapshot() is None
+    spark.sql(f"DELETE FROM {base} WHERE {POSITION} < CAST('5' AS {POSITION_SQL})")
+    assert iceberg_table(spark, base).currentSnapshot() is not None

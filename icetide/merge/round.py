@@ -1,0 +1,215 @@
+"""A merge round, and what it does for a table besides merging its batch.
+
+A round merges every configured table once, ``merge.parallel_tables`` at a time, with
+one turn to bin-pack small files (:mod:`icetide.merge.compact`). For one table
+(:meth:`icetide.merge.stage.MergeStage.merge_table`) the work besides its batch comes in
+this order:
+
+1. while a re-snapshot of the table is under way, one chunk of it instead of a batch
+   (:meth:`MergeRounds.resnapshot_chunk`): the copy is spread over rounds, so the other
+   tables' merges go on;
+2. after the batch, or when the ledger holds none, phase 3 of a schema change once the
+   ledger projects its version (:meth:`MergeRounds.converge`);
+3. last, the small-file packing when due and the round's turn is free
+   (:meth:`MergeRounds.compact`): it packs the small files the merges wrote, in a
+   commit of its own that changes no row.
+
+Phase 3 and the packing commit on their own after the batch's commit (the one with the
+watermark), so a crash between them loses nothing: the next round finds them still due.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from icetide.bootstrap.resnapshot import resnapshot_round
+from icetide.errors import CommitConflictError
+from icetide.faults import crash_point
+from icetide.lake.alter import int_property, set_properties, table_properties
+from icetide.lake.defaults import initial_default_columns
+from icetide.lake.tables import iceberg_table, lineage_summaries, snapshot_of
+from icetide.merge.compact import (
+    Compaction,
+    PackingTurn,
+    PackingTurns,
+    compact_small_files,
+    merges_since_rewrite,
+    removes_dangling,
+)
+from icetide.merge.converge import column_defaults, fill_defaults, fill_rescued
+from icetide.merge.phases import MergeVersion, version_of
+from icetide.schema.contract import phases as ph
+from icetide.schema.contract.builder import TableContract
+from icetide.spark.errors import jvm_boundary
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from icetide.pipeline import Pipeline
+
+T = TypeVar("T")
+
+
+class MergeRounds:
+    """The merge rounds of one process: the tables of each round, its packing turn, and
+    each table's re-snapshot chunks, phase-3 fills and small-file packing."""
+
+    def __init__(self, spark: SparkSession, pipeline: Pipeline) -> None:
+        self.spark = spark
+        self.pipeline = pipeline
+        self.config = pipeline.config
+        self.turns = PackingTurns()
+        """Which table packs its small files in each round (:mod:`icetide.merge.compact`)."""
+
+    def run(self, merge: Callable[[str, PackingTurn], T]) -> list[T]:
+        """One round: ``merge`` of every configured table with the round's packing turn,
+        ``merge.parallel_tables`` at a time; the results in config order.
+
+        Tables are merged in threads of this one SparkSession: one merge's planning,
+        commits and Python work on the driver overlap another's tasks (the demo's three
+        small tables merged two at a time: docs/merge-performance.md). The first failure
+        is raised once every merge under way has ended.
+        """
+        names = [t.name for t in self.config.tables]
+        turn = self.turns.open_round()
+        try:
+            workers = min(self.config.merge.parallel_tables, len(names))
+            if workers <= 1:
+                return [merge(name, turn) for name in names]
+            with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
+                futures = [pool.submit(merge, name, turn) for name in names]
+                wait(futures)
+            return [future.result() for future in futures]
+        finally:
+            self.turns.close_round(turn)
+
+    def resnapshot_chunk(self, name: str, run: MergeVersion) -> None:
+        """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):
+        the next chunk of the copy into its rebuilt base; the table's merge waits
+        until the last one, the other tables' merges go on."""
+        version = run.contract.schema.version
+        done = resnapshot_round(
+            self.spark,
+            self.pipeline,
+            name,
+            chunk_rows=self.config.table(name).merge.resnapshot_chunk_rows,
+        )
+        if done:
+            set_properties(
+                self.spark,
+                self.pipeline.refs(name).base,
+                dict.fromkeys((ph.BASE_ALTERED, ph.DATA_FILLED), str(int(time.time() * 1000))),
+            )
+        state = "rebuilt; merging its ledger from the next round" if done else "under way"
+        self.pipeline.report(
+            "merge",
+            f"re-snapshot {name} (schema version {version}): {state}",
+            table=name,
+            version=version,
+            resnapshot="done" if done else "running",
+        )
+
+    def after_batch(
+        self,
+        name: str,
+        run: MergeVersion,
+        end: int,
+        turn: PackingTurn | None,
+        loaded: Any = None,
+    ) -> Compaction | None:
+        """What follows ``name``'s merged batch (up to ledger snapshot ``end``): phase 3,
+        then the small-file packing, each in commits of its own after the batch's.
+        ``loaded``: the base's Iceberg table as of the batch's commit, when the caller
+        has it."""
+        self.converge(name, run, end, loaded)
+        return self.compact(name, run.contract, turn, loaded)
+
+    def converge(self, name: str, run: MergeVersion, end: int | None, loaded: Any = None) -> None:
+        """Phase 3 once the ledger projects this version: every ledger row still holding
+        a new column's value in ``_rescued`` is in snapshot ``end``, and merged.
+        ``loaded``: the base's Iceberg table, when the caller has it as of now."""
+        version = run.contract.schema.version
+        base = self.pipeline.refs(name).base
+        props = table_properties(self.spark, base, loaded)
+        done = int_property(props, ph.DATA_VERSION)
+        if done is None or done >= version or (run.projected or 0) < version:
+            return
+        since = version_of(self.pipeline, name, done)
+        rescued = (
+            fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
+        )
+        constants = column_defaults(run.contract.schema)
+        if run.contract.settings.format_version >= 3:  # read as initial-default: no fill
+            initial = initial_default_columns(self.spark, base)
+            target = run.contract.target
+            constants = {i: v for i, v in constants.items() if target.find(i).name not in initial}
+        defaults = fill_defaults(
+            self.spark,
+            self.pipeline,
+            name,
+            run.contract,
+            since,
+            run.change_position,
+            constants,
+        )
+        crash_point("merge.after_fill")
+        set_properties(
+            self.spark,
+            base,
+            {ph.DATA_VERSION: str(version), ph.DATA_FILLED: str(int(time.time() * 1000))},
+        )
+        self.pipeline.report(
+            "merge",
+            f"schema {name}: data converged at version {version} (phase 3: {rescued:,} "
+            f"rescued events, {defaults} default columns)",
+            table=name,
+            version=version,
+            phase=3,
+            rescued=rescued,
+        )
+
+    def compact(
+        self,
+        name: str,
+        contract: TableContract,
+        turn: PackingTurn | None,
+        loaded: Any = None,
+    ) -> Compaction | None:
+        """Bin-pack the base's small files when ``merge.compact_every`` merges have added
+        files since its last rewrite (:mod:`icetide.merge.compact`) and ``turn`` is this
+        table's (None: a table merged alone packs whenever due). ``loaded``: the base's
+        Iceberg table as of the merge's commit, when the caller has it."""
+        every = self.config.table(name).merge.compact_every
+        if every == 0:
+            return None
+        base = self.pipeline.refs(name).base
+        loaded = loaded or iceberg_table(self.spark, base)
+        snapshot = snapshot_of(loaded)
+        if snapshot is None:
+            return None
+        summaries = list(lineage_summaries(self.spark, base, loaded))
+        if not self.turns.due(name, merges_since_rewrite(summaries), every):
+            return None
+        if not self.turns.take(turn, name):
+            return Compaction(0, 0, deferred=True)
+        try:
+            with jvm_boundary(f"bin-packing the small files of {base}"):
+                return compact_small_files(
+                    self.spark,
+                    base,
+                    snapshot.summary,
+                    contract.settings.buckets,
+                    self.config.maintenance.target_file_size,
+                    remove_dangling=removes_dangling(summaries),
+                )
+        except CommitConflictError as exc:
+            # Rows are unchanged either way; the next merge tries again.
+            self.pipeline.report(
+                "merge",
+                f"merge {name}: small-file rewrite left to the next merge ({exc})",
+                table=name,
+            )
+            return None
