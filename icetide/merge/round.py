@@ -23,12 +23,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icetide.bootstrap.resnapshot import resnapshot_round
 from icetide.errors import CommitConflictError
 from icetide.faults import crash_point
-from icetide.lake.alter import int_property, set_properties, table_properties
+from icetide.lake.alter import set_properties, table_properties
 from icetide.lake.defaults import initial_default_columns
 from icetide.lake.tables import iceberg_table, lineage_summaries, snapshot_of
 from icetide.merge.compact import (
@@ -134,9 +135,11 @@ class MergeRounds:
         version = run.contract.schema.version
         base = self.pipeline.refs(name).base
         props = table_properties(self.spark, base, loaded)
-        done = int_property(props, ph.DATA_VERSION)
-        if done is None or done >= version or (run.projected or 0) < version:
+        # The ledger's projection as this merge read it, before the batch's end snapshot.
+        state = replace(ph.ChangeState.read({}, props), projected=run.projected)
+        if not state.fill_due(version) or state.data is None:
             return
+        done = state.data
         since = version_of(self.pipeline, name, done)
         rescued = (
             fill_rescued(self.spark, self.pipeline, name, run.contract, since, end) if end else 0
