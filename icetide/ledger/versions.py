@@ -26,7 +26,7 @@ from icetide.ledger.decode import Era, Projection
 from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.schema.contract.alter import KEPT_AS, alter_plan
+from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
@@ -273,14 +273,13 @@ def _eras(
         if until is None:
             continue
         current = {c.id: c.name for c in layout.columns}
-        taken = {c.name.casefold() for c in layout.columns}
         names = {
             c.name: current[c.id]
             for c in earlier.columns
             if c.id in current and current[c.id] != c.name
         }
-        for column in earlier.columns:  # its name now another column's (dropped, re-added)
-            if column.id not in current and column.name.casefold() in taken:
-                names[column.name] = KEPT_AS.format(name=column.name, version=earlier.version)
-        eras.append(Era(until, names, read_hints(earlier, connector)))
+        # Dropped since (perhaps with another column added under the name): not the
+        # values of any current column, nor unknown fields to rescue.
+        dropped = frozenset(c.name for c in earlier.columns if c.id not in current)
+        eras.append(Era(until, names, read_hints(earlier, connector), dropped))
     return tuple(sorted(eras, key=lambda e: e.until))
