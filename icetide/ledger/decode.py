@@ -351,6 +351,9 @@ class Projection:
     when it is applied) is read under the version it was written with, its column names
     (a swap of two columns) and its hints (a ``DATETIME(3)`` value still in milliseconds
     after ``→ DATETIME(6)``) included."""
+    switch_to: int | None = None
+    """The version whose columns this batch projects for the first time, when the
+    switch is not recorded yet (:func:`icetide.ledger.versions.projection`)."""
 
     def era_at(self, position: int | None) -> Era | None:
         """The earlier version an event at source ``position`` was written under, or None

@@ -59,7 +59,7 @@ from icetide.ledger.signals import (
 )
 from icetide.ledger.source import raw_messages
 from icetide.ledger.summary import BatchSummary
-from icetide.ledger.versions import alter_ledger, projection
+from icetide.ledger.versions import alter_ledger, projection, record_projection
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -458,6 +458,8 @@ class LedgerStage:
                     summary,
                     share.name in routed_dead,
                 )
+                if share.plan.switch_to is not None:  # phase 2, once its rows are stored
+                    record_projection(self.spark, self.pipeline, share.name, share.plan.switch_to)
         finally:
             for share in shares:
                 share.projected.unpersist()
@@ -471,7 +473,7 @@ class LedgerStage:
         # the merge has acknowledged; see ledger/versions.py).
         try:
             alter_ledger(self.spark, self.pipeline, name)
-            plan = projection(self.spark, self.pipeline, name)
+            plan = projection(self.spark, self.pipeline, name, record=False)
         except SchemaError as exc:
             # This table's ledger cannot take its change: its messages wait in its
             # dead-letter table (replayable), the batch's other tables flow on, and the

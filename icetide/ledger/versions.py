@@ -16,6 +16,7 @@ At each batch boundary, per table (see docs/convergence.md):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Mapping
@@ -196,8 +197,17 @@ def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
     return target
 
 
-def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:
-    """How this batch projects ``table``'s events (after :func:`alter_ledger`)."""
+def projection(
+    spark: SparkSession, pipeline: Pipeline, table: str, *, record: bool = True
+) -> Projection:
+    """How this batch projects ``table``'s events (after :func:`alter_ledger`).
+
+    With ``record`` false, a switch to the version the merge acknowledged (phase 2) is
+    only returned (:attr:`Projection.switch_to`), for the batch to record with
+    :func:`record_projection` once its rows are appended: the merge fills the version's
+    columns (phase 3) as soon as it reads the switch, from the ledger rows it sees then,
+    and those must include the batch's rows written before the change (an insert that
+    predates a column with a default is filled, not left NULL)."""
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
     ledger_props = table_properties(spark, refs.cdc)
@@ -210,20 +220,30 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
     if table_exists(spark, refs.base):
         acked = int_property(table_properties(spark, refs.base), p.MERGE_VERSION)
     target = min(max(projected, acked or 0), schema.version)
-    if target > projected:
-        set_properties(
-            spark, refs.cdc, {p.PROJECTION_VERSION: str(target), p.LEDGER_SWITCHED: now_ms()}
-        )
-        pipeline.report(
-            "ledger",
-            f"schema {table}: the merge runs version {target}; the ledger projects its "
-            f"columns from now on (phase 2)",
-            table=table,
-            version=target,
-            phase=2,
-        )
+    if target > projected and record:
+        record_projection(spark, pipeline, table, target)
     positions = p.read_version_positions(ledger_props.get(p.VERSION_POSITIONS))
-    return build_projection(pipeline, table, schema, target, positions)
+    plan = build_projection(pipeline, table, schema, target, positions)
+    if target > projected and not record:
+        plan = dataclasses.replace(plan, switch_to=target)
+    return plan
+
+
+def record_projection(spark: SparkSession, pipeline: Pipeline, table: str, version: int) -> None:
+    """Phase 2 recorded: the ledger projects ``version``'s columns from now on."""
+    set_properties(
+        spark,
+        pipeline.refs(table).cdc,
+        {p.PROJECTION_VERSION: str(version), p.LEDGER_SWITCHED: now_ms()},
+    )
+    pipeline.report(
+        "ledger",
+        f"schema {table}: the merge runs version {version}; the ledger projects its "
+        f"columns from now on (phase 2)",
+        table=table,
+        version=version,
+        phase=2,
+    )
 
 
 def build_projection(
