@@ -22,6 +22,7 @@ from icetide.cli.context import log, stopped_line
 from icetide.errors import IcetideError, Terminal
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import Stop, Stopped
+from icetide.supervisor import GaveUp
 
 GROUPS = (
     "icetide.cli.setup",
@@ -92,7 +93,8 @@ def _run(args: argparse.Namespace) -> int:
         log(stopped_line())
         return 0
     except IcetideError as exc:
-        if context.state.stop.requested:
+        # A task that gave up requested the stop itself: its failure is the outcome.
+        if context.state.stop.requested and not isinstance(exc, GaveUp):
             # The step failed because we abandoned it (cancelled jobs, stopped query).
             log(stopped_line(abandoned=True))
             return 0

@@ -51,10 +51,10 @@ if TYPE_CHECKING:
 
 KEY_LOST = "key_change"
 NO_KEY_HINT = (
-    "the table's events wait in its dead-letter table (missing_key) while it is held: give "
-    "the source table a primary key again, or name the columns that identify a row in "
-    "tables[].primary_key, then re-snapshot it (`icetide schema apply --approve "
-    "key_change --no-ddl`) and replay them (`icetide dlt replay TABLE`)"
+    "while it is held, the table's events that lack its key wait in its dead-letter table "
+    "(missing_key): give the source table a primary key again, or name the columns that "
+    "identify a row in tables[].primary_key, then re-snapshot it (`icetide schema apply "
+    "--approve key_change --no-ddl`) and replay them (`icetide dlt replay TABLE`)"
 )
 
 CatalogReader = Callable[[str], Catalog | None]
@@ -89,6 +89,10 @@ class Detector:
                 found = None  # the source table is gone: nothing to evolve to
         if found is None:
             return None
+        if not found.key and not settings.primary_key:
+            # Said as it is, not as the schema check would say it of the inferred schema
+            # ("primary_key: needs at least one column").
+            raise SchemaError(f"the source table {settings.source} has no primary key")
         return schema_from_catalog(settings, found, declared=self.pipeline.schema(table))
 
     def plan(self, table: str, signals: Sequence[ChangeSignal]) -> EvolutionPlan | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
 from icetide.lake.tables import iceberg_table, string_map
-from icetide.schema.contract.alter import RENAMING
+from icetide.schema.contract.alter import KEPT_AS, RENAMING
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import literal
 
@@ -96,6 +96,12 @@ def kept_columns(
 _COMMENT = re.compile(r"^ALTER TABLE .* ALTER COLUMN .* COMMENT '")
 RENAMING_MARK = RENAMING.split("{", 1)[0]
 """What the temporary names of columns trading names start with."""
+_MOVED = re.compile(
+    r" RENAME COLUMN .* TO `(?:[^`]|``)*"
+    + re.escape(KEPT_AS.format(name="", version=""))
+    + r"\d+`$"
+)
+"""A kept (soft-dropped) column moved out of the way of a new column of its name."""
 ALTER_PROGRESS = "icetide.alter.progress"
 """``<version>:<statements done>`` of a schema change whose columns trade names."""
 
@@ -119,9 +125,12 @@ def apply_alters(
 
     Columns trading names (a swap, a rename cycle: the statements go through temporary
     names) leave the shape as it was, so the shape cannot say whether they ran, and
-    running a finished swap again would swap back. Those statements record how far
-    they got (:data:`ALTER_PROGRESS`, per ``version``) and a rerun goes on from there."""
-    tracked = any(RENAMING_MARK in s for s in statements)
+    running a finished swap again would swap back. So does a column added under the
+    name of a kept (soft-dropped) one of the same type: the kept one already has the
+    new one's name and type, but must move out of its way first. Those statements record
+    how far they got (:data:`ALTER_PROGRESS`, per ``version``) and a rerun goes on from
+    there."""
+    tracked = any(RENAMING_MARK in s or _MOVED.search(s) for s in statements)
     done = _progress(spark, table, version) if tracked else 0
     if not tracked and has_shape(spark, table, columns):
         # A soft drop changes no shape, only a comment: it still has to be said.

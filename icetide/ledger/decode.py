@@ -300,11 +300,14 @@ def classify_batches(
 class Era:
     """One earlier schema version, as events written under it are read: ``until`` the
     source position the next version starts at, its column names → the current names
-    (by id), and its hints."""
+    (by id), its hints, and the names of its columns dropped since, whose values such
+    an event still carries: they belong to no current column (one added again under the
+    name is another), so they are left out, neither projected nor rescued."""
 
     until: int
     names: Mapping[str, str]
     hints: Mapping[int, str] | None
+    dropped: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -330,6 +333,9 @@ class Projection:
     when it is applied) is read under the version it was written with, its column names
     (a swap of two columns) and its hints (a ``DATETIME(3)`` value still in milliseconds
     after ``→ DATETIME(6)``) included."""
+    switch_to: int | None = None
+    """The version whose columns this batch projects for the first time, when the
+    switch is not recorded yet (:func:`icetide.ledger.phases.projection`)."""
 
     def era_at(self, position: int | None) -> Era | None:
         """The earlier version an event at source ``position`` was written under, or None
@@ -381,9 +387,17 @@ def _typed_row(values: dict[str, Any] | None, schema: TableSchema) -> dict[str, 
     return {col.name: arrow_value(values.get(col.name), col.type) for col in schema.columns}
 
 
-def _renamed(image: Mapping[str, Any] | None, aliases: Mapping[str, str], exact: bool) -> Any:
+def _renamed(
+    image: Mapping[str, Any] | None,
+    aliases: Mapping[str, str],
+    exact: bool,
+    dropped: frozenset[str] = frozenset(),
+) -> Any:
     """An image with old column names turned into current ones: all at once when the
-    event's own version is known (``exact``: a swap swaps), else unless both are there."""
+    event's own version is known (``exact``: a swap swaps), else unless both are there;
+    without the ``dropped`` ones."""
+    if image is not None and dropped and any(k in dropped for k in image):
+        image = {k: v for k, v in image.items() if k not in dropped}
     if image is None or not aliases or not any(k in aliases for k in image):
         return image
     if exact:
@@ -426,13 +440,14 @@ def _project(
     position = event.position
     era = projection.era_at(position.key)  # once per message: the hot path
     aliases = projection.aliases if era is None else era.names
-    if aliases:
+    dropped = frozenset() if era is None else era.dropped
+    if aliases or dropped:
         exact = era is not None  # its own version's names: all at once (a swap swaps)
         event = replace(
             event,
-            after=_renamed(event.after, aliases, exact),
-            before=_renamed(event.before, aliases, exact),
-            unavailable=frozenset(aliases.get(n, n) for n in event.unavailable),
+            after=_renamed(event.after, aliases, exact, dropped),
+            before=_renamed(event.before, aliases, exact, dropped),
+            unavailable=frozenset(aliases.get(n, n) for n in event.unavailable if n not in dropped),
         )
     schema, layout = projection.value_schema, projection.layout
     hints = projection.hints if era is None else era.hints

@@ -16,6 +16,7 @@ At each batch boundary, per table (see docs/convergence.md):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Mapping
@@ -34,7 +35,7 @@ from icetide.ledger.decode import Era, Projection
 from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract import phases as p
-from icetide.schema.contract.alter import KEPT_AS, alter_plan
+from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
@@ -196,8 +197,17 @@ def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
     return target
 
 
-def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projection:
-    """How this batch projects ``table``'s events (after :func:`alter_ledger`)."""
+def projection(
+    spark: SparkSession, pipeline: Pipeline, table: str, *, record: bool = True
+) -> Projection:
+    """How this batch projects ``table``'s events (after :func:`alter_ledger`).
+
+    With ``record`` false, a switch to the version the merge acknowledged (phase 2) is
+    only returned (:attr:`Projection.switch_to`), for the batch to record with
+    :func:`record_projection` once its rows are appended: the merge fills the version's
+    columns (phase 3) as soon as it reads the switch, from the ledger rows it sees then,
+    and those must include the batch's rows written before the change (an insert that
+    predates a column with a default is filled, not left NULL)."""
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
     ledger_props = table_properties(spark, refs.cdc)
@@ -208,20 +218,30 @@ def projection(spark: SparkSession, pipeline: Pipeline, table: str) -> Projectio
         # A ledger from before this handshake: it projected its creation version.
         set_properties(spark, refs.cdc, {p.PROJECTION_VERSION: str(projected)})
     target = state.ledger_projects(schema.version)
-    if target > projected:
-        set_properties(
-            spark, refs.cdc, {p.PROJECTION_VERSION: str(target), p.LEDGER_SWITCHED: now_ms()}
-        )
-        pipeline.report(
-            "ledger",
-            f"schema {table}: the merge runs version {target}; the ledger projects its "
-            f"columns from now on (phase 2)",
-            table=table,
-            version=target,
-            phase=2,
-        )
+    if target > projected and record:
+        record_projection(spark, pipeline, table, target)
     positions = p.read_version_positions(ledger_props.get(p.VERSION_POSITIONS))
-    return build_projection(pipeline, table, schema, target, positions)
+    plan = build_projection(pipeline, table, schema, target, positions)
+    if target > projected and not record:
+        plan = dataclasses.replace(plan, switch_to=target)
+    return plan
+
+
+def record_projection(spark: SparkSession, pipeline: Pipeline, table: str, version: int) -> None:
+    """Phase 2 recorded: the ledger projects ``version``'s columns from now on."""
+    set_properties(
+        spark,
+        pipeline.refs(table).cdc,
+        {p.PROJECTION_VERSION: str(version), p.LEDGER_SWITCHED: now_ms()},
+    )
+    pipeline.report(
+        "ledger",
+        f"schema {table}: the merge runs version {version}; the ledger projects its "
+        f"columns from now on (phase 2)",
+        table=table,
+        version=version,
+        phase=2,
+    )
 
 
 def build_projection(
@@ -271,14 +291,13 @@ def _eras(
         if until is None:
             continue
         current = {c.id: c.name for c in layout.columns}
-        taken = {c.name.casefold() for c in layout.columns}
         names = {
             c.name: current[c.id]
             for c in earlier.columns
             if c.id in current and current[c.id] != c.name
         }
-        for column in earlier.columns:  # its name now another column's (dropped, re-added)
-            if column.id not in current and column.name.casefold() in taken:
-                names[column.name] = KEPT_AS.format(name=column.name, version=earlier.version)
-        eras.append(Era(until, names, read_hints(earlier, connector)))
+        # Dropped since (perhaps with another column added under the name): not the
+        # values of any current column, nor unknown fields to rescue.
+        dropped = frozenset(c.name for c in earlier.columns if c.id not in current)
+        eras.append(Era(until, names, read_hints(earlier, connector), dropped))
     return tuple(sorted(eras, key=lambda e: e.until))

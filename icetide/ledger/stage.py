@@ -52,7 +52,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
-from icetide.ledger.phases import alter_ledger, projection
+from icetide.ledger.phases import alter_ledger, projection, record_projection
 from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.signals import (
     CarriedSchema,
@@ -458,6 +458,8 @@ class LedgerStage:
                     summary,
                     share.name in routed_dead,
                 )
+                if share.plan.switch_to is not None:  # phase 2, once its rows are stored
+                    record_projection(self.spark, self.pipeline, share.name, share.plan.switch_to)
         finally:
             for share in shares:
                 share.projected.unpersist()
@@ -471,7 +473,7 @@ class LedgerStage:
         # the merge has acknowledged; see ledger/phases.py).
         try:
             alter_ledger(self.spark, self.pipeline, name)
-            plan = projection(self.spark, self.pipeline, name)
+            plan = projection(self.spark, self.pipeline, name, record=False)
         except SchemaError as exc:
             # This table's ledger cannot take its change: its messages wait in its
             # dead-letter table (replayable), the batch's other tables flow on, and the

@@ -84,3 +84,28 @@ def test_a_stop_does_not_wait_for_a_batch_that_never_ends(
     context.stop_query(query, grace=0.5)  # type: ignore[arg-type]
     assert query.stopped and time.monotonic() - started < 2
     assert "did not end within" in capsys.readouterr().err
+
+
+def test_a_run_whose_task_gave_up_exits_non_zero_with_the_reason(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor requests the stop when a task gives up, then raises its GaveUp: a
+    failure, not a step abandoned by that stop, so `icetide run` exits 2 with the reason
+    (an exit 0 reads as a clean stop to whatever started it)."""
+    import argparse
+
+    from icetide.cli import context
+    from icetide.cli.main import _run
+    from icetide.supervisor import GaveUp
+
+    stop = Stop()
+    monkeypatch.setattr(context.state, "stop", stop)
+
+    def run(args: argparse.Namespace) -> int:
+        stop.request("capture shop gave up")
+        raise GaveUp("capture of shop: another capture is writing", hint="stop the other one")
+
+    assert _run(argparse.Namespace(func=run)) == 2
+    err = capsys.readouterr().err
+    assert "icetide: error: capture of shop: another capture is writing" in err, err
+    assert "stopped" not in err, err

@@ -60,3 +60,38 @@ def test_an_event_written_after_it_is_read_under_the_new_one() -> None:
     after = project_one(message, PROJECTION)[c.AFTER]
     assert (after["x"], after["y"]) == (30, 20)
     assert after["ts"] == datetime(2024, 1, 2, 3, 4, 5, 123456)
+
+
+# Version 3: c (id 3) was dropped in version 2, at binlog position 1000, and a new c
+# (id 4) added under its name in version 3, at 2000.
+READDED = schema_from_dict(
+    {
+        "table": "t",
+        "version": 3,
+        "primary_key": ["id"],
+        "columns": [
+            {"id": 1, "name": "id", "type": "long", "nullable": False},
+            {"id": 2, "name": "v", "type": "int"},
+            {"id": 4, "name": "c", "type": "string"},
+        ],
+    }
+)
+DROPPED = Projection(
+    READDED,
+    earlier=(Era(_key(1000), {}, None, frozenset({"c"})), Era(_key(2000), {}, None)),
+)
+
+
+def test_a_value_of_a_column_dropped_since_is_neither_projected_nor_rescued() -> None:
+    """The old c's value is no value of the new c, and no unknown field either: kept in
+    ``_rescued`` it would be a column to detect and, once the new c converges, a value
+    phase 3 fills it with (the base would show the old value where the source shows
+    NULL)."""
+    row = project_one(_message(500, {"id": 1, "v": 1, "c": "old"}), DROPPED)
+    assert row["_status"] == ROW
+    assert (row[c.AFTER]["c"], row[c.RESCUED], row["_extra"]) == (None, None, [])
+    # Written after the drop, before the re-add was applied: no c in it at all.
+    assert project_one(_message(1500, {"id": 2, "v": 2}), DROPPED)[c.AFTER]["c"] is None
+    # Written under the new c: its value.
+    row = project_one(_message(2500, {"id": 3, "v": 3, "c": "new"}), DROPPED)
+    assert (row[c.AFTER]["c"], row[c.RESCUED]) == ("new", None)
