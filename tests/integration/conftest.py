@@ -16,7 +16,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.objectstore import ObjectStoreServer
+from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.spark.class_archive import ARCHIVE_DIR_ENV
+from icetide.spark.jars import ICEBERG_AWS_BUNDLE, Coordinate, default_jars_dir, fetched
 from tests.devservers.connect import ConnectWorker
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.postgres import PostgresServer
@@ -59,7 +62,16 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     from icetide.spark.session import build_session
 
     seed = Pipeline.create(tmp_path_factory.mktemp("session"), warehouse, "session")
-    session = build_session(seed.config)
+    config = seed.config
+    # The AWS SDK of Iceberg's S3FileIO, so a test can add a catalog on the private object
+    # store (:func:`rest_catalog`) to this session at runtime instead of starting a JVM.
+    sdk = fetched(default_jars_dir(), Coordinate.parse(ICEBERG_AWS_BUNDLE)) or []
+    if sdk:
+        jars = (*config.spark.extra_jars, *(str(jar) for jar in sdk))
+        config = config.model_copy(
+            update={"spark": config.spark.model_copy(update={"extra_jars": jars})}
+        )
+    session = build_session(config)
     yield session
     session.stop()
 
@@ -116,6 +128,31 @@ def registry() -> Iterator[RegistryServer]:
     registry forms' unit tests keep confluent-kafka's in-process ``mock://`` registry.
     """
     with RegistryServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def object_store() -> Iterator[ObjectStoreServer]:
+    """The run's one private S3-compatible object store (SeaweedFS, loopback), with the
+    bucket ``warehouse``.
+
+    Shared like :func:`kafka`: a test keeps its objects under a prefix (or a namespace of
+    the :func:`rest_catalog`) of its own.
+    """
+    with ObjectStoreServer() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def rest_catalog(object_store: ObjectStoreServer) -> Iterator[RestCatalogServer]:
+    """The run's one Iceberg REST catalog (Iceberg's own ``RESTCatalogServer``), its
+    warehouse ``s3://warehouse/rest`` on :func:`object_store` through ``S3FileIO``.
+
+    Shared like :func:`kafka`: a test creates a namespace of its own. The session's
+    :func:`spark` reaches it through ``rest_catalog.spark_catalog_conf(name)``, set at
+    runtime.
+    """
+    with RestCatalogServer(object_store.endpoint) as started:
         yield started
 
 
