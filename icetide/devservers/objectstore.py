@@ -2,12 +2,13 @@
 
 The server is SeaweedFS's ``weed`` (Apache-2.0), built once per machine from the Go
 module ``github.com/seaweedfs/seaweedfs`` by ``scripts/install.sh --tests`` (see
-:data:`SEAWEEDFS_VERSION`): one process running a master, a volume server, a filer
-(its metadata in LevelDB) and the S3 gateway, all on free ports of 127.0.0.1, all data
-in ``base``. Its S3 API has what Iceberg's ``S3FileIO`` uses: path-style addressing,
-multipart upload, ListObjectsV2, batch DeleteObjects and HEAD; requests are signed
-(SigV4) with the per-server key this module generates, which the gateway checks.
-docs/deploy.md says why this store and not another, and what starting it costs::
+:data:`SEAWEEDFS_VERSION`), run as ``weed mini``: one process holding a master, a volume
+server, a filer (its metadata in LevelDB), the S3 gateway and the admin server that
+schedules its upkeep, every one on free ports of 127.0.0.1, all data in ``base``. Its
+S3 API has what Iceberg's ``S3FileIO`` uses: path-style addressing, multipart upload,
+ListObjectsV2, batch DeleteObjects and HEAD; requests are signed (SigV4) with the
+per-server key this module makes up, which the gateway checks. docs/deploy.md says why
+this store, and what building and starting it cost::
 
     with ObjectStoreServer() as store:
         store.endpoint.url, store.endpoint.iceberg_properties()
@@ -49,10 +50,13 @@ _INSTALL_HINT = (
     "run `make install-tests` (scripts/install.sh --tests builds it with Go from "
     f"{SEAWEEDFS_MODULE}@{SEAWEEDFS_VERSION})"
 )
+# What mini says when a port it was given is taken, before or while binding it.
+_PORT_TAKEN = ("is not available on", "address already in use")
 REGION = "us-east-1"
 """The region clients sign for; the store accepts any, the AWS SDK wants one."""
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-_COMPONENTS = ("master", "volume", "filer", "s3")
+COMPONENTS = ("master", "volume", "filer", "s3", "admin")
+"""The parts of ``weed mini`` that listen: each gets an HTTP and a gRPC port."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ class S3Endpoint:
             "s3.force-virtual-addressing": "false",
         }
 
-    def filesystem(self) -> S3FileSystem:
+    def filesystem(self, *, allow_bucket_creation: bool = False) -> S3FileSystem:
         """A PyArrow S3 file system on this store (path-style, no retries of its own)."""
         from pyarrow import fs
 
@@ -100,6 +104,7 @@ class S3Endpoint:
             scheme=scheme,
             endpoint_override=address,
             force_virtual_addressing=False,
+            allow_bucket_creation=allow_bucket_creation,
             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
             connect_timeout=2,
             request_timeout=10,
@@ -132,41 +137,43 @@ def s3_identities(access_key: str, secret_key: str) -> dict[str, object]:
 
 
 def server_arguments(base: Path, ports: dict[str, int], grpc: dict[str, int]) -> list[str]:
-    """``weed server`` flags of a one-node store on loopback with everything in ``base``.
+    """``weed mini`` flags of a one-node store on loopback with everything in ``base``.
 
-    >>> ports = dict.fromkeys(_COMPONENTS, 1)
-    >>> args = server_arguments(Path("/b"), ports, dict.fromkeys(_COMPONENTS, 2))
+    Every port is given (mini moves a default port that is taken, but fails on a given
+    one, which the lifecycle then retries on other ports).
+
+    >>> ports = dict.fromkeys(COMPONENTS, 1)
+    >>> args = server_arguments(Path("/b"), ports, dict.fromkeys(COMPONENTS, 2))
     >>> "-master.telemetry=false" in args, "-s3.port=1" in args, "-ip.bind=127.0.0.1" in args
     (True, True, True)
     """
     args = [
-        "server",
+        "mini",
         "-ip=127.0.0.1",
         "-ip.bind=127.0.0.1",
         f"-dir={base / 'data'}",
-        "-filer",
-        "-s3",
         f"-s3.config={base / 's3.json'}",
         # No usage report leaves the machine.
         "-master.telemetry=false",
-        # Other listeners it would open on fixed ports: the built-in Iceberg and Lance
-        # catalogs (icetide's REST catalog is Iceberg's own server).
+        # Only the S3 gateway: no WebDAV, no admin pages, and none of the listeners on
+        # fixed ports (the built-in Iceberg and Lance catalogs, the admin's old port):
+        # icetide's REST catalog is Iceberg's own server.
+        "-webdav=false",
+        "-admin.ui=false",
+        "-admin.port.legacy=0",
         "-s3.port.iceberg=0",
         "-s3.port.lance=0",
-        # Each bucket is a collection that grows 7 volumes at once; sparse files, small.
-        "-volume.max=100",
-        "-master.volumeSizeLimitMB=256",
         f"-filer.localSocket={base / 'filer.sock'}",
         f"-s3.localSocket={base / 's3.sock'}",
     ]
-    for component in _COMPONENTS:
+    for component in COMPONENTS:
         args += [f"-{component}.port={ports[component]}"]
         args += [f"-{component}.port.grpc={grpc[component]}"]
     return args
 
 
 class ObjectStoreServer(LocalServer):
-    """A private ``weed server`` with its S3 gateway on ``self.port`` (see module doc)."""
+    """A private ``weed mini`` with its S3 gateway on ``self.port`` (see module doc)."""
 
     STOP_TIMEOUT = 20.0
 
@@ -220,7 +227,7 @@ class ObjectStoreServer(LocalServer):
             self._wait_ready()
 
         self._start_on_a_free_port(
-            attempt, lambda: "address already in use" in self._log_since(log_start)
+            attempt, lambda: any(text in self._log_since(log_start) for text in _PORT_TAKEN)
         )
         return self
 
@@ -243,8 +250,8 @@ class ObjectStoreServer(LocalServer):
             taken.add(port)
             return port
 
-        self._ports = {c: self.port if c == "s3" else fresh() for c in _COMPONENTS}
-        self._grpc = {c: fresh() for c in _COMPONENTS}
+        self._ports = {c: self.port if c == "s3" else fresh() for c in COMPONENTS}
+        self._grpc = {c: fresh() for c in COMPONENTS}
         self.endpoint = S3Endpoint(self.url, self.endpoint.access_key, self.endpoint.secret_key)
 
     def _launch(self, program: Path) -> None:
@@ -270,7 +277,7 @@ class ObjectStoreServer(LocalServer):
         last_error: Exception | None = None
         while not self._answers():
             self._check(deadline, None)
-        s3 = self.endpoint.filesystem()
+        s3 = self.endpoint.filesystem(allow_bucket_creation=True)
         pending = list(self.buckets)
         while pending:
             self._check(deadline, last_error)
@@ -328,3 +335,7 @@ class ObjectStoreServer(LocalServer):
     def _terminate(self, timeout: float = STOP_TIMEOUT) -> None:
         process, self._process = self._process, None
         terminate(process, timeout)
+        # Each gRPC listener also has a unix socket at a fixed place in /tmp, named by
+        # its port; a server that was killed leaves them behind.
+        for component, port in self._grpc.items():
+            Path(f"/tmp/seaweedfs-{component}-grpc-{port}.sock").unlink(missing_ok=True)

@@ -237,6 +237,9 @@ class RestCatalogServer(LocalServer):
         prefix = f"spark.sql.catalog.{name}"
         conf = {prefix: "org.apache.iceberg.spark.SparkCatalog"}
         conf.update({f"{prefix}.{k}": v for k, v in self.client_properties().items()})
+        # As icetide's own catalogs: every read sees the latest commit, whoever made it
+        # (PyIceberg, another process, the server's purge).
+        conf[f"{prefix}.cache-enabled"] = "false"
         return conf
 
     def pyiceberg_properties(self) -> dict[str, str]:
