@@ -55,8 +55,8 @@ DEV_PACKAGES: tuple[str, ...] = (
 worker (the broker's version, JsonConverter included) with the real Debezium MariaDB and
 PostgreSQL connectors as its plugins. Fetched by ``icetide jars fetch --dev``, never put
 on Spark's classpath by a pipeline's config; the AWS SDK bundle that Iceberg's
-``S3FileIO`` needs serves the test REST catalog and, added by the tests themselves, the
-tests' session (1.10.1: 1.10.2's was not served; both carry the same SDK)."""
+``S3FileIO`` needs serves the test REST catalog and, added at runtime by the lakehouse
+tests, the tests' session (1.10.1: 1.10.2's was not served; both carry the same SDK)."""
 
 JARS_DIR_ENV = "ICETIDE_JARS_DIR"
 _COMPLETE = ".complete"

@@ -1,7 +1,7 @@
 """Iceberg on the production shape: the REST catalog server, tables on an S3 object store.
 
-The run's Spark session gets a second Iceberg catalog at runtime (no new JVM) pointing
-at the private ``RESTCatalogServer``; table data and metadata go through ``S3FileIO``
+The run's Spark session gets the AWS SDK and a second Iceberg catalog at runtime (no new
+JVM) pointing at the private ``RESTCatalogServer``; table data and metadata go through ``S3FileIO``
 to the private SeaweedFS store. PyIceberg reads the same table through the same server,
 and the store's own listing shows the files the table's snapshot names.
 """
@@ -29,8 +29,9 @@ def _objects(store: ObjectStoreServer, prefix: str) -> set[str]:
 
 
 def test_table_through_rest_catalog_lives_in_the_object_store(
-    spark: SparkSession, rest_catalog: RestCatalogServer, object_store: ObjectStoreServer
+    s3_spark: SparkSession, rest_catalog: RestCatalogServer, object_store: ObjectStoreServer
 ) -> None:
+    spark = s3_spark
     for key, value in rest_catalog.spark_catalog_conf(CATALOG).items():
         spark.conf.set(key, value)
     namespace = f"smoke_{uuid.uuid4().hex[:8]}"
