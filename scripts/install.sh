@@ -9,6 +9,9 @@
 # the tests start, the rivven-schema crate, built once by cargo into ~/.cargo/bin. The
 # first build compiles the 388 crates of its Cargo.lock: about 16 minutes on a busy
 # 2-core machine; later runs skip it.
+# Go, with --tests only: the S3-compatible object store the tests start, SeaweedFS's
+# `weed`, built once from its Go module into Go's bin folder (docs/deploy.md has the
+# build time); later runs skip it.
 set -euo pipefail
 TESTS=0
 [ "${1:-}" = "--tests" ] && TESTS=1
@@ -49,4 +52,22 @@ if [ "$TESTS" = 1 ] && ! command -v rivven-schema >/dev/null 2>&1 && [ ! -x "$HO
   CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
   echo "install.sh: cargo install rivven-schema $RIVVEN_VERSION (the tests' schema registry)"
   "$CARGO" install --locked --quiet rivven-schema --version "$RIVVEN_VERSION"
+fi
+
+# The tests' S3-compatible object store (icetide/devservers/objectstore.py). `go install
+# module@version` refuses SeaweedFS (its go.mod has a replace directive), so the module
+# is downloaded through the Go module proxy and built as the main module, from the
+# module cache, where its go.sum pins every dependency.
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
+if [ "$TESTS" = 1 ]; then
+  GO="$(command -v go || echo /usr/local/go/bin/go)"
+  GOBIN_DIR="$("$GO" env GOPATH | cut -d: -f1)/bin"
+  if ! command -v weed >/dev/null 2>&1 && [ ! -x "$GOBIN_DIR/weed" ]; then
+    echo "install.sh: go build SeaweedFS weed $SEAWEEDFS_VERSION (the tests' object store)"
+    src="$("$GO" mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" \
+      | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+    mkdir -p "$GOBIN_DIR"
+    (cd "$src" && "$GO" build -trimpath -o "$GOBIN_DIR/weed.part" ./weed)
+    mv "$GOBIN_DIR/weed.part" "$GOBIN_DIR/weed"
+  fi
 fi

@@ -51,6 +51,16 @@ def cmd_jars_fetch(args: argparse.Namespace) -> int:
     except maven.FetchError as error:
         state = f"not fetched, sessions use Hadoop's own file system (slower): {error}"
     log(f"  {local_fs}: {state}")
+    if args.dev:
+        # The test REST catalog's classpath names classifier jars (its test fixtures),
+        # which a package coordinate cannot: it has its own Maven resolution.
+        from icetide.devservers import rest_catalog
+
+        fresh = rest_catalog.fetch_server_jars(folder)
+        log(
+            f"  {rest_catalog.SERVER_JARS} (Iceberg REST catalog server): "
+            + ("fetched" if fresh else "already there")
+        )
     return 0
 
 
@@ -122,7 +132,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--dev",
         action="store_true",
-        help="also fetch the servers tests start (the Kafka broker), never put on Spark's path",
+        help="also fetch the servers tests start (the Kafka broker, Kafka Connect, the Iceberg "
+        "REST catalog), never put on Spark's path by a config",
     )
     p.set_defaults(func=cmd_jars_fetch)
 

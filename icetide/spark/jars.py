@@ -42,17 +42,21 @@ CONNECT_RUNTIME = "org.apache.kafka:connect-runtime:4.1.1"
 CONNECT_LOGGING = "org.slf4j:slf4j-simple:1.7.36"
 DEBEZIUM_MARIADB = "io.debezium:debezium-connector-mariadb:3.4.0.Final"
 DEBEZIUM_POSTGRES = "io.debezium:debezium-connector-postgres:3.4.0.Final"
+ICEBERG_AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.10.1"
 DEV_PACKAGES: tuple[str, ...] = (
     KAFKA_BROKER,
     CONNECT_RUNTIME,
     CONNECT_LOGGING,
     DEBEZIUM_MARIADB,
     DEBEZIUM_POSTGRES,
+    ICEBERG_AWS_BUNDLE,
 )
 """Servers that tests and benchmarks start: a KRaft Kafka broker, and a Kafka Connect
 worker (the broker's version, JsonConverter included) with the real Debezium MariaDB and
 PostgreSQL connectors as its plugins. Fetched by ``icetide jars fetch --dev``, never put
-on Spark's classpath."""
+on Spark's classpath by a pipeline's config; the AWS SDK bundle that Iceberg's
+``S3FileIO`` needs serves the test REST catalog and, added at runtime by the lakehouse
+tests, the tests' session (1.10.1: 1.10.2's was not served; both carry the same SDK)."""
 
 JARS_DIR_ENV = "ICETIDE_JARS_DIR"
 _COMPLETE = ".complete"
