@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +38,13 @@ from xml.sax.saxutils import escape
 
 from icetide.devservers.errors import LocalServerError
 from icetide.devservers.lifecycle import LocalServer, terminate
-from icetide.spark.jars import ICEBERG_AWS_BUNDLE, Coordinate, default_jars_dir, fetched
+from icetide.spark.jars import (
+    ICEBERG_AWS_BUNDLE,
+    Coordinate,
+    copy_dependencies,
+    default_jars_dir,
+    fetched,
+)
 
 if TYPE_CHECKING:
     from icetide.devservers.objectstore import S3Endpoint
@@ -113,28 +118,8 @@ def fetch_server_jars(folder: Path, *, mvn: str = "mvn") -> bool:
             hint="apt-get install maven",
         )
     target = folder / SERVER_JARS.folder
-    if target.exists():
-        shutil.rmtree(target)
-    with tempfile.TemporaryDirectory(prefix="icetide-jars-") as work:
-        pom = Path(work) / "pom.xml"
-        pom.write_text(server_pom())
-        result = subprocess.run(
-            [
-                executable,
-                "-q",
-                "-B",
-                "-f",
-                str(pom),
-                "dependency:copy-dependencies",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={target}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+    tail = copy_dependencies(executable, server_pom(), target)
+    if tail is not None:
         raise LocalServerError(
             f"Maven could not resolve the Iceberg REST catalog server's jars:\n{tail}",
             hint="check that Maven reaches its repository (~/.m2/settings.xml)",

@@ -161,6 +161,36 @@ def pom_for(coordinate: Coordinate) -> str:
     )
 
 
+def copy_dependencies(mvn: str, pom: str, target: Path) -> str | None:
+    """Resolve the dependencies ``pom`` declares into ``target`` (emptied first, so an
+    interrupted fetch starts again) with Maven as the machine is configured (no
+    repository named here); None when it worked, else the tail of Maven's output. The
+    caller writes the ``.complete`` marker, last."""
+    if target.exists():
+        shutil.rmtree(target)
+    with tempfile.TemporaryDirectory(prefix="icetide-jars-") as work:
+        path = Path(work) / "pom.xml"
+        path.write_text(pom)
+        result = subprocess.run(
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(path),
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={target}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if result.returncode == 0:
+        return None
+    return "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+
+
 class FetchError(ConfigError):
     """Maven could not resolve a coordinate (offline, unknown version, no Maven)."""
 
@@ -182,28 +212,8 @@ def fetch(coordinates: list[Coordinate], folder: Path, *, mvn: str = "mvn") -> l
         if fetched(folder, coordinate) is not None:
             continue
         target = folder / coordinate.folder
-        if target.exists():
-            shutil.rmtree(target)  # an interrupted fetch: start it again
-        with tempfile.TemporaryDirectory(prefix="icetide-jars-") as work:
-            pom = Path(work) / "pom.xml"
-            pom.write_text(pom_for(coordinate))
-            result = subprocess.run(
-                [
-                    executable,
-                    "-q",
-                    "-B",
-                    "-f",
-                    str(pom),
-                    "dependency:copy-dependencies",
-                    "-DincludeScope=runtime",
-                    f"-DoutputDirectory={target}",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-        if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+        tail = copy_dependencies(executable, pom_for(coordinate), target)
+        if tail is not None:
             raise FetchError(
                 f"Maven could not resolve {coordinate}:\n{tail}",
                 path="spark.packages",
