@@ -56,7 +56,9 @@ def terminate(process: subprocess.Popen[bytes] | None, timeout: float) -> None:
 
 class LocalServer:
     """The shared part of the private servers (see module doc); a subclass gives
-    :meth:`start` and :meth:`_terminate` (end the process, keep the folder)."""
+    :meth:`start`, which sets ``_process``, and overrides :meth:`_terminate` (end the
+    process, keep the folder) or :attr:`running` only when its server is not that one
+    process."""
 
     STOP_TIMEOUT = 30.0
     _startup_timeout: float
@@ -69,12 +71,20 @@ class LocalServer:
         """A short folder of our own for a unix socket whose path under ``base`` would
         be too long; removed on stop."""
         self.port = free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive."""
+        return self._process is not None and self._process.poll() is None
 
     def start(self) -> Self:
         raise NotImplementedError
 
     def _terminate(self, timeout: float = STOP_TIMEOUT) -> None:
-        raise NotImplementedError
+        """End the server process: asked first, killed after ``timeout`` seconds."""
+        process, self._process = self._process, None
+        terminate(process, timeout)
 
     def stop(self, timeout: float | None = None) -> None:
         """End the server (asked first, killed after ``timeout`` seconds) and remove the

@@ -25,7 +25,7 @@ from typing import Any
 import pymysql
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.lifecycle import LocalServer, overridden, terminate
+from icetide.devservers.lifecycle import LocalServer, overridden
 
 _SEARCH_PATH = os.pathsep.join(
     [os.environ.get("PATH", ""), "/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
@@ -104,7 +104,6 @@ class MariaDBServer(LocalServer):
         self._overrides = dict(options or {})
         self._extra_args = list(extra_args)
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
         self.socket_path = self._pick_socket_path()
         self.user = "root"
         self.password = ""
@@ -157,11 +156,6 @@ class MariaDBServer(LocalServer):
         self._start_on_a_free_port(attempt, lambda: "already in use" in self._log_since(log_start))
         return self
 
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._process is not None and self._process.poll() is None
-
     def error_log(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the server's error log and console output."""
         text = []
@@ -186,10 +180,6 @@ class MariaDBServer(LocalServer):
             self._process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-
-    def _terminate(self, timeout: float = 30.0) -> None:
-        process, self._process = self._process, None
-        terminate(process, timeout)
 
     def _log_size(self) -> int:
         path = self.base / "mariadbd.err"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.lifecycle import LocalServer, terminate
+from icetide.devservers.lifecycle import LocalServer
 from icetide.devservers.ports import free_port
 
 if TYPE_CHECKING:
@@ -188,7 +188,6 @@ class ObjectStoreServer(LocalServer):
         super().__init__(base, "icetide-objectstore-", keep)
         self.buckets = tuple(buckets)
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
         self._ports: dict[str, int] = {}
         self._grpc: dict[str, int] = {}
         self.endpoint = S3Endpoint(
@@ -200,11 +199,6 @@ class ObjectStoreServer(LocalServer):
     def url(self) -> str:
         """The S3 endpoint (path-style: ``<url>/<bucket>/<key>``)."""
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> ObjectStoreServer:
         """Start the server, create the buckets, and wait until a write goes through."""
@@ -333,8 +327,7 @@ class ObjectStoreServer(LocalServer):
             return log.read().decode(errors="replace").lower()
 
     def _terminate(self, timeout: float = STOP_TIMEOUT) -> None:
-        process, self._process = self._process, None
-        terminate(process, timeout)
+        super()._terminate(timeout)
         # Each gRPC listener also has a unix socket at a fixed place in /tmp, named by
         # its port; a server that was killed leaves them behind.
         for component, port in self._grpc.items():

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.lifecycle import LocalServer, terminate
+from icetide.devservers.lifecycle import LocalServer
 from icetide.spark.jars import (
     ICEBERG_AWS_BUNDLE,
     Coordinate,
@@ -194,7 +194,6 @@ class RestCatalogServer(LocalServer):
         self.warehouse = warehouse
         self._jars_dir = jars_dir
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -205,11 +204,6 @@ class RestCatalogServer(LocalServer):
     def catalog_db(self) -> Path:
         """The SQLite file holding the catalog itself (namespaces, table pointers)."""
         return self.base / "catalog.db"
-
-    @property
-    def running(self) -> bool:
-        """Whether the server process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def client_properties(self) -> dict[str, str]:
         """Iceberg catalog properties of a Java client (Spark): the REST catalog, and
@@ -318,7 +312,3 @@ class RestCatalogServer(LocalServer):
                 f"the Iceberg REST catalog exited:\n{self.log_tail()}",
                 hint="see the server output above",
             )
-
-    def _terminate(self, timeout: float = STOP_TIMEOUT) -> None:
-        process, self._process = self._process, None
-        terminate(process, timeout)

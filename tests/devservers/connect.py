@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.lifecycle import LocalServer, terminate
+from icetide.devservers.lifecycle import LocalServer
 from icetide.spark.jars import (
     CONNECT_LOGGING,
     CONNECT_RUNTIME,
@@ -95,17 +95,11 @@ class ConnectWorker(LocalServer):
         self.bootstrap = bootstrap
         self._jars_dir = jars_dir or default_jars_dir()
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         """The REST API's base URL."""
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the worker process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> ConnectWorker:
         """Link the plugins, write the worker's properties, start it, wait for its API."""
@@ -250,7 +244,3 @@ class ConnectWorker(LocalServer):
                 f"the Kafka Connect worker exited:\n{self.log_tail()}",
                 hint="see the worker output above",
             )
-
-    def _terminate(self, timeout: float = 30.0) -> None:
-        process, self._process = self._process, None
-        terminate(process, timeout)

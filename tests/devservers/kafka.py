@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 
 from icetide.devservers.errors import LocalServerError
-from icetide.devservers.lifecycle import LocalServer, terminate
+from icetide.devservers.lifecycle import LocalServer
 from icetide.devservers.ports import free_port
 from icetide.spark.jars import KAFKA_BROKER, Coordinate, default_jars_dir, fetched
 
@@ -96,17 +96,11 @@ class KafkaServer(LocalServer):
         self._jars_dir = jars_dir
         self.controller_port = free_port()
         self._startup_timeout = startup_timeout
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         """``127.0.0.1:<port>``, for producers, consumers and Spark's Kafka source."""
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def running(self) -> bool:
-        """Whether the broker process is alive."""
-        return self._process is not None and self._process.poll() is None
 
     def start(self) -> KafkaServer:
         """Format the log folder (first start only), start the broker, wait until it serves."""
@@ -139,10 +133,6 @@ class KafkaServer(LocalServer):
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGKILL)
             process.wait(30)
-
-    def _terminate(self, timeout: float = 60.0) -> None:
-        process, self._process = self._process, None
-        terminate(process, timeout)
 
     def restart(self) -> KafkaServer:
         """Kill the broker and start it again on the same ports and logs."""
