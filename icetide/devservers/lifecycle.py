@@ -78,6 +78,18 @@ class LocalServer:
         """Whether the server process is alive."""
         return self._process is not None and self._process.poll() is None
 
+    def _spawn(self, command: list[str], env: dict[str, str], log: str) -> None:
+        """Start the server process in its folder, its output appended to ``log`` there."""
+        with (self.base / log).open("ab") as out:
+            self._process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=self.base,
+            )
+
     def start(self) -> Self:
         raise NotImplementedError
 

@@ -254,15 +254,7 @@ class ObjectStoreServer(LocalServer):
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
         env["HOME"] = str(self.base)
         command = [str(program), *server_arguments(self.base, self._ports, self._grpc)]
-        with (self.base / "weed.out").open("ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=self.base,
-            )
+        self._spawn(command, env, "weed.out")
 
     def _wait_ready(self) -> None:
         """Until the gateway answers HTTP, then until each bucket exists and took a write

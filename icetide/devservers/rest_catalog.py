@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -284,15 +283,7 @@ class RestCatalogServer(LocalServer):
             classpath,
             SERVER_MAIN,
         ]
-        with (self.base / "rest-catalog.out").open("ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=self.base,
-            )
+        self._spawn(command, env, "rest-catalog.out")
 
     def _log_size(self) -> int:
         path = self.base / "rest-catalog.out"
