@@ -404,7 +404,10 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
                 for table in SEEDED_FIRST:
                     run.wait_for_line(rf"^merge {table}: [1-9]")
                 trickle.start()
-                dropped = _change_every_table(trickle, pipeline, run, gate)
+                try:
+                    dropped = _change_every_table(trickle, pipeline, run, gate)
+                except AssertionError as exc:  # with what the run said meanwhile
+                    raise AssertionError(f"{exc}\n" + "\n".join(run.lines[-60:])) from None
                 trickle.wait_rounds(2)
                 trickle.stop()
                 _until_verified(pipeline, spark, run)
