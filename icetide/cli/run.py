@@ -244,14 +244,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = pipeline.config
     board = StatusBoard(config.pipeline, [t.name for t in config.tables])
     pipeline.reporter.sinks = (*pipeline.reporter.sinks, board.sink)
+    captured = [s for s in config.sources if s.captured_by_icetide] if not args.no_capture else []
+    if captured:
+        from icetide.capture.transport import check_capture_free
+
+        # Before Spark starts: a capture another process runs is a mistake to say at once,
+        # not after a JVM's start-up and a child that fails the same way.
+        for source in captured:
+            check_capture_free(config, source)
     serve(args, pipeline, board)
     # Observations go to the metrics and the page only (they come every few seconds).
     quiet = Reporter(*[s for s in pipeline.reporter.sinks if s is not pipeline.reporter.sinks[0]])
     spark = context.spark_session(config, writes_class_archive=True)
     supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
     names: list[str] = []
-    if config.sources and not args.no_capture:
-        for source in (s for s in config.sources if s.captured_by_icetide):
+    if captured:
+        for source in captured:
             child = CaptureChild(args, pipeline, source)
             names.append(f"capture {source.name}")
             supervisor.add(

@@ -59,3 +59,14 @@ def open_transport(config: Config, source: SourceConfig) -> Transport:
         roll_interval=settings.roll_interval.total_seconds(),
         encoder=encoder_for(settings),
     )
+
+
+def check_capture_free(config: Config, source: SourceConfig) -> None:
+    """Refuse, with the terminal error capture itself would give, when another process
+    already captures ``source`` into the ``files`` transport's landing folder (Kafka
+    topics take any number of producers: nothing to check)."""
+    if config.transport.type == "kafka":
+        return
+    from icetide.capture.transport.files import check_landing_free
+
+    check_landing_free(config.resolved_path(config.transport.path), str(source.name))

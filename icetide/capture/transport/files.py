@@ -56,6 +56,38 @@ class LandingFolderError(CaptureError, Terminal):
     """The landing folder cannot be used by this source (busy, unwritable, bad name)."""
 
 
+def lock_landing(landing: Path, source: str) -> int:
+    """Take ``source``'s lock on ``landing`` (``.<source>.lock``, an exclusive ``flock``):
+    one capture per source writes there, so two never interleave their files. The open
+    descriptor holds it until closed; a lock another process holds is a terminal error.
+    """
+    lock_path = landing / f".{source}.lock"
+    try:
+        make_directories(landing)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise LandingFolderError(
+            f"cannot use landing folder {landing}: {error}",
+            hint="check that the folder (transport.path) exists and is writable",
+        ) from error
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LandingFolderError(
+            f"another capture of source {source!r} is writing to {landing}",
+            hint="run one `icetide capture` per source; stop the other one first",
+        ) from None
+    return fd
+
+
+def check_landing_free(landing: Path, source: str) -> None:
+    """Raise :class:`LandingFolderError` when another process captures ``source`` into
+    ``landing`` now: taken and let go at once, so a command that would start a capture
+    of its own can refuse before it starts anything slow."""
+    os.close(lock_landing(landing, source))
+
+
 def landing_name(source: str, first_key: int, suffix: str) -> str:
     """The final name of a landing file whose first record is at ``first_key``.
 
@@ -194,24 +226,7 @@ class FilesTransport:
         return self._roll.bytes
 
     def _open_lock(self) -> int:
-        lock_path = self.landing / f".{self.source}.lock"
-        try:
-            make_directories(self.landing)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as error:
-            raise LandingFolderError(
-                f"cannot use landing folder {self.landing}: {error}",
-                hint="check that the folder (transport.path) exists and is writable",
-            ) from error
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LandingFolderError(
-                f"another capture of source {self.source!r} is writing to {self.landing}",
-                hint="run one `icetide capture` per source; stop the other one first",
-            ) from None
-        return fd
+        return lock_landing(self.landing, self.source)
 
     def _remove_stale_temps(self) -> None:
         """Delete temp files a crashed run of this source left (never acknowledged)."""

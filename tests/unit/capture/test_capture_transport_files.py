@@ -209,6 +209,17 @@ def test_one_writer_per_source_and_folder(landing: Path) -> None:
     FilesTransport(landing, "shop").close()  # released on close
 
 
+def test_a_capture_running_elsewhere_is_found_without_taking_the_lock(landing: Path) -> None:
+    """``icetide run`` asks before it starts anything: refused while another writer holds
+    the source's lock, and the check itself leaves the lock free."""
+    with FilesTransport(landing, "shop"):
+        with pytest.raises(LandingFolderError, match="another capture of source 'shop'"):
+            files_module.check_landing_free(landing, "shop")
+        files_module.check_landing_free(landing, "other")
+    files_module.check_landing_free(landing, "shop")
+    FilesTransport(landing, "shop").close()  # the check kept nothing
+
+
 def test_a_source_name_spark_would_hide_is_refused(landing: Path) -> None:
     with pytest.raises(LandingFolderError) as info:
         FilesTransport(landing, "_shop")
