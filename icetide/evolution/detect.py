@@ -89,10 +89,6 @@ class Detector:
                 found = None  # the source table is gone: nothing to evolve to
         if found is None:
             return None
-        if not found.key and not settings.primary_key:
-            # Said as it is, not as the schema check would say it of the inferred schema
-            # ("primary_key: needs at least one column").
-            raise SchemaError(f"the source table {settings.source} has no primary key")
         return schema_from_catalog(settings, found, declared=self.pipeline.schema(table))
 
     def plan(self, table: str, signals: Sequence[ChangeSignal]) -> EvolutionPlan | None:

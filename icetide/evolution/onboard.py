@@ -26,8 +26,8 @@ from icetide.config.loader import load_schema_file
 from icetide.config.model import Config
 from icetide.config.sections import SourceConfig
 from icetide.config.tables import TableConfig
-from icetide.errors import ConfigError, SchemaError
-from icetide.evolution.source_schema import read_source_schema
+from icetide.errors import ConfigError
+from icetide.evolution.source_schema import KeylessTable, read_source_schema
 from icetide.lake.tables import TableRefs
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.convert import ids_from
@@ -107,9 +107,7 @@ def catalog_schema(
     source = source_of(config, table)
     try:
         schema = read_source_schema(source, table, declared)
-    except SchemaError as exc:
-        if "primary_key: needs at least one column" not in exc.message:
-            raise
+    except KeylessTable:
         raise ConfigError(
             f"table {table.name}: {table.source} has no primary key in source {source.name!r}",
             hint="give the table a primary key at the source, or name the columns that "

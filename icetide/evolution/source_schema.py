@@ -117,6 +117,12 @@ class Catalog:
     key: tuple[str, ...]
 
 
+class KeylessTable(SchemaError):
+    """The source table has no primary key and the config names none: nothing identifies
+    a row, so the table cannot be mirrored (said as it is, not as the schema check would
+    say it of the inferred schema)."""
+
+
 def read_source_schema(
     source: SourceConfig,
     table: TableConfig,
@@ -166,6 +172,13 @@ def schema_from_catalog(
 
     def type_of(column: CatalogColumn) -> tuple[IcetideType, str | None]:
         return column.mapped(by_name.get(column.name.casefold()))
+
+    if not catalog.key and not table.primary_key:
+        raise KeylessTable(
+            f"the source table {table.source} has no primary key",
+            hint="give it a primary key at the source, or name the columns that identify "
+            f"a row in the config (tables[{table.name}].primary_key)",
+        )
 
     return infer_table_schema(
         table.name, catalog.columns, type_of, table.primary_key or catalog.key
