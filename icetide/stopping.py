@@ -16,6 +16,7 @@ Before Spark starts, and in commands without Spark (``capture``), a signal raise
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -103,3 +104,27 @@ class Stop:
         action = self.on_repeat if repeated else self.on_first
         if action is not None:
             action()
+
+
+SUPERVISOR_ENV = "ICETIDE_SUPERVISOR_PID"
+"""Set by ``icetide run`` for the capture children it starts: the pid they belong to."""
+
+
+def stop_when_orphaned(parent: int, every: float = 0.5) -> threading.Thread:
+    """Send ourselves SIGTERM once ``parent`` is no longer our parent process.
+
+    ``icetide run`` starts each capture child in a session of its own (a terminal's
+    Ctrl-C reaches only the supervisor, which stops its children in turn). A supervisor
+    killed with SIGKILL cannot do that, and its children would go on capturing unseen,
+    holding the landing lock and a PostgreSQL slot. Here the child notices it was
+    re-parented and stops exactly as on SIGTERM: records made durable, offset saved.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="orphan-watch", daemon=True)
+    thread.start()
+    return thread

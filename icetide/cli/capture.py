@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 from icetide.cli import context
 from icetide.cli.bars import progress_bars
 from icetide.cli.context import command_parser, log, positive_int, with_config, with_metrics
 from icetide.errors import ConfigError
+from icetide.stopping import SUPERVISOR_ENV, stop_when_orphaned
 
 if TYPE_CHECKING:
     from icetide.config import Config, SourceConfig
@@ -58,6 +60,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
             hint="run `icetide capture --source NAME` once per source "
             f"({', '.join(s.name for s in sources)})",
         )
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if supervisor and supervisor.isdigit():
+        stop_when_orphaned(int(supervisor))  # started by `icetide run`: stop with it
     # No Spark here: a signal raises KeyboardInterrupt, and main() reports the stop.
     for source in sources:
         log(f"capture {source.name}: reading the {source.type} log …")

@@ -26,6 +26,7 @@ from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
 from icetide.errors import StageError
 from icetide.progress import ERROR_STAGE
+from icetide.stopping import SUPERVISOR_ENV
 from icetide.supervisor import GaveUp, Supervisor, Task
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class CaptureChild:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", SUPERVISOR_ENV: str(os.getpid())},
         )
         self.relay = threading.Thread(target=self._relay, args=(self.process,), daemon=True)
         self.relay.start()
