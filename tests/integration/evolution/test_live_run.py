@@ -562,10 +562,10 @@ def _held_with_their_reasons(pipeline: Pipeline, spark: SparkSession, run: Child
     assert pipeline.schema("t_readd").version == 3
     unrouted = pipeline.config.dead_letter.unrouted_table
     for table in [*FLOWING, "t_nokey", "t_pinned", unrouted]:
-        dead = spark.table(pipeline.refs(table).dlt.sql).collect()
+        dead = spark.table(pipeline.refs(table).dead_letters.sql).collect()
         assert dead == [], (table, dead)
     # Written after its key column was dropped: they wait there.
-    reasons = {r.reason for r in spark.table(pipeline.refs("t_keycol").dlt.sql).collect()}
+    reasons = {r.reason for r in spark.table(pipeline.refs("t_keycol").dead_letters.sql).collect()}
     assert reasons == {"missing_key"}, reasons
 
 
