@@ -29,11 +29,26 @@ from tests.integration.harness import Pipeline
 _namespaces = itertools.count(1)
 
 
+SHARED_SERVERS = {
+    "kafka": frozenset({"kafka", "connect", "registry"}),
+    "lakehouse": frozenset({"object_store", "rest_catalog", "s3_spark"}),
+}
+"""Tests that need one of these servers run in one worker when the run is spread over
+several (``pytest -n 2 --dist loadgroup``, as ``make test`` runs): each server then
+starts once per run, not once per worker (Kafka Connect alone is a JVM of its own)."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/integration needs the JVM: mark it so."""
+    """Everything under tests/integration needs the JVM: mark it so; and group the tests
+    of each shared server (:data:`SHARED_SERVERS`)."""
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+            needs = set(getattr(item, "fixturenames", ()))
+            for group, servers in SHARED_SERVERS.items():
+                if needs & servers:
+                    item.add_marker(pytest.mark.xdist_group(group))
+                    break
 
 
 @pytest.fixture(scope="session", autouse=True)
