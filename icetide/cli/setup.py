@@ -30,9 +30,14 @@ def cmd_config_show(args: argparse.Namespace) -> int:
 
 def cmd_config_check(args: argparse.Namespace) -> int:
     """Check that the catalog and its object store answer, before anything runs."""
-    from icetide.lake.preflight import check_lake
+    from icetide.lake.preflight import check_lake, literal_credentials
 
     config = context.load_pipeline(args).config
+    for setting in literal_credentials(config):
+        log(
+            f"check: warning: {setting} is written in the file: write it as ${{VAR}} and "
+            "set VAR where icetide runs"
+        )
     check_lake(config, log=log)
     log(f"check: the {config.catalog.type} catalog {config.catalog.name!r} is ready")
     return 0

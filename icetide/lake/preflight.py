@@ -96,6 +96,19 @@ def check_lake(config: Config, *, log: Callable[[str], None] | None = None) -> L
     return lake
 
 
+def literal_credentials(config: Config) -> list[str]:
+    """The YAML paths of catalog credentials (the store's keys, the catalog's token)
+    written in the file rather than taken from the environment with ``${VAR}``: they work,
+    but the key then lives in the file and wherever it is copied."""
+    from icetide.config.secrets import Secret
+
+    return [
+        f"catalog.properties.{key}"
+        for key, value in config.catalog.properties.items()
+        if isinstance(value, Secret) and value and not value.parts
+    ]
+
+
 # -- the catalog ---------------------------------------------------------------------------
 
 

@@ -159,3 +159,21 @@ def test_a_local_hadoop_catalog_is_not_checked(
     code, output = check(config, capsys)
     assert code == 0
     assert "check: the hadoop catalog 'lake' is ready" in output
+
+
+def test_a_credential_written_in_the_file_is_warned_about_and_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_TOKEN", "from-the-environment-7c1")
+    properties = {"token": "${TEST_TOKEN}", "credential": "client:literal-s3cr3t"}
+    config = pipeline_with(
+        tmp_path, {"type": "hadoop", "warehouse": str(tmp_path / "wh"), "properties": properties}
+    )
+    code, output = check(config, capsys)
+    assert code == 0
+    assert (
+        "check: warning: catalog.properties.credential is written in the file: write it as "
+        "${VAR}" in output
+    )
+    assert "catalog.properties.token" not in output
+    assert "literal-s3cr3t" not in output and "from-the-environment-7c1" not in output
