@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from icetide.demo.shop import ShopWorkload, shop_connector, shop_schemas
+from icetide.demo.shop import BIG_TRANSACTION_ROWS, ShopWorkload, shop_connector, shop_schemas
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.file import dump_schema_file
@@ -170,7 +170,7 @@ def run_live_demo(
         workload.start()
         log(
             "demo: live workload running (inserts, updates, deletes, transactions, a key "
-            "update, a 10,000-row transaction)"
+            f"update, a {min(orders, BIG_TRANSACTION_ROWS):,}-row transaction)"
         )
         Bootstrap(spark, pipeline, source, chunk_rows=5_000).run()
         stop_capture = threading.Event()
@@ -216,7 +216,7 @@ def run_live_demo(
     explore = (
         f"explore the tables with `icetide status -c {config_path}`"
         if lakehouse is None
-        else "the tables live as long as the servers (--keep-running)"
+        else "the tables live while the servers run (--keep-running keeps them up)"
     )
     log(f"demo: {'PASSED' if ok else 'FAILED'} in {time.monotonic() - started:.0f}s; {explore}")
     return ok
