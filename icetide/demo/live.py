@@ -16,6 +16,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from icetide.demo.shop import BIG_TRANSACTION_ROWS, ShopWorkload, shop_connector
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.file import dump_schema_file
+from icetide.sources.quoting import mysql_quote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,6 +51,7 @@ def write_live_pipeline(
     extra: dict[str, Any] | None = None,
     lakehouse: Lakehouse | None = None,
     catalog: str = "lake",
+    database: str = "shop",
 ) -> Path:
     """Write ``icetide.yaml`` and the shop schema files for ``server``; return the config.
 
@@ -88,7 +91,8 @@ def write_live_pipeline(
         ],
         "transport": {"type": "files", "path": "./landing", "roll_interval": "1s"},
         "tables": [
-            {"name": s.table, "source": f"shop.{s.table}", "buckets": 4} for s in shop_schemas()
+            {"name": s.table, "source": f"{database}.{s.table}", "buckets": 4}
+            for s in shop_schemas()
         ],
     }
     doc.update(extra or {})
@@ -98,13 +102,15 @@ def write_live_pipeline(
     return path
 
 
-def start_shop(server: MariaDBServer, seed: int, orders: int = SEED_ORDERS) -> ShopWorkload:
-    """Create and seed the shop database on ``server`` with ``orders`` orders and a sixth
-    as many customers; the workload is not started."""
+def start_shop(
+    server: MariaDBServer, seed: int, orders: int = SEED_ORDERS, database: str = "shop"
+) -> ShopWorkload:
+    """Create and seed the shop ``database`` on ``server`` with ``orders`` orders and a
+    sixth as many customers; the workload is not started."""
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("CREATE DATABASE shop")
+        cur.execute(f"CREATE DATABASE {mysql_quote(database)}")
     workload = ShopWorkload(
-        shop_connector(server.connection_settings()),
+        shop_connector(server.connection_settings(), database),
         seed=seed,
         customers=max(orders // 6, 1),
         orders=orders,
@@ -124,11 +130,15 @@ def run_live_demo(
     namespace: str = "shop",
     orders: int = SEED_ORDERS,
     secrets: Callable[[Iterable[str]], None] = lambda _values: None,
+    mariadb: MariaDBServer | None = None,
+    database: str = "shop",
 ) -> bool:
     """Run the demo in ``workdir`` (its earlier demo files are replaced); True on a match.
 
     ``lakehouse`` puts the tables on that REST catalog and object store; ``secrets``
     hears every secret value of the demo's config (the CLI's scrubber masks them).
+    ``mariadb`` is a running server to use instead of starting one (the shop is created
+    in its ``database``, which must not exist yet).
     """
     from icetide.bootstrap.run import Bootstrap
     from icetide.capture.runner import run_capture
@@ -148,15 +158,21 @@ def run_live_demo(
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    log("demo: starting a private MariaDB (binlog on, ROW format) …")
-    with MariaDBServer() as server:
-        workload = start_shop(server, seed, orders)
+    if mariadb is None:
+        log("demo: starting a private MariaDB (binlog on, ROW format) …")
+    with MariaDBServer() if mariadb is None else nullcontext(mariadb) as server:
+        workload = start_shop(server, seed, orders, database)
         log(
             f"demo: shop database seeded ({workload.customers:,} customers, "
             f"{workload.orders:,} orders) on port {server.port}"
         )
         config_path = write_live_pipeline(
-            workdir, server, namespace=namespace, lakehouse=lakehouse, catalog=catalog
+            workdir,
+            server,
+            namespace=namespace,
+            lakehouse=lakehouse,
+            catalog=catalog,
+            database=database,
         )
         if lakehouse is not None:
             lakehouse.export_keys()

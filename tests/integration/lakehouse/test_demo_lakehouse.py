@@ -2,10 +2,11 @@
 and object store: the live shop captured into tables that live on the store, verified
 against MariaDB, read back by PyIceberg, and no key in the demo's files or lines.
 
-The CLI starts servers of its own; this test hands the demo the session's (its start is
-the one part the CLI adds, and tests/unit/demo/test_demo_lakehouse.py checks what it
-does first). A small shop and a one-second workload keep it short: the demo still
-bootstraps, captures the 600-row transaction and every write, streams, merges, verifies.
+The CLI starts servers of its own; this test hands the demo the session's REST catalog,
+object store and MariaDB (their start is the one part the CLI adds, and
+tests/unit/demo/test_demo_lakehouse.py checks what it does first). A small shop and a
+one-second workload keep it short: the demo still bootstraps, captures the 600-row
+transaction and every write, streams, merges, verifies.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from icetide.demo.lakehouse import ACCESS_KEY_ENV, SECRET_KEY_ENV, Lakehouse
 from icetide.demo.live import run_live_demo
+from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
 
@@ -29,6 +31,7 @@ def test_the_lakehouse_demo_mirrors_the_live_shop_into_tables_on_the_store(
     s3_spark: SparkSession,
     rest_catalog: RestCatalogServer,
     object_store: ObjectStoreServer,
+    mariadb: MariaDBServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in (ACCESS_KEY_ENV, SECRET_KEY_ENV):
@@ -47,6 +50,8 @@ def test_the_lakehouse_demo_mirrors_the_live_shop_into_tables_on_the_store(
         namespace=namespace,
         orders=600,
         secrets=heard.update,
+        mariadb=mariadb,
+        database=namespace,
     )
     text = "\n".join(lines)
     assert ok, text
