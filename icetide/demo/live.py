@@ -132,13 +132,15 @@ def run_live_demo(
     secrets: Callable[[Iterable[str]], None] = lambda _values: None,
     mariadb: MariaDBServer | None = None,
     database: str = "shop",
+    pause: float = ShopWorkload.pause,
 ) -> bool:
     """Run the demo in ``workdir`` (its earlier demo files are replaced); True on a match.
 
     ``lakehouse`` puts the tables on that REST catalog and object store; ``secrets``
     hears every secret value of the demo's config (the CLI's scrubber masks them).
     ``mariadb`` is a running server to use instead of starting one (the shop is created
-    in its ``database``, which must not exist yet).
+    in its ``database``, which must not exist yet). The workload writes for ``seconds``
+    from its start (the bootstrap included), a statement every ``pause`` seconds at most.
     """
     from icetide.bootstrap.run import Bootstrap
     from icetide.capture.runner import run_capture
@@ -183,7 +185,9 @@ def run_live_demo(
         check_lake(config, log=lambda line: log(f"demo: {line}"))
         log("demo: starting Spark with the Iceberg runtime …")
         spark = build_session(config)
+        workload.pause = pause
         workload.start()
+        deadline = time.monotonic() + seconds
         log(
             "demo: live workload running (inserts, updates, deletes, transactions, a key "
             f"update, a {min(orders, BIG_TRANSACTION_ROWS):,}-row transaction)"
@@ -202,7 +206,6 @@ def run_live_demo(
         follower.start()
         ledger = LedgerStage(spark, pipeline)
         merge = MergeStage(spark, pipeline)
-        deadline = time.monotonic() + seconds
         rounds = 0
         while time.monotonic() < deadline and not failures:
             rounds += 1

@@ -5,8 +5,8 @@ against MariaDB, read back by PyIceberg, and no key in the demo's files or lines
 The CLI starts servers of its own; this test hands the demo the session's REST catalog,
 object store and MariaDB (their start is the one part the CLI adds, and
 tests/unit/demo/test_demo_lakehouse.py checks what it does first). A small shop and a
-one-second workload keep it short: the demo still bootstraps, captures the 600-row
-transaction and every write, streams, merges, verifies.
+one-second, slower workload keep it short: the demo still bootstraps while the shop
+writes, captures every write, streams, merges, verifies.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def test_the_lakehouse_demo_mirrors_the_live_shop_into_tables_on_the_store(
         secrets=heard.update,
         mariadb=mariadb,
         database=namespace,
+        pause=0.05,
     )
     text = "\n".join(lines)
     assert ok, text
