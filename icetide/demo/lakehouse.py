@@ -45,6 +45,9 @@ class Lakehouse:
             "name": name,
             "type": "rest",
             "uri": self.catalog_uri,
+            # The server places the tables; named here, the check before Spark starts
+            # also reaches the bucket with the key.
+            "warehouse": self.warehouse,
             "namespace": namespace,
             "properties": {
                 "io-impl": S3_FILE_IO,

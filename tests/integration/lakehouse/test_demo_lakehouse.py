@@ -56,7 +56,11 @@ def test_the_lakehouse_demo_mirrors_the_live_shop_into_tables_on_the_store(
     )
     text = "\n".join(lines)
     assert ok, text
-    assert "demo: check: the REST catalog at" in text
+    assert f"demo: check: the REST catalog at {rest_catalog.url} answers" in lines
+    assert (
+        f"demo: check: bucket 'warehouse' on the object store at {object_store.url} is readable"
+        in lines
+    )
     assert s3_spark.conf.get("spark.sql.catalog.lakedemo.type") == "rest"
 
     # Where the tables live, said and true: the store holds each table's files.

@@ -67,6 +67,7 @@ def test_the_lakehouse_config_names_the_store_key_only_by_its_environment_variab
     written = yaml.safe_load(text)
     catalog = written["catalog"]
     assert (catalog["type"], catalog["uri"]) == ("rest", "http://127.0.0.1:8181")
+    assert catalog["warehouse"] == "s3://warehouse/demo"
     assert catalog["properties"]["s3.secret-access-key"] == "${" + SECRET_KEY_ENV + "}"
     assert catalog["properties"]["s3.endpoint"] == "http://127.0.0.1:8333"
     assert written["spark"]["extra_jars"] == [str(bundle / "bundle-1.10.1.jar")]
