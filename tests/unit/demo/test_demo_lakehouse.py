@@ -86,3 +86,18 @@ def test_the_lakehouse_config_names_the_store_key_only_by_its_environment_variab
     snippet = "\n".join(LAKEHOUSE.pyiceberg_lines("lake", "shop.orders"))
     assert SECRET not in snippet and f"os.environ[{SECRET_KEY_ENV!r}]" in snippet
     compile(snippet, "snippet", "exec")  # the printed lines are Python
+
+
+def test_keep_running_holds_until_a_stop_is_requested(capsys: pytest.CaptureFixture[str]) -> None:
+    from icetide.cli import context
+    from icetide.cli.demo import _hold
+    from icetide.stopping import Stop
+
+    before = context.state.stop
+    context.state.stop = Stop()
+    context.state.stop.request("SIGINT")  # as Ctrl-C would, before the wait
+    try:
+        _hold("http://127.0.0.1:8181")
+    finally:
+        context.state.stop = before
+    assert "keep running; Ctrl-C stops them" in capsys.readouterr().err
