@@ -75,8 +75,11 @@ def spark_session(
     """
     from pyspark import SparkContext
 
+    from icetide.lake.preflight import check_lake
     from icetide.spark.session import build_session
 
+    # An unreachable catalog or store is one clear error now, not a JVM trace later.
+    check_lake(config)
     log(f"starting Spark ({config.spark.master}) …")
     state.stop.defer(on_repeat=_abandon_start_up)
     # In-process callers (tests) may own a running session: never stop theirs.

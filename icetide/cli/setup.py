@@ -1,4 +1,4 @@
-"""``icetide init`` and ``icetide config show``: start a pipeline and inspect its config."""
+"""``icetide init``, ``icetide config show`` and ``check``: start a pipeline, inspect its config."""
 
 from __future__ import annotations
 
@@ -28,6 +28,21 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """Check that the catalog and its object store answer, before anything runs."""
+    from icetide.lake.preflight import check_lake, literal_credentials
+
+    config = context.load_pipeline(args).config
+    for setting in literal_credentials(config):
+        log(
+            f"check: warning: {setting} is written in the file: write it as ${{VAR}} and "
+            "set VAR where icetide runs"
+        )
+    check_lake(config, log=log)
+    log(f"check: the {config.catalog.type} catalog {config.catalog.name!r} is ready")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``init`` and the ``config`` group."""
     p = command_parser(
@@ -51,3 +66,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
     )
     p.set_defaults(func=cmd_config_show)
+    p = with_config(
+        command_parser(
+            config_sub,
+            "check",
+            help="check that the catalog and its object store answer and accept the keys",
+            description="Reach the catalog (REST: GET /v1/config; JDBC: its database) and "
+            "the S3 warehouse's bucket with the configured keys, as every command that "
+            "starts Spark does first; each problem is one error naming the setting to fix.",
+            example=("icetide config check -c icetide.yaml",),
+        )
+    )
+    p.set_defaults(func=cmd_config_check)

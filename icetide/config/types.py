@@ -188,7 +188,11 @@ def at_least_one(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _mark_secret_keys(values: dict[str, str]) -> dict[str, str]:
-    return {k: Secret(v) if SECRET_KEY.search(k) else v for k, v in values.items()}
+    # A value from ${VAR} is a Secret already: kept, with the parts it was made of.
+    return {
+        k: Secret(v) if SECRET_KEY.search(k) and not isinstance(v, Secret) else v
+        for k, v in values.items()
+    }
 
 
 Text = Annotated[str, Field(min_length=1), WrapValidator(_keep_secret)]

@@ -276,10 +276,10 @@ class ShopWorkload:
         self.counts.big_transactions += 1
 
 
-def shop_connector(settings: dict[str, Any]) -> Callable[[], Any]:
-    """A factory of autocommit pymysql connections to the ``shop`` database."""
+def shop_connector(settings: dict[str, Any], database: str = "shop") -> Callable[[], Any]:
+    """A factory of autocommit pymysql connections to the shop's ``database``."""
 
     def connect() -> Any:
-        return pymysql.connect(**settings, database="shop", charset="utf8mb4", autocommit=True)
+        return pymysql.connect(**settings, database=database, charset="utf8mb4", autocommit=True)
 
     return connect

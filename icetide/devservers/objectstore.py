@@ -47,8 +47,12 @@ SEAWEEDFS_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
 pseudo-version of the 2026-11-09 commit; SeaweedFS tags releases as ``4.xx``, which are
 not Go module versions)."""
 _INSTALL_HINT = (
-    "run `make install-tests` (scripts/install.sh --tests builds it with Go from "
-    f"{SEAWEEDFS_MODULE}@{SEAWEEDFS_VERSION})"
+    "run `scripts/install.sh --tests` from icetide's repository (`make install-tests`), "
+    "which builds it once with Go (up to half an hour); or by hand (`go install` refuses "
+    'the module: its go.mod has a replace directive): cd "$(go mod download -json '
+    f"{SEAWEEDFS_MODULE}@{SEAWEEDFS_VERSION} | python3 -c 'import json,sys; "
+    'print(json.load(sys.stdin)["Dir"])\')" && go build -o "$(go env GOPATH)/bin/weed" '
+    "./weed"
 )
 # What mini says when a port it was given is taken, before or while binding it.
 _PORT_TAKEN = ("is not available on", "address already in use")
