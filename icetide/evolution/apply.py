@@ -5,9 +5,12 @@ record; once, in order, resumable.
 EvolutionQueue`), in this order, each step recorded before the next so a crash at any
 point resumes where it stopped:
 
-1. the ALTERs of phase 1, then the audit properties on the base and ledger tables, each
-   handed to ``run_ddl`` (the runtime passes ``spark.sql``; the CLI too; tests may
-   collect them); progress is kept in ``<dir>/<table>.applying.json`` so a rerun skips
+1. phase 1 on the base and ledger tables with the audit properties: given
+   ``commit_tables`` (the CLI), each table's version is one Iceberg commit, schema and
+   properties together (:mod:`icetide.lake.schema_update`; with a catalog that commits
+   several tables at once, both tables in one), and a rerun finds the tables at the
+   version; else the ALTERs and property statements, each handed to ``run_ddl`` (tests
+   may collect them), progress kept in ``<dir>/<table>.applying.json`` so a rerun skips
    the statements already run;
 2. the new schema version: history, then schema file (:meth:`icetide.pipeline.
    SchemaStore.record`); running stages pick it up at their next batch boundary
@@ -92,6 +95,7 @@ def apply_plan(
     store: SchemaStore,
     *,
     run_ddl: Callable[[str], None] | None = None,
+    commit_tables: Callable[[EvolutionPlan, dict[str, str]], Sequence[str]] | None = None,
     approve: Sequence[str] = (),
     by: str | None = None,
     reason: str | None = None,
@@ -99,7 +103,11 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply ``plan`` to its table (see module doc); ``approve`` names held changes to
     apply too (an ambiguous one as ``id=rename`` or ``id=drop_add``). ``run_ddl``
-    ``None`` runs no statement (the tables are altered elsewhere). ``state_dir`` holds
+    ``None`` runs no statement (the tables are altered elsewhere). ``commit_tables``
+    takes the tables to the version instead of ``run_ddl``, whenever the plan has it as
+    schema updates (:attr:`EvolutionPlan.update`; a re-snapshot plan has none) and no
+    statement of an earlier apply ran yet: called with the plan and the audit
+    properties, it returns what it did, one line each. ``state_dir`` holds
     the lock and progress files (default: the pipeline's ``<state_dir>/evolution``)."""
     if approve:
         plan = plan.with_approvals(approve)
@@ -165,6 +173,10 @@ def apply_plan(
         properties = audit.table_properties(record)
         statements = [*plan.ddl, *property_statements(plan, properties)]
         ran: list[str] = []
+        if commit_tables is not None and plan.update is not None and not int(pending["done"]):
+            ran = list(commit_tables(plan, properties))
+            pending["done"] = len(statements)
+            _save(progress, pending)
         for index in range(int(pending["done"]), len(statements)):
             if run_ddl is not None:
                 run_ddl(statements[index])

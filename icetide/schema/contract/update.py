@@ -116,6 +116,15 @@ class VersionUpdate:
     ledger: TableUpdate
     renamed: Mapping[str, str] = field(default_factory=dict)
     """Kept (soft-dropped) top-level columns moved out of a new column's way: old → new."""
+    old: TableContract | None = None
+    new: TableContract | None = None
+    drop: b.DropMode = "soft"
+
+    def with_kept(self, kept: Collection[str]) -> VersionUpdate:
+        """The same version for tables that keep ``kept`` soft-dropped columns (known
+        only once the tables are read)."""
+        assert self.old is not None and self.new is not None
+        return version_update(self.old, self.new, self.drop, kept)
 
 
 def version_update(
@@ -220,7 +229,7 @@ def version_update(
     for image in c.ROW_IMAGES:
         for number, one in enumerate(ops_for((image,), False)):
             ledger[number] += [_no_default(op) for op in one]
-    return VersionUpdate(tuple(changes), base, update(ledger), moved)
+    return VersionUpdate(tuple(changes), base, update(ledger), moved, old, new, drop)
 
 
 def _old_parent(
