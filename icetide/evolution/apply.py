@@ -60,6 +60,8 @@ class ApplyResult:
     noop: bool
     record: audit.AuditRecord | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    committed: bool = False
+    """Whether ``commit_tables`` took the tables there (``ddl``: its schema operations)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able form (``icetide schema apply --output json``)."""
@@ -81,9 +83,14 @@ class ApplyResult:
                 f"table {self.table}: schema version {self.version} already applied; nothing to do"
             )
         else:
+            done = (
+                f"one Iceberg commit per table ({len(self.ddl)} schema operation(s))"
+                if self.committed
+                else f"ran {len(self.ddl)} statement(s)"
+            )
             head = (
                 f"table {self.table}: schema version {self.from_version} → {self.version}: "
-                f"applied {', '.join(self.applied) or 'nothing'}; ran {len(self.ddl)} statement(s)"
+                f"applied {', '.join(self.applied) or 'nothing'}; {done}"
             )
         if self.held:
             head += f"\n  still held: {', '.join(self.held)} (approve with --approve ID)"
@@ -173,8 +180,9 @@ def apply_plan(
         properties = audit.table_properties(record)
         statements = [*plan.ddl, *property_statements(plan, properties)]
         ran: list[str] = []
+        committed = False
         if commit_tables is not None and plan.update is not None and not int(pending["done"]):
-            ran = list(commit_tables(plan, properties))
+            ran, committed = list(commit_tables(plan, properties)), True
             pending["done"] = len(statements)
             _save(progress, pending)
         for index in range(int(pending["done"]), len(statements)):
@@ -196,6 +204,7 @@ def apply_plan(
         noop=False,
         record=record,
         properties=properties,
+        committed=committed,
     )
 
 

@@ -134,6 +134,7 @@ def test_with_commit_tables_phase_1_is_one_call_and_no_statement(
     assert ran == [] and len(calls) == 1
     assert calls[0][1]["icetide.schema.version"] == "2"
     assert 'renameColumn("email", "mail")' in result.ddl
+    assert "one Iceberg commit per table" in result.render()
     assert plan.update is not None
     assert 'updateColumn("amount", DECIMAL(12,2))' in [str(op) for op in plan.update.base.ops]
     assert load_schema_file(folder / "schemas" / "customers.yaml").version == 2
