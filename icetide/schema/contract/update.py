@@ -13,10 +13,11 @@ named by its *old* path (renames of one update happen at once: columns swapping 
 need no temporary names), and an added field by its old parent's path and its new name.
 
 Iceberg refuses, within one update, to add a field under a name the table still holds,
-even when the same update renames or deletes that holder. A version that adds a column
-under the name a rename, a soft drop's move or a hard drop frees is therefore two
-updates (:attr:`TableUpdate.passes`): first everything else, then the adds (named as
-the first one left the table); both are still one commit (one Iceberg transaction).
+even when the same update renames that holder (a holder the update deletes is no
+obstacle: deletes come before the adds). A version that adds a column under the name a
+rename or a soft drop's move frees is therefore two updates (:attr:`TableUpdate.
+passes`): first everything else, then the adds (named as the first one left the table);
+both are still one commit (one Iceberg transaction).
 """
 
 from __future__ import annotations
@@ -172,12 +173,12 @@ def version_update(
     moved_names = {m.casefold() for m in moved}
 
     def freed(parent: Path) -> set[str]:
-        """The names of ``parent`` (an old path) this version takes away from a field."""
+        """The names of ``parent`` (an old path) this version renames away from a field
+        (a hard drop frees its name within the update: deletes come before the adds)."""
         names = {
             old_paths[ch.field_id][-1].casefold()
             for ch in changes
-            if (ch.kind == "rename" or (ch.kind == "drop" and drop == "hard"))
-            and old_paths[ch.field_id][:-1] == parent
+            if ch.kind == "rename" and old_paths[ch.field_id][:-1] == parent
         }
         return names | (moved_names if parent == () else set())
 

@@ -262,3 +262,30 @@ def test_an_add_under_a_kept_name_is_a_second_pass() -> None:
         "note",
         "note__dropped_v1",
     ]
+
+
+def test_a_hard_drop_frees_its_name_within_one_update() -> None:
+    """A column dropped hard and another added under its name: one update, the delete
+    before the add (Iceberg takes an add under a name the same update deletes)."""
+    old = schema_from_dict(SCHEMAS["flat"], "flat")
+    data = {
+        "table": old.table,
+        "version": 2,
+        "primary_key": ["id"],
+        "columns": [
+            {"id": 1, "name": "id", "type": "long"},
+            {"id": 2, "name": "email", "type": "string"},
+            {"id": 4, "name": "updated_at", "type": "timestamp"},
+            {"id": 5, "name": "balance", "type": "string"},
+        ],
+    }
+    new = TableContract(schema_from_dict(data, "again"))
+    update = version_update(TableContract(old), new, "hard")
+    assert [[str(op) for op in one] for one in update.base.passes] == [
+        [
+            'deleteColumn("balance")',
+            'addColumn(null, "balance", STRING)',
+            'moveAfter("balance", "updated_at")',
+        ]
+    ]
+    check_replay(TableContract(old), new, "hard")
