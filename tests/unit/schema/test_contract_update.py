@@ -172,9 +172,10 @@ def check_replay(old: TableContract, new: TableContract, drop: str) -> TableUpda
     dropped = {col.id for col in was.columns} - {col.id for col in now.columns}
     for col in was.columns:
         if col.id in dropped:
-            kept = [n for n in base.children if n.name == col.name]
-            assert kept if drop == "soft" else not kept, col.name
-            assert all((n.doc or "").startswith(DROPPED) for n in kept)
+            moved = KEPT_AS.format(name=col.name, version=was.version)
+            held = [n for n in base.children if n.name in (col.name, moved)]
+            marked = [n for n in held if (n.doc or "").startswith(DROPPED)]
+            assert len(marked) == (1 if drop == "soft" else 0), col.name
     return update.base
 
 
