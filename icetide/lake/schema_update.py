@@ -62,8 +62,7 @@ def read_schema_ids(text: str | None) -> dict[int, int]:
 def iceberg_type(ctype: IcetideType) -> Any:
     """The Iceberg type (a py4j proxy) an ``ALTER TABLE`` would give ``ctype``: its Spark
     SQL type, parsed by Spark and converted by Iceberg's ``SparkSchemaUtil``."""
-    parser = jvm_class("org.apache.spark.sql.catalyst.parser.CatalystSqlParser")
-    spark_type = parser.parseDataType(sql_type(ctype))
+    spark_type = jvm_class("org.apache.spark.sql.types.DataType").fromDDL(sql_type(ctype))
     return jvm_class("org.apache.iceberg.spark.SparkSchemaUtil").convert(spark_type)
 
 
@@ -98,26 +97,40 @@ def stage(transaction: Any, update: TableUpdate) -> int:
     """Carry ``update`` out inside ``transaction`` (nothing is committed yet); the
     schema id the table will have. Raises :class:`UpdateRefused` when Iceberg refuses
     an operation."""
-    from py4j.protocol import Py4JJavaError
-
+    refusals = _jvm_errors()
     for one in update.passes:
         pending = transaction.updateSchema()
         for op in one:
             try:
                 pending = _call(pending, op)
-            except Py4JJavaError as exc:
+            except refusals as exc:
                 raise UpdateRefused(
-                    f"table {transaction.tableName()}: Iceberg refused {op}: "
-                    f"{str(exc.java_exception.getMessage())}"
+                    f"table {transaction.tableName()}: Iceberg refused {op}: {_message(exc)}"
                 ) from None
         try:
             pending.commit()  # into the transaction only
-        except Py4JJavaError as exc:
+        except refusals as exc:
             raise UpdateRefused(
                 f"table {transaction.tableName()}: Iceberg refused the schema update: "
-                f"{str(exc.java_exception.getMessage())}"
+                f"{_message(exc)}"
             ) from None
     return int(transaction.table().schema().schemaId())
+
+
+def _jvm_errors() -> tuple[type[Exception], ...]:
+    """What a refused JVM call raises: py4j's error, or PySpark's translation of it
+    (PySpark converts the JVM's ``IllegalArgumentException`` on every py4j call)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return (Py4JJavaError, CapturedException)
+
+
+def _message(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        return str(java.getMessage())
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def commit_version(
