@@ -210,9 +210,7 @@ def commit_together(
     for one in pending:
         transaction = iceberg_table(spark, one.table).newTransaction()
         _stage_version(transaction, one)
-        identifier = jvm_class("org.apache.iceberg.catalog.TableIdentifier").of(
-            one.table.namespace, one.table.name
-        )
+        identifier = _identifier(one.table)
         commits.append(
             jvm_class("org.apache.iceberg.catalog.TableCommit").create(
                 identifier, transaction.startMetadata(), transaction.currentMetadata()
@@ -223,6 +221,17 @@ def commit_together(
     assert gateway is not None
     catalog.commitTransaction(ListConverter().convert(commits, gateway._gateway_client))
     return f"{len(pending)} tables in one multi-table commit"
+
+
+def _identifier(table: TableName) -> Any:
+    """``table``'s Iceberg ``TableIdentifier`` (its namespace and name, as given)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    assert gateway is not None
+    parts = gateway.new_array(jvm_class("java.lang.String"), 2)
+    parts[0], parts[1] = table.namespace, table.name
+    return jvm_class("org.apache.iceberg.catalog.TableIdentifier").of(parts)
 
 
 def _iceberg_catalog(spark: SparkSession, table: TableName) -> Any:

@@ -216,7 +216,7 @@ def test_rest_catalog_commits_base_and_ledger_together(
             spark.sql(f"ALTER TABLE {ledger} ADD COLUMN `late` STRING")
 
     monkeypatch.setattr(schema_update, "crash_point", another_writer)
-    with pytest.raises(Exception, match="(?i)commit|requirement|schema"):
+    with pytest.raises(Exception, match="CommitFailedException"):
         schema_update.commit_together(spark, tables, c.SCHEMA_VERSION_PROPERTY)
     assert metadata(spark, base) == before[base]
     assert table_properties(spark, base)[c.SCHEMA_VERSION_PROPERTY] == "1"
