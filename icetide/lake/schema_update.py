@@ -63,7 +63,10 @@ def iceberg_type(ctype: IcetideType) -> Any:
     """The Iceberg type (a py4j proxy) an ``ALTER TABLE`` would give ``ctype``: its Spark
     SQL type, parsed by Spark and converted by Iceberg's ``SparkSchemaUtil``."""
     spark_type = jvm_class("org.apache.spark.sql.types.DataType").fromDDL(sql_type(ctype))
-    return jvm_class("org.apache.iceberg.spark.SparkSchemaUtil").convert(spark_type)
+    converted = jvm_class("org.apache.iceberg.spark.SparkSchemaUtil").convert(spark_type)
+    if converted.getClass().getName() == "org.apache.iceberg.Schema":
+        return converted.asStruct()  # py4j picked convert(StructType), which makes a Schema
+    return converted
 
 
 def _call(pending: Any, op: SchemaOp) -> Any:
