@@ -147,9 +147,9 @@ def commit_version(
     the Iceberg schema id of ``version`` in :data:`SCHEMA_IDS`; that schema id.
 
     Raises :class:`UpdateRefused` (nothing committed) when Iceberg refuses an operation.
-    Iceberg retries the commit itself when another writer committed meanwhile (the
-    table's ``commit.retry.*`` properties), replaying the staged updates on the newer
-    metadata."""
+    When another writer commits to the table meanwhile, Iceberg may refuse the commit
+    (``CommitFailedException``): nothing is written either, and the stage takes the
+    version again at its next batch boundary."""
     transaction = iceberg_table(spark, table).newTransaction()
     schema_id = _stage_version(transaction, TableVersion(table, update, version, properties))
     crash_point(BEFORE_COMMIT)
