@@ -6,8 +6,9 @@ Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly li
 ``merge.after_commit``,
 ``capture.after_flush`` (records durable, offset not yet saved),
 ``capture.files.before_rename``, ``capture.offsets.before_rename``,
-``bootstrap.after_chunk`` and ``evolution.between_versions`` (a carried schema version
-applied, the next one not yet).
+``bootstrap.after_chunk``, ``evolution.between_versions`` (a carried schema version
+applied, the next one not yet) and ``lake.schema_update.before_commit`` (a table's schema
+version staged in its Iceberg transaction, not committed).
 
 ``ICETIDE_PAUSE=<point>:<folder>`` instead holds the process at that point, once, when
 a test asks: if ``<folder>/armed`` exists when the point is reached, it is removed,

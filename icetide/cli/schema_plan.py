@@ -294,6 +294,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
                 spark.sql(statement)
 
         run_ddl = run_sql
+        commit = _table_committer(pipeline, spark)
+    else:
+        commit = None
 
     results = []
     queue = EvolutionQueue(evolution_dir(pipeline.config))
@@ -309,6 +312,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
                     plan,
                     pipeline.schemas,
                     run_ddl=run_ddl,
+                    commit_tables=commit,
                     approve=approve,
                     by=args.by,
                     reason=args.reason,
@@ -323,6 +327,38 @@ def cmd_apply(args: argparse.Namespace) -> int:
         for table, built in refreshed.items():
             print(f"table {table}: artifacts published: {', '.join(built) or 'nothing new'}")
     return 3 if any(r.held for r in results) else 0
+
+
+def _table_committer(
+    pipeline: Pipeline, spark: SparkSession
+) -> Callable[[EvolutionPlan, dict[str, str]], list[str]]:
+    """Phase 1 of a plan as one Iceberg commit per table, base and ledger each at the new
+    version with the audit properties (both in one commit where the catalog can)."""
+    from icetide.lake.alter import kept_columns
+    from icetide.lake.schema_update import TableVersion, commit_together
+    from icetide.schema.contract import ledger as c
+    from icetide.spark.errors import jvm_boundary
+
+    def commit(plan: EvolutionPlan, properties: dict[str, str]) -> list[str]:
+        assert plan.update is not None
+        refs = pipeline.refs(plan.table)
+        names = [col.name for col in plan.old.columns]
+        version = {c.SCHEMA_VERSION_PROPERTY: str(plan.target.version), **properties}
+        with jvm_boundary("schema apply"):
+            base = plan.update.with_kept(kept_columns(spark, refs.base, names)).base
+            ledger = plan.update.with_kept(kept_columns(spark, refs.cdc, names, c.AFTER)).ledger
+            tables = [
+                TableVersion(refs.base, base, plan.target.version, version),
+                TableVersion(refs.cdc, ledger, plan.target.version, version),
+            ]
+            how = commit_together(spark, tables, c.SCHEMA_VERSION_PROPERTY)
+        lines = [f"{t.table}: {op}" for t in tables for op in t.update.ops]
+        context.log(f"  schema version {plan.target.version}: {how}")
+        for line in lines:
+            context.log(f"  {line}")
+        return lines
+
+    return commit
 
 
 def refresh_artifacts(

@@ -5,9 +5,12 @@ record; once, in order, resumable.
 EvolutionQueue`), in this order, each step recorded before the next so a crash at any
 point resumes where it stopped:
 
-1. the ALTERs of phase 1, then the audit properties on the base and ledger tables, each
-   handed to ``run_ddl`` (the runtime passes ``spark.sql``; the CLI too; tests may
-   collect them); progress is kept in ``<dir>/<table>.applying.json`` so a rerun skips
+1. phase 1 on the base and ledger tables with the audit properties: given
+   ``commit_tables`` (the CLI), each table's version is one Iceberg commit, schema and
+   properties together (:mod:`icetide.lake.schema_update`; with a catalog that commits
+   several tables at once, both tables in one), and a rerun finds the tables at the
+   version; else the ALTERs and property statements, each handed to ``run_ddl`` (tests
+   may collect them), progress kept in ``<dir>/<table>.applying.json`` so a rerun skips
    the statements already run;
 2. the new schema version: history, then schema file (:meth:`icetide.pipeline.
    SchemaStore.record`); running stages pick it up at their next batch boundary
@@ -57,6 +60,8 @@ class ApplyResult:
     noop: bool
     record: audit.AuditRecord | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    committed: bool = False
+    """Whether ``commit_tables`` took the tables there (``ddl``: its schema operations)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able form (``icetide schema apply --output json``)."""
@@ -78,9 +83,14 @@ class ApplyResult:
                 f"table {self.table}: schema version {self.version} already applied; nothing to do"
             )
         else:
+            done = (
+                f"one Iceberg commit per table ({len(self.ddl)} schema operation(s))"
+                if self.committed
+                else f"ran {len(self.ddl)} statement(s)"
+            )
             head = (
                 f"table {self.table}: schema version {self.from_version} → {self.version}: "
-                f"applied {', '.join(self.applied) or 'nothing'}; ran {len(self.ddl)} statement(s)"
+                f"applied {', '.join(self.applied) or 'nothing'}; {done}"
             )
         if self.held:
             head += f"\n  still held: {', '.join(self.held)} (approve with --approve ID)"
@@ -92,6 +102,7 @@ def apply_plan(
     store: SchemaStore,
     *,
     run_ddl: Callable[[str], None] | None = None,
+    commit_tables: Callable[[EvolutionPlan, dict[str, str]], Sequence[str]] | None = None,
     approve: Sequence[str] = (),
     by: str | None = None,
     reason: str | None = None,
@@ -99,7 +110,11 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply ``plan`` to its table (see module doc); ``approve`` names held changes to
     apply too (an ambiguous one as ``id=rename`` or ``id=drop_add``). ``run_ddl``
-    ``None`` runs no statement (the tables are altered elsewhere). ``state_dir`` holds
+    ``None`` runs no statement (the tables are altered elsewhere). ``commit_tables``
+    takes the tables to the version instead of ``run_ddl``, whenever the plan has it as
+    schema updates (:attr:`EvolutionPlan.update`; a re-snapshot plan has none) and no
+    statement of an earlier apply ran yet: called with the plan and the audit
+    properties, it returns what it did, one line each. ``state_dir`` holds
     the lock and progress files (default: the pipeline's ``<state_dir>/evolution``)."""
     if approve:
         plan = plan.with_approvals(approve)
@@ -165,6 +180,11 @@ def apply_plan(
         properties = audit.table_properties(record)
         statements = [*plan.ddl, *property_statements(plan, properties)]
         ran: list[str] = []
+        committed = False
+        if commit_tables is not None and plan.update is not None and not int(pending["done"]):
+            ran, committed = list(commit_tables(plan, properties)), True
+            pending["done"] = len(statements)
+            _save(progress, pending)
         for index in range(int(pending["done"]), len(statements)):
             if run_ddl is not None:
                 run_ddl(statements[index])
@@ -184,6 +204,7 @@ def apply_plan(
         noop=False,
         record=record,
         properties=properties,
+        committed=committed,
     )
 
 

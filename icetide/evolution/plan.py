@@ -34,6 +34,7 @@ from icetide.evolution.policy import Decision, Policy, decide
 from icetide.schema.contract.alter import AlterPlan, alter_plan
 from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.update import VersionUpdate, version_update
 from icetide.schema.defaults import default_json
 from icetide.schema.file import schema_to_dict
 from icetide.schema.model import TableSchema
@@ -97,6 +98,9 @@ class EvolutionPlan:
     ledger: TableName = TableName("lake", "cdc", "t_cdc")
     settings: TableSettings = TableSettings()
     has_rows: bool = True
+    update: VersionUpdate | None = None
+    """Phase 1 as Iceberg schema updates, one commit per table (``alter`` is the same as
+    SQL, for people to read)."""
 
     def with_approvals(self, ids: Sequence[str]) -> EvolutionPlan:
         """The same plan with the changes ``ids`` approved (an ambiguous one as
@@ -313,17 +317,14 @@ def build_plan(
         c.id for c in changes if c.kind in RESNAPSHOT_KINDS and c.id in _applied_ids(decisions)
     )
     alter: AlterPlan | None = None
+    update: VersionUpdate | None = None
     note: str | None = None
     if target != old:
         ddl_target = _target(old, new, changes, decisions, skip=skip) if skip else target
         try:
-            alter = alter_plan(
-                TableContract(old, settings),
-                TableContract(ddl_target, settings),
-                base,
-                ledger,
-                drop=policy.drop,
-            )
+            contracts = (TableContract(old, settings), TableContract(ddl_target, settings))
+            alter = alter_plan(*contracts, base, ledger, drop=policy.drop)
+            update = version_update(*contracts, drop=policy.drop)
         except SchemaError as exc:
             note = f"no ALTER expresses this change ({exc.message}); the re-snapshot rebuilds"
         if skip:
@@ -350,6 +351,7 @@ def build_plan(
         ledger,
         settings,
         has_rows,
+        update,
     )
 
 

@@ -1,8 +1,9 @@
 """The lake: the Iceberg tables a pipeline keeps, as the stages read and write them.
 
 ``tables`` names a pipeline's tables (:class:`~icetide.lake.tables.TableRefs`) and
-answers small catalog look-ups; ``alter`` applies properties and schema ALTERs that can be
-run again after a crash, ``defaults`` Iceberg v3 initial-defaults, ``align`` fits a frame
+answers small catalog look-ups; ``alter`` applies properties and a table's schema version,
+whole (``schema_update``: Iceberg's ``UpdateSchema`` and the version property in one
+commit), ``defaults`` Iceberg v3 initial-defaults, ``align`` fits a frame
 to the table it is appended to; ``commit`` attaches snapshot summary properties to a
 commit and ``branches`` publishes several statements at once; ``progress`` reads a
 stage's progress back from snapshot summaries and ``ledger_figures`` the figures the

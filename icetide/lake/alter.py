@@ -1,21 +1,31 @@
-"""Table properties and schema ALTERs that can be run again after a crash.
+"""Table properties, and a table's schema version applied once and whole.
 
-An ALTER batch (one schema change on one table) is several statements: a process killed
-in the middle leaves some applied. :func:`apply_alters` runs them again one by one and
-then checks the table has the shape the new version asks for; only then the caller
-records the version in a table property, so "property says N" means "shape is N".
+:func:`apply_version` applies one table's schema version as one Iceberg commit, with the
+properties that record it (:mod:`icetide.lake.schema_update`): "property says N" holds
+exactly when "shape is N", and a crash leaves the table at the old version, to be taken
+to the new one again from the start.
+
+Releases before it ran a version as several ``ALTER TABLE`` statements, each its own
+commit, and recorded how far a swap got (:data:`ALTER_PROGRESS`). A table an older
+release left part-way through a version is finished the old way, by
+:func:`apply_alters`: it runs the statements again one by one (going on from the
+recorded progress) and checks the table has the shape the new version asks for; the
+caller's properties follow.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
+from icetide.lake.schema_update import UpdateRefused, commit_version
 from icetide.lake.tables import iceberg_table, string_map
 from icetide.schema.contract.alter import KEPT_AS, RENAMING
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.update import TableUpdate
 from icetide.schema.quoting import literal
 
 if TYPE_CHECKING:
@@ -107,9 +117,65 @@ ALTER_PROGRESS = "icetide.alter.progress"
 
 
 def _progress(spark: SparkSession, table: TableName, version: int) -> int:
-    recorded = table_properties(spark, table).get(ALTER_PROGRESS, "")
-    wanted, _, count = recorded.partition(":")
+    return _recorded_progress(table_properties(spark, table), version)
+
+
+def _recorded_progress(properties: Mapping[str, str], version: int) -> int:
+    wanted, _, count = properties.get(ALTER_PROGRESS, "").partition(":")
     return int(count) if wanted == str(version) and count.isdigit() else 0
+
+
+def apply_version(
+    spark: SparkSession,
+    table: TableName,
+    update: TableUpdate,
+    version: int,
+    properties: Mapping[str, str],
+    *,
+    statements: Callable[[], Sequence[str]] | None = None,
+    columns: Sequence[str] = (),
+) -> Applied:
+    """Take ``table`` to schema ``version`` by ``update`` and set ``properties``, all in
+    one Iceberg commit.
+
+    ``statements`` (called only then) and ``columns`` are the same version as ALTER
+    statements and the column definitions it ends with: they finish a table an older
+    release left part-way through the version (:data:`ALTER_PROGRESS` recorded, or a
+    table Iceberg will not take the update on because some of its ALTERs ran), then
+    ``properties`` are set in a commit of their own, as that release did."""
+    recorded = _recorded_progress(table_properties(spark, table), version)
+    if not recorded:
+        try:
+            schema_id = commit_version(spark, table, update, version, properties)
+            return Applied(len(update.ops), schema_id)
+        except UpdateRefused:
+            if statements is None:
+                raise
+            # Part-way through by ALTERs of an older release (a column added, another
+            # not yet): only ALTERs, which pass over what is done, can finish it.
+    assert statements is not None, "a change begun by ALTERs needs its statements"
+    ran = apply_alters(spark, table, statements(), columns, version)
+    set_properties(spark, table, properties)
+    return Applied(ran, None)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What :func:`apply_version` did."""
+
+    operations: int
+    """Schema operations in the one commit; ALTER statements run when finishing."""
+    schema_id: int | None
+    """The Iceberg schema id of the version; None when ALTERs finished an older
+    release's change."""
+
+    def describe(self) -> str:
+        """For the stage's report line."""
+        if self.schema_id is None:
+            return (
+                f"{self.operations} ALTER statements, finishing a change an earlier release began"
+            )
+        return f"{self.operations} schema changes in one commit, Iceberg schema {self.schema_id}"
 
 
 def apply_alters(

@@ -25,7 +25,7 @@ from icetide.spark.jvm import jvm_class
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from icetide.schema.types import Column
+    from icetide.schema.types import Column, IcetideType
 
 ICEBERG_TYPES = {
     "boolean": "boolean",
@@ -39,11 +39,11 @@ ICEBERG_TYPES = {
 """icetide type → Iceberg primitive type name, for the types a default literal is built for."""
 
 
-def _type_text(column: Column) -> str | None:
-    name = column.type.name
+def _type_text(ctype: IcetideType) -> str | None:
+    name = ctype.name
     if name not in ICEBERG_TYPES:
         return None
-    return ICEBERG_TYPES[name] or str(column.type)
+    return ICEBERG_TYPES[name] or str(ctype)
 
 
 def initial_default_supported(column: Column) -> bool:
@@ -53,13 +53,18 @@ def initial_default_supported(column: Column) -> bool:
         default is not None
         and default.constant
         and default.value is not None
-        and _type_text(column) is not None
+        and _type_text(column.type) is not None
     )
 
 
-def _literal(column: Column, iceberg_type: Any) -> Any:
-    assert column.default is not None
-    value = column.default.value
+def default_literal(value: Any, ctype: IcetideType) -> Any:
+    """The Iceberg ``Literal`` of ``value`` for a column of ``ctype`` (a py4j proxy);
+    None when the type is not one a default literal is built for here, or the value does
+    not fit it (the column is then added without, and its old rows filled)."""
+    text = _type_text(ctype)
+    if text is None or value is None:
+        return None
+    iceberg_type = jvm_class("org.apache.iceberg.types.Types").fromPrimitiveString(text)
     literals = jvm_class("org.apache.iceberg.expressions.Literal")
     if isinstance(value, bool):
         literal = literals.of(value)
@@ -84,11 +89,11 @@ def add_with_initial_default(
     handle = iceberg_table(spark, table)
     if handle.schema().findField(column.name) is not None:
         return False
-    text = _type_text(column)
-    if text is None:
+    text = _type_text(column.type)
+    if text is None or column.default is None:
         return False
     iceberg_type = jvm_class("org.apache.iceberg.types.Types").fromPrimitiveString(text)
-    literal = _literal(column, iceberg_type)
+    literal = default_literal(column.default.value, column.type)
     if literal is None:
         return False
     update = handle.updateSchema().addColumn(column.name, iceberg_type, column.doc, literal)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from icetide.errors import SchemaError
 from icetide.lake.alter import (
-    apply_alters,
+    apply_version,
     int_property,
     kept_columns,
     set_properties,
@@ -38,6 +38,7 @@ from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.update import version_update
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
 
@@ -76,28 +77,34 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         return schema
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
+    drop = pipeline.drop_mode(table)
     try:
         kept = kept_columns(spark, refs.cdc, [col.name for col in old.target.columns], c.AFTER)
-        plan = alter_plan(old, new, refs.base, refs.cdc, pipeline.drop_mode(table), kept)
+        update = version_update(old, new, drop, kept).ledger
     except SchemaError as exc:
         return _recreate_ledger(spark, pipeline, table, new, props, exc)
-    ran = apply_alters(
-        spark,
-        refs.cdc,
-        _without_version_property(plan.ledger),
-        new.ledger_columns(),
-        schema.version,
-    )
+
+    def statements() -> list[str]:
+        """The version as ALTERs: only to finish a change an older release began."""
+        plan = alter_plan(old, new, refs.base, refs.cdc, drop, kept)
+        return _without_version_property(plan.ledger)
+
+    # The dead-letter table first: once the ledger's property names the version, a
+    # rerun has nothing left to do here.
     set_properties(spark, refs.dead_letters, {c.SCHEMA_VERSION_PROPERTY: str(schema.version)})
-    set_properties(
+    applied = apply_version(
         spark,
         refs.cdc,
+        update,
+        schema.version,
         {c.SCHEMA_VERSION_PROPERTY: str(schema.version), p.LEDGER_ALTERED: now_ms()},
+        statements=statements,
+        columns=new.ledger_columns(),
     )
     pipeline.report(
         "ledger",
         f"schema {table}: ledger and dead-letter tables at version {schema.version} "
-        f"(phase 1, {ran} statements)",
+        f"(phase 1, {applied.describe()})",
         table=table,
         version=schema.version,
         phase=1,

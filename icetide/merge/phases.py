@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from icetide.lake.alter import (
-    apply_alters,
+    apply_version,
     int_property,
     kept_columns,
     set_properties,
@@ -34,6 +34,7 @@ from icetide.schema.contract import phases as p
 from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract, TableSettings, column_path
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.update import version_update
 from icetide.schema.diff import FieldChange
 from icetide.schema.model import TableSchema
 
@@ -92,25 +93,42 @@ def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableC
     update: dict[str, str] = {}
     if p.DATA_VERSION not in props:
         update[p.DATA_VERSION] = str(min(layout or version, version))
+    if acked != version:
+        update[p.MERGE_VERSION] = str(version)
     if layout is not None and layout < version:
         old = TableContract(version_of(pipeline, table, layout), run.settings)
         kept = kept_columns(spark, refs.base, [col.name for col in old.target.columns])
-        plan = alter_plan(old, run, refs.base, refs.cdc, pipeline.drop_mode(table), kept)
-        statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
-        if run.settings.format_version >= 3:
-            statements = _add_initial_defaults(spark, refs.base, plan.changes, run, statements)
-        ran = apply_alters(spark, refs.base, statements, run.base_columns(), version)
+        drop = pipeline.drop_mode(table)
+        ops = version_update(old, run, drop, kept).base
         update |= {c.SCHEMA_VERSION_PROPERTY: str(version), p.BASE_ALTERED: _now_ms()}
+
+        def statements() -> list[str]:
+            """The version as ALTERs: only to finish a change an older release began."""
+            plan = alter_plan(old, run, refs.base, refs.cdc, drop, kept)
+            statements = [s for s in plan.base if c.SCHEMA_VERSION_PROPERTY not in s]
+            if run.settings.format_version >= 3:
+                changes = plan.changes
+                statements = _add_initial_defaults(spark, refs.base, changes, run, statements)
+            return statements
+
+        applied = apply_version(
+            spark,
+            refs.base,
+            ops,
+            version,
+            update,
+            statements=statements,
+            columns=run.base_columns(),
+        )
         pipeline.report(
             "merge",
-            f"schema {table}: base table at version {version} (phase 1, {ran} statements); "
-            "the merge runs it from this batch",
+            f"schema {table}: base table at version {version} (phase 1, "
+            f"{applied.describe()}); the merge runs it from this batch",
             table=table,
             version=version,
             phase=1,
         )
-    if acked != version:
-        update[p.MERGE_VERSION] = str(version)
+        return
     set_properties(spark, refs.base, update)
 
 

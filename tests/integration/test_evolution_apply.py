@@ -25,7 +25,7 @@ from icetide.config import load_config
 from icetide.config.loader import load_schema_file
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.evolution.source_schema import read_source_schema
-from icetide.lake.tables import TableRefs
+from icetide.lake.tables import TableRefs, iceberg_table
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.file import dump_schema_file
 from icetide.schema.types import ColumnDefault
@@ -152,6 +152,9 @@ def test_schema_apply_takes_a_source_change_to_the_iceberg_tables(
     assert json.loads(props["icetide.schema.audit"])["by"] == "ana"
     ledger_after = spark.table(refs.cdc.sql).schema["_after"].dataType.fieldNames()
     assert ledger_after[:4] == ["id", "mail", "amount", "note"]
+    # Each table took the version (rename, widening, add) as one schema (by ALTERs: 3).
+    for table in (refs.base, refs.cdc):
+        assert iceberg_table(spark, table).schemas().size() == 2, table
     record = json.loads((tmp_path / "schemas" / "customers.audit.jsonl").read_text())
     assert [c["id"] for c in record["changes"]] == [
         "rename:mail",

@@ -100,6 +100,10 @@ def test_swapped_columns_keep_their_values_and_a_readded_name_is_a_new_column(
         for r in spark.sql(f"DESCRIBE TABLE {pipe.refs('t').base.sql}").collect()
     }
     assert "dropped from the schema in version 2" in (described["z__dropped_v2"] or "")
+    # Each table took each version whole: the swap as two renames, the kept z's move and
+    # the new z as two schema updates, each version in one commit (no ALTERs).
+    phase_1 = [line for line in pipe.logs if "(phase 1," in line]
+    assert len(phase_1) == 4 and all("in one commit" in line for line in phase_1), phase_1
 
 
 def test_a_table_whose_ledger_cannot_take_its_change_holds_only_itself(

@@ -116,6 +116,46 @@ def test_a_crash_inside_the_ddl_resumes_where_it_stopped(folder: Path, store: Sc
     assert not (folder / ".icetide" / "evolution" / "customers.applying.json").exists()
 
 
+def test_with_commit_tables_phase_1_is_one_call_and_no_statement(
+    folder: Path, store: SchemaStore
+) -> None:
+    """``schema apply`` takes each table to the version in one commit: the plan's schema
+    updates and the audit properties go to ``commit_tables`` once; no statement runs."""
+    plan = plan_for(store, folder)
+    calls: list[tuple[str, dict[str, str]]] = []
+    ran: list[str] = []
+
+    def commit(given: EvolutionPlan, properties: dict[str, str]) -> list[str]:
+        assert given.update is not None
+        calls.append((given.table, properties))
+        return [str(op) for op in given.update.base.ops]
+
+    result = apply_plan(plan, store, run_ddl=ran.append, commit_tables=commit)
+    assert ran == [] and len(calls) == 1
+    assert calls[0][1]["icetide.schema.version"] == "2"
+    assert 'renameColumn("email", "mail")' in result.ddl
+    assert "one Iceberg commit per table" in result.render()
+    assert plan.update is not None
+    assert 'updateColumn("amount", DECIMAL(12,2))' in [str(op) for op in plan.update.base.ops]
+    assert load_schema_file(folder / "schemas" / "customers.yaml").version == 2
+
+
+def test_commit_tables_failing_leaves_the_apply_to_finish_by_a_rerun(
+    folder: Path, store: SchemaStore
+) -> None:
+    plan = plan_for(store, folder)
+
+    def dies(_plan: EvolutionPlan, _properties: dict[str, str]) -> list[str]:
+        raise RuntimeError("injected: process died before the commit")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        apply_plan(plan, store, commit_tables=dies)
+    assert load_schema_file(folder / "schemas" / "customers.yaml").version == 1
+    calls: list[str] = []
+    result = apply_plan(plan, store, commit_tables=lambda p, _: calls.append(p.table) or [])
+    assert calls == ["customers"] and result.version == 2
+
+
 def test_a_plan_made_against_an_older_version_is_refused(folder: Path, store: SchemaStore) -> None:
     first = plan_for(store, folder)
     stale = plan_for(
