@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,10 +46,10 @@ from icetide.schema.contract.ledger import MESSAGE_ID
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.spark.session import spark_conf
+from tests.deploy_examples import documented_catalogs
 from tests.devservers.postgres import PostgresServer
 from tests.integration.harness import Pipeline, run_sql, with_merge_strategy
 
-DEPLOY_DOC = Path(__file__).resolve().parents[3] / "docs" / "deploy.md"
 CATALOG_DB = "icetide_catalog"
 """The PostgreSQL database that holds the JDBC catalog's own tables."""
 ITEMS = {
@@ -63,17 +62,6 @@ ITEMS = {
     ],
 }
 _catalogs = itertools.count(1)
-
-
-def documented_catalogs() -> dict[str, dict[str, Any]]:
-    """The ``catalog:`` sections of docs/deploy.md's YAML examples, by catalog type."""
-    blocks = re.findall(r"```yaml\n(.*?)```", DEPLOY_DOC.read_text(), flags=re.DOTALL)
-    found = {}
-    for block in blocks:
-        doc = yaml.safe_load(block)
-        if isinstance(doc, dict) and "catalog" in doc:
-            found[doc["catalog"]["type"]] = doc["catalog"]
-    return found
 
 
 @dataclass
