@@ -29,17 +29,21 @@ from pyiceberg.table import StaticTable, Table
 from pyspark.sql import SparkSession
 
 from icetide.config import load_config, load_table_schemas
+from icetide.config.sections import SourceConfig
 from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import build_plan
 from icetide.lake.progress import read_watermark
 from icetide.lake.tables import current_snapshot_id, iceberg_table, table_exists
+from icetide.ledger.phases import retire_ledger
 from icetide.ledger.replay import replay
 from icetide.maintenance.run import maintain_table
 from icetide.merge.stage import MergeStage
 from icetide.merge.strategy import staging_table
 from icetide.observe.status import pipeline_status
+from icetide.observe.verify import run_verify
+from icetide.pipeline import Pipeline as StagePipeline
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.contract.ledger import MESSAGE_ID
@@ -70,7 +74,6 @@ class Lake:
 
     kind: str
     spark: SparkSession
-    env: dict[str, str]
     pyiceberg: dict[str, str] | None
     """``load_catalog`` properties of the same catalog (None: the Hadoop catalog, which
     PyIceberg reads through the metadata file it names)."""
@@ -96,10 +99,10 @@ class Lake:
         ) as out:
             out.write(data)
 
-    def table(self, spark: SparkSession, name: TableName) -> Table:
+    def table(self, name: TableName) -> Table:
         """``name`` as PyIceberg loads it through the catalog."""
         if self.pyiceberg is None:
-            loaded = iceberg_table(spark, name)
+            loaded = iceberg_table(self.spark, name)
             return StaticTable.from_metadata(loaded.operations().current().metadataFileLocation())
         catalog = load_catalog(name.catalog, **self.pyiceberg)
         return catalog.load_table((name.namespace, name.name))
@@ -119,7 +122,7 @@ def lake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     them."""
     kind = request.param
     if kind == "hadoop":
-        yield Lake(kind, request.getfixturevalue("spark"), {}, None)
+        yield Lake(kind, request.getfixturevalue("spark"), None)
         return
     spark: SparkSession = request.getfixturevalue("s3_spark")
     store: ObjectStoreServer = request.getfixturevalue("object_store")
@@ -146,7 +149,7 @@ def lake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
         }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    yield Lake(kind, spark, env, pyiceberg, store)
+    yield Lake(kind, spark, pyiceberg, store)
 
 
 def lake_pipeline(root: Path, lake: Lake, **extra: Any) -> Pipeline:
@@ -221,7 +224,9 @@ def spark_items(p: Pipeline, table: TableName) -> list[tuple[Any, ...]]:
     return [(r["id"], r["name"], r["qty"]) for r in p.rows(table, order="id")]
 
 
-def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, lake: Lake) -> None:
+def test_stages_commit_maintain_verify_and_report_through_the_catalog(
+    tmp_path: Path, lake: Lake, postgres: PostgresServer
+) -> None:
     aggressive = {
         "maintenance": {"snapshots": {"max_age": "1ms", "keep_last": 1}},
         "merge": {"tombstone_retention": "1ms"},
@@ -242,8 +247,8 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     assert first.strategy == "bucket_join", first.render()
     staging = staging_table(refs.base)
     assert table_exists(spark, staging)
-    base = lake.table(spark, refs.base)
-    ledger = lake.table(spark, refs.cdc)
+    base = lake.table(refs.base)
+    ledger = lake.table(refs.cdc)
     assert items(base) == spark_items(p, refs.base) == [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
     # The watermark is in the merge's own snapshot, the one that added the rows, and
     # names the ledger snapshot it read up to, as the second client sees both.
@@ -254,7 +259,7 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     assert read_watermark(spark, refs.base) == current_snapshot_id(spark, refs.cdc)
     if lake.store is not None:  # every table on the object store, under the warehouse
         for table in (refs.base, refs.cdc, refs.dead_letters, staging, unrouted):
-            loaded = lake.table(spark, table)
+            loaded = lake.table(table)
             assert loaded.metadata.location.startswith("s3://warehouse/"), loaded.location()
             assert live_files(loaded) <= lake.files(loaded.metadata.location), table
     assert [r["reason"] for r in p.dead_letters(refs.dead_letters)] == ["null_in_required"]
@@ -268,8 +273,8 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     plan = build_plan(old, old.with_columns(optional, version=2), base=refs.base, ledger=refs.cdc)
     apply_plan(plan, store, run_ddl=run_sql(spark))
     p.schemas = store.all()
-    assert not lake.table(spark, refs.base).schema().find_field("name").required
-    assert not lake.table(spark, refs.cdc).schema().find_field("_after.name").required
+    assert not lake.table(refs.base).schema().find_field("name").required
+    assert not lake.table(refs.cdc).schema().find_field("_after.name").required
     assert replay(spark, p.pipeline, "items").applied == ["events-000002.json:1"]
     assert p.rows(refs.dead_letters) == []
 
@@ -281,13 +286,13 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     before = base.current_snapshot().snapshot_id
     [second] = MergeStage(spark, p.pipeline).run_once()
     assert second.strategy == "delete_insert", second.render()
-    base = lake.table(spark, refs.base)
+    base = lake.table(refs.base)
     head = base.current_snapshot()
     parent = base.snapshot_by_id(head.parent_snapshot_id)
     assert parent is not None and parent.parent_snapshot_id == before
     heads = [entry.snapshot_id for entry in base.metadata.snapshot_log]
     assert heads[-2:] == [before, head.snapshot_id] and parent.snapshot_id not in heads
-    ledger_head = lake.table(spark, refs.cdc).current_snapshot().snapshot_id
+    ledger_head = lake.table(refs.cdc).current_snapshot().snapshot_id
     assert head.summary[WATERMARK_PROPERTY] == str(ledger_head)
     rows = [(1, "A", 10), (3, "c", 30), (4, None, 40), (5, "e", 50)]
     assert items(base) == spark_items(p, refs.base) == rows
@@ -309,9 +314,9 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     assert result.part("base").expired_snapshots > 0, result.render()
     assert result.part("base").after.data_files < result.part("base").before.data_files
     for table in tables:
-        loaded = lake.table(spark, table)
+        loaded = lake.table(table)
         assert live_files(loaded) <= lake.files(loaded.metadata.location), table
-    assert items(lake.table(spark, refs.base)) == spark_items(p, refs.base) == rows
+    assert items(lake.table(refs.base)) == spark_items(p, refs.base) == rows
     assert p.rows(refs.cdc, order=MESSAGE_ID) == ledger_rows
     assert p.rows(unrouted, order="message_id") == unrouted_rows
 
@@ -321,3 +326,34 @@ def test_stages_commit_maintain_and_report_through_the_catalog(tmp_path: Path, l
     assert status.ledger_events == 7
     assert status.watermark == read_watermark(spark, refs.base)
     assert status.merge_strategy is not None and status.merge_strategy.startswith("delete_insert")
+
+    # Verify reads the base through the catalog and the source database beside it.
+    database = f"src_{p.config.catalog.namespace}"
+    postgres.create_database(database)
+    postgres.execute(
+        "CREATE SCHEMA inv; CREATE TABLE inv.items (id int PRIMARY KEY, name text, qty bigint);"
+        "INSERT INTO inv.items VALUES (1, 'A', 10), (3, 'c', 30), (4, NULL, 40), (5, 'e', 50)",
+        database,
+    )
+    source = SourceConfig(
+        name="shop",
+        type="postgres",
+        port=postgres.port,
+        user=postgres.user,
+        database=database,
+        tables=("items",),
+    )
+    checked = StagePipeline(p.config.model_copy(update={"sources": (source,)}), p.schemas)
+    [verdict] = run_verify(checked, spark)
+    assert verdict.matches and verdict.base_rows == verdict.source_rows == 4, verdict
+
+    # A change no ALTER expresses keeps the ledger as a generation: a catalog that renames
+    # tables renames it (the same table, its files where they were); the Hadoop catalog
+    # cannot, and copies it.
+    ledger_uuid = lake.table(refs.cdc).metadata.table_uuid
+    ledger_rows = p.rows(refs.cdc, order=MESSAGE_ID)
+    generation = retire_ledger(spark, refs.cdc)
+    assert not table_exists(spark, refs.cdc)
+    assert p.rows(generation, order=MESSAGE_ID) == ledger_rows
+    renamed = lake.table(generation).metadata.table_uuid == ledger_uuid
+    assert renamed == (lake.kind != "hadoop")
