@@ -319,7 +319,9 @@ def test_stages_commit_maintain_verify_and_report_through_the_catalog(
         spark, p.pipeline, "items", orphans_older_than=datetime.now(UTC) + timedelta(seconds=2)
     )
     assert orphan not in lake.files(base.metadata.location)
-    assert result.part("base").orphans_removed == 1, result.render()
+    # (A loaded machine may leave more: a commit attempt that lost a race leaves files
+    # of its own that nothing references.)
+    assert result.part("base").orphans_removed >= 1, result.render()
     assert result.part("base").expired_snapshots > 0, result.render()
     assert result.part("base").after.data_files < result.part("base").before.data_files
     for table in tables:
