@@ -6,8 +6,11 @@ through Spark's Hadoop file systems, which know ``file:`` and ``hdfs:`` out of t
 but not ``s3://`` (that needs ``hadoop-aws``, its ``s3a`` scheme and a second set of
 credentials). A table on object storage is listed through its own ``FileIO`` instead
 (Iceberg's ``S3FileIO``, ``GCSFileIO``, ``ADLSFileIO`` list by prefix): the same client
-and credentials the table's reads and writes use, as the catalog configured them, with
-the table's location ended by ``/`` (:func:`listing_prefix`).
+and credentials the table's reads and writes use, as the catalog configured them.
+Iceberg lists ``<location>/`` there, never the bare prefix, which on an object store
+would also hold the ledger and dead letters beside every base table (``shop/items_cdc/…``
+under ``shop/items``), every file of theirs an orphan of the base; the lakehouse tests
+check that nothing those tables reach is removed.
 
 Through Iceberg's action (``SparkActions.deleteOrphanFiles``) rather than the
 ``remove_orphan_files`` procedure: the procedure refuses a cut-off younger than 24 hours
@@ -48,23 +51,6 @@ def lists_by_prefix(location: str) -> bool:
     return urlsplit(location).scheme.lower() not in HADOOP_LISTED
 
 
-def listing_prefix(location: str) -> str:
-    """The prefix that lists exactly the files under the table at ``location``.
-
-    An object store has keys, not folders: the prefix ``shop/items`` also lists
-    ``shop/items_cdc/…`` and ``shop/items_dlt/…``, the ledger and dead letters that
-    icetide keeps beside every base table, and every one of their files would be an
-    orphan of the base (no snapshot of the base references it). The trailing ``/`` keeps
-    the listing inside the table.
-
-    >>> listing_prefix("s3://warehouse/rest/shop/items")
-    's3://warehouse/rest/shop/items/'
-    >>> listing_prefix("s3://warehouse/rest/shop/items/")
-    's3://warehouse/rest/shop/items/'
-    """
-    return location.rstrip("/") + "/"
-
-
 def remove_orphan_files(spark: SparkSession, table: TableName, older_than: datetime) -> list[str]:
     """Delete the files under ``table``'s location that no snapshot (nor metadata file)
     references and that were last modified before ``older_than``; return their
@@ -76,9 +62,8 @@ def remove_orphan_files(spark: SparkSession, table: TableName, older_than: datet
     loaded = iceberg_table(spark, table)
     actions = jvm_class("org.apache.iceberg.spark.actions.SparkActions").get(spark._jsparkSession)
     action = actions.deleteOrphanFiles(loaded).olderThan(int(older_than.timestamp() * 1000))
-    location = str(loaded.location())
-    if lists_by_prefix(location):
-        action = action.usePrefixListing(True).location(listing_prefix(location))
+    if lists_by_prefix(str(loaded.location())):
+        action = action.usePrefixListing(True)
     result = action.execute()
     # py4j reads a java.util.List as a Python sequence; an Iterable it does not convert.
     listed = jvm_class("org.apache.iceberg.relocated.com.google.common.collect.Lists")
