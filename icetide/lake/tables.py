@@ -83,6 +83,18 @@ def latest_snapshot_property(
     return None
 
 
+def rename_table(spark: SparkSession, table: TableName, to: TableName) -> None:
+    """Rename ``table`` to ``to`` within its catalog.
+
+    Spark takes the new name of ``ALTER TABLE … RENAME TO`` as written, without
+    resolving a catalog in it: ``lake.ns.t2`` would ask the catalog for a table ``t2``
+    in a namespace ``lake.ns``, which a REST or JDBC catalog refuses. So the new name is
+    given as ``namespace.name``. The Hadoop catalog renames nothing (it raises)."""
+    if to.catalog != table.catalog:
+        raise ValueError(f"cannot rename {table.dotted} into another catalog ({to.dotted})")
+    spark.sql(f"ALTER TABLE {table} RENAME TO {qualified(to.namespace, to.name)}")
+
+
 def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
     """Create the pipeline's namespace when missing."""
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")

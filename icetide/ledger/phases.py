@@ -30,7 +30,7 @@ from icetide.lake.alter import (
     set_properties,
     table_properties,
 )
-from icetide.lake.tables import current_snapshot_id, table_exists
+from icetide.lake.tables import current_snapshot_id, rename_table, table_exists
 from icetide.ledger.decode import Era, Projection
 from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
@@ -190,7 +190,7 @@ def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
         target = kept[-1]  # copied before a crash: only the drop is left
     else:
         try:
-            spark.sql(f"ALTER TABLE {ledger} RENAME TO {target}")
+            rename_table(spark, ledger, target)
             return target
         except Exception:  # noqa: BLE001 - the Hadoop catalog cannot rename: copy, drop
             (

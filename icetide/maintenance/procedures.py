@@ -64,11 +64,6 @@ def expire_snapshots(table: TableName, *, older_than: datetime, retain_last: int
     )
 
 
-def remove_orphan_files(table: TableName, *, older_than: datetime) -> str:
-    """Delete files under the table's location that no snapshot references."""
-    return _call(table, "remove_orphan_files", older_than=_timestamp(older_than))
-
-
 def rewrite_manifests(table: TableName) -> str:
     """Regroup the manifests (one per few commits, otherwise) by partition."""
     return _call(table, "rewrite_manifests")

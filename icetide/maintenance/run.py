@@ -3,7 +3,8 @@
 Order matters: rewrite data files first (applying and dropping position deletes), then
 compact the deletes that remain, then expire snapshots with a cut-off computed *after*
 the rewrites (so it sees the newest watermark), then remove orphans older than a safe
-window, then regroup the manifests. Every step is an Iceberg procedure that commits
+window (listed as the table's storage needs, :mod:`icetide.lake.orphans`), then regroup
+the manifests. Every step is an Iceberg procedure that commits
 atomically; a step that loses a race with a live merge is planned again
 (:func:`~icetide.spark.retry.retry_conflicts`), and the merge, if it is the one refused,
 is redone by its caller the same way, so no merge commit is lost.
@@ -17,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from icetide.errors import CommitConflictError
+from icetide.lake.orphans import remove_orphan_files
 from icetide.lake.tables import table_exists
 from icetide.maintenance import procedures
 from icetide.maintenance.files import FileCounts, file_counts
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from icetide.pipeline import Pipeline
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -94,14 +98,26 @@ def _first(rows: list[Any], column: str) -> int:
 
 
 class _Maintainer:
-    def __init__(self, spark: SparkSession, pipeline: Pipeline, name: str) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        pipeline: Pipeline,
+        name: str,
+        orphans_older_than: datetime | None = None,
+    ) -> None:
         self.spark = spark
+        self.orphans_older_than = orphans_older_than
         self.pipeline = pipeline
         self.config = pipeline.config
         self.name = name
         self.conflicts = 0
 
     def call(self, sql: str, action: str) -> list[Any]:
+        return self.step(lambda: self.spark.sql(sql).collect(), action)
+
+    def step(self, body: Callable[[], T], action: str) -> T:
+        """``body`` with JVM errors translated, planned again when it lost a commit race."""
+
         def retried(attempt: int, exc: CommitConflictError) -> None:
             self.conflicts += 1
             self.pipeline.report(
@@ -112,11 +128,7 @@ class _Maintainer:
                 conflict=action,
             )
 
-        return retry_conflicts(
-            f"maintenance of {self.name}: {action}",
-            lambda: self.spark.sql(sql).collect(),
-            on_retry=retried,
-        )
+        return retry_conflicts(f"maintenance of {self.name}: {action}", body, on_retry=retried)
 
     def one(self, table: TableName, kind: str, keep_of: Callable[[], Keep]) -> TableMaintenance:
         maintenance = self.config.maintenance
@@ -142,11 +154,9 @@ class _Maintainer:
                 "expire_snapshots",
             )
             expired = _first(expiry, "deleted_manifest_lists_count")
-        orphans = self.call(
-            procedures.remove_orphan_files(
-                table, older_than=datetime.now(UTC) - maintenance.orphan_age
-            ),
-            "remove_orphan_files",
+        orphans_before = self.orphans_older_than or datetime.now(UTC) - maintenance.orphan_age
+        orphans = self.step(
+            lambda: remove_orphan_files(self.spark, table, orphans_before), "remove_orphan_files"
         )
         self.call(procedures.rewrite_manifests(table), "rewrite_manifests")
         return TableMaintenance(
@@ -164,8 +174,19 @@ class _Maintainer:
         )
 
 
-def maintain_table(spark: SparkSession, pipeline: Pipeline, table: str) -> MaintenanceResult:
+def maintain_table(
+    spark: SparkSession,
+    pipeline: Pipeline,
+    table: str,
+    *,
+    orphans_older_than: datetime | None = None,
+) -> MaintenanceResult:
     """Maintain one pipeline table's base, ledger and dead-letter tables.
+
+    Orphan files are removed when last modified before ``orphans_older_than``, by
+    default now minus ``maintenance.orphan_age`` (at least 24h, as the config checks). A
+    later moment is for a caller that knows no commit to these tables is in flight: a
+    file a commit has written but not yet committed is an orphan until it commits.
 
     Raises :class:`~icetide.errors.IcetideError` when a step fails for good; the result
     is reported (``maintain`` progress records) and remembered in the state folder for
@@ -175,7 +196,7 @@ def maintain_table(spark: SparkSession, pipeline: Pipeline, table: str) -> Maint
     started = time.monotonic()
     result = MaintenanceResult(table, datetime.now(UTC).isoformat(timespec="seconds"))
     refs = pipeline.refs(table)
-    worker = _Maintainer(spark, pipeline, table)
+    worker = _Maintainer(spark, pipeline, table, orphans_older_than)
     try:
         config = pipeline.config
 
