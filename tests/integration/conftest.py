@@ -31,11 +31,13 @@ _namespaces = itertools.count(1)
 
 SHARED_SERVERS = {
     "kafka": frozenset({"kafka", "connect", "registry"}),
-    "lakehouse": frozenset({"object_store", "rest_catalog", "s3_spark"}),
+    "lakehouse": frozenset({"object_store", "rest_catalog", "s3_spark", "lake"}),
 }
 """Tests that need one of these servers run in one worker when the run is spread over
 several (``pytest -n 2 --dist loadgroup``, as ``make test`` runs): each server then
-starts once per run, not once per worker (Kafka Connect alone is a JVM of its own)."""
+starts once per run, not once per worker (Kafka Connect alone is a JVM of its own).
+``lake`` is tests/integration/lakehouse/test_catalogs.py's fixture, which asks for the
+object store and the catalog servers at run time."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
