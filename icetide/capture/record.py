@@ -10,10 +10,10 @@ PostgreSQL slot) that the log before an offset may be recycled.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from icetide.capture.json_text import dumps
 from icetide.events.position import Position
 
 RecordKind = Literal["change", "schema_change"]
@@ -48,6 +48,10 @@ class CaptureRecord:
     position: Position
     resume: Offset
     """Where to restart to see this record again: the start of its transaction."""
+    text: str | None = field(default=None, compare=False, repr=False)
+    """``value`` as JSON text when the reader assembled it already (from texts it keeps
+    per table and transaction); :meth:`to_json` returns it instead of serialising
+    ``value`` again. It is that serialisation, byte for byte."""
 
     @property
     def qualified(self) -> str:
@@ -56,13 +60,13 @@ class CaptureRecord:
 
     def to_json(self) -> str:
         """The value as compact JSON text, what :func:`decode_message` reads."""
-        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":"))
+        return self.text if self.text is not None else dumps(self.value)
 
     def key_json(self) -> str | None:
         """The key as compact JSON text."""
         if self.key is None:
             return None
-        return json.dumps(self.key, ensure_ascii=False, separators=(",", ":"))
+        return dumps(self.key)
 
 
 @dataclass(frozen=True)

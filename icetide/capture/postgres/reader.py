@@ -82,12 +82,16 @@ from icetide.capture.envelope import (
     COMMON_FIELDS,
     SourceBlock,
     SourceField,
+    change_json,
     change_value,
     envelope_schema,
+    image_json,
+    now_ms,
     record_key,
     schema_change_value,
 )
 from icetide.capture.errors import CaptureError, PositionLostError
+from icetide.capture.json_text import dumps, fragments, string
 from icetide.capture.postgres import pgoutput
 from icetide.capture.postgres.connection import Dsn, connect, control, where
 from icetide.capture.postgres.offset import LsnOffset
@@ -149,12 +153,19 @@ class _Relation:
     pending_change: tuple[ColumnInfo, ...] | None = None
     """The previous layout, until the schema-change record for the new one is emitted."""
     _schema: dict[str, Any] | None = None
+    _schema_json: str | None = None
 
     def envelope_schema(self, server_name: str) -> dict[str, Any]:
         """The Connect schema of this table's envelopes (built once)."""
         if self._schema is None:
             self._schema = _envelope_schema(server_name, self.schema, self.table, self.columns)
         return self._schema
+
+    def envelope_schema_json(self, server_name: str) -> str:
+        """:meth:`envelope_schema` as JSON text (serialised once)."""
+        if self._schema_json is None:
+            self._schema_json = dumps(self.envelope_schema(server_name))
+        return self._schema_json
 
 
 @dataclass
@@ -166,10 +177,18 @@ class _Transaction:
     skip: bool
     total: int = 0
     per_table: dict[tuple[str, str], int] = field(default_factory=dict)
+    sources: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, str, str]]] = field(
+        default_factory=dict
+    )
+    """Per table: the ``source`` block with what is fixed for the transaction, and its
+    text cut around ``sequence`` and ``lsn``, the values each change sets."""
+    _id: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.xid}:{self.final_lsn}"
+        if self._id is None:
+            self._id = f"{self.xid}:{self.final_lsn}"
+        return self._id
 
     def count(self, schema: str, table: str) -> tuple[int, int]:
         self.total += 1
@@ -601,6 +620,11 @@ class PgOutputReader:
     def _image(
         self, relation: _Relation, values: list[Any], old: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        if UNCHANGED not in values:  # the usual row: no unchanged TOAST value to look up
+            return {
+                name: None if raw is None else convert(raw)
+                for (name, convert), raw in zip(relation.converters, values, strict=True)
+            }
         image: dict[str, Any] = {}
         for (name, convert), info, raw in zip(
             relation.converters, relation.columns, values, strict=True
@@ -712,13 +736,52 @@ class PgOutputReader:
         if tx is None:  # not expected: pgoutput wraps every change in B … C
             raise CaptureError(f"pgoutput sent a change at {format_lsn(lsn)} outside a transaction")
         total, in_table = tx.count(relation.schema, relation.table)
-        source = self._source(relation, lsn, tx)
-        schema = relation.envelope_schema(self.name) if self._include_schema else None
-        value = change_value(op, before, after, source, (tx.id, total, in_table), schema)
+        # The block's fixed part is copied (dict) and reused (text) from the transaction's
+        # template; only sequence and lsn are this change's own.
+        base, (head, middle, tail) = self._source_template(relation, tx)
+        source = base.copy()
+        sequence = f'["{tx.resume.lsn}","{lsn}"]'
+        source["sequence"], source["lsn"] = sequence, lsn
+        schema = schema_json = None
+        if self._include_schema:
+            schema = relation.envelope_schema(self.name)
+            schema_json = relation.envelope_schema_json(self.name)
+        ts_ms = now_ms()
+        transaction = (tx.id, total, in_table)
+        value = change_value(op, before, after, source, transaction, schema, ts_ms)
+        text = change_json(
+            op,
+            image_json(before),
+            image_json(after),
+            f"{head}{string(sequence)}{middle}{int(lsn)}{tail}",
+            ts_ms,
+            transaction,
+            schema_json,
+        )
         key = record_key(relation.key, before, after)
         return CaptureRecord(
-            "change", relation.schema, relation.table, key, value, self._position(lsn), tx.resume
+            "change",
+            relation.schema,
+            relation.table,
+            key,
+            value,
+            self._position(lsn),
+            tx.resume,
+            text,
         )
+
+    def _source_template(
+        self, relation: _Relation, tx: _Transaction
+    ) -> tuple[dict[str, Any], tuple[str, str, str]]:
+        """The relation's ``source`` block in ``tx`` and its text cut around ``sequence``
+        and ``lsn`` (built once per table and transaction)."""
+        cache_key = (relation.schema, relation.table)
+        found = tx.sources.get(cache_key)
+        if found is None:
+            base = self._source(relation, 0, tx)
+            head, middle, tail = fragments(base, ("sequence", "lsn"))
+            found = tx.sources[cache_key] = (base, (head, middle, tail))
+        return found
 
     def _schema_change(self, relation: _Relation, lsn: int) -> Iterator[CaptureRecord]:
         if relation.pending_change is None or self._tx is None:

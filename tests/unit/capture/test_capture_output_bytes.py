@@ -1,0 +1,193 @@
+"""The exact bytes capture writes for mixed-type rows, from the source's own bytes.
+
+A change to the per-event path (converters, image building, the ``source`` block, the
+envelope, the JSON encoder) may make capture faster; it may not change one output byte,
+since the ledger, Kafka consumers and landing files already on disk read these. Each test
+feeds a reader the protocol bytes a server sends — pgoutput messages, binlog packets
+recorded from MariaDB 10.11 — through the reader's own message handling, and pins the
+records' JSON text, keys and positions. No server runs: the PostgreSQL table's layout is
+given as its Relation message and catalog would give it, the binlog's control connection
+answers only what the library asks of it (the server's kind and character set).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import pytest
+
+from icetide import __version__
+from icetide.capture.postgres.offset import LsnOffset
+from icetide.capture.postgres.reader import PgOutputReader
+from icetide.capture.postgres.reader import _Relation as PgRelation
+from icetide.capture.postgres.settings import ServerInfo as PgServerInfo
+from icetide.capture.record import CaptureRecord
+from icetide.sources.postgres_types import ColumnInfo as PgColumn
+from icetide.sources.postgres_types import builtin_type, value_converter
+
+NOW = 1_700_000_000.123
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "time", lambda: NOW)
+
+
+def pinned(text: str) -> str:
+    return text.replace("VERSION", __version__)
+
+
+# --- PostgreSQL: pgoutput messages -------------------------------------------------------------
+
+PG_OID = 16390
+PG_TYPES = (
+    ("id", 20, -1),  # bigint, the key
+    ("n", 23, -1),  # integer
+    ("amount", 1700, ((12 << 16) | 2) + 4),  # numeric(12,2)
+    ("note", 25, -1),  # text
+    ("flag", 16, -1),  # boolean
+    ("ratio", 701, -1),  # double precision
+    ("raw", 17, -1),  # bytea
+    ("day", 1082, -1),  # date
+    ("at", 1114, 6),  # timestamp(6)
+    ("at3", 1114, 3),  # timestamp(3): milliseconds
+    ("atz", 1184, -1),  # timestamptz
+    ("clock", 1083, 3),  # time(3): milliseconds
+    ("span", 1186, -1),  # interval
+    ("uid", 2950, -1),  # uuid
+    ("doc", 3802, -1),  # jsonb
+    ("nums", 1007, -1),  # integer[]
+    ("big", 25, -1),  # text, TOASTed
+)
+
+
+def pg_columns() -> tuple[PgColumn, ...]:
+    columns = []
+    for name, oid, typmod in PG_TYPES:
+        kind = builtin_type(oid)
+        assert kind is not None
+        key = name == "id"
+        columns.append(
+            PgColumn(name, kind, typmod, identity=key, primary=key, nullable=not key, dims=0)
+        )
+    return tuple(columns)
+
+
+def tuple_data(values: list[str | None | bool]) -> bytes:
+    """A pgoutput TupleData: ``None`` is NULL, ``False`` an unchanged TOAST value."""
+    out = struct.pack(">H", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        elif value is False:
+            out += b"u"
+        else:
+            raw = str(value).encode()
+            out += b"t" + struct.pack(">I", len(raw)) + raw
+    return out
+
+
+ROW_OLD: list[str | None | bool] = [
+    "7", "-2147483648", "-1234567890.05", 'tab\tquote" é ✓', "t", "-1.5e-07", "\\x00ff10",
+    "2024-02-29", "1969-12-31 23:59:59.999999", "2024-02-29 10:11:12.345",
+    "2024-01-01 10:00:00.25+05:30", "12:34:56.789", "P1Y-2M3DT4H5M6.5S",
+    "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", '{"k": [1, 2.50, null]}', "{1,NULL,-3}",
+    "x" * 40,
+]  # fmt: skip
+ROW_NEW: list[str | None | bool] = [
+    "7", None, "0.00", "", "f", "NaN", None, "0001-01-01 BC", "2024-01-01 00:00:00",
+    None, "infinity", "24:00:00", "PT0S", None, "[]", "{}", False,
+]  # fmt: skip
+
+
+def pg_messages() -> list[tuple[bytes, int]]:
+    """A transaction of an update (``REPLICA IDENTITY FULL``: the old row, and an unchanged
+    TOAST value the old row holds), an insert, a key-changing update and a delete."""
+    begin = b"B" + struct.pack(">QqI", 0x16B4000, 762_434_000_250_000, 771)
+    head = struct.pack(">I", PG_OID)
+    update = b"U" + head + b"O" + tuple_data(ROW_OLD) + b"N" + tuple_data(ROW_NEW)
+    inserted = [*ROW_NEW[:16], "y"]
+    inserted[0] = "8"
+    insert = b"I" + head + b"N" + tuple_data(inserted)
+    moved = ["9", *inserted[1:]]
+    key_change = b"U" + head + b"O" + tuple_data(inserted) + b"N" + tuple_data(moved)
+    delete = b"D" + head + b"K" + tuple_data(["9", *[None] * 16])
+    commit = b"C" + struct.pack(">BQQq", 0, 0x16B4000, 0x16B4030, 762_434_000_250_000)
+    return [
+        (begin, 0),
+        (update, 0x16B3748),
+        (insert, 0x16B3800),
+        (key_change, 0x16B3900),
+        (delete, 0x16B3A00),
+        (commit, 0),
+    ]
+
+
+def pg_records() -> list[CaptureRecord]:
+    reader = PgOutputReader("host=db port=5432 dbname=shop", ["public.mixed"], name="srv")
+    reader.info = PgServerInfo("15.0", 150000, "shop", "u", {})
+    columns = pg_columns()
+    reader._relations[PG_OID] = PgRelation(
+        PG_OID, "public", "mixed", "f", columns,
+        tuple((c.name, value_converter(c)) for c in columns), ("id",), (0,),
+    )  # fmt: skip
+    reader._last_commit = 0x16B3700
+    records = []
+    for data, lsn in pg_messages():
+        records.extend(r for r in reader._handle(data, lsn) if isinstance(r, CaptureRecord))
+    assert reader.committed == LsnOffset(0x16B4030)
+    return records
+
+
+def pg_source(lsn: int) -> str:
+    return (
+        '"source":{"version":"VERSION","connector":"postgresql","name":"srv",'
+        '"ts_ms":1709118800250,"snapshot":"false","db":"shop",'
+        f'"sequence":"[\\"23803648\\",\\"{lsn}\\"]","schema":"public","table":"mixed",'
+        f'"txId":771,"lsn":{lsn},"xmin":null}}'
+    )
+
+
+def pg_tx(total: int) -> str:
+    return (
+        f'"ts_ms":1700000000123,"transaction":{{"id":"771:23805952","total_order":{total},'
+        f'"data_collection_order":{total}}}}}'
+    )
+
+
+PG_OLD_IMAGE = (
+    '{"id":7,"n":-2147483648,"amount":"-1234567890.05","note":"tab\\tquote\\" é ✓",'
+    '"flag":true,"ratio":-1.5e-07,"raw":"AP8Q","day":19782,"at":-1,"at3":1709201472345,'
+    '"atz":"2024-01-01T04:30:00.25Z","clock":45296789,"span":26571906500000,'
+    '"uid":"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11","doc":"{\\"k\\": [1, 2.50, null]}",'
+    '"nums":[1,null,-3],"big":"' + "x" * 40 + '"}'
+)
+PG_NEW_IMAGE = (
+    '{"id":7,"n":null,"amount":"0.00","note":"","flag":false,"ratio":"NaN","raw":null,'
+    '"day":-719528,"at":1704067200000000,"at3":null,"atz":"infinity","clock":86400000,'
+    '"span":0,"uid":null,"doc":"[]","nums":[],"big":"' + "x" * 40 + '"}'
+)
+PG_INSERTED = PG_NEW_IMAGE.replace('"id":7', '"id":8').replace('"x' + "x" * 39 + '"', '"y"')
+PG_MOVED = PG_INSERTED.replace('"id":8', '"id":9')
+PG_KEY_ONLY = '{"id":9}'
+PG_EXPECTED = [
+    '{"before":' + PG_OLD_IMAGE + ',"after":' + PG_NEW_IMAGE + ","
+    + pg_source(0x16B3748) + ',"op":"u",' + pg_tx(1),
+    '{"before":null,"after":' + PG_INSERTED + "," + pg_source(0x16B3800) + ',"op":"c",' + pg_tx(2),
+    '{"before":' + PG_INSERTED + ',"after":null,' + pg_source(0x16B3900) + ',"op":"d",' + pg_tx(3),
+    '{"before":null,"after":' + PG_MOVED + "," + pg_source(0x16B3900) + ',"op":"c",' + pg_tx(4),
+    '{"before":' + PG_KEY_ONLY + ',"after":null,' + pg_source(0x16B3A00) + ',"op":"d",' + pg_tx(5),
+]  # fmt: skip
+
+
+def test_postgres_mixed_types_to_exact_bytes() -> None:
+    records = pg_records()
+    assert [r.to_json() for r in records] == [pinned(text) for text in PG_EXPECTED]
+    assert [r.key_json() for r in records] == [
+        '{"id":7}', '{"id":8}', '{"id":8}', '{"id":9}', '{"id":9}'
+    ]  # fmt: skip
+    assert [r.position.text for r in records] == [
+        "0/16B3748:0", "0/16B3800:0", "0/16B3900:0", "0/16B3900:1", "0/16B3A00:0"
+    ]  # fmt: skip
+    assert {r.resume for r in records} == {LsnOffset(0x16B3700)}
+
