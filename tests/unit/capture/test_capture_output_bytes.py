@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 import time
+
 import pytest
 
 from icetide import __version__
@@ -190,4 +191,3 @@ def test_postgres_mixed_types_to_exact_bytes() -> None:
         "0/16B3748:0", "0/16B3800:0", "0/16B3900:0", "0/16B3900:1", "0/16B3A00:0"
     ]  # fmt: skip
     assert {r.resume for r in records} == {LsnOffset(0x16B3700)}
-
