@@ -224,6 +224,9 @@ def record_key(
     ({'id': 1}, None)
     """
     image = after if after is not None else before
-    if not key or not image or not all(k in image for k in key):
+    if not key or not image:
         return None
-    return {k: image[k] for k in key}
+    try:
+        return {k: image[k] for k in key}
+    except KeyError:
+        return None

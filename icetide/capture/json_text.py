@@ -23,28 +23,27 @@ change (``tests/unit/capture/test_capture_output_bytes.py`` pins them).
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-try:  # CPython's accelerator: one C encoder, built once, called per value
-    from _json import encode_basestring as _c_string
-    from _json import make_encoder as _c_make_encoder
-except ImportError:  # pragma: no cover - other Pythons
-    _c_string = None
-    _c_make_encoder = None
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 """``check_circular`` only decides whether a cycle raises ValueError or RecursionError;
 capture's values are trees, and the text is the same either way."""
 
+string: Callable[[str], str] = json.encoder.encode_basestring
+"""A string as a JSON string literal (``'a"b'`` → ``'"a\\"b"'``): the function the
+encoder itself uses for strings when ``ensure_ascii`` is off (CPython's C one)."""
+
 
 def _encoder() -> Callable[[Any], str]:
-    if _c_make_encoder is None:  # pragma: no cover - other Pythons
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the C accelerator
         return _ENCODER.encode
-    # The arguments JSONEncoder.iterencode gives the C encoder for this configuration:
-    # no markers, the default hook, the non-ASCII string encoder, no indent, the compact
-    # separators, unsorted keys, no skipping, NaN/Infinity allowed.
-    encode = _c_make_encoder(None, _ENCODER.default, _c_string, None, ":", ",", False, False, True)
+    # What JSONEncoder.iterencode hands the C encoder for this configuration (no
+    # markers, the default hook, the string encoder, no indent, the compact separators,
+    # unsorted keys, no skipping, NaN allowed), built once instead of per call.
+    encode = make(None, _ENCODER.default, string, None, ":", ",", False, False, True)
 
     def dumps(value: Any) -> str:
         return "".join(encode(value, 0))
@@ -54,9 +53,6 @@ def _encoder() -> Callable[[Any], str]:
 
 dumps: Callable[[Any], str] = _encoder()
 """``value`` as compact JSON text, non-ASCII characters as they are."""
-
-string: Callable[[str], str] = _c_string or (lambda text: json.dumps(text, ensure_ascii=False))
-"""A string as a JSON string literal (``'a"b'`` → ``'"a\\\\"b"'``)."""
 
 
 def fragments(values: Mapping[str, Any], varying: Sequence[str]) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ from __future__ import annotations
 import select
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -504,8 +504,18 @@ class PgOutputReader:
         if self._marker is None and self._end_lsn is not None and wal_end >= self._end_lsn:
             self._done = True  # server without logical messages (< 14): end by keepalive
 
-    def _handle(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _handle(self, data: bytes, lsn: int) -> Sequence[CaptureRecord]:
+        """The records of one message, in order (a list, not a generator: most messages
+        give one record or none, and this runs for every message)."""
         kind = data[0]
+        if kind == pgoutput.UPDATE or kind == pgoutput.INSERT or kind == pgoutput.DELETE:
+            if self._tx is not None and self._tx.skip:
+                return ()
+            if kind == pgoutput.UPDATE:
+                return self._update(data, lsn)
+            if kind == pgoutput.INSERT:
+                return self._insert(data, lsn)
+            return self._delete(data, lsn)
         if kind == pgoutput.BEGIN:
             self._begin(data)
         elif kind == pgoutput.COMMIT:
@@ -513,18 +523,13 @@ class PgOutputReader:
         elif kind == pgoutput.RELATION:
             self._relation(data)
         elif self._tx is not None and self._tx.skip:
-            return
-        elif kind == pgoutput.INSERT:
-            yield from self._insert(data, lsn)
-        elif kind == pgoutput.UPDATE:
-            yield from self._update(data, lsn)
-        elif kind == pgoutput.DELETE:
-            yield from self._delete(data, lsn)
+            pass
         elif kind == pgoutput.TRUNCATE:
-            yield from self._truncate(data, lsn)
+            return list(self._truncate(data, lsn))
         elif kind == pgoutput.MESSAGE:
             self._message(data)
         # Y (type), O (origin): nothing to emit; types are read from the catalog.
+        return ()
 
     def _begin(self, data: bytes) -> None:
         begin = pgoutput.parse_begin(data)
@@ -658,22 +663,23 @@ class PgOutputReader:
     def _relation_for(self, data: bytes) -> _Relation | None:
         return self._relations.get(pgoutput.relation_oid(data))
 
-    def _insert(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _insert(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
+            return []
         values = pgoutput.parse_insert(data, self._codec)
-        yield from self._schema_change(relation, lsn)
-        yield self._change("c", relation, None, self._image(relation, values), lsn)
+        records = self._pending_schema_change(relation, lsn)
+        records.append(self._change("c", relation, None, self._image(relation, values), lsn))
+        return records
 
-    def _update(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _update(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
+            return []
         old_kind, old_values, new_values = pgoutput.parse_update(data, self._codec)
         before = None if old_values is None else self._old_image(relation, old_kind, old_values)
         after = self._image(relation, new_values, before if old_kind == pgoutput.OLD else None)
-        yield from self._schema_change(relation, lsn)
+        records = self._pending_schema_change(relation, lsn)
         key = relation.key
         if (
             before is not None
@@ -683,19 +689,27 @@ class PgOutputReader:
         ):
             # A new primary key is a new row: Debezium sends a delete of the old key and a
             # create of the new one, so each lands under its own key.
-            yield self._change("d", relation, before, None, lsn)
-            yield self._change("c", relation, None, after, lsn)
+            records.append(self._change("d", relation, before, None, lsn))
+            records.append(self._change("c", relation, None, after, lsn))
         else:
-            yield self._change("u", relation, before, after, lsn)
+            records.append(self._change("u", relation, before, after, lsn))
+        return records
 
-    def _delete(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _delete(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
+            return []
         old_kind, values = pgoutput.parse_delete(data, self._codec)
-        yield from self._schema_change(relation, lsn)
+        records = self._pending_schema_change(relation, lsn)
         before = self._old_image(relation, old_kind, values)
-        yield self._change("d", relation, before, None, lsn)
+        records.append(self._change("d", relation, before, None, lsn))
+        return records
+
+    def _pending_schema_change(self, relation: _Relation, lsn: int) -> list[CaptureRecord]:
+        """The schema-change record due before the relation's next change, if one is."""
+        if relation.pending_change is None:
+            return []
+        return list(self._schema_change(relation, lsn))
 
     def _truncate(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
         for oid in pgoutput.parse_truncate(data):

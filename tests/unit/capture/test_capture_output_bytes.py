@@ -14,10 +14,28 @@ from __future__ import annotations
 
 import struct
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
+from pymysql.protocol import MysqlPacket
+from pymysqlreplication.event import (
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.packet import BinLogPacketWrapper
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    TableMapEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
 from icetide import __version__
+from icetide.capture.mysql.reader import BinlogOffset, BinlogReader
 from icetide.capture.postgres.offset import LsnOffset
 from icetide.capture.postgres.reader import PgOutputReader
 from icetide.capture.postgres.reader import _Relation as PgRelation
@@ -191,3 +209,72 @@ def test_postgres_mixed_types_to_exact_bytes() -> None:
         "0/16B3748:0", "0/16B3800:0", "0/16B3900:0", "0/16B3900:1", "0/16B3A00:0"
     ]  # fmt: skip
     assert {r.resume for r in records} == {LsnOffset(0x16B3700)}
+
+
+# --- MySQL/MariaDB: binlog events ----------------------------------------------------------------
+
+BINLOG = Path(__file__).parent / "data" / "mariadb_mixed_types.binlog"
+"""The events of one transaction, cut from a MariaDB 10.11 binlog file (``mysql-bin.000001``
+from :data:`BINLOG_START`; CRC32 checksums, ``binlog_row_metadata=FULL``): an INSERT of
+two rows, an UPDATE, a key-changing UPDATE and a DELETE on a table of mixed column types
+(the statements are in :data:`BINLOG_SQL`)."""
+BINLOG_FILE, BINLOG_START = "mysql-bin.000001", 0
+BINLOG_SQL = ""
+
+
+READER_EVENTS = frozenset(
+    {
+        RotateEvent,
+        MariadbGtidEvent,
+        QueryEvent,
+        XidEvent,
+        TableMapEvent,
+        WriteRowsEvent,
+        UpdateRowsEvent,
+        DeleteRowsEvent,
+        HeartbeatLogEvent,
+    }
+)
+"""The event classes the reader asks the library for that a MariaDB transaction holds."""
+
+
+class _Control:
+    """What python-mysql-replication asks of its control connection while parsing these
+    events: the server's kind and the connection's character set (the column names and
+    character sets come from the table map's metadata)."""
+
+    charset = "utf8mb4"
+
+    def _get_dbms(self) -> str:
+        return "mariadb"
+
+
+def binlog_events() -> list[Any]:
+    """The recorded events as python-mysql-replication's event objects, read from their
+    bytes by the library's own packet wrapper, as a stream would hand them over."""
+    data = BINLOG.read_bytes()
+    table_map: dict[int, Any] = {}
+    events = []
+    pos = 0
+    while pos < len(data):
+        (size,) = struct.unpack_from("<I", data, pos + 9)
+        packet = MysqlPacket(b"\x00" + data[pos : pos + size], "utf8")
+        wrapper = BinLogPacketWrapper(
+            packet, table_map, _Control(), (10, 11, 19), True, READER_EVENTS,
+            None, None, None, None, False, False, False, True, False,
+        )  # fmt: skip
+        if wrapper.event is not None:
+            if isinstance(wrapper.event, TableMapEvent):
+                table_map[wrapper.event.table_id] = wrapper.event.get_table()
+            events.append(wrapper.event)
+        pos += size
+    return events
+
+
+def mysql_records() -> tuple[BinlogReader, list[CaptureRecord]]:
+    reader = BinlogReader({"host": "db", "port": 3306}, ["shop.mixed"], name="srv")
+    reader._file = BINLOG_FILE
+    records = []
+    for event in binlog_events():
+        records.extend(r for r in reader._handle(event) if isinstance(r, CaptureRecord))
+    return reader, records
