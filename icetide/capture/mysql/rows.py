@@ -81,9 +81,10 @@ class RowDecoder:
         out: list[dict[str, Any]] = []
         append = out.append
         pos, end, null_bytes = 0, len(data), self._null_bytes
-        fields, full = self._fields, self._full
+        fields, full, columns = self._fields, self._full, self._all_present
         while pos < end:
-            nulls = int.from_bytes(data[pos : pos + null_bytes], "little")
+            # The bitmap's bits past the last column are not nulls (servers set them).
+            nulls = int.from_bytes(data[pos : pos + null_bytes], "little") & columns
             pos += null_bytes
             if not nulls:  # the usual case: every column, read by the table's own function
                 image, pos = full(data, pos)
@@ -120,6 +121,11 @@ def full_image_reader(
             bound[f"e{i}"] = read.encoding
             lines.append(f"end = pos + 1 + data[pos]; v{i} = data[pos + 1:end].decode(e{i})")
             lines.append("pos = end")
+        elif isinstance(read, _Text):
+            bound[f"e{i}"] = read.encoding
+            lines.append(f"start = pos + {read.prefix}")
+            lines.append('pos = start + int.from_bytes(data[pos:start], "little")')
+            lines.append(f"v{i} = data[start:pos].decode(e{i})")
         else:
             bound[f"r{i}"] = read
             lines.append(f"v{i}, pos = r{i}(data, pos)")
@@ -215,7 +221,7 @@ class _Fixed:
 
 class _Text:
     """A length-prefixed string in a character set Python knows: read in place by
-    :func:`full_image_reader` when the prefix is one byte, called elsewhere."""
+    :func:`full_image_reader`, called elsewhere."""
 
     __slots__ = ("encoding", "prefix")
 
