@@ -656,6 +656,16 @@ _SCALARS: dict[int, Converter] = {
 }
 
 
+def keeps_text(convert: Converter) -> bool:
+    """Whether a converter from :func:`value_converter` sends the text as it is (text,
+    numeric, uuid, json, enums, types without a conversion).
+
+    >>> [keeps_text(value_converter(builtin_type(oid))) for oid in (TEXT, INT4)]
+    [True, False]
+    """
+    return convert is _identity
+
+
 def _array_converter(element: Converter) -> Converter:
     def convert_items(items: list[Any]) -> list[Any]:
         return [

@@ -116,6 +116,7 @@ from icetide.sources.postgres_types import (
     Converter,
     PgType,
     connect_schema,
+    keeps_text,
     sql_type,
     unavailable_value,
     value_converter,
@@ -135,6 +136,9 @@ SOURCE = SourceBlock(
 )
 """The ``source`` block of Debezium's PostgreSQL connector (``xmin`` is always ``null``)."""
 _MARKER_PREFIX = "icetide.capture.end"
+_NEW_TUPLE = 6
+"""Where an Insert's TupleData, and an Update's without an old tuple, starts (after the
+kind, the relation id and the ``N`` byte)."""
 
 
 @dataclass
@@ -154,12 +158,21 @@ class _Relation:
     """The previous layout, until the schema-change record for the new one is emitted."""
     _schema: dict[str, Any] | None = None
     _schema_json: str | None = None
+    _row_reader: tuple[str, pgoutput.RowReader] | None = None
 
     def envelope_schema(self, server_name: str) -> dict[str, Any]:
         """The Connect schema of this table's envelopes (built once)."""
         if self._schema is None:
             self._schema = _envelope_schema(server_name, self.schema, self.table, self.columns)
         return self._schema
+
+    def row_reader(self, codec: str) -> pgoutput.RowReader:
+        """Reads a new row of only text values straight into its image (built once)."""
+        if self._row_reader is None or self._row_reader[0] != codec:
+            names = [name for name, _ in self.converters]
+            converters = [None if keeps_text(c) else c for _, c in self.converters]
+            self._row_reader = (codec, pgoutput.row_reader(names, converters, codec))
+        return self._row_reader[1]
 
     def envelope_schema_json(self, server_name: str) -> str:
         """:meth:`envelope_schema` as JSON text (serialised once)."""
@@ -667,15 +680,23 @@ class PgOutputReader:
         relation = self._relation_for(data)
         if relation is None:
             return []
-        values = pgoutput.parse_insert(data, self._codec)
+        after = relation.row_reader(self._codec)(data, _NEW_TUPLE)
+        if after is None:  # a NULL or an unchanged TOAST value
+            after = self._image(relation, pgoutput.parse_insert(data, self._codec))
         records = self._pending_schema_change(relation, lsn)
-        records.append(self._change("c", relation, None, self._image(relation, values), lsn))
+        records.append(self._change("c", relation, None, after, lsn))
         return records
 
     def _update(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
             return []
+        if data[_NEW_TUPLE - 1] == pgoutput.NEW:  # no old tuple: the new row only
+            after = relation.row_reader(self._codec)(data, _NEW_TUPLE)
+            if after is not None:
+                records = self._pending_schema_change(relation, lsn)
+                records.append(self._change("u", relation, None, after, lsn))
+                return records
         old_kind, old_values, new_values = pgoutput.parse_update(data, self._codec)
         before = None if old_values is None else self._old_image(relation, old_kind, old_values)
         after = self._image(relation, new_values, before if old_kind == pgoutput.OLD else None)

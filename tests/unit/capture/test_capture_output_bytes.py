@@ -123,7 +123,9 @@ ROW_NEW: list[str | None | bool] = [
 
 def pg_messages() -> list[tuple[bytes, int]]:
     """A transaction of an update (``REPLICA IDENTITY FULL``: the old row, and an unchanged
-    TOAST value the old row holds), an insert, a key-changing update and a delete."""
+    TOAST value the old row holds), an insert, a key-changing update, a delete, then an
+    insert and an update with every value sent (no NULL, nothing left out) and no old
+    tuple (as ``REPLICA IDENTITY DEFAULT`` sends an update that keeps the key)."""
     begin = b"B" + struct.pack(">QqI", 0x16B4000, 762_434_000_250_000, 771)
     head = struct.pack(">I", PG_OID)
     update = b"U" + head + b"O" + tuple_data(ROW_OLD) + b"N" + tuple_data(ROW_NEW)
@@ -133,6 +135,9 @@ def pg_messages() -> list[tuple[bytes, int]]:
     moved = ["9", *inserted[1:]]
     key_change = b"U" + head + b"O" + tuple_data(inserted) + b"N" + tuple_data(moved)
     delete = b"D" + head + b"K" + tuple_data(["9", *[None] * 16])
+    full = ["10", *ROW_OLD[1:]]
+    full_insert = b"I" + head + b"N" + tuple_data(full)
+    full_update = b"U" + head + b"N" + tuple_data([*full[:3], "ünïcode", *full[4:]])
     commit = b"C" + struct.pack(">BQQq", 0, 0x16B4000, 0x16B4030, 762_434_000_250_000)
     return [
         (begin, 0),
@@ -140,6 +145,8 @@ def pg_messages() -> list[tuple[bytes, int]]:
         (insert, 0x16B3800),
         (key_change, 0x16B3900),
         (delete, 0x16B3A00),
+        (full_insert, 0x16B3B00),
+        (full_update, 0x16B3C00),
         (commit, 0),
     ]
 
@@ -191,6 +198,8 @@ PG_NEW_IMAGE = (
 PG_INSERTED = PG_NEW_IMAGE.replace('"id":7', '"id":8').replace('"x' + "x" * 39 + '"', '"y"')
 PG_MOVED = PG_INSERTED.replace('"id":8', '"id":9')
 PG_KEY_ONLY = '{"id":9}'
+PG_FULL = PG_OLD_IMAGE.replace('"id":7', '"id":10')
+PG_FULL_UPDATED = PG_FULL.replace('"tab\\tquote\\" é ✓"', '"ünïcode"')
 PG_EXPECTED = [
     '{"before":' + PG_OLD_IMAGE + ',"after":' + PG_NEW_IMAGE + ","
     + pg_source(0x16B3748) + ',"op":"u",' + pg_tx(1),
@@ -198,6 +207,9 @@ PG_EXPECTED = [
     '{"before":' + PG_INSERTED + ',"after":null,' + pg_source(0x16B3900) + ',"op":"d",' + pg_tx(3),
     '{"before":null,"after":' + PG_MOVED + "," + pg_source(0x16B3900) + ',"op":"c",' + pg_tx(4),
     '{"before":' + PG_KEY_ONLY + ',"after":null,' + pg_source(0x16B3A00) + ',"op":"d",' + pg_tx(5),
+    '{"before":null,"after":' + PG_FULL + "," + pg_source(0x16B3B00) + ',"op":"c",' + pg_tx(6),
+    '{"before":null,"after":' + PG_FULL_UPDATED + "," + pg_source(0x16B3C00) + ',"op":"u",'
+    + pg_tx(7),
 ]  # fmt: skip
 
 
@@ -205,12 +217,22 @@ def test_postgres_mixed_types_to_exact_bytes() -> None:
     records = pg_records()
     assert [r.to_json() for r in records] == [pinned(text) for text in PG_EXPECTED]
     assert [r.key_json() for r in records] == [
-        '{"id":7}', '{"id":8}', '{"id":8}', '{"id":9}', '{"id":9}'
+        '{"id":7}', '{"id":8}', '{"id":8}', '{"id":9}', '{"id":9}', '{"id":10}', '{"id":10}'
     ]  # fmt: skip
     assert [r.position.text for r in records] == [
-        "0/16B3748:0", "0/16B3800:0", "0/16B3900:0", "0/16B3900:1", "0/16B3A00:0"
+        "0/16B3748:0", "0/16B3800:0", "0/16B3900:0", "0/16B3900:1", "0/16B3A00:0",
+        "0/16B3B00:0", "0/16B3C00:0",
     ]  # fmt: skip
     assert {r.resume for r in records} == {LsnOffset(0x16B3700)}
+
+
+def test_postgres_rows_without_the_one_pass_reader_give_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows of only text values are read in one pass; through the tuple parser and the
+    converters one by one (as rows with a NULL are) they give the same bytes."""
+    monkeypatch.setattr(PgRelation, "row_reader", lambda self, codec: lambda data, pos: None)
+    assert [r.to_json() for r in pg_records()] == [pinned(text) for text in PG_EXPECTED]
 
 
 # --- MySQL/MariaDB: binlog events ----------------------------------------------------------------
