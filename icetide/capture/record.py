@@ -32,7 +32,7 @@ class Offset(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class CaptureRecord:
     """One message for the transport: a change event or a schema change."""
 
@@ -52,6 +52,34 @@ class CaptureRecord:
     """``value`` as JSON text when the reader assembled it already (from texts it keeps
     per table and transaction); :meth:`to_json` returns it instead of serialising
     ``value`` again. It is that serialisation, byte for byte."""
+
+    def __init__(
+        self,
+        kind: RecordKind,
+        db: str,
+        table: str,
+        key: dict[str, Any] | None,
+        value: dict[str, Any],
+        position: Position,
+        resume: Offset,
+        text: str | None = None,
+    ) -> None:
+        # A reader makes one record per row: the fields are set as one namespace, not
+        # through object.__setattr__ each, as a frozen dataclass's own __init__ does.
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "kind": kind,
+                "db": db,
+                "table": table,
+                "key": key,
+                "value": value,
+                "position": position,
+                "resume": resume,
+                "text": text,
+            },
+        )
 
     @property
     def qualified(self) -> str:
