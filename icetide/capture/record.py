@@ -10,10 +10,10 @@ PostgreSQL slot) that the log before an offset may be recycled.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from icetide.capture.json_text import dumps
 from icetide.events.position import Position
 
 RecordKind = Literal["change", "schema_change"]
@@ -32,7 +32,7 @@ class Offset(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class CaptureRecord:
     """One message for the transport: a change event or a schema change."""
 
@@ -48,6 +48,38 @@ class CaptureRecord:
     position: Position
     resume: Offset
     """Where to restart to see this record again: the start of its transaction."""
+    text: str | None = field(default=None, compare=False, repr=False)
+    """``value`` as JSON text when the reader assembled it already (from texts it keeps
+    per table and transaction); :meth:`to_json` returns it instead of serialising
+    ``value`` again. It is that serialisation, byte for byte."""
+
+    def __init__(
+        self,
+        kind: RecordKind,
+        db: str,
+        table: str,
+        key: dict[str, Any] | None,
+        value: dict[str, Any],
+        position: Position,
+        resume: Offset,
+        text: str | None = None,
+    ) -> None:
+        # A reader makes one record per row: the fields are set as one namespace, not
+        # through object.__setattr__ each, as a frozen dataclass's own __init__ does.
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "kind": kind,
+                "db": db,
+                "table": table,
+                "key": key,
+                "value": value,
+                "position": position,
+                "resume": resume,
+                "text": text,
+            },
+        )
 
     @property
     def qualified(self) -> str:
@@ -56,13 +88,13 @@ class CaptureRecord:
 
     def to_json(self) -> str:
         """The value as compact JSON text, what :func:`decode_message` reads."""
-        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":"))
+        return self.text if self.text is not None else dumps(self.value)
 
     def key_json(self) -> str | None:
         """The key as compact JSON text."""
         if self.key is None:
             return None
-        return json.dumps(self.key, ensure_ascii=False, separators=(",", ":"))
+        return dumps(self.key)
 
 
 @dataclass(frozen=True)

@@ -94,4 +94,4 @@ def lsn_position(lsn: int, index: int = 0) -> Position:
     """The position of a PostgreSQL change at ``lsn``; ``index`` orders events at one LSN."""
     if lsn < 0 or lsn >= 2**64 or not 0 <= index < _ROW:
         raise ValueError(f"LSN {lsn} or index {index} out of range")
-    return Position(lsn * _ROW + index, "lsn", f"{format_lsn(lsn)}:{index}")
+    return Position(lsn * _ROW + index, "lsn", f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}:{index}")

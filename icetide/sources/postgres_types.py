@@ -73,6 +73,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from icetide.events.model import UNAVAILABLE
@@ -415,8 +416,33 @@ def timestamp_micros(text: str) -> int:
     """
     if text[0] in "-i" and text.lstrip("-") == "infinity":
         return _infinity(text, _INT64)
-    seconds, micros = _timestamp_parts(text)
-    return seconds * 1_000_000 + micros
+    # The form capture's session gives every AD timestamp, ``YYYY-MM-DD HH:MM:SS[.f]``,
+    # read by position (its date cached); anything else (BC, 5-digit years, a stray
+    # character) goes through the full pattern, which also names what is wrong.
+    size = len(text)
+    if 19 <= size <= 26 and text[10] == " " and text[13] == ":" and text[16] == ":":
+        hours, minutes, seconds = text[11:13], text[14:16], text[17:19]
+        fraction = text[20:]
+        if (
+            (hours + minutes + seconds).isdecimal()
+            and (size == 19 or (text[19] == "." and fraction.isdecimal()))
+            and (days := _ad_date_days(text[:10])) is not None
+        ):
+            clock = int(hours) * 3600 + int(minutes) * 60 + int(seconds)
+            return (days * 86_400 + clock) * 1_000_000 + _fraction(fraction)
+    seconds_total, micros = _timestamp_parts(text)
+    return seconds_total * 1_000_000 + micros
+
+
+@lru_cache(maxsize=1 << 12)
+def _ad_date_days(text: str) -> int | None:
+    """Days since 1970-01-01 of a ``YYYY-MM-DD`` date as :func:`date_days` reads it,
+    ``None`` when ``text`` is not one. Rows of a table share few dates: cached."""
+    match = _DATE.match(text)
+    if match is None or match.group(4):
+        return None
+    year, month, day, _ = match.groups()
+    return days_from_civil(int(year), int(month), int(day))
 
 
 def timestamp_millis(text: str) -> int:
@@ -628,6 +654,16 @@ _SCALARS: dict[int, Converter] = {
     TIMESTAMPTZ: timestamptz_text,
     INTERVAL: interval_micros,
 }
+
+
+def keeps_text(convert: Converter) -> bool:
+    """Whether a converter from :func:`value_converter` sends the text as it is (text,
+    numeric, uuid, json, enums, types without a conversion).
+
+    >>> [keeps_text(value_converter(builtin_type(oid))) for oid in (TEXT, INT4)]
+    [True, False]
+    """
+    return convert is _identity
 
 
 def _array_converter(element: Converter) -> Converter:

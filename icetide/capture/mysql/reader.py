@@ -74,12 +74,16 @@ from icetide.capture.envelope import (
     COMMON_FIELDS,
     SourceBlock,
     SourceField,
+    change_json,
     change_value,
     envelope_schema,
+    image_json,
+    now_ms,
     record_key,
     schema_change_value,
 )
 from icetide.capture.errors import CaptureError, PositionLostError
+from icetide.capture.json_text import dumps, fragments
 from icetide.capture.mysql.history import DdlHistory, HistoryEntry, parse_ddl
 from icetide.capture.mysql.rows import RowDecoder, row_decoder
 from icetide.capture.mysql.settings import ServerInfo, check_server, read_variables, server_info
@@ -129,6 +133,9 @@ _LOST_POSITION = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown
 _CONNECTION_ERRORS = (2002, 2003, 2006, 2013)
 # Rows of one event that binlog_position can number (its row field); it raises beyond.
 _ROWS_PER_EVENT = 10**6
+# The source block's values a row event sets (in declared order); the rest is fixed for
+# a table within one transaction.
+_EVENT_SOURCE_FIELDS = ("ts_ms", "server_id", "pos", "row")
 
 
 @dataclass(frozen=True)
@@ -175,12 +182,19 @@ class _Table:
     decoder: RowDecoder | None = None
     """Reads row images without the library (``None``: a column type only it knows)."""
     _schema: dict[str, Any] | None = None
+    _schema_json: str | None = None
 
     def envelope_schema(self, server_name: str) -> dict[str, Any]:
         """The Connect schema of this table's envelopes (built once)."""
         if self._schema is None:
             self._schema = _envelope_schema(server_name, self.db, self.table, self.columns)
         return self._schema
+
+    def envelope_schema_json(self, server_name: str) -> str:
+        """:meth:`envelope_schema` as JSON text (serialised once)."""
+        if self._schema_json is None:
+            self._schema_json = dumps(self.envelope_schema(server_name))
+        return self._schema_json
 
 
 @dataclass
@@ -195,6 +209,12 @@ class _Transaction:
     total: int = 0
     per_table: dict[tuple[str, str], int] = field(default_factory=dict)
     _resume: BinlogOffset | None = None
+    sources: dict[tuple[Any, ...], tuple[dict[str, Any], tuple[str, ...]]] = field(
+        default_factory=dict
+    )
+    """Per table (and file and thread): the ``source`` block with what is fixed for the
+    transaction, and its text cut around the values each row event sets
+    (:data:`_EVENT_SOURCE_FIELDS`)."""
 
     @property
     def resume(self) -> BinlogOffset:
@@ -573,16 +593,23 @@ class BinlogReader:
         tx = self._current_tx(start)
         images = self._images(event, table)
         db, name, key, file = table.db, table.table, table.key, self._file
-        # One source block and position per event; each record gets a copy with its row.
+        # One source block and position per event; each record gets a copy with its row,
+        # and the block's text is the event's head, the row number and the fixed tail.
         ts_ms = int(event.timestamp) * 1000
-        source = self._source(db, name, ts_ms, start, 0, tx, event.packet.server_id)
+        server_id = int(event.packet.server_id)
+        base, (f_ts, f_server, f_pos, f_row, tail) = self._source_template(db, name, tx)
+        source = base.copy()
+        source["ts_ms"], source["server_id"], source["pos"] = ts_ms, server_id, start
+        head = f"{f_ts}{ts_ms}{f_server}{server_id}{f_pos}{start}{f_row}"
         first = binlog_position(file, start, 0)
         prefix = f"{file}:{start}:"
         update = isinstance(event, UpdateRowsEvent)
         op = "u" if update else "c" if isinstance(event, WriteRowsEvent) else "d"
+        change = self._change
         for row_index in range(len(images) // 2 if update else len(images)):
             row_source = source.copy()
             row_source["row"] = row_index
+            text = f"{head}{row_index}{tail}"
             position = (
                 Position(first.key + row_index, "binlog", prefix + str(row_index))
                 if row_index < _ROWS_PER_EVENT
@@ -591,16 +618,29 @@ class BinlogReader:
             if not update:
                 image = images[row_index]
                 before, after = (None, image) if op == "c" else (image, None)
-                yield self._change(op, db, name, table, before, after, row_source, position, tx)
+                yield change(op, db, name, table, before, after, row_source, position, tx, text)
                 continue
             before, after = images[2 * row_index], images[2 * row_index + 1]
             if key and any(before[k] != after[k] for k in key):
                 # A new primary key is a new row: Debezium sends a delete of the old
                 # key and a create of the new one, so each lands under its own key.
-                yield self._change("d", db, name, table, before, None, row_source, position, tx)
-                yield self._change("c", db, name, table, None, after, row_source, position, tx)
+                yield change("d", db, name, table, before, None, row_source, position, tx, text)
+                yield change("c", db, name, table, None, after, row_source, position, tx, text)
             else:
-                yield self._change("u", db, name, table, before, after, row_source, position, tx)
+                yield change("u", db, name, table, before, after, row_source, position, tx, text)
+
+    def _source_template(
+        self, db: str, table: str, tx: _Transaction
+    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The table's ``source`` block in ``tx`` with placeholders for what each row
+        event sets, and its text cut around those (built once per table and
+        transaction: the rest of the block is the same for all its rows)."""
+        cache_key = (db, table, self._file, tx.thread)
+        found = tx.sources.get(cache_key)
+        if found is None:
+            base = self._source(db, table, 0, 0, 0, tx, 0)
+            found = tx.sources[cache_key] = (base, fragments(base, _EVENT_SOURCE_FIELDS))
+        return found
 
     def _images(self, event: Any, table: _Table) -> list[dict[str, Any]]:
         """The event's row images as Debezium JSON objects (an update: before, after, …)."""
@@ -654,14 +694,28 @@ class BinlogReader:
         source: dict[str, Any],
         position: Position,
         tx: _Transaction,
+        source_json: str | None = None,
     ) -> CaptureRecord:
+        """A change record; ``source_json`` is ``source``'s text when the caller has it."""
         total, in_table = tx.count(db, name)
-        schema = None
+        schema = schema_json = None
         if self._include_schema and table is not None:
             schema = table.envelope_schema(self.name)
-        value = change_value(op, before, after, source, (tx.id, total, in_table), schema)
+            schema_json = table.envelope_schema_json(self.name)
+        ts_ms = now_ms()
+        transaction = (tx.id, total, in_table)
+        value = change_value(op, before, after, source, transaction, schema, ts_ms)
+        text = change_json(
+            op,
+            image_json(before),
+            image_json(after),
+            dumps(source) if source_json is None else source_json,
+            ts_ms,
+            transaction,
+            schema_json,
+        )
         key = record_key(table.key, before, after) if table is not None else None
-        return CaptureRecord("change", db, name, key, value, position, tx.resume)
+        return CaptureRecord("change", db, name, key, value, position, tx.resume, text)
 
 
 def _split_table(name: str) -> tuple[str, str]:

@@ -61,6 +61,7 @@ class RowDecoder:
         self._all_present = (1 << self._count) - 1
         self._readers = tuple(zip(names, readers, strict=True))
         self._fields = tuple((1 << i, name, read) for i, (name, read) in enumerate(self._readers))
+        self._full = full_image_reader(names, readers)
 
     def images(self, event: Any) -> list[dict[str, Any]] | None:
         """Every row image of ``event`` in order (an update gives before, after, before …).
@@ -78,23 +79,69 @@ class RowDecoder:
         packet = event.packet
         data = packet.read(event.event_size - packet.read_bytes)
         out: list[dict[str, Any]] = []
+        append = out.append
         pos, end, null_bytes = 0, len(data), self._null_bytes
-        fields, readers = self._fields, self._readers
+        fields, full, columns = self._fields, self._full, self._all_present
         while pos < end:
-            nulls = int.from_bytes(data[pos : pos + null_bytes], "little")
+            # The bitmap's bits past the last column are not nulls (servers set them).
+            nulls = int.from_bytes(data[pos : pos + null_bytes], "little") & columns
             pos += null_bytes
-            image: dict[str, Any] = {}
-            if nulls:
-                for bit, name, read in fields:
-                    if nulls & bit:
-                        image[name] = None
-                    else:
-                        image[name], pos = read(data, pos)
-            else:  # no nulls, the usual case: no bit tests
-                for name, read in readers:
+            if not nulls:  # the usual case: every column, read by the table's own function
+                image, pos = full(data, pos)
+                append(image)
+                continue
+            image = {}
+            for bit, name, read in fields:
+                if nulls & bit:
+                    image[name] = None
+                else:
                     image[name], pos = read(data, pos)
-            out.append(image)
+            append(image)
         return out
+
+
+def full_image_reader(
+    names: Sequence[str], readers: Sequence[Reader]
+) -> Callable[[bytes, int], tuple[dict[str, Any], int]]:
+    """One function reading a row image without nulls: ``(data, pos) -> (image, pos)``.
+
+    Written out for the table, column after column, as the dataclasses module writes
+    ``__init__``: no loop, no per-column tuple, and the fixed-size numbers and strings
+    read in place instead of through their reader. Only generated names (``v0``, ``r0``
+    …) appear in the code; the column names are values bound to it, never code.
+    """
+    lines = []
+    bound: dict[str, Any] = {}
+    for i, (name, read) in enumerate(zip(names, readers, strict=True)):
+        bound[f"k{i}"] = name
+        if isinstance(read, _Fixed):
+            bound[f"u{i}"] = read.unpack
+            lines.append(f"v{i} = u{i}(data, pos)[0]; pos += {read.size}")
+        elif isinstance(read, _Text) and read.prefix == 1:
+            bound[f"e{i}"] = read.encoding
+            lines.append(f"end = pos + 1 + data[pos]; v{i} = data[pos + 1:end].decode(e{i})")
+            lines.append("pos = end")
+        elif isinstance(read, _Text):
+            bound[f"e{i}"] = read.encoding
+            lines.append(f"start = pos + {read.prefix}")
+            lines.append('pos = start + int.from_bytes(data[pos:start], "little")')
+            lines.append(f"v{i} = data[start:pos].decode(e{i})")
+        else:
+            bound[f"r{i}"] = read
+            lines.append(f"v{i}, pos = r{i}(data, pos)")
+    image = ", ".join(f"k{i}: v{i}" for i in range(len(names)))
+    body = "\n".join(f"        {line}" for line in lines)
+    source = (
+        f"def make({', '.join(bound)}):\n"
+        "    def read_image(data, pos):\n"
+        f"{body}\n"
+        f"        return {{{image}}}, pos\n"
+        "    return read_image\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<row image reader>", "exec"), namespace)  # noqa: S102
+    made: Callable[[bytes, int], tuple[dict[str, Any], int]] = namespace["make"](**bound)
+    return made
 
 
 def row_decoder(columns: Sequence[Any], infos: Sequence[ColumnInfo]) -> RowDecoder | None:
@@ -158,15 +205,41 @@ def column_reader(column: Any, info: ColumnInfo) -> Reader | None:
 # --- readers ----------------------------------------------------------------------------------
 
 
+class _Fixed:
+    """A fixed-size number as it is (the integers, DOUBLE): read in place by
+    :func:`full_image_reader`, called elsewhere."""
+
+    __slots__ = ("size", "unpack")
+
+    def __init__(self, fmt: str) -> None:
+        self.unpack = struct.Struct(fmt).unpack_from
+        self.size = struct.calcsize(fmt)
+
+    def __call__(self, data: bytes, pos: int) -> tuple[Any, int]:
+        return self.unpack(data, pos)[0], pos + self.size
+
+
+class _Text:
+    """A length-prefixed string in a character set Python knows: read in place by
+    :func:`full_image_reader`, called elsewhere."""
+
+    __slots__ = ("encoding", "prefix")
+
+    def __init__(self, prefix: int, encoding: str) -> None:
+        self.prefix = prefix
+        self.encoding = encoding
+
+    def __call__(self, data: bytes, pos: int) -> tuple[Any, int]:
+        start = pos + self.prefix
+        end = start + int.from_bytes(data[pos:start], "little")
+        return data[start:end].decode(self.encoding), end
+
+
 def _struct_reader(fmt: str, convert: Converter | None) -> Reader:
+    if convert is None:
+        return _Fixed(fmt)
     unpack = struct.Struct(fmt).unpack_from
     size = struct.calcsize(fmt)
-    if convert is None:
-
-        def read(data: bytes, pos: int) -> tuple[Any, int]:
-            return unpack(data, pos)[0], pos + size
-
-        return read
 
     def read_converted(data: bytes, pos: int) -> tuple[Any, int]:
         return convert(unpack(data, pos)[0]), pos + size
@@ -332,20 +405,7 @@ def _string_reader(prefix: int, charset: str | None, convert: Converter) -> Read
         return _bytes_reader(prefix, convert)
     if convert is not t.text_or_base64:  # a str passes through that one unchanged
         return _converted(_string_reader(prefix, charset, t.text_or_base64), convert)
-    if prefix == 1:  # CHAR, short VARCHAR, TINYTEXT
-
-        def read_short(data: bytes, pos: int) -> tuple[Any, int]:
-            end = pos + 1 + data[pos]
-            return data[pos + 1 : end].decode(encoding), end
-
-        return read_short
-
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        start = pos + prefix
-        end = start + int.from_bytes(data[pos:start], "little")
-        return data[start:end].decode(encoding), end
-
-    return read
+    return _Text(prefix, encoding)
 
 
 def _converted(read: Reader, convert: Converter) -> Reader:

@@ -70,7 +70,7 @@ from __future__ import annotations
 import select
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -82,12 +82,16 @@ from icetide.capture.envelope import (
     COMMON_FIELDS,
     SourceBlock,
     SourceField,
+    change_json,
     change_value,
     envelope_schema,
+    image_json,
+    now_ms,
     record_key,
     schema_change_value,
 )
 from icetide.capture.errors import CaptureError, PositionLostError
+from icetide.capture.json_text import dumps, fragments, string
 from icetide.capture.postgres import pgoutput
 from icetide.capture.postgres.connection import Dsn, connect, control, where
 from icetide.capture.postgres.offset import LsnOffset
@@ -112,6 +116,7 @@ from icetide.sources.postgres_types import (
     Converter,
     PgType,
     connect_schema,
+    keeps_text,
     sql_type,
     unavailable_value,
     value_converter,
@@ -131,6 +136,9 @@ SOURCE = SourceBlock(
 )
 """The ``source`` block of Debezium's PostgreSQL connector (``xmin`` is always ``null``)."""
 _MARKER_PREFIX = "icetide.capture.end"
+_NEW_TUPLE = 6
+"""Where an Insert's TupleData, and an Update's without an old tuple, starts (after the
+kind, the relation id and the ``N`` byte)."""
 
 
 @dataclass
@@ -149,12 +157,28 @@ class _Relation:
     pending_change: tuple[ColumnInfo, ...] | None = None
     """The previous layout, until the schema-change record for the new one is emitted."""
     _schema: dict[str, Any] | None = None
+    _schema_json: str | None = None
+    _row_reader: tuple[str, pgoutput.RowReader] | None = None
 
     def envelope_schema(self, server_name: str) -> dict[str, Any]:
         """The Connect schema of this table's envelopes (built once)."""
         if self._schema is None:
             self._schema = _envelope_schema(server_name, self.schema, self.table, self.columns)
         return self._schema
+
+    def row_reader(self, codec: str) -> pgoutput.RowReader:
+        """Reads a new row of only text values straight into its image (built once)."""
+        if self._row_reader is None or self._row_reader[0] != codec:
+            names = [name for name, _ in self.converters]
+            converters = [None if keeps_text(c) else c for _, c in self.converters]
+            self._row_reader = (codec, pgoutput.row_reader(names, converters, codec))
+        return self._row_reader[1]
+
+    def envelope_schema_json(self, server_name: str) -> str:
+        """:meth:`envelope_schema` as JSON text (serialised once)."""
+        if self._schema_json is None:
+            self._schema_json = dumps(self.envelope_schema(server_name))
+        return self._schema_json
 
 
 @dataclass
@@ -166,10 +190,18 @@ class _Transaction:
     skip: bool
     total: int = 0
     per_table: dict[tuple[str, str], int] = field(default_factory=dict)
+    sources: dict[tuple[str, str], tuple[dict[str, Any], tuple[str, str, str]]] = field(
+        default_factory=dict
+    )
+    """Per table: the ``source`` block with what is fixed for the transaction, and its
+    text cut around ``sequence`` and ``lsn``, the values each change sets."""
+    _id: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.xid}:{self.final_lsn}"
+        if self._id is None:
+            self._id = f"{self.xid}:{self.final_lsn}"
+        return self._id
 
     def count(self, schema: str, table: str) -> tuple[int, int]:
         self.total += 1
@@ -485,8 +517,18 @@ class PgOutputReader:
         if self._marker is None and self._end_lsn is not None and wal_end >= self._end_lsn:
             self._done = True  # server without logical messages (< 14): end by keepalive
 
-    def _handle(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _handle(self, data: bytes, lsn: int) -> Sequence[CaptureRecord]:
+        """The records of one message, in order (a list, not a generator: most messages
+        give one record or none, and this runs for every message)."""
         kind = data[0]
+        if kind == pgoutput.UPDATE or kind == pgoutput.INSERT or kind == pgoutput.DELETE:
+            if self._tx is not None and self._tx.skip:
+                return ()
+            if kind == pgoutput.UPDATE:
+                return self._update(data, lsn)
+            if kind == pgoutput.INSERT:
+                return self._insert(data, lsn)
+            return self._delete(data, lsn)
         if kind == pgoutput.BEGIN:
             self._begin(data)
         elif kind == pgoutput.COMMIT:
@@ -494,18 +536,13 @@ class PgOutputReader:
         elif kind == pgoutput.RELATION:
             self._relation(data)
         elif self._tx is not None and self._tx.skip:
-            return
-        elif kind == pgoutput.INSERT:
-            yield from self._insert(data, lsn)
-        elif kind == pgoutput.UPDATE:
-            yield from self._update(data, lsn)
-        elif kind == pgoutput.DELETE:
-            yield from self._delete(data, lsn)
+            pass
         elif kind == pgoutput.TRUNCATE:
-            yield from self._truncate(data, lsn)
+            return list(self._truncate(data, lsn))
         elif kind == pgoutput.MESSAGE:
             self._message(data)
         # Y (type), O (origin): nothing to emit; types are read from the catalog.
+        return ()
 
     def _begin(self, data: bytes) -> None:
         begin = pgoutput.parse_begin(data)
@@ -601,6 +638,11 @@ class PgOutputReader:
     def _image(
         self, relation: _Relation, values: list[Any], old: dict[str, Any] | None = None
     ) -> dict[str, Any]:
+        if UNCHANGED not in values:  # the usual row: no unchanged TOAST value to look up
+            return {
+                name: None if raw is None else convert(raw)
+                for (name, convert), raw in zip(relation.converters, values, strict=True)
+            }
         image: dict[str, Any] = {}
         for (name, convert), info, raw in zip(
             relation.converters, relation.columns, values, strict=True
@@ -634,22 +676,31 @@ class PgOutputReader:
     def _relation_for(self, data: bytes) -> _Relation | None:
         return self._relations.get(pgoutput.relation_oid(data))
 
-    def _insert(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _insert(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
-        values = pgoutput.parse_insert(data, self._codec)
-        yield from self._schema_change(relation, lsn)
-        yield self._change("c", relation, None, self._image(relation, values), lsn)
+            return []
+        after = relation.row_reader(self._codec)(data, _NEW_TUPLE)
+        if after is None:  # a NULL or an unchanged TOAST value
+            after = self._image(relation, pgoutput.parse_insert(data, self._codec))
+        records = self._pending_schema_change(relation, lsn)
+        records.append(self._change("c", relation, None, after, lsn))
+        return records
 
-    def _update(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _update(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
+            return []
+        if data[_NEW_TUPLE - 1] == pgoutput.NEW:  # no old tuple: the new row only
+            after = relation.row_reader(self._codec)(data, _NEW_TUPLE)
+            if after is not None:
+                records = self._pending_schema_change(relation, lsn)
+                records.append(self._change("u", relation, None, after, lsn))
+                return records
         old_kind, old_values, new_values = pgoutput.parse_update(data, self._codec)
         before = None if old_values is None else self._old_image(relation, old_kind, old_values)
         after = self._image(relation, new_values, before if old_kind == pgoutput.OLD else None)
-        yield from self._schema_change(relation, lsn)
+        records = self._pending_schema_change(relation, lsn)
         key = relation.key
         if (
             before is not None
@@ -659,19 +710,27 @@ class PgOutputReader:
         ):
             # A new primary key is a new row: Debezium sends a delete of the old key and a
             # create of the new one, so each lands under its own key.
-            yield self._change("d", relation, before, None, lsn)
-            yield self._change("c", relation, None, after, lsn)
+            records.append(self._change("d", relation, before, None, lsn))
+            records.append(self._change("c", relation, None, after, lsn))
         else:
-            yield self._change("u", relation, before, after, lsn)
+            records.append(self._change("u", relation, before, after, lsn))
+        return records
 
-    def _delete(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
+    def _delete(self, data: bytes, lsn: int) -> list[CaptureRecord]:
         relation = self._relation_for(data)
         if relation is None:
-            return
+            return []
         old_kind, values = pgoutput.parse_delete(data, self._codec)
-        yield from self._schema_change(relation, lsn)
+        records = self._pending_schema_change(relation, lsn)
         before = self._old_image(relation, old_kind, values)
-        yield self._change("d", relation, before, None, lsn)
+        records.append(self._change("d", relation, before, None, lsn))
+        return records
+
+    def _pending_schema_change(self, relation: _Relation, lsn: int) -> list[CaptureRecord]:
+        """The schema-change record due before the relation's next change, if one is."""
+        if relation.pending_change is None:
+            return []
+        return list(self._schema_change(relation, lsn))
 
     def _truncate(self, data: bytes, lsn: int) -> Iterator[CaptureRecord]:
         for oid in pgoutput.parse_truncate(data):
@@ -712,13 +771,52 @@ class PgOutputReader:
         if tx is None:  # not expected: pgoutput wraps every change in B … C
             raise CaptureError(f"pgoutput sent a change at {format_lsn(lsn)} outside a transaction")
         total, in_table = tx.count(relation.schema, relation.table)
-        source = self._source(relation, lsn, tx)
-        schema = relation.envelope_schema(self.name) if self._include_schema else None
-        value = change_value(op, before, after, source, (tx.id, total, in_table), schema)
+        # The block's fixed part is copied (dict) and reused (text) from the transaction's
+        # template; only sequence and lsn are this change's own.
+        base, (head, middle, tail) = self._source_template(relation, tx)
+        source = base.copy()
+        sequence = f'["{tx.resume.lsn}","{lsn}"]'
+        source["sequence"], source["lsn"] = sequence, lsn
+        schema = schema_json = None
+        if self._include_schema:
+            schema = relation.envelope_schema(self.name)
+            schema_json = relation.envelope_schema_json(self.name)
+        ts_ms = now_ms()
+        transaction = (tx.id, total, in_table)
+        value = change_value(op, before, after, source, transaction, schema, ts_ms)
+        text = change_json(
+            op,
+            image_json(before),
+            image_json(after),
+            f"{head}{string(sequence)}{middle}{int(lsn)}{tail}",
+            ts_ms,
+            transaction,
+            schema_json,
+        )
         key = record_key(relation.key, before, after)
         return CaptureRecord(
-            "change", relation.schema, relation.table, key, value, self._position(lsn), tx.resume
+            "change",
+            relation.schema,
+            relation.table,
+            key,
+            value,
+            self._position(lsn),
+            tx.resume,
+            text,
         )
+
+    def _source_template(
+        self, relation: _Relation, tx: _Transaction
+    ) -> tuple[dict[str, Any], tuple[str, str, str]]:
+        """The relation's ``source`` block in ``tx`` and its text cut around ``sequence``
+        and ``lsn`` (built once per table and transaction)."""
+        cache_key = (relation.schema, relation.table)
+        found = tx.sources.get(cache_key)
+        if found is None:
+            base = self._source(relation, 0, tx)
+            head, middle, tail = fragments(base, ("sequence", "lsn"))
+            found = tx.sources[cache_key] = (base, (head, middle, tail))
+        return found
 
     def _schema_change(self, relation: _Relation, lsn: int) -> Iterator[CaptureRecord]:
         if relation.pending_change is None or self._tx is None:

@@ -534,3 +534,42 @@ def _captured(info: t.ColumnInfo, schema: Any, text: str) -> list[Any]:
 def _same(got: Any, want: Any) -> bool:
     """Equal, type for type (repr tells NaN, -0.0 and float from Decimal apart)."""
     return repr(got) == repr(want)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-01-01 00:16:40.123456",
+        "1969-12-31 23:59:59.5",
+        "2024-02-29 10:11:12.1",
+        "9999-12-31 23:59:59.999999",
+        "0000-01-01 00:00:00",
+        "2024-01-01 00:00:00",
+        "2024-13-45 25:61:61",  # out of range fields: counted on, as the pattern does
+        "0001-01-01 00:00:00 BC",
+        "12024-01-01 00:00:00",
+        "2024-01-01 00:00:00+05",
+        "2024-01-01 00:00:00.5+05",
+        "2024-01-01 00:00:00\n",
+        "2024-01-01 00:00:00.",
+        "2024-01-01 00:00:00.1234567",
+        "2024-01-01 0a:00:00",
+        "2024-01-01 00:00:00.12345a",
+        "2024-01-01T00:00:00",
+        "2024-01-01 00:00:00 ",
+    ],
+)
+def test_timestamps_read_by_position_equal_the_full_pattern(text: str) -> None:
+    """The common timestamp form is read by position; every text, that form or not,
+    gives what the full pattern gives (or fails as it does)."""
+    try:
+        seconds, micros = t._timestamp_parts(text)
+        expected: Any = seconds * 1_000_000 + micros
+    except ValueError:
+        expected = ValueError
+    if expected is ValueError:
+        with pytest.raises(ValueError):
+            t.timestamp_micros(text)
+    else:
+        assert t.timestamp_micros(text) == expected
+        assert t.timestamp_millis(text) == expected // 1000
