@@ -194,11 +194,12 @@ class StatusBoard:
             pattern,
             limit,
         )
-        head = {
+        numbers: dict[str, int] = {"tables": len(rows), "matching": matching, "shown": len(shown)}
+        head: dict[str, Any] = {
             "pipeline": self.pipeline,
             "now": now,
             "started": self.started,
-            "counts": {"tables": len(rows), "matching": matching, "shown": len(shown), **counts},
+            "counts": {**numbers, **counts},
             "stages": self._stage_rows(reported, now),
         }
         return head, shown
