@@ -249,6 +249,10 @@ def _json(value: Any) -> str:
     return json.dumps(value, default=str, separators=(",", ":"), check_circular=False)
 
 
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
 def _clock(at: float) -> str:
     """A Unix time as the UTC time of day (the page says "UTC" once).
 
@@ -274,6 +278,9 @@ def _table_text(row: dict[str, Any]) -> dict[str, Any]:
         "lag_events": display.count(row.get("lag_events")),
         "ledger_snapshot": display.short_id(row.get("ledger_snapshot")),
         "watermark": display.short_id(row.get("watermark")),
+        # Whole, as text: a browser reads JSON numbers as doubles, exact to 2**53 only.
+        "ledger_snapshot_id": _text(row.get("ledger_snapshot")),
+        "watermark_id": _text(row.get("watermark")),
         "dead_letters": display.count(sum(int(n) for n in dead.values())) if dead else "0",
         "dead_letters_by_reason": {k: display.count(n) for k, n in dead.items()},
         "phase_seconds": {k: display.duration(v) for k, v in took.items() if v is not None},

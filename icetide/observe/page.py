@@ -148,10 +148,10 @@ function row(t, now) {
     line(sc, el("span", phase + " ", "small"), s);
   }
   const sn = cell(tr, "small");
-  line(sn, "ledger ", span(n, "ledger_snapshot", x.ledger_snapshot, t.ledger_snapshot,
-    t.ledger_snapshot ? String(t.ledger_snapshot) : null));
-  line(sn, "merged ", span(n, "watermark", x.watermark, t.watermark,
-    t.watermark ? String(t.watermark) : null));
+  // The ids as text: a JSON number of 19 digits is not exact in a browser.
+  line(sn, "ledger ", span(n, "ledger_snapshot", x.ledger_snapshot, x.ledger_snapshot_id,
+    x.ledger_snapshot_id));
+  line(sn, "merged ", span(n, "watermark", x.watermark, x.watermark_id, x.watermark_id));
   const fl = cell(tr, "small");
   line(fl, span(n, "data_files", x.data_files, t.data_files), " data");
   line(fl, span(n, "delete_files", x.delete_files, t.delete_files), " delete");

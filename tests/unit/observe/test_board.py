@@ -125,6 +125,8 @@ def test_figures_are_humanized_with_the_raw_values_beside_them() -> None:
         "lag_events": "1.2 M",
         "ledger_snapshot": "8327…2847",
         "watermark": "1234",
+        "ledger_snapshot_id": "8327164253829462847",
+        "watermark_id": "1234",
         "dead_letters": "12.0 k",
         "dead_letters_by_reason": {"type_mismatch": "12.0 k", "malformed_json": "3"},
         "phase_seconds": {"detected": "1.8 s", "schema": "1 min 5 s"},
