@@ -49,7 +49,6 @@ def _cell(value: Any) -> str:
 
 STATUS_COLUMNS = (
     ("table", "table"),
-    ("verdict", "verdict"),
     ("freshness", "freshness"),
     ("ledger_events", "ledger"),
     ("base_rows", "base rows"),

@@ -200,13 +200,13 @@ def render_status(status: PipelineStatus) -> str:
     pipeline's notes."""
     rows = status.tables
     header = (
-        f"{'table':<20} {'verdict':<8}{'freshness':>12}{'ledger':>10}{'base rows':>11}"
+        f"{'table':<20}{'freshness':>20}{'ledger':>10}{'base rows':>11}"
         f"{'lag':>8}{'dead':>7}  watermark"
     )
     lines = [header]
     for r in rows:
         lines.append(
-            f"{r.table:<20} {r.verdict:<8}{freshness_text(r):>12}{r.ledger_events:>10,}"
+            f"{r.table:<20}{freshness_text(r):>20}{r.ledger_events:>10,}"
             f"{r.base_rows:>11,}{r.lag_events:>8,}{r.dead_letters:>7,}  "
             f"{r.watermark if r.watermark is not None else '-'}"
         )
@@ -219,10 +219,17 @@ def render_status(status: PipelineStatus) -> str:
 
 
 def freshness_text(row: TableStatus) -> str:
-    """``8 h 56 min``, ``never merged`` (:func:`~icetide.observe.display.duration`)."""
-    if row.freshness_seconds is None:
-        return "never merged"
-    return display.duration(row.freshness_seconds)
+    """``8 h 56 min``, ``never merged``; the verdict after it when not ok (``2 h STALE``).
+
+    >>> freshness_text(TableStatus("t", 0, None, 0, 0, None, 0, freshness_seconds=7260.0))
+    '2 h 1 min'
+    >>> freshness_text(TableStatus("t", 0, None, 0, 0, None, 0, breached=True))
+    'never merged STALE'
+    """
+    text = (
+        "never merged" if row.freshness_seconds is None else display.duration(row.freshness_seconds)
+    )
+    return text if row.verdict == "ok" else f"{text} {row.verdict.upper()}"
 
 
 def render_extra_columns(rows: list[TableStatus]) -> list[str]:
