@@ -88,11 +88,11 @@ function span(table, field, text, value, title, cls) {
 function cell(tr, cls) { const td = el("td", null, cls); tr.appendChild(td); return td; }
 function line(td, ...parts) {
   const d = el("div");
-  for (const p of parts) d.append(typeof p === "string" ? p : p);
+  d.append(...parts);
   td.appendChild(d); return d;
 }
 function chart(history, sla, now) {
-  const w = 130, h = 24, ns = "http://www.w3.org/2000/svg";
+  const w = 120, h = 24, ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("width", w); svg.setAttribute("height", h);
   const values = history.filter(p => p[1] !== null);
