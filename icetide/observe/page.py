@@ -46,6 +46,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .why { color: #900; font-size: 12px; }
 .late { color: #b00; font-weight: 600; }
 .small { font-size: 12px; color: #555; }
+.id { white-space: nowrap; }
 #bar { display: flex; gap: 1.5em; align-items: center; margin: .6em 0; flex-wrap: wrap; }
 #filter { font: inherit; padding: 3px 6px; width: 22em; }
 svg { display: block; }
@@ -63,12 +64,12 @@ svg { display: block; }
 <input id="filter" type="search" placeholder="filter by name (words, any order)"
  autocomplete="off"><span id="shown" class="muted"></span></div>
 <table id="tables"><colgroup>
-<col style="width:15%"><col style="width:11%"><col style="width:10%"><col style="width:140px">
-<col style="width:6%"><col style="width:9%"><col style="width:11%"><col style="width:10%">
+<col style="width:15%"><col style="width:11%"><col style="width:11%"><col style="width:134px">
+<col style="width:6%"><col style="width:9%"><col style="width:10%"><col style="width:11%">
 <col style="width:8%"><col></colgroup>
 <thead><tr><th>table</th><th>verdict</th><th>freshness / SLA</th><th>last hour</th>
 <th>lag</th><th>dead letters</th><th>schema</th><th>snapshots</th><th>files</th>
-<th>last merge / maintenance</th></tr></thead><tbody></tbody></table>
+<th>last merge, maintenance (UTC)</th></tr></thead><tbody></tbody></table>
 <script>
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -150,8 +151,8 @@ function row(t, now) {
   const sn = cell(tr, "small");
   // The ids as text: a JSON number of 19 digits is not exact in a browser.
   line(sn, "ledger ", span(n, "ledger_snapshot", x.ledger_snapshot, x.ledger_snapshot_id,
-    x.ledger_snapshot_id));
-  line(sn, "merged ", span(n, "watermark", x.watermark, x.watermark_id, x.watermark_id));
+    x.ledger_snapshot_id, "id"));
+  line(sn, "merged ", span(n, "watermark", x.watermark, x.watermark_id, x.watermark_id, "id"));
   const fl = cell(tr, "small");
   line(fl, span(n, "data_files", x.data_files, t.data_files), " data");
   line(fl, span(n, "delete_files", x.delete_files, t.delete_files), " delete");

@@ -34,10 +34,17 @@ def names() -> list[str]:
     return [f"shop_{i:04d}_{DOMAINS[i % len(DOMAINS)]}" for i in range(1000)]
 
 
-def feed(board: StatusBoard) -> None:
+def feed(board: StatusBoard, hour_ago: list[float]) -> None:
     """What the observer, merge and evolution report of a thousand tables: most fresh,
-    a few stale beyond their SLA, one failing merge, one schema change held."""
+    a few stale beyond their SLA, one failing merge, one schema change held; the last
+    hour of a few of them (``hour_ago``: the board's clock, moved by a minute a time)."""
     report = Reporter(board.sink).report
+    for minute in range(1, 60):
+        hour_ago[0] = (minute - 60) * 60.0
+        for i, name in enumerate(names()[:120:10]):
+            fresh = 6_000.0 + 40 * minute if i in (1, 2) else 30 + (i * 37 + minute * 11) % 500
+            report("observe", "o", table=name, freshness_seconds=fresh)
+    hour_ago[0] = 0.0
     for i, name in enumerate(names()):
         freshness = 5.0 + (i * 7919) % 600  # ok, in no order of the names
         sla = 900.0 if i % 4 == 0 else None
@@ -120,6 +127,10 @@ STAGES = """
       return [tr.dataset.stage, state.dataset.value, state.innerText, f('last').innerText];
     });
 """
+POINTS = """
+    const chart = document.querySelector('[data-table="' + arguments[0] + '"] polyline');
+    return chart.getAttribute('points').trim().split(/\\s+/).length;
+"""
 CELL = """
     const e = document.querySelector('[data-table="' + arguments[0] + '"][data-field="'
       + arguments[1] + '"]');
@@ -132,8 +143,11 @@ def test_a_thousand_tables_worst_first_filtered_humanized_in_1400_pixels(
 ) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    board = StatusBoard("shop", names(), stages=supervised.states)
-    feed(board)
+    hour_ago = [0.0]
+    board = StatusBoard(
+        "shop", names(), stages=supervised.states, clock=lambda: time.time() + hour_ago[0]
+    )
+    feed(board, hour_ago)
     server = MetricsServer(Metrics(), 0)
     add_routes(server, board)
     server.start()
@@ -170,6 +184,10 @@ def test_a_thousand_tables_worst_first_filtered_humanized_in_1400_pixels(
             assert dead[:2] == ["12.3 k", "12345"]
             why = driver.execute_script(CELL, "shop_0997_items", "why")
             assert why[0] == "merge failed: Boom: disk full"
+
+            # An hour of freshness, a point a minute, in the chart.
+            assert driver.execute_script(POINTS, "shop_0010_orders") == 60
+            assert driver.execute_script(POINTS, "shop_0001_customers") == 1
 
             # Nothing to scroll sideways at 1,400 pixels, a thousand rows and all.
             overflow = "const e = document.documentElement; return e.scrollWidth - e.clientWidth"
