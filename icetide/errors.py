@@ -22,6 +22,18 @@ class IcetideError(Exception):
         return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
 
 
+def failure_line(exc: BaseException) -> str:
+    """A one-line reason for a failure (a stage's restart, a table's failed merge).
+
+    >>> failure_line(IcetideError("no such table\\nmore")), failure_line(KeyError("k"))
+    ('no such table', "KeyError: 'k'")
+    """
+    if isinstance(exc, IcetideError):
+        return exc.message.splitlines()[0]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
 class Transient:
     """Marker: retrying the same work later may succeed (network, busy catalog)."""
 

@@ -19,11 +19,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from icetide.errors import IcetideError, StageError
+from icetide.errors import StageError, failure_line
 from icetide.stopping import Stop, Stopped
 
 Report = Callable[..., None]
+
+TaskState = Literal["idle", "running", "backing off", "failed", "stopped"]
+"""Where a supervised task is: ``idle`` between rounds (and before its first),
+``running`` a round (or its start-up), ``backing off`` after a failure until its
+restart, ``failed`` when it gave up (:class:`GaveUp`), ``stopped`` once closed."""
 
 
 @dataclass
@@ -60,6 +66,33 @@ class Task:
     failures keep adding up (the backoff grows) instead of starting over at one."""
     failures: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
+    state: TaskState = field(default="idle", init=False)
+    state_since: float = field(default_factory=time.time, init=False)
+    """When the task entered ``state`` (Unix time)."""
+    last_error: str | None = field(default=None, init=False)
+    retry_at: float | None = field(default=None, init=False)
+    """While ``backing off``: when it starts again (Unix time)."""
+
+    def enter(self, state: TaskState, error: str | None = None, retry_in: float = 0.0) -> None:
+        """Record that the task is now in ``state`` (its thread only)."""
+        now = time.time()
+        self.state, self.state_since = state, now
+        if error is not None:
+            self.last_error = error
+        self.retry_at = now + retry_in if state == "backing off" else None
+
+    def describe(self) -> dict[str, Any]:
+        """The task's state as JSON-ready figures (the status page lists every task by
+        this, whether or not it has reported anything yet)."""
+        return {
+            "name": self.name,
+            "state": self.state,
+            "since": self.state_since,
+            "restarts": self.restarts,
+            "failures": self.failures,
+            "last_error": self.last_error,
+            "retry_at": self.retry_at,
+        }
 
 
 class GaveUp(StageError):
@@ -95,11 +128,8 @@ def pause_after(round_seconds: float, interval: float, busy: bool = True) -> flo
 
 
 def describe(exc: BaseException) -> str:
-    """A one-line reason for a failure."""
-    if isinstance(exc, IcetideError):
-        return exc.message.splitlines()[0]
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """A one-line reason for a failure (:func:`icetide.errors.failure_line`)."""
+    return failure_line(exc)
 
 
 class Supervisor:
@@ -126,6 +156,10 @@ class Supervisor:
         """Supervise ``task`` (before :meth:`run`)."""
         self.tasks.append(task)
         return task
+
+    def states(self) -> list[dict[str, Any]]:
+        """Every task's :meth:`Task.describe`, in the order they were added."""
+        return [task.describe() for task in self.tasks]
 
     def run(self) -> None:
         """Start every task and wait for a stop request; then stop them all.
@@ -177,6 +211,7 @@ class Supervisor:
             self._wait(task.initial_delay)
             while not self.stop.requested:
                 try:
+                    task.enter("running")
                     if not started:
                         if task.start is not None:
                             task.start()
@@ -188,6 +223,7 @@ class Supervisor:
                     if time.monotonic() - started_at >= task.healthy_after:
                         task.failures = 0
                     busy = task.catch_up and bool(found)
+                    task.enter("idle")
                     self._wait(
                         pause_after(time.monotonic() - began, task.interval, busy),
                         None if busy else task.wake,
@@ -202,6 +238,7 @@ class Supervisor:
                         gave_up=task.name,
                         error=describe(exc),
                     )
+                    task.enter("failed", describe(exc))
                     self.gave_up = self.gave_up or exc
                     self.stop.request(f"{task.name} gave up")
                     break
@@ -213,6 +250,7 @@ class Supervisor:
                     task.failures += 1
                     task.restarts += 1
                     pause = backoff(task.failures, self.first_backoff, self.max_backoff)
+                    task.enter("backing off", describe(exc), pause)
                     self.report(
                         "run",
                         f"run: {task.name} failed ({describe(exc)}); restarting in "
@@ -229,3 +267,5 @@ class Supervisor:
         finally:
             if started:
                 self._close(task)
+            if task.state != "failed":
+                task.enter("stopped")

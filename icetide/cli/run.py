@@ -216,18 +216,14 @@ def wakes_on_stored_rows(wake: threading.Event) -> Sink:
 def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> None:
     """Metrics, page and page data on ``--metrics-port``, when given."""
     from icetide.observe.metrics import Metrics, MetricsServer
-    from icetide.observe.page import render_page
+    from icetide.observe.page import add_routes
 
     metrics = Metrics()
     pipeline.reporter.sinks = (*pipeline.reporter.sinks, metrics.sink)
     if args.metrics_port is None:
         return
     server = MetricsServer(metrics, args.metrics_port, args.metrics_host)
-    server.routes["/"] = lambda: (render_page(), "text/html; charset=utf-8")
-    server.routes["/status.json"] = lambda: (
-        json.dumps(board.snapshot(), default=str).encode(),
-        "application/json",
-    )
+    add_routes(server, board)
     server.start()
     log(f"status page: http://{args.metrics_host}:{server.port}/ (metrics at /metrics)")
 
@@ -258,6 +254,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     quiet = Reporter(*[s for s in pipeline.reporter.sinks if s is not pipeline.reporter.sinks[0]])
     spark = context.spark_session(config, writes_class_archive=True)
     supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
+    board.stage_states = supervisor.states  # every task listed, reported or not
     names: list[str] = []
     if captured:
         for source in captured:

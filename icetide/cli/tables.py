@@ -49,6 +49,7 @@ def _cell(value: Any) -> str:
 
 STATUS_COLUMNS = (
     ("table", "table"),
+    ("freshness", "freshness"),
     ("ledger_events", "ledger"),
     ("base_rows", "base rows"),
     ("lag_events", "lag"),

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.resnapshot import resnapshot_under_way
-from icetide.errors import SchemaError
+from icetide.errors import SchemaError, failure_line
 from icetide.faults import crash_point
 from icetide.lake.commit import append_with_properties
 from icetide.lake.ledger_figures import (
@@ -68,6 +68,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal
 from icetide.spark.retry import retry_conflicts
+from icetide.stopping import Stopped
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -175,7 +176,18 @@ class MergeStage:
         def one(name: str, turn: PackingTurn) -> MergeResult:
             if before_each is not None:
                 before_each()
-            return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
+            try:
+                return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
+            except Stopped:
+                raise
+            except Exception as exc:
+                # Named per table, so the status page can say which table is failing
+                # (the round's failure restarts the whole merge task).
+                why = failure_line(exc)
+                self.pipeline.report(
+                    "merge", f"merge {name}: failed ({why})", table=name, failed=why
+                )
+                raise
 
         return self.rounds.run(one)
 

@@ -25,6 +25,7 @@ from icetide.lake.progress import events_after, read_watermark
 from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
 from icetide.maintenance.files import file_counts
 from icetide.observe.convergence import table_convergence
+from icetide.observe.display import Verdict, verdict
 from icetide.schema.contract import ledger as c
 
 if TYPE_CHECKING:
@@ -65,9 +66,14 @@ class TableHealth:
     (:meth:`~icetide.observe.convergence.Convergence.seconds`)."""
     convergence_breached: bool = False
 
+    @property
+    def verdict(self) -> Verdict:
+        """``held`` (its schema change over the convergence SLA), ``stale`` or ``ok``."""
+        return verdict(held=self.convergence_breached, breached=self.breached)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return asdict(self)
+        return {**asdict(self), "verdict": self.verdict}
 
     def render(self) -> str:
         """One line for people."""

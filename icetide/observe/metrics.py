@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -297,7 +298,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-Route = Callable[[], tuple[bytes, str]]
+Route = Callable[[Mapping[str, str]], tuple[bytes, str]]
+"""A page: its query parameters (the first value of each) → body and content type; a
+ValueError is a bad request (400, its message the reason)."""
 
 
 class MetricsServer:
@@ -305,17 +308,23 @@ class MetricsServer:
 
     def __init__(self, metrics: Metrics, port: int, host: str = "127.0.0.1") -> None:
         self.routes: dict[str, Route] = {
-            "/metrics": lambda: (metrics.exposition(), CONTENT_TYPE_LATEST)
+            "/metrics": lambda query: (metrics.exposition(), CONTENT_TYPE_LATEST)
         }
         routes = self.routes
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the http.server API)
-                route = routes.get(self.path.split("?", 1)[0])
+                url = urlsplit(self.path)
+                route = routes.get(url.path)
                 if route is None:
                     self.send_error(404)
                     return
-                body, content_type = route()
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                try:
+                    body, content_type = route(query)
+                except ValueError as exc:
+                    self.send_error(400, str(exc))
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))

@@ -1,4 +1,5 @@
-"""``icetide status``: per table, what the ledger holds, what the base mirrors, the lag.
+"""``icetide status``: per table, what the ledger holds, what the base mirrors, the lag,
+the freshness against its SLA; worst first, as on the status page.
 
 Also what would otherwise go unseen: event columns the schema lacks (counted per table
 from the ledger's snapshot summaries), events no table takes (the unrouted dead-letter
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -24,8 +25,11 @@ from icetide.lake.tables import (
     table_exists,
 )
 from icetide.ledger.landing import Change, changed_files
+from icetide.observe import display
 from icetide.observe.capture_lag import CaptureLag, capture_lag_by_table, render_capture_lags
 from icetide.observe.convergence import Convergence, render_convergence, table_convergence
+from icetide.observe.display import Verdict
+from icetide.observe.freshness import newest_applied
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import STRATEGY_PROPERTY
 from icetide.schema.contract.names import TableName
@@ -51,6 +55,23 @@ class TableStatus:
     """The capture lag of the source capturing this table (see capture_lag.py)."""
     merge_strategy: str | None = None
     """How the last merge joined its batch with the base, and why (its snapshot summary)."""
+    freshness_seconds: float | None = None
+    """Now minus the source commit time of the newest merged event (None: never merged)."""
+    sla_seconds: float | None = None
+    """The table's ``freshness_sla`` (None: none set)."""
+    breached: bool = False
+    """Stale beyond its SLA (or never merged, with an SLA)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """``held`` (a schema change over its convergence SLA), ``stale`` or ``ok``:
+        the order ``status`` lists the tables in (:mod:`icetide.observe.display`)."""
+        late = self.convergence is not None and self.convergence.breached
+        return display.verdict(held=late, breached=self.breached)
+
+    def rank(self) -> tuple[int, float, str]:
+        """The sort key that lists the worst table first."""
+        return display.rank_key(self.table, self.verdict, self.freshness_seconds)
 
 
 @dataclass(frozen=True)
@@ -75,9 +96,14 @@ def _count(spark: SparkSession, table: TableName) -> int:
 
 
 def table_status(
-    spark: SparkSession, config: Config, name: str, capture: CaptureLag | None = None
+    spark: SparkSession,
+    config: Config,
+    name: str,
+    capture: CaptureLag | None = None,
+    now: datetime | None = None,
 ) -> TableStatus:
     """Read the status of one table from its three Iceberg tables."""
+    now = now or datetime.now(UTC)
     refs = TableRefs.of(config, name)
     ledger_events = _count(spark, refs.cdc)
     watermark = read_watermark(spark, refs.base) if table_exists(spark, refs.base) else None
@@ -90,6 +116,9 @@ def table_status(
         row = spark.table(refs.cdc.sql).agg(F.max(c.INGESTED_AT)).first()
         if row is not None and isinstance(row[0], datetime):
             last_commit = row[0].isoformat()
+    applied = newest_applied(spark, refs, watermark) if end is not None else None
+    freshness = (now - applied).total_seconds() if applied is not None else None
+    sla = config.table(name).freshness_sla
     return TableStatus(
         table=name,
         ledger_events=ledger_events,
@@ -102,6 +131,9 @@ def table_status(
         capture=capture,
         merge_strategy=last_merge_strategy(spark, refs.base),
         convergence=table_convergence(spark, config, name),
+        freshness_seconds=round(freshness, 3) if freshness is not None else None,
+        sla_seconds=sla.total_seconds() if sla is not None else None,
+        breached=sla is not None and (freshness is None or freshness > sla.total_seconds()),
     )
 
 
@@ -149,22 +181,34 @@ def pipeline_notes(spark: SparkSession, config: Config) -> PipelineNotes:
     )
 
 
-def pipeline_status(spark: SparkSession, config: Config) -> PipelineStatus:
-    """Status of every configured table and of the pipeline as a whole."""
+def pipeline_status(
+    spark: SparkSession, config: Config, pattern: str | None = None, limit: int | None = None
+) -> PipelineStatus:
+    """Status of the configured tables whose names match ``pattern`` (all by default),
+    worst first (:func:`~icetide.observe.display.rank_key`), at most ``limit`` of them;
+    and of the pipeline as a whole. Only the matching tables are read."""
     lags = capture_lag_by_table(config)
-    tables = [table_status(spark, config, t.name, lags.get(t.name)) for t in config.tables]
-    return PipelineStatus(tables, pipeline_notes(spark, config))
+    now = datetime.now(UTC)
+    names = [t.name for t in config.tables if display.matches(t.name, pattern)]
+    rows = [table_status(spark, config, n, lags.get(n), now) for n in names]
+    shown, _ = display.select(rows, lambda r: r.table, TableStatus.rank, None, limit)
+    return PipelineStatus(shown, pipeline_notes(spark, config))
 
 
 def render_status(status: PipelineStatus) -> str:
-    """A plain text table for people, then the capture lags and the pipeline's notes."""
+    """A plain text table for people, worst first, then the capture lags and the
+    pipeline's notes."""
     rows = status.tables
-    header = f"{'table':<20}{'ledger':>10}{'base rows':>11}{'lag':>8}{'dead':>7}  watermark"
+    header = (
+        f"{'table':<20}{'freshness':>20}{'ledger':>10}{'base rows':>11}"
+        f"{'lag':>8}{'dead':>7}  watermark"
+    )
     lines = [header]
     for r in rows:
         lines.append(
-            f"{r.table:<20}{r.ledger_events:>10,}{r.base_rows:>11,}{r.lag_events:>8,}"
-            f"{r.dead_letters:>7,}  {r.watermark if r.watermark is not None else '-'}"
+            f"{r.table:<20}{freshness_text(r):>20}{r.ledger_events:>10,}"
+            f"{r.base_rows:>11,}{r.lag_events:>8,}{r.dead_letters:>7,}  "
+            f"{r.watermark if r.watermark is not None else '-'}"
         )
     lines.extend(f"{r.table}: last merge by {r.merge_strategy}" for r in rows if r.merge_strategy)
     lines.extend(render_extra_columns(rows))
@@ -172,6 +216,20 @@ def render_status(status: PipelineStatus) -> str:
     lines.extend(render_notes(status.notes))
     capture = render_capture_lags(r.capture for r in rows)
     return "\n".join(lines) + (f"\n\n{capture}" if capture else "")
+
+
+def freshness_text(row: TableStatus) -> str:
+    """``8 h 56 min``, ``never merged``; the verdict after it when not ok (``2 h STALE``).
+
+    >>> freshness_text(TableStatus("t", 0, None, 0, 0, None, 0, freshness_seconds=7260.0))
+    '2 h 1 min'
+    >>> freshness_text(TableStatus("t", 0, None, 0, 0, None, 0, breached=True))
+    'never merged STALE'
+    """
+    text = (
+        "never merged" if row.freshness_seconds is None else display.duration(row.freshness_seconds)
+    )
+    return text if row.verdict == "ok" else f"{text} {row.verdict.upper()}"
 
 
 def render_extra_columns(rows: list[TableStatus]) -> list[str]:
@@ -203,7 +261,8 @@ def render_notes(notes: PipelineNotes) -> list[str]:
 
 
 def status_dicts(status: PipelineStatus) -> list[dict[str, object]]:
-    """The same rows as JSON-ready dicts.
+    """The same rows as JSON-ready dicts, worst first (docs/operations.md lists the
+    fields; a test keeps that list complete).
 
     Pipeline-wide notes come as added keys on every row (``unrouted_dead_letters``,
     ``landing_changed_files``), so the output stays the list of table rows it always was.
@@ -212,4 +271,4 @@ def status_dicts(status: PipelineStatus) -> list[dict[str, object]]:
         "unrouted_dead_letters": status.notes.unrouted_dead_letters,
         "landing_changed_files": [c.file for c in status.notes.changed_files],
     }
-    return [{**asdict(r), **notes} for r in status.tables]
+    return [{**asdict(r), "verdict": r.verdict, **notes} for r in status.tables]

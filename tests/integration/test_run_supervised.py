@@ -9,7 +9,6 @@ against the source."""
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import urllib.request
 from collections.abc import Iterator
@@ -30,12 +29,10 @@ from icetide.config.loader import load_table_schemas
 from icetide.demo.live import start_shop
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.observe.verify import render_verdicts, run_verify
+from tests.integration.browser import CHROMEDRIVER, CHROMIUM, chrome
 from tests.integration.events import mysql
 from tests.integration.harness import Pipeline
 from tests.integration.test_cli_process import child, free_port, wait_until
-
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
 
 
 @pytest.fixture
@@ -67,47 +64,40 @@ def execute(server: MariaDBServer, *statements: str) -> None:
 
 
 def read_page(port: int, table: str) -> dict[str, str]:
-    """The figures of ``table`` as the headless browser renders them."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    """The figures of ``table`` as the headless browser renders them: each element's
+    exact value (``data-value``), and the text people read under ``<field>.text``."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    # The page redraws its rows every two seconds, so elements found one call apart can be
-    # gone by the next (a stale element). One script reads every figure in one go: the
+    # The page redraws its rows every few seconds, so elements found one call apart can
+    # be gone by the next (a stale element). One script reads every figure in one go: the
     # redraw after each fetch is synchronous, so the script sees one whole rendering.
     snapshot = """
         const table = arguments[0], figures = {};
-        const cells = document.querySelectorAll('td[data-table="' + table + '"]');
-        if (!cells.length) return null;
-        for (const e of cells) figures[e.dataset.field] = e.innerText;
-        for (const key of ["reason", "phase"]) {
-          const css = 'span[data-table="' + table + '"][data-' + key + ']';
-          const spans = document.querySelectorAll(css);
-          for (const e of spans) figures[e.dataset.field + "." + e.dataset[key]] = e.innerText;
+        const found = document.querySelectorAll('[data-table="' + table + '"][data-field]');
+        if (!found.length) return null;
+        for (const e of found) {
+          let key = e.dataset.field;
+          if (e.dataset.reason) key += "." + e.dataset.reason;
+          if (e.dataset.phase) key += "." + e.dataset.phase;
+          if (e.dataset.value !== undefined) figures[key] = e.dataset.value;
+          figures[key + ".text"] = e.innerText;
         }
-        const points = document.querySelector('td[data-table="' + table + '"] polyline');
+        const points = document.querySelector('[data-table="' + table + '"] polyline');
         const drawn = points ? (points.getAttribute("points") || "").trim() : "";
         figures.chart_points = String(drawn ? drawn.split(/\\s+/).length : 0);
         return figures;
     """
-    try:
+    with chrome() as driver:
         driver.get(f"http://127.0.0.1:{port}/")
 
         def rendered(d: Any) -> dict[str, str] | None:
             figures = d.execute_script(snapshot, table)
-            if not figures or figures.get("freshness_seconds") in (None, "", "-"):
+            if not figures or figures.get("freshness_seconds") in (None, ""):
                 return None
             return {str(k): str(v) for k, v in figures.items()}
 
         figures: dict[str, str] = WebDriverWait(driver, 60, poll_frequency=0.2).until(rendered)
         return figures
-    finally:
-        driver.quit()
 
 
 def progress(lines: list[str], stage: str) -> list[dict[str, Any]]:
@@ -270,7 +260,8 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         seconds_since = (datetime.now(UTC) - inserted_at).total_seconds()
         assert 0 <= float(page["freshness_seconds"]) <= seconds_since + 2, page
         assert page["dead_letters.type_mismatch"] == "1", page
-        assert page["sla"] == "ok" and page["sla_seconds"] == "3600", page
+        assert page["sla"] == "ok" and float(page["sla_seconds"]) == 3600, page
+        assert page["sla_seconds.text"] == "SLA 1 h" and page["verdict"] == "ok", page
         assert int(page["chart_points"]) >= 1, page
         assert page["last_maintenance"].startswith("ok at "), page
         assert page["schema_version"] == "2" and page["schema_phase"] == "converged", page

@@ -186,5 +186,55 @@ def test_a_failure_that_cannot_go_away_stops_the_run_once_with_what_to_do() -> N
     with pytest.raises(GaveUp, match="another capture"):
         sup.run()
     assert calls["capture"] == 1  # never restarted
+    assert [t.state for t in sup.tasks] == ["failed", "stopped"]
+    assert sup.tasks[0].last_error == "another capture of source 'shop' is writing"
     said = [m for m, f in reports if f.get("gave_up") == "capture shop"]
     assert len(said) == 1 and "stop the other one" in said[0] and "start it again" in said[0]
+
+
+def test_each_task_says_its_state_running_idle_backing_off_then_stopped() -> None:
+    """The status page lists every task by :meth:`Supervisor.states`, including one
+    that never reported: running a round, idle between rounds (or before its first),
+    backing off after a failure until its restart, stopped at the end."""
+    stop = Stop()
+    inside, release, failed = threading.Event(), threading.Event(), threading.Event()
+    changed = threading.Event()
+
+    def long_round() -> None:
+        inside.set()
+        release.wait(timeout=60)
+
+    def broken() -> None:
+        failed.set()
+        raise RuntimeError("catalog down")
+
+    def report(stage: str, message: str, **figures: Any) -> None:
+        changed.set()
+
+    sup = Supervisor(stop, report, first_backoff=600.0, max_backoff=600.0)
+    sup.add(Task("stream", long_round, 3600.0))
+    sup.add(Task("maintenance", lambda: None, 3600.0, initial_delay=3600.0))
+    sup.add(Task("capture shop", broken, 3600.0))
+    runner = threading.Thread(target=lambda: pytest.raises(Stopped, sup.run), daemon=True)
+    assert [s["state"] for s in sup.states()] == ["idle", "idle", "idle"]
+    runner.start()
+    assert inside.wait(timeout=30) and failed.wait(timeout=30)
+
+    def states() -> dict[str, dict[str, Any]]:
+        return {s["name"]: s for s in sup.states()}
+
+    assert changed.wait(timeout=30)  # the failure's report: its state is set before it
+    now = states()
+    assert now["capture shop"]["state"] == "backing off"
+    assert now["stream"]["state"] == "running"
+    assert now["maintenance"]["state"] == "idle" and now["maintenance"]["restarts"] == 0
+    capture = now["capture shop"]
+    assert capture["last_error"] == "RuntimeError: catalog down"
+    assert capture["retry_at"] == pytest.approx(capture["since"] + 600.0)
+    assert capture["restarts"] == 1 and capture["failures"] == 1
+    stop.request("test")
+    release.set()
+    runner.join(timeout=60)
+    assert not runner.is_alive()
+    assert [s["state"] for s in sup.states()] == ["stopped", "stopped", "stopped"]
+    assert sup.states()[2]["retry_at"] is None

@@ -13,6 +13,7 @@ def test_status_rows_render_as_an_aligned_table(capsys: pytest.CaptureFixture[st
     rows = [
         {
             "table": "customers",
+            "freshness": "8 h 56 min STALE",
             "ledger_events": 1234,
             "base_rows": 7,
             "lag_events": 0,
@@ -21,6 +22,7 @@ def test_status_rows_render_as_an_aligned_table(capsys: pytest.CaptureFixture[st
         },
         {
             "table": "orders",
+            "freshness": "12 s",
             "ledger_events": 5,
             "base_rows": 123456,
             "lag_events": 10,
@@ -35,8 +37,9 @@ def test_status_rows_render_as_an_aligned_table(capsys: pytest.CaptureFixture[st
     assert [h.strip() for h in header] == [h for _, h in tables.STATUS_COLUMNS]
     # One width per column in every row.
     assert [len(c) for c in first] == [len(c) for c in header] == [len(c) for c in second]
-    assert first[1].strip() == "1,234" and second[2].strip() == "123,456"
+    assert first[2].strip() == "1,234" and second[3].strip() == "123,456"
+    assert first[1].strip() == "8 h 56 min STALE"
     # Numbers end at the column's right edge, names start at its left edge.
-    assert first[2].endswith("7 ") and second[1].endswith("5 ")
+    assert first[3].endswith("7 ") and second[2].endswith("5 ")
     assert first[0].startswith(" customers") and second[0].startswith(" orders")
-    assert first[5].strip() == "-"
+    assert first[6].strip() == "-"

@@ -67,7 +67,8 @@ def test_progress_records_become_metrics_and_are_served() -> None:
     snapshot = board.snapshot()
     [orders] = snapshot["tables"]
     assert orders["lag_events"] == 7 and orders["last_maintenance"]["outcome"] == "ok"
-    assert len(orders["history"]) == 1 and snapshot["stages"]["merge"]["restarts"] == 1
+    stages = {s["name"]: s for s in snapshot["stages"]}
+    assert len(orders["history"]) == 1 and stages["merge"]["restarts"] == 1
 
     server = MetricsServer(metrics, 0).start()
     try:
