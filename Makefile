@@ -1,5 +1,9 @@
 .PHONY: help install install-tests demo test unit integration lint bench
 PY ?= python3
+# Two pytest workers (pytest-xdist): most of a test's time is spent waiting on servers,
+# JVM start-ups and child processes, so two share two cores well. The tests of one
+# shared server stay in one worker (tests/integration/conftest.py SHARED_SERVERS).
+PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -16,13 +20,13 @@ demo: install  ## capture a live private MariaDB into Iceberg and verify the mir
 test: install-tests  ## lint, type-check and run every test (unit + integration)
 	$(PY) -m ruff check icetide tests bench
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_WORKERS) --durations=25
 
 unit: install-tests  ## tests that need no JVM
 	$(PY) -m pytest -q -m "not integration"
 
 integration: install-tests  ## tests with real Spark, Iceberg and databases
-	$(PY) -m pytest -q -m integration
+	$(PY) -m pytest -q -m integration $(PYTEST_WORKERS)
 
 lint:  ## ruff and mypy
 	$(PY) -m ruff check icetide tests bench
