@@ -35,6 +35,7 @@ from icetide.schema.contract.builder import TableContract, column_path
 from icetide.schema.contract.names import TableName
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.diff import FieldChange, diff
+from icetide.schema.model import TableSchema
 from icetide.schema.promote import promote
 from icetide.schema.quoting import literal, quote
 
@@ -65,14 +66,7 @@ def alter_plan(
     way first (:data:`KEPT_AS`), and its old values never show under the new column.
     """
     was, now = old.target, new.target  # the tables' own names and types
-    if was.key_ids != now.key_ids:
-        raise SchemaError(
-            f"table {now.table}: the primary key changed from {list(was.primary_key)} to "
-            f"{list(now.primary_key)}",
-            hint="a key change needs a re-snapshot: approve it (`icetide schema apply "
-            "--approve key_change --no-ddl`) and the running ledger and merge rebuild the "
-            "table from the source",
-        )
+    refuse_key_change(was, now)
     changes = untangled(diff(was, now))
     keys = set(now.key_ids)
     base_sql: list[str] = []
@@ -84,7 +78,7 @@ def alter_plan(
     }
     added = {c.path[0].casefold() for c in changes if c.kind == "add" and len(c.path) == 1}
     for change in changes:
-        _check(change, now.table)
+        check_change(change, now.table)
         if change.kind == "drop" and drop == "soft" and len(change.path) == 1:
             if change.path[0].casefold() in added:
                 continue  # moved out of the way, and commented there, by the add below
@@ -170,7 +164,20 @@ def _out_of_the_way(name: str, version: int) -> Callable[[TableName, tuple[str, 
     return statements
 
 
-def _check(change: FieldChange, table: str) -> None:
+def refuse_key_change(was: TableSchema, now: TableSchema) -> None:
+    """Raise :class:`SchemaError` when the tables' key changes between two versions: no
+    ALTER or schema update expresses that, only a re-snapshot does."""
+    if was.key_ids != now.key_ids:
+        raise SchemaError(
+            f"table {now.table}: the primary key changed from {list(was.primary_key)} to "
+            f"{list(now.primary_key)}",
+            hint="a key change needs a re-snapshot: approve it (`icetide schema apply "
+            "--approve key_change --no-ddl`) and the running ledger and merge rebuild the "
+            "table from the source",
+        )
+
+
+def check_change(change: FieldChange, table: str) -> None:
     if change.kind == "widen":
         assert change.old_type is not None and change.new_type is not None
         try:

@@ -27,10 +27,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from icetide.errors import SchemaError
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
-from icetide.schema.contract.alter import KEPT_AS, _check
+from icetide.schema.contract.alter import KEPT_AS, check_change, refuse_key_change
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.diff import FieldChange, diff
@@ -142,17 +141,10 @@ def version_update(
     between parents, a type change :func:`~icetide.schema.promote.promote` refuses.
     """
     was, now = old.target, new.target
-    if was.key_ids != now.key_ids:
-        raise SchemaError(
-            f"table {now.table}: the primary key changed from {list(was.primary_key)} to "
-            f"{list(now.primary_key)}",
-            hint="a key change needs a re-snapshot: approve it (`icetide schema apply "
-            "--approve key_change --no-ddl`) and the running ledger and merge rebuild the "
-            "table from the source",
-        )
+    refuse_key_change(was, now)
     changes = diff(was, now)
     for change in changes:
-        _check(change, now.table)
+        check_change(change, now.table)
     old_paths = {fid: path for path, fid in field_paths(was)}
     new_paths = {fid: path for path, fid in field_paths(now)}
     new_ids = {path: fid for fid, path in new_paths.items()}
