@@ -196,6 +196,32 @@ def image_json(image: dict[str, Any] | None) -> str:
     return "null" if image is None else dumps(image)
 
 
+def change_envelope(
+    op: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    source: dict[str, Any],
+    source_text: str,
+    transaction: tuple[str, int, int],
+    schema: tuple[dict[str, Any], str] | None = None,
+) -> tuple[dict[str, Any], str]:
+    """One change's envelope (:func:`change_value`) and its text (:func:`change_json`) at
+    one instant: what both readers put in a record. ``source_text`` is ``source``'s JSON
+    text as the reader has it; ``schema`` the Connect schema with its text, when sent."""
+    ts_ms = now_ms()
+    value = change_value(op, before, after, source, transaction, schema and schema[0], ts_ms)
+    text = change_json(
+        op,
+        image_json(before),
+        image_json(after),
+        source_text,
+        ts_ms,
+        transaction,
+        schema and schema[1],
+    )
+    return value, text
+
+
 def schema_change_value(
     source: dict[str, Any],
     database: str,

@@ -74,11 +74,8 @@ from icetide.capture.envelope import (
     COMMON_FIELDS,
     SourceBlock,
     SourceField,
-    change_json,
-    change_value,
+    change_envelope,
     envelope_schema,
-    image_json,
-    now_ms,
     record_key,
     schema_change_value,
 )
@@ -698,21 +695,17 @@ class BinlogReader:
     ) -> CaptureRecord:
         """A change record; ``source_json`` is ``source``'s text when the caller has it."""
         total, in_table = tx.count(db, name)
-        schema = schema_json = None
+        schema = None
         if self._include_schema and table is not None:
-            schema = table.envelope_schema(self.name)
-            schema_json = table.envelope_schema_json(self.name)
-        ts_ms = now_ms()
-        transaction = (tx.id, total, in_table)
-        value = change_value(op, before, after, source, transaction, schema, ts_ms)
-        text = change_json(
+            schema = table.envelope_schema(self.name), table.envelope_schema_json(self.name)
+        value, text = change_envelope(
             op,
-            image_json(before),
-            image_json(after),
+            before,
+            after,
+            source,
             dumps(source) if source_json is None else source_json,
-            ts_ms,
-            transaction,
-            schema_json,
+            (tx.id, total, in_table),
+            schema,
         )
         key = record_key(table.key, before, after) if table is not None else None
         return CaptureRecord("change", db, name, key, value, position, tx.resume, text)

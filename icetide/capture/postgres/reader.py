@@ -82,11 +82,8 @@ from icetide.capture.envelope import (
     COMMON_FIELDS,
     SourceBlock,
     SourceField,
-    change_json,
-    change_value,
+    change_envelope,
     envelope_schema,
-    image_json,
-    now_ms,
     record_key,
     schema_change_value,
 )
@@ -777,21 +774,17 @@ class PgOutputReader:
         source = base.copy()
         sequence = f'["{tx.resume.lsn}","{lsn}"]'
         source["sequence"], source["lsn"] = sequence, lsn
-        schema = schema_json = None
+        schema = None
         if self._include_schema:
-            schema = relation.envelope_schema(self.name)
-            schema_json = relation.envelope_schema_json(self.name)
-        ts_ms = now_ms()
-        transaction = (tx.id, total, in_table)
-        value = change_value(op, before, after, source, transaction, schema, ts_ms)
-        text = change_json(
+            schema = relation.envelope_schema(self.name), relation.envelope_schema_json(self.name)
+        value, text = change_envelope(
             op,
-            image_json(before),
-            image_json(after),
+            before,
+            after,
+            source,
             f"{head}{string(sequence)}{middle}{int(lsn)}{tail}",
-            ts_ms,
-            transaction,
-            schema_json,
+            (tx.id, total, in_table),
+            schema,
         )
         key = record_key(relation.key, before, after)
         return CaptureRecord(
