@@ -41,8 +41,11 @@ object store and the catalog servers at run time."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/integration needs the JVM: mark it so; and group the tests
-    of each shared server (:data:`SHARED_SERVERS`)."""
+    """Everything under tests/integration needs the JVM: mark it so; group the tests of
+    each shared server (:data:`SHARED_SERVERS`); and run the tests marked ``long`` first
+    (each takes minutes): spread over workers, a long test started last would leave the
+    other worker idle at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)

@@ -171,6 +171,7 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
 PACKING_ROUNDS = 9
 
 
+@pytest.mark.long
 def test_one_table_packs_per_round_and_dangling_deletes_go_every_fourth_packing(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:

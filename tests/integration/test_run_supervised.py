@@ -109,6 +109,7 @@ def progress(lines: list[str], stage: str) -> list[dict[str, Any]]:
     return records
 
 
+@pytest.mark.long
 def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     tmp_path: Path, warehouse: Path, server: MariaDBServer, spark: SparkSession
 ) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pyspark
+import pytest
 import yaml
 
 from icetide.demo.live import start_shop, write_live_pipeline
@@ -116,6 +117,7 @@ def worker_args(master: str, work_dir: Path) -> list[str]:
     return [*args, "--work-dir", str(work_dir)]
 
 
+@pytest.mark.long
 def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
     tmp_path: Path, warehouse: Path
 ) -> None:

@@ -368,6 +368,7 @@ def pg_schema_columns(first_id: int) -> list[dict[str, Any]]:
     return columns
 
 
+@pytest.mark.long
 def test_postgres_bootstrap_and_capture_store_every_type_identically(
     tmp_path: Path, warehouse: Path, spark: SparkSession, postgres: PostgresServer
 ) -> None:

@@ -83,6 +83,7 @@ def server() -> Iterator[MariaDBServer]:
         yield started
 
 
+@pytest.mark.long
 def test_twenty_kills_under_a_live_workload_lose_and_duplicate_nothing(
     tmp_path: Path, warehouse: Path, server: MariaDBServer, spark: SparkSession
 ) -> None:

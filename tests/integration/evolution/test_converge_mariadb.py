@@ -122,6 +122,7 @@ def _run(server: MariaDBServer, statements: list[str], db: str) -> None:
         conn.commit()
 
 
+@pytest.mark.long
 def test_every_supported_change_converges_with_the_pipeline_running(
     tmp_path: Path, warehouse: Path, spark: SparkSession, mariadb: MariaDBServer
 ) -> None:

@@ -352,6 +352,7 @@ def seed(mariadb: MariaDBServer, db: str, postgres: PostgresServer, pgdb: str) -
             )
 
 
+@pytest.mark.long
 def test_schema_changes_under_icetide_run_with_writes_throughout(
     tmp_path: Path,
     warehouse: Path,
