@@ -1,9 +1,11 @@
 .PHONY: help install install-tests demo test unit integration lint bench
 PY ?= python3
-# Two pytest workers (pytest-xdist): most of a test's time is spent waiting on servers,
-# JVM start-ups and child processes, so two share two cores well. The tests of one
-# shared server stay in one worker (tests/integration/conftest.py SHARED_SERVERS).
-PYTEST_WORKERS ?= -n 2 --dist loadgroup
+# Three pytest workers (pytest-xdist) on two cores: the longest tests spend most of
+# their time waiting on schedules (a merge every second, a capture child restarted, a
+# wall-clock run of a crash loop), so a third worker fills the cores meanwhile. The
+# tests of one shared server stay in one worker (tests/integration/conftest.py
+# SHARED_SERVERS).
+PYTEST_WORKERS ?= -n 3 --dist loadgroup
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' Makefile | sed 's/:.*## /\t/'
