@@ -9,6 +9,7 @@ cluster already carries the Iceberg runtime).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import signal
 import subprocess
@@ -456,12 +457,29 @@ def _without_pyspark_sigint() -> Iterator[None]:
 
 
 def _package_zip() -> Path:
-    """Zip the installed icetide package so executors can import it."""
+    """The icetide package the driver runs, as a zip for ``addPyFile``: executors on other
+    machines import exactly this code, whatever their own Python holds.
+
+    The name carries a hash of the contents, so one zip serves every session of the same
+    code (it is written once, into the temp folder) and a session after an upgrade never
+    meets an executor's copy of an older zip under the same name."""
     import icetide
 
     package_dir = Path(icetide.__file__).parent
-    target = Path(tempfile.mkdtemp(prefix="icetide-pyfiles-")) / "icetide.zip"
-    with zipfile.ZipFile(target, "w") as archive:
-        for file in package_dir.rglob("*.py"):
-            archive.write(file, Path("icetide") / file.relative_to(package_dir))
+    files = sorted(
+        f for f in package_dir.rglob("*") if f.is_file() and "__pycache__" not in f.parts
+    )
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(package_dir)).encode() + b"\0")
+        digest.update(file.read_bytes())
+    folder = Path(tempfile.gettempdir()) / "icetide-pyfiles"
+    target = folder / f"icetide-{digest.hexdigest()[:16]}.zip"
+    if not target.exists():
+        folder.mkdir(exist_ok=True)
+        partial = Path(tempfile.mkstemp(dir=folder, suffix=".part")[1])
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file in files:
+                archive.write(file, Path("icetide") / file.relative_to(package_dir))
+        partial.replace(target)
     return target

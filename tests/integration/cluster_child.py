@@ -1,7 +1,7 @@
 """Run by the standalone-cluster test in a child process (the session fixture is local):
 bootstrap, change the source (the SQL statements given), capture to the log's end,
 stream and merge on the cluster named by the config's ``spark.master``, then verify;
-prints one JSON line with the verdicts."""
+prints one JSON line with the verdicts and where an executor imported icetide from."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ CHANGES = (
 )
 
 
+def _icetide_origin(_: int) -> str:
+    """Run on an executor: the file its Python imported icetide from."""
+    import icetide
+
+    return icetide.__file__ or ""
+
+
 def main(config_path: str) -> int:
     config = load_config(config_path)
     pipeline = Pipeline(config)
@@ -50,6 +57,7 @@ def main(config_path: str) -> int:
         verdicts = run_verify(pipeline, spark)
         # After the work: the worker's executor has registered by now (driver + 1).
         executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()  # type: ignore[union-attr]
+        code = spark.sparkContext.parallelize([0], 1).map(_icetide_origin).collect()[0]
         print(
             json.dumps(
                 {
@@ -57,6 +65,7 @@ def main(config_path: str) -> int:
                     "executors": int(executors),
                     "merged": {m.table: m.events for m in merged},
                     "matches": {v.table: v.matches for v in verdicts},
+                    "code": code,
                 }
             ),
             flush=True,

@@ -1,15 +1,23 @@
 """The same pipeline on a real Spark standalone cluster (a master and a worker started from
 the pyspark installation on loopback): bootstrap, capture, stream and merge with
-``spark.master`` pointing at it, in a child process; ``verify`` must match."""
+``spark.master`` pointing at it, in a child process; ``verify`` must match.
+
+Nothing is shared through a local folder: the tables live on the run's object store
+behind its REST catalog, the worker has a working folder of its own, and no
+``PYTHONPATH`` is set anywhere. The executors run the icetide code the driver ships them
+(``build_session`` adds the package as a zip): the child asks an executor where it
+imported icetide from."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -20,8 +28,11 @@ import pyspark
 import pytest
 import yaml
 
+from icetide.demo.lakehouse import ACCESS_KEY_ENV, SECRET_KEY_ENV, Lakehouse
 from icetide.demo.live import start_shop, write_live_pipeline
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.devservers.objectstore import ObjectStoreServer
+from icetide.devservers.rest_catalog import RestCatalogServer
 from tests.integration.harness import REPO
 from tests.integration.test_cli_process import free_port, wait_until
 
@@ -37,7 +48,6 @@ def daemon(
     env = {
         **os.environ,
         "SPARK_HOME": str(SPARK_HOME),
-        "PYTHONPATH": str(REPO),
         "PYSPARK_PYTHON": sys.executable,
         "SPARK_NO_DAEMONIZE": "1",
         **(env or {}),
@@ -119,8 +129,12 @@ def worker_args(master: str, work_dir: Path) -> list[str]:
 
 @pytest.mark.long
 def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
-    tmp_path: Path, warehouse: Path
+    tmp_path: Path, object_store: ObjectStoreServer, rest_catalog: RestCatalogServer
 ) -> None:
+    lakehouse = Lakehouse(rest_catalog.url, object_store.endpoint, rest_catalog.warehouse)
+    store = object_store.endpoint
+    keys = {ACCESS_KEY_ENV: store.access_key, SECRET_KEY_ENV: store.secret_key}
+    namespace = f"cluster_{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
     # The master is up before the worker is given its URL; the worker's JVM starts while
     # MariaDB starts and the shop is seeded.
@@ -133,14 +147,13 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
         path = write_live_pipeline(
             tmp_path,
             server,
-            warehouse=warehouse,
-            namespace="cluster",
+            lakehouse=lakehouse,
+            namespace=namespace,
             master=master,
             extra={"state_dir": "./state"},
         )
         doc = yaml.safe_load(path.read_text())
         doc["spark"]["conf"] = {
-            "spark.executorEnv.PYTHONPATH": str(REPO),
             "spark.executor.memory": "768m",
             "spark.executor.cores": "1",
             "spark.cores.max": "1",
@@ -151,7 +164,7 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
         result = subprocess.run(
             [sys.executable, "-m", "tests.integration.cluster_child", str(path)],
             cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | keys,
             capture_output=True,
             text=True,
             timeout=900,
@@ -162,6 +175,8 @@ def test_bootstrap_stream_merge_on_a_standalone_cluster_verify_matches(
     assert report["master"] == master and report["executors"] >= 2, report  # driver + 1
     assert report["matches"] and all(report["matches"].values()), report
     assert report["merged"]["customers"] > 0 and report["merged"]["orders"] > 0, report
+    # The executor ran the code the driver shipped, not an icetide of its own Python.
+    assert re.search(r"/icetide-[0-9a-f]+\.zip/icetide/__init__\.py$", report["code"]), report
     print(
         json.dumps(
             {
