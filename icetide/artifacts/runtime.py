@@ -17,7 +17,7 @@ import datetime
 import json
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,18 +161,47 @@ def table_metadata(location: str) -> str:
     return os.path.join(folder, found[-1][1])
 
 
-def read_iceberg(
-    metadata_location: str, columns: Sequence[str], row_filter: str | None = None
-) -> Any:
-    """The table's current rows as one Arrow table (PyIceberg reads the metadata file, so no
-    catalog service is needed)."""
+def _pyiceberg(module: str) -> Any:
     try:
-        from pyiceberg.table import StaticTable
+        return __import__(module, fromlist=["_"])
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ImportError(
             "reading the table needs PyIceberg: pip install 'pyiceberg>=0.7'"
         ) from exc
-    table = StaticTable.from_metadata(metadata_location)
+
+
+def load_table(
+    identifier: tuple[str, ...],
+    metadata_location: str | None = None,
+    catalog: str | Mapping[str, str] | None = None,
+) -> Any:
+    """The PyIceberg table: from its metadata file (no catalog service needed), or from a
+    catalog, the way PyIceberg loads one: ``catalog`` is a catalog name that PyIceberg's
+    own configuration knows (``~/.pyiceberg.yaml``, ``PYICEBERG_CATALOG__<NAME>__…``),
+    or the catalog's properties (``type``, ``uri``, ``warehouse``, ``s3.endpoint``, keys
+    …), the same properties as the pipeline's ``catalog:`` section."""
+    if metadata_location is not None:
+        return _pyiceberg("pyiceberg.table").StaticTable.from_metadata(metadata_location)
+    loader = _pyiceberg("pyiceberg.catalog").load_catalog
+    if isinstance(catalog, str):
+        found = loader(catalog)
+    else:
+        properties = dict(catalog or {})
+        found = loader(properties.pop("name", "icetide"), **properties)
+    return found.load_table(identifier)
+
+
+def read_iceberg(
+    metadata_location: str, columns: Sequence[str], row_filter: str | None = None
+) -> Any:
+    """The current rows of the table whose metadata file is ``metadata_location``, as one
+    Arrow table (PyIceberg reads the metadata file, so no catalog service is needed)."""
+    return scan_rows(load_table((), metadata_location), columns, row_filter)
+
+
+def scan_rows(table: Any, columns: Sequence[str], row_filter: str | None = None) -> Any:
+    """The current rows of PyIceberg ``table`` as one Arrow table, only ``columns`` that
+    the table has (a column added by a later version is simply absent here)."""
     known = {f.name for f in table.schema().fields}
     selected = tuple(c for c in columns if c in known)
     scan = table.scan(selected_fields=selected, row_filter=row_filter or "True")

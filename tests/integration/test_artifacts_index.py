@@ -10,6 +10,10 @@ version 1 installs and reads typed records from the base table; an additive chan
 publishes 1.1.0, ``==1.*`` picks it up and code written against 1.0 still runs; a rename
 publishes 2.0.0 and ``==1.*`` stays on 1.1.0. The slow test of the artifacts work
 (pip + Spark): about 20 s.
+
+A second test reads a package's table through the run's REST catalog, its files on the
+object store: ``read(catalog=...)`` with the catalog's properties, as a consumer with no
+access to any warehouse folder does.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +33,10 @@ from pyspark.sql import SparkSession
 
 from icetide.artifacts.workspace import publish_all
 from icetide.devservers.ports import free_port
+from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.schema.contract.alter import alter_plan
 from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
 from icetide.schema.types import Column, StringType
@@ -210,3 +217,43 @@ def test_install_read_minor_and_major_versions(
     )
     assert newest == {"version": "2.0.0", "mail": ["a@x.io", None, "c@x.io"]}
     print(f"\nvenv/index test body: {time.monotonic() - started:.1f}s")
+
+
+def test_a_package_reads_its_table_through_the_rest_catalog_on_the_object_store(
+    tmp_path: Path,
+    warehouse: Path,
+    s3_spark: SparkSession,
+    rest_catalog: RestCatalogServer,
+    index_server: tuple[Path, str],
+    venv: Path,
+) -> None:
+    index, url = index_server
+    namespace = f"pkg_{uuid.uuid4().hex[:8]}"
+    pipe = Pipeline.custom(
+        tmp_path, warehouse, namespace, {"users": V1}, {"users": f"{namespace}.users"}, s3_spark
+    )
+    name = "lake_packages"
+    for key, value in rest_catalog.spark_catalog_conf(name).items():
+        s3_spark.conf.set(key, value)
+    table = TableName(name, namespace, "users")
+    s3_spark.sql(f"CREATE NAMESPACE `{name}`.`{namespace}`")
+    s3_spark.sql(TableContract(V1, TableSettings(2, "merge-on-read")).base_ddl(table))
+    s3_spark.sql(
+        f"INSERT INTO {table.sql} VALUES (7, 'g@x.io', 'active', named_struct('City', 'Rome'), "
+        "0, current_timestamp())"
+    )
+    report = publish_all(pipe.pipeline, index=index)
+    package = f"icetide-schema-{namespace.replace('_', '-')}-users"
+    assert [o.package for o in report.published] == [package]
+    pip_install(venv, url, package)
+    code = (
+        "import json, sys, importlib; "
+        f"u = importlib.import_module({package.replace('-', '_')!r}); "
+        "rows = u.read(catalog=json.loads(sys.argv[1])); "
+        "print(json.dumps({'rows': [[r.Id, r.EMail, r.Status.value, r.Address.City] "
+        "for r in rows]}))"
+    )
+    found = run(venv, code, json.dumps(rest_catalog.pyiceberg_properties()))
+    assert found == {"rows": [[7, "g@x.io", "active", "Rome"]]}
+    # The warehouse folder holds no such table: the rows came through the catalog.
+    assert not (warehouse / namespace).exists()
