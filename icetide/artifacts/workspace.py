@@ -88,4 +88,23 @@ def on_table_changed(
 
         schema = pipeline.schemas.history(table).get(version)
         set_avro_literal(spark, TableRefs.of(pipeline.config, table).base, r.naming.table(schema))
+        sync_catalog_views(pipeline, spark)
     return report
+
+
+def sync_catalog_views(pipeline: Pipeline, spark: SparkSession) -> list[str]:
+    """Create or replace every ready view of the registry as an Iceberg view in the
+    pipeline's catalog, when that catalog keeps views (REST, JDBC); the names of the
+    views written, in the order written (none on the Hadoop catalog)."""
+    from icetide.artifacts.views.catalog import keeps_views, view_statements
+    from icetide.lake.tables import TableRefs
+
+    config = pipeline.config
+    if not keeps_views(config.catalog.type):
+        return []
+    views = ViewRegistry(views_folder(config)).all()
+    tables = {t.name: TableRefs.of(config, t.name).base for t in config.tables}
+    statements = view_statements(views, tables, config.catalog.name, config.catalog.namespace)
+    for _, statement in statements:
+        spark.sql(statement)
+    return [name.name for name, _ in statements]

@@ -1,4 +1,5 @@
-"""``icetide views add|show|list``: views over tables and other views, schemas derived."""
+"""``icetide views add|show|list|sync``: views over tables and other views, schemas
+derived; ``sync`` writes them into catalogs that keep Iceberg views."""
 
 from __future__ import annotations
 
@@ -92,8 +93,33 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sync(args: argparse.Namespace) -> int:
+    """Create or replace every ready view as an Iceberg view in the pipeline's catalog."""
+    from icetide.artifacts.views.catalog import keeps_views
+    from icetide.artifacts.workspace import sync_catalog_views
+
+    pipeline = context.load_pipeline(args)
+    catalog = pipeline.config.catalog
+    if not keeps_views(catalog.type):
+        written: list[str] = []
+        note = (
+            f"catalog {catalog.name} ({catalog.type}) keeps no Iceberg views: the views "
+            "stay in icetide's registry only (read them with their packages' read(spark))"
+        )
+    else:
+        written = sync_catalog_views(pipeline, context.spark_session(pipeline.config))
+        note = f"{len(written)} view(s) in catalog {catalog.name}, namespace {catalog.namespace}"
+    if args.output == "json":
+        print(json.dumps({"catalog": catalog.name, "views": written}, indent=2))
+    else:
+        for name in written:
+            print(f"view {name}: written")
+        print(note)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``views add|show|list``."""
+    """Add ``views add|show|list|sync``."""
     group = command_parser(
         sub,
         "views",
@@ -112,9 +138,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                 "add",
                 help="register or alter a view (Spark SQL) and derive its schema",
                 description="Register a view in icetide's view registry (views/ beside the "
-                "schema files; the Hadoop catalog has no Iceberg views), derive its schema "
-                "from the SQL and the schemas it reads, and derive again every view above "
-                "it. A view reading something not known yet is kept as pending.",
+                "schema files; `views sync` writes it into a REST or JDBC catalog), derive "
+                "its schema from the SQL and the schemas it reads, and derive again every "
+                "view above it. A view reading something not known yet is kept as pending.",
                 example=(
                     "icetide views add paid --sql \"SELECT * FROM orders WHERE state = 'paid'\"",
                     'icetide views add paid_users --sql "SELECT u.id, p.amount FROM users u '
@@ -155,3 +181,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         )
     )
     p.set_defaults(func=cmd_list)
+
+    p = with_output(
+        with_config(
+            command_parser(
+                actions,
+                "sync",
+                help="write every ready view into the catalog as an Iceberg view",
+                description="On a catalog that keeps Iceberg views (REST, JDBC), create or "
+                "replace every ready view there, its SQL naming the tables and views it "
+                "reads by their full names, so Spark SQL and other engines read it from the "
+                "catalog. Runs on its own after each schema change the pipeline applies; "
+                "run it after `views add`. The Hadoop catalog keeps no views: nothing to do.",
+                example=("icetide views sync", "icetide views sync --output json"),
+            )
+        )
+    )
+    p.set_defaults(func=cmd_sync)

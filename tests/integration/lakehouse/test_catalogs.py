@@ -28,6 +28,8 @@ from pyiceberg.catalog import load_catalog
 from pyiceberg.table import StaticTable, Table
 from pyspark.sql import SparkSession
 
+from icetide.artifacts.refresh import ViewChanged
+from icetide.artifacts.workspace import refresher, sync_catalog_views
 from icetide.config import load_config, load_table_schemas
 from icetide.config.sections import SourceConfig
 from icetide.devservers.objectstore import ObjectStoreServer
@@ -46,6 +48,7 @@ from icetide.observe.verify import run_verify
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.pipeline import SchemaStore
 from icetide.schema.contract.base import WATERMARK_PROPERTY
+from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.contract.ledger import MESSAGE_ID
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file, schema_from_dict
@@ -394,3 +397,42 @@ def test_a_key_change_merged_apart_takes_its_values_from_a_snapshot_read_back_in
     arrow = lake.table(base).scan().to_arrow()
     assert (arrow["id"].to_pylist(), arrow["body"].to_pylist()) == ([23], [body])
     assert p.rows(p.refs("docs").dead_letters) == []
+
+
+@pytest.mark.parametrize("lake", ["rest", "jdbc"], indirect=True)
+def test_views_become_iceberg_views_that_spark_sql_reads_from_the_catalog(
+    tmp_path: Path, lake: Lake
+) -> None:
+    p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
+    spark = p.session
+    base = p.refs("items").base
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{base.catalog}`.`{base.namespace}`")
+    spark.sql(TableContract(p.schemas["items"], TableSettings(2, "merge-on-read")).base_ddl(base))
+    spark.sql(
+        f"INSERT INTO {base.sql} VALUES (1, 'a', 10, 0, current_timestamp()), "
+        "(2, 'b', 20, 0, current_timestamp()), (3, 'c', 30, 0, current_timestamp())"
+    )
+    r = refresher(p.pipeline, publish=False)
+    r.adopt_tables(["items"])
+    # A view over a view: the catalog gets them in that order, each naming what it reads
+    # in full (the bare names mean nothing to another engine).
+    r.refresh(ViewChanged("Big", "SELECT id, qty FROM items WHERE qty > 15"))
+    r.refresh(ViewChanged("big_names", "SELECT i.name, b.qty FROM BIG b JOIN items i USING (id)"))
+    assert sync_catalog_views(p.pipeline, spark) == ["Big", "big_names"]
+    names = TableName(base.catalog, base.namespace, "big_names")
+    rows = spark.sql(f"SELECT name, qty FROM {names.sql} ORDER BY qty").collect()
+    assert [(r["name"], r["qty"]) for r in rows] == [("b", 20), ("c", 30)]
+    listed = {
+        r["viewName"]
+        for r in spark.sql(f"SHOW VIEWS IN `{base.catalog}`.`{base.namespace}`").collect()
+    }
+    assert listed == {"Big", "big_names"}
+    if lake.pyiceberg is not None and lake.kind == "rest":
+        # PyIceberg 0.12's SQL catalog has no list_views; its REST client has.
+        catalog = load_catalog(base.catalog, **lake.pyiceberg)
+        assert {v[-1] for v in catalog.list_views(base.namespace)} == {"Big", "big_names"}
+    # Altered in the registry, the view is replaced in the catalog.
+    r.refresh(ViewChanged("Big", "SELECT id, qty FROM items WHERE qty > 25"))
+    sync_catalog_views(p.pipeline, spark)
+    rows = spark.sql(f"SELECT name FROM {names.sql}").collect()
+    assert [r["name"] for r in rows] == ["c"]
