@@ -14,8 +14,9 @@ batch.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.resnapshot import resnapshot_under_way
-from icetide.errors import SchemaError, failure_line
+from icetide.errors import IcetideError, SchemaError, failure_line
 from icetide.faults import crash_point
 from icetide.lake.commit import append_with_properties
 from icetide.lake.ledger_figures import (
@@ -42,6 +43,7 @@ from icetide.lake.tables import (
     current_snapshot_id,
     ensure_base_table,
     iceberg_table,
+    lineage_snapshots,
     metadata_snapshots,
     snapshot_of,
     table_exists,
@@ -49,6 +51,7 @@ from icetide.lake.tables import (
 from icetide.merge.compact import Compaction, PackingTurn
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.phases import MergeVersion, align_images, merge_version, switch_base
+from icetide.merge.race import ATTEMPT_PROPERTY, ConcurrentMergeError, concurrent_merges
 from icetide.merge.round import MergeRounds
 from icetide.merge.steps import MergeContext, changed_keys, prepare
 from icetide.merge.strategy import (
@@ -67,7 +70,7 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal
-from icetide.spark.retry import retry_conflicts
+from icetide.spark.retry import classify, retry_step
 from icetide.stopping import Stopped
 
 if TYPE_CHECKING:
@@ -169,15 +172,38 @@ class MergeStage:
         ``before_each`` runs before each table's merge (a stop check: raising there
         merges no more tables).
 
-        A merge refused because another writer (maintenance) committed first is merged
-        again: it committed nothing, and a replayed batch is a no-op anyway.
+        A merge refused because another writer (maintenance, another merge) committed
+        first is merged again from a fresh read: it committed nothing, and a replayed
+        batch is a no-op anyway. A merge that met a catalog outage is merged again after
+        a pause that doubles each time, within a budget
+        (:func:`~icetide.spark.retry.retry_step`): whether its commit landed or not, the
+        fresh read of the watermark says where to go on from.
         """
 
         def one(name: str, turn: PackingTurn) -> MergeResult:
             if before_each is not None:
                 before_each()
+
+            def retried(failures: int, exc: IcetideError, seconds: float) -> None:
+                kind = classify(exc)
+                self.pipeline.report(
+                    "merge",
+                    f"merge {name}: {failure_line(exc)}; "
+                    + (
+                        f"catalog unavailable, retry {failures} in {seconds:.0f}s"
+                        if kind == "outage"
+                        else f"merging again from a fresh read (retry {failures})"
+                    ),
+                    table=name,
+                    retry=kind,
+                    attempt=failures,
+                    retry_in=seconds,
+                )
+
             try:
-                return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
+                return retry_step(
+                    f"merge of {name}", partial(self.merge_table, name, turn), on_retry=retried
+                )
             except Stopped:
                 raise
             except Exception as exc:
@@ -304,6 +330,9 @@ class MergeStage:
             )
         in_order = self._in_order(figures, refs.base, base_table)
         plan = plan_batch(figures, base, configured, in_order, end)
+        # Tags this attempt's commits, to tell another merge's apart (merge/race.py).
+        attempt = uuid.uuid4().hex
+        plan = replace(plan, properties={**plan.properties, ATTEMPT_PROPERTY: attempt})
         if not plan.history:
             history = None
         elif history is None:
@@ -358,6 +387,10 @@ class MergeStage:
                 self._commit_watermark_only(refs.base, plan.properties)
                 after = None  # read again by the steps after the batch
             crash_point("merge.after_commit")
+            lineage = lineage_snapshots(self.spark, refs.base, after)
+            raced = concurrent_merges(lineage, base.snapshot_id, attempt)
+            if raced:
+                raise ConcurrentMergeError(name, raced)
         finally:
             if inheritance is not None:
                 inheritance.release()
