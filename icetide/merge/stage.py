@@ -188,11 +188,11 @@ class MergeStage:
                 kind = classify(exc)
                 self.pipeline.report(
                     "merge",
-                    f"merge {name}: {failure_line(exc)}; "
+                    f"{failure_line(exc)}; "
                     + (
-                        f"catalog unavailable, retry {failures} in {seconds:.0f}s"
+                        f"retry {failures} in {seconds:g}s"
                         if kind == "outage"
-                        else f"merging again from a fresh read (retry {failures})"
+                        else f"merging it again from a fresh read (retry {failures})"
                     ),
                     table=name,
                     retry=kind,
@@ -333,6 +333,7 @@ class MergeStage:
         # Tags this attempt's commits, to tell another merge's apart (merge/race.py).
         attempt = uuid.uuid4().hex
         plan = replace(plan, properties={**plan.properties, ATTEMPT_PROPERTY: attempt})
+        crash_point("merge.after_plan")  # planned from the watermark read, nothing written
         if not plan.history:
             history = None
         elif history is None:
