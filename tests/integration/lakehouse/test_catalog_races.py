@@ -186,13 +186,12 @@ def test_a_merge_racing_another_merge_of_the_table_leaves_the_base_exact(
             child.kill()
             child.wait()
     assert child.returncode == 0, output
+    assert items(p) == expected(first + batch_a + batch_b), output
+    assert read_watermark(p.session, p.refs("items").base) == newest
+    assert_no_watermark_ahead_of_its_data(p)
     assert "another merge of the same table committed while this one ran" in output, output
     assert "merging it again from a fresh read" in output, output
     assert "Traceback" not in output, output
-
-    assert items(p) == expected(first + batch_a + batch_b)
-    assert read_watermark(p.session, p.refs("items").base) == newest
-    assert_no_watermark_ahead_of_its_data(p)
 
 
 def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
