@@ -166,11 +166,16 @@ class MergeStage:
             self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
         )
 
-    def run_once(self, before_each: Callable[[], None] | None = None) -> list[MergeResult]:
+    def run_once(
+        self,
+        before_each: Callable[[], None] | None = None,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> list[MergeResult]:
         """Merge every configured table once, ``merge.parallel_tables`` at a time
         (:meth:`~icetide.merge.round.MergeRounds.run`); the results in config order.
         ``before_each`` runs before each table's merge (a stop check: raising there
-        merges no more tables).
+        merges no more tables); ``pause`` waits before a retry (one a stop request cuts
+        short, so a Ctrl-C during a catalog outage does not wait out the backoff).
 
         A merge refused because another writer (maintenance, another merge) committed
         first is merged again from a fresh read: it committed nothing, and a replayed
@@ -202,7 +207,10 @@ class MergeStage:
 
             try:
                 return retry_step(
-                    f"merge of {name}", partial(self.merge_table, name, turn), on_retry=retried
+                    f"merge of {name}",
+                    partial(self.merge_table, name, turn),
+                    on_retry=retried,
+                    pause=pause,
                 )
             except Stopped:
                 raise

@@ -110,3 +110,18 @@ def test_jvm_failures_are_classified_after_translation() -> None:
     )
     result, pauses, _ = run(Flaky(refused))
     assert result == "done" and pauses == [1.0]
+
+
+def test_a_stop_during_the_pause_ends_the_retries() -> None:
+    from icetide.stopping import Stop, Stopped
+
+    stop = Stop()
+    step = Flaky(*[CatalogUnavailableError("down")] * 3)
+
+    def pause(seconds: float) -> None:
+        stop.request("SIGTERM")  # arrives during the first pause
+        stop.wait(seconds)
+
+    with pytest.raises(Stopped):
+        retry_step("merge of t", step, pause=pause)
+    assert step.calls == 1
