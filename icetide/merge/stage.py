@@ -43,9 +43,9 @@ from icetide.lake.tables import (
     current_snapshot_id,
     ensure_base_table,
     iceberg_table,
-    lineage_snapshots,
     metadata_snapshots,
     snapshot_of,
+    snapshots_since,
     table_exists,
 )
 from icetide.merge.compact import Compaction, PackingTurn
@@ -396,8 +396,10 @@ class MergeStage:
                 self._commit_watermark_only(refs.base, plan.properties)
                 after = None  # read again by the steps after the batch
             crash_point("merge.after_commit")
-            lineage = lineage_snapshots(self.spark, refs.base, after)
-            raced = concurrent_merges(lineage, base.snapshot_id, attempt)
+            # From the snapshot planned from (before the truncate's DELETE, if any).
+            planned = base.snapshot_id
+            lineage = snapshots_since(after or iceberg_table(self.spark, refs.base), planned)
+            raced = concurrent_merges(lineage, planned, attempt)
             if raced:
                 raise ConcurrentMergeError(name, raced)
         finally:
