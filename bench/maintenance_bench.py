@@ -50,7 +50,7 @@ from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.quoting import literal
-from icetide.spark.retry import retry_conflicts
+from icetide.spark.retry import retry_step
 from icetide.spark.session import build_session
 
 TABLE = "customers"
@@ -79,7 +79,7 @@ def rounds(
         for number, part in enumerate(parts):
             deliver(part, landing, seed=seed + number, files=1, duplicate_rate=0.0)
             query.processAllAvailable()
-            events += retry_conflicts("merge", partial(merge.merge_table, TABLE)).events
+            events += retry_step("merge", partial(merge.merge_table, TABLE)).events
     finally:
         query.stop()
     return events, time.perf_counter() - started
@@ -118,7 +118,7 @@ def soak(root: Path, minutes: float, events_per_merge: int, rounds: int, pause: 
         for k, part in enumerate(delivered):
             deliver(part, landing, seed=number * 10 + k, files=1, duplicate_rate=0.0)
         query.processAllAvailable()
-        merges.append(retry_conflicts("merge", partial(merge.merge_table, TABLE)))
+        merges.append(retry_step("merge", partial(merge.merge_table, TABLE)))
 
     one_round(0, parts[:1])  # the base exists before maintenance starts
     done = threading.Event()

@@ -93,6 +93,15 @@ class CatalogError(IcetideError, Terminal):
     """The Iceberg catalog cannot be reached or refuses access."""
 
 
+class CatalogUnavailableError(IcetideError, Transient):
+    """The catalog or its storage did not answer a step (connection refused, a timeout,
+    a 5xx, a commit whose outcome the server never confirmed).
+
+    Transient, unlike :class:`CatalogError`: a catalog restarted or back on the network
+    answers the same step, and a step that commits atomically is safe to redo (a commit
+    that did land is found by reading the progress again)."""
+
+
 class StageError(IcetideError, Terminal):
     """A stage (ledger, merge) failed in a way that needs the user's attention."""
 

@@ -2,6 +2,7 @@
 
 Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly like a
 ``kill -9`` (no cleanup, no flush). Points: ``ledger.after_first_append``,
+``merge.after_plan`` (a batch planned from the watermark read, nothing written),
 ``merge.before_commit``, ``merge.after_truncate``, ``merge.after_dead_letters``,
 ``merge.after_commit``,
 ``capture.after_flush`` (records durable, offset not yet saved),

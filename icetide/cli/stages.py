@@ -46,8 +46,9 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
 def merge_all(stage: MergeStage) -> list[MergeResult]:
     """Merge every table once (:meth:`~icetide.merge.stage.MergeStage.run_once`),
-    merging no more tables once a stop is requested."""
-    return stage.run_once(before_each=context.state.stop.check)
+    merging no more tables once a stop is requested (nor waiting out a retry's pause)."""
+    stop = context.state.stop
+    return stage.run_once(before_each=stop.check, pause=stop.wait)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

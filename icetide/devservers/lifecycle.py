@@ -98,6 +98,11 @@ class LocalServer:
         process, self._process = self._process, None
         terminate(process, timeout)
 
+    def halt(self, timeout: float | None = None) -> None:
+        """End the server process and keep its folder and port: :meth:`start` brings the
+        same server back on the same port with what it stored (an outage in a test)."""
+        self._terminate(self.STOP_TIMEOUT if timeout is None else timeout)
+
     def stop(self, timeout: float | None = None) -> None:
         """End the server (asked first, killed after ``timeout`` seconds) and remove the
         folders it made, unless asked to keep them."""

@@ -10,6 +10,7 @@ one change. Through Iceberg's API on the loaded table (no Spark job, no SQL text
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from icetide.errors import CommitConflictError
@@ -38,6 +39,58 @@ def start_branch(table: Any, branch: str, snapshot_id: int) -> None:
         manage.createBranch(branch, snapshot_id).commit()
     else:
         manage.replaceBranch(branch, snapshot_id).commit()
+
+
+def writer_branch(prefix: str, writer: str, now: float) -> str:
+    """The branch of one writer (a process): its own, so two writers of one table (two
+    merges started by mistake) never write on each other's branch or move it back; the
+    time it was named says when it may be stale (:func:`stale_branches`).
+
+    >>> writer_branch("icetide_merge", "0123456789abcdef", 1764676800.5)
+    'icetide_merge_1764676800_0123456789ab'
+    """
+    return f"{prefix}_{int(now)}_{writer[:12]}"
+
+
+def stale_branches(
+    names: Iterable[str], prefix: str, now: float, max_age: float, keep: str
+) -> list[str]:
+    """The branches among ``names`` that writers named ``prefix`` (then
+    :func:`writer_branch`) more than ``max_age`` seconds ago, except ``keep`` (the
+    caller's own), and ``prefix`` itself (the one shared branch of earlier versions).
+    Removing a live writer's branch costs it a retry, never a change: its publish fails
+    and it starts over.
+
+    >>> stale_branches(["main", "icetide_merge", "icetide_merge_100_ab",
+    ...     "icetide_merge_990_cd", "icetide_merge_x_ef", "icetide_merge_50_me"],
+    ...     "icetide_merge", 1000, 60, keep="icetide_merge_50_me")
+    ['icetide_merge', 'icetide_merge_100_ab']
+    """
+    stale = []
+    for name in names:
+        if name == keep:
+            continue
+        if name == prefix:
+            stale.append(name)
+            continue
+        named_at, _, rest = name.removeprefix(prefix + "_").partition("_")
+        if name.startswith(prefix + "_") and rest and named_at.isdigit():
+            if now - int(named_at) > max_age:
+                stale.append(name)
+    return sorted(stale)
+
+
+def drop_branches(table: Any, names: Iterable[str]) -> None:
+    """Remove the branches ``names`` of the loaded ``table``, in one commit."""
+    manage = table.manageSnapshots()
+    for name in names:
+        manage = manage.removeBranch(name)
+    manage.commit()
+
+
+def branch_names(table: Any) -> list[str]:
+    """The names of every branch and tag of the loaded ``table``."""
+    return [str(name) for name in table.refs().keySet()]
 
 
 def publish(table: Any, branch: str) -> None:

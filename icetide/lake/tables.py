@@ -175,6 +175,19 @@ def snapshot_of(table: Any) -> Snapshot | None:
     return Snapshot(int(snapshot.snapshotId()), None if parent is None else int(parent), summary)
 
 
+def snapshots_since(table: Any, since: int | None) -> Iterator[Snapshot]:
+    """The loaded ``table``'s current snapshot and its ancestors, newest first, down to
+    (without) snapshot ``since`` (None: all of them). A few JVM calls per snapshot
+    rather than the whole metadata (:func:`metadata_snapshots`): for the commits a step
+    just made, usually one or two."""
+    snapshot = table.currentSnapshot()
+    while snapshot is not None and int(snapshot.snapshotId()) != since:
+        parent = snapshot.parentId()
+        parent_id = None if parent is None else int(parent)
+        yield Snapshot(int(snapshot.snapshotId()), parent_id, string_map(snapshot.summary()))
+        snapshot = None if parent_id is None else table.snapshot(parent_id)
+
+
 def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, list[Snapshot]]:
     """The current snapshot id and every snapshot of a loaded Iceberg ``table`` (see
     :func:`iceberg_table`), read from its current metadata as Iceberg's own JSON of it

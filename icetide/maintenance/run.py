@@ -4,10 +4,10 @@ Order matters: rewrite data files first (applying and dropping position deletes)
 compact the deletes that remain, then expire snapshots with a cut-off computed *after*
 the rewrites (so it sees the newest watermark), then remove orphans older than a safe
 window (listed as the table's storage needs, :mod:`icetide.lake.orphans`), then regroup
-the manifests. Every step is an Iceberg procedure that commits
-atomically; a step that loses a race with a live merge is planned again
-(:func:`~icetide.spark.retry.retry_conflicts`), and the merge, if it is the one refused,
-is redone by its caller the same way, so no merge commit is lost.
+the manifests. Every step is an Iceberg procedure that commits atomically; a step that
+loses a race with a live merge is planned again, and one that meets a catalog outage is
+redone after a growing pause (:func:`~icetide.spark.retry.retry_step`); the merge, if it
+is the one refused, is redone by its caller the same way, so no merge commit is lost.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from icetide.errors import CommitConflictError
+from icetide.errors import IcetideError, failure_line
 from icetide.lake.orphans import remove_orphan_files
 from icetide.lake.tables import table_exists
 from icetide.maintenance import procedures
 from icetide.maintenance.files import FileCounts, file_counts
 from icetide.maintenance.retention import Keep, expiry_due, keep_for, keep_plain
 from icetide.schema.contract.names import TableName
-from icetide.spark.retry import retry_conflicts
+from icetide.spark.retry import classify, retry_step
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -118,17 +118,27 @@ class _Maintainer:
     def step(self, body: Callable[[], T], action: str) -> T:
         """``body`` with JVM errors translated, planned again when it lost a commit race."""
 
-        def retried(attempt: int, exc: CommitConflictError) -> None:
-            self.conflicts += 1
+        def retried(attempt: int, exc: IcetideError, seconds: float) -> None:
+            if classify(exc) == "conflict":
+                self.conflicts += 1
+                self.pipeline.report(
+                    "maintain",
+                    f"maintain {self.name}: {action} lost a commit race (attempt {attempt}), "
+                    "planning it again",
+                    table=self.name,
+                    conflict=action,
+                )
+                return
             self.pipeline.report(
                 "maintain",
-                f"maintain {self.name}: {action} lost a commit race (attempt {attempt}), "
-                "planning it again",
+                f"maintain {self.name}: {action}: {failure_line(exc)}; retry {attempt} in "
+                f"{seconds:.0f}s",
                 table=self.name,
-                conflict=action,
+                outage=action,
+                retry_in=seconds,
             )
 
-        return retry_conflicts(f"maintenance of {self.name}: {action}", body, on_retry=retried)
+        return retry_step(f"maintenance of {self.name}: {action}", body, on_retry=retried)
 
     def one(self, table: TableName, kind: str, keep_of: Callable[[], Keep]) -> TableMaintenance:
         maintenance = self.config.maintenance

@@ -14,8 +14,9 @@ batch.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icetide.bootstrap.resnapshot import resnapshot_under_way
-from icetide.errors import SchemaError, failure_line
+from icetide.errors import IcetideError, SchemaError, failure_line
 from icetide.faults import crash_point
 from icetide.lake.commit import append_with_properties
 from icetide.lake.ledger_figures import (
@@ -44,11 +45,13 @@ from icetide.lake.tables import (
     iceberg_table,
     metadata_snapshots,
     snapshot_of,
+    snapshots_since,
     table_exists,
 )
 from icetide.merge.compact import Compaction, PackingTurn
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.phases import MergeVersion, align_images, merge_version, switch_base
+from icetide.merge.race import ATTEMPT_PROPERTY, ConcurrentMergeError, concurrent_merges
 from icetide.merge.round import MergeRounds
 from icetide.merge.steps import MergeContext, changed_keys, prepare
 from icetide.merge.strategy import (
@@ -67,7 +70,7 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal
-from icetide.spark.retry import retry_conflicts
+from icetide.spark.retry import classify, retry_step
 from icetide.stopping import Stopped
 
 if TYPE_CHECKING:
@@ -163,21 +166,52 @@ class MergeStage:
             self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
         )
 
-    def run_once(self, before_each: Callable[[], None] | None = None) -> list[MergeResult]:
+    def run_once(
+        self,
+        before_each: Callable[[], None] | None = None,
+        pause: Callable[[float], None] = time.sleep,
+    ) -> list[MergeResult]:
         """Merge every configured table once, ``merge.parallel_tables`` at a time
         (:meth:`~icetide.merge.round.MergeRounds.run`); the results in config order.
         ``before_each`` runs before each table's merge (a stop check: raising there
-        merges no more tables).
+        merges no more tables); ``pause`` waits before a retry (one a stop request cuts
+        short, so a Ctrl-C during a catalog outage does not wait out the backoff).
 
-        A merge refused because another writer (maintenance) committed first is merged
-        again: it committed nothing, and a replayed batch is a no-op anyway.
+        A merge refused because another writer (maintenance, another merge) committed
+        first is merged again from a fresh read: it committed nothing, and a replayed
+        batch is a no-op anyway. A merge that met a catalog outage is merged again after
+        a pause that doubles each time, within a budget
+        (:func:`~icetide.spark.retry.retry_step`): whether its commit landed or not, the
+        fresh read of the watermark says where to go on from.
         """
 
         def one(name: str, turn: PackingTurn) -> MergeResult:
             if before_each is not None:
                 before_each()
+
+            def retried(failures: int, exc: IcetideError, seconds: float) -> None:
+                kind = classify(exc)
+                self.pipeline.report(
+                    "merge",
+                    f"{failure_line(exc)}; "
+                    + (
+                        f"retry {failures} in {seconds:g}s"
+                        if kind == "outage"
+                        else f"merging it again from a fresh read (retry {failures})"
+                    ),
+                    table=name,
+                    retry=kind,
+                    attempt=failures,
+                    retry_in=seconds,
+                )
+
             try:
-                return retry_conflicts(f"merge of {name}", partial(self.merge_table, name, turn))
+                return retry_step(
+                    f"merge of {name}",
+                    partial(self.merge_table, name, turn),
+                    on_retry=retried,
+                    pause=pause,
+                )
             except Stopped:
                 raise
             except Exception as exc:
@@ -304,6 +338,10 @@ class MergeStage:
             )
         in_order = self._in_order(figures, refs.base, base_table)
         plan = plan_batch(figures, base, configured, in_order, end)
+        # Tags this attempt's commits, to tell another merge's apart (merge/race.py).
+        attempt = uuid.uuid4().hex
+        plan = replace(plan, properties={**plan.properties, ATTEMPT_PROPERTY: attempt})
+        crash_point("merge.after_plan")  # planned from the watermark read, nothing written
         if not plan.history:
             history = None
         elif history is None:
@@ -358,6 +396,12 @@ class MergeStage:
                 self._commit_watermark_only(refs.base, plan.properties)
                 after = None  # read again by the steps after the batch
             crash_point("merge.after_commit")
+            # From the snapshot planned from (before the truncate's DELETE, if any).
+            planned = base.snapshot_id
+            lineage = snapshots_since(after or iceberg_table(self.spark, refs.base), planned)
+            raced = concurrent_merges(lineage, planned, attempt)
+            if raced:
+                raise ConcurrentMergeError(name, raced)
         finally:
             if inheritance is not None:
                 inheritance.release()

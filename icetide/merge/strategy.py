@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -57,7 +58,15 @@ from pyspark.util import inheritable_thread_target
 
 from icetide.faults import crash_point
 from icetide.lake.alter import table_properties
-from icetide.lake.branches import BranchDiverged, publish, start_branch
+from icetide.lake.branches import (
+    BranchDiverged,
+    branch_names,
+    drop_branches,
+    publish,
+    stale_branches,
+    start_branch,
+    writer_branch,
+)
 from icetide.lake.commit import append_with_properties, with_commit_properties
 from icetide.lake.ledger_figures import BatchFigures, bucket_of, key_changed
 from icetide.lake.tables import iceberg_table, table_exists
@@ -85,7 +94,16 @@ BROADCAST_EVENTS = 2_000_000
 """Above this many events a batch's keys are not broadcast to every base scan task
 (``delete_insert``): each task would hold a hash table of them."""
 MERGE_BRANCH = "icetide_merge"
-"""The base's branch ``delete_insert`` writes on before main is fast-forwarded to it."""
+"""The prefix of the base's branches ``delete_insert`` writes on before main is
+fast-forwarded to them: one per process (:data:`PROCESS_BRANCH`)."""
+PROCESS_BRANCH = writer_branch(MERGE_BRANCH, uuid.uuid4().hex, time.time())
+"""This process's merge branch on every base: a second merge process of the same table
+(started by mistake) writes on a branch of its own, and neither moves the other's back.
+It stays on main's head after each publish, so the next merge starts it without a
+commit (only its first merge of a table creates it)."""
+STALE_BRANCH_SECONDS = 24 * 3600.0
+"""Another process's merge branch named longer ago than this is taken as left by a
+process that ended; a ``delete_insert`` removes it (its snapshots are kept until then)."""
 PUBLISH_ATTEMPTS = 3
 """``delete_insert`` starts over from main's new head this many times when another
 writer commits to main while it writes its branch (a compaction), then gives up."""
@@ -587,10 +605,12 @@ def delete_insert(
     touched: Sequence[int] | None = None,
 ) -> None:
     """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
-    rows (from the deduplicated batch ``source`` builds), on :data:`MERGE_BRANCH`, then
-    fast-forward main to it (one change for readers). ``keys`` are read without the row
-    images (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base
-    buckets they fall in (None: any).
+    rows (from the deduplicated batch ``source`` builds), on this process's branch
+    (:data:`PROCESS_BRANCH`), then fast-forward main to it (one change for readers). Its
+    own branch: a second merge process of the table never writes on it or moves it
+    back. ``keys`` are read without the row images
+    (:func:`~icetide.merge.steps.changed_keys`); ``touched``: the only base buckets
+    they fall in (None: any).
 
     Equal to the unguarded MERGE for a batch with whole row images: every key of the
     batch loses its base row and, unless its last event is a delete, gets the batch's.
@@ -608,10 +628,12 @@ def delete_insert(
     last. The append's DataFrame is built while the DELETE is planned. On any other
     base, one after the other.
 
-    A crash before the publish leaves main as it was (the next merge moves the branch
-    back); another writer's commit to main meanwhile starts it over from main's new head.
+    A crash before the publish leaves main as it was (the next merge process starts a
+    branch of its own; the dead one's is removed a day later); another writer's commit
+    to main meanwhile starts it over from main's new head.
     """
-    sql = contract.delete_keys_sql(base, view, MERGE_BRANCH, touched)
+    branch = PROCESS_BRANCH
+    sql = contract.delete_keys_sql(base, view, branch, touched)
 
     @cache  # once for every attempt
     def living_rows() -> DataFrame:
@@ -626,14 +648,18 @@ def delete_insert(
             spark.catalog.dropTempView(view)
 
     def append(rows: DataFrame) -> None:
-        append_with_properties(rows, base, properties, branch=MERGE_BRANCH)
+        append_with_properties(rows, base, properties, branch=branch)
 
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         table = iceberg_table(spark, base)
         head = table.currentSnapshot()
         if head is None:
             raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
-        start_branch(table, MERGE_BRANCH, int(head.snapshotId()))
+        names = branch_names(table)
+        stale = stale_branches(names, MERGE_BRANCH, time.time(), STALE_BRANCH_SECONDS, branch)
+        if stale:
+            drop_branches(table, stale)
+        start_branch(table, branch, int(head.snapshotId()))
         if table.properties().get(DELETE_ISOLATION) == "snapshot":
             # The rows are built while the DELETE is planned.
             once_started(spark, delete, append, living_rows)
@@ -642,7 +668,7 @@ def delete_insert(
             append(living_rows())
         crash_point("merge.before_commit")
         try:
-            publish(table, MERGE_BRANCH)
+            publish(table, branch)
             return
         except BranchDiverged:
             if attempt == PUBLISH_ATTEMPTS:

@@ -12,7 +12,13 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from icetide.errors import CatalogError, CommitConflictError, IcetideError, StageError
+from icetide.errors import (
+    CatalogError,
+    CatalogUnavailableError,
+    CommitConflictError,
+    IcetideError,
+    StageError,
+)
 
 _UNREACHABLE = (
     "ConnectException",
@@ -20,7 +26,15 @@ _UNREACHABLE = (
     "NoRouteToHostException",
     "SocketTimeoutException",
     "Connection refused",
+    "Connection reset",
+    "NoHttpResponseException",
     "RESTException",
+    # The REST catalog answered 5xx: its own store or a proxy in front of it is down.
+    "ServiceFailureException",
+    "ServiceUnavailableException",
+    # The server went away during a commit: reading the progress again says whether
+    # the commit landed, so the step is redone, never assumed lost or done.
+    "CommitStateUnknownException",
 )
 _REFUSED = (
     "AccessDeniedException",
@@ -116,12 +130,25 @@ def _short(line: str) -> str:
     return match.group(2) if match else line
 
 
+_USERINFO = re.compile(r"(\b[a-zA-Z][\w+.-]*://)[^/\s@]+@")
+
+
+def without_userinfo(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it masked: a JVM message
+    naming the catalog's URI must not print a secret written into it.
+
+    >>> without_userinfo("Connect to http://ann:s3cret@cat:8181/v1 failed")
+    'Connect to http://***@cat:8181/v1 failed'
+    """
+    return _USERINFO.sub(r"\1***@", text)
+
+
 def translate(exc: BaseException, action: str) -> IcetideError:
     """Map a Spark/py4j exception raised while doing ``action`` to an icetide error."""
     if isinstance(exc, IcetideError):
         return exc
     text = str(exc)
-    cause = root_cause(exc)
+    cause = without_userinfo(root_cause(exc))
     if any(sign in text for sign in _REFUSED):
         return CatalogError(
             f"{action}: the Iceberg catalog or its storage refuses to be written: {cause}",
@@ -130,10 +157,11 @@ def translate(exc: BaseException, action: str) -> IcetideError:
             "after the fix resumes where it stopped — rerunning before would fail again",
         )
     if any(sign in text for sign in _UNREACHABLE):
-        return CatalogError(
+        return CatalogUnavailableError(
             f"{action}: the Iceberg catalog or its storage is not reachable: {cause}",
             hint="check catalog.uri / catalog.warehouse and the network; nothing was lost, "
-            "rerun the command once the catalog is back",
+            "and the step is retried with backoff (or rerun the command once the catalog "
+            "is back)",
         )
     if is_commit_conflict(text):
         return CommitConflictError(

@@ -26,7 +26,7 @@ from icetide.merge.compact import DANGLING_EVERY
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.quoting import literal
-from icetide.spark.retry import retry_conflicts
+from icetide.spark.retry import retry_step
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
 
 TABLE = "customers"
@@ -42,7 +42,7 @@ def _rounds(p: Pipeline, parts: list[Workload], seed: int) -> list[MergeResult]:
             deliver(part, p.landing, seed=seed * 1000 + number, files=1, duplicate_rate=0.05)
             query.processAllAvailable()
             stage = MergeStage(p.session, p.pipeline)
-            results.append(retry_conflicts("merge", lambda s=stage: s.merge_table(TABLE)))
+            results.append(retry_step("merge", lambda s=stage: s.merge_table(TABLE)))
     finally:
         query.stop()
     return results

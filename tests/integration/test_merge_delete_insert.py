@@ -28,7 +28,7 @@ from icetide.lake.tables import iceberg_table
 from icetide.merge import stage as merge_stage
 from icetide.merge import strategy as strategies
 from icetide.merge.stage import MergeResult, MergeStage
-from icetide.merge.strategy import MERGE_BRANCH
+from icetide.merge.strategy import MERGE_BRANCH, PROCESS_BRANCH
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.schema.contract.base import (
     DELETE_ISOLATION,
@@ -107,7 +107,7 @@ def test_main_moves_once_from_the_old_head_to_the_branchs_two_commits(
     heads = [r.snapshot_id for r in spark.sql(f"SELECT * FROM {base.child('history')}").collect()]
     assert heads[-2:] == [before, int(head.snapshotId())], heads
     assert int(parent.snapshotId()) not in heads
-    assert int(table.refs().get(MERGE_BRANCH).snapshotId()) == int(head.snapshotId())
+    assert int(table.refs().get(PROCESS_BRANCH).snapshotId()) == int(head.snapshotId())
     # At most one file per bucket from each statement: the deletes, then the rows.
     for snapshot in (delete, append):
         per_bucket = spark.sql(
@@ -257,17 +257,21 @@ def parquet_codecs(path: str) -> set[str]:
 
 def test_a_branch_left_by_a_crash_is_started_over(pipeline: Pipeline, spark: SparkSession) -> None:
     """What a crash before the publish leaves (the branch ahead of main, here with every
-    row deleted) is not built on: the next merge starts the branch at main's head."""
+    row deleted) is not built on: the next merge starts the branch at main's head. The
+    one shared branch of earlier versions is removed."""
     base = pipeline.refs(TABLE).base
 
     def crashed_attempt() -> None:
         table = iceberg_table(spark, base)
-        start_branch(table, MERGE_BRANCH, int(table.currentSnapshot().snapshotId()))
-        spark.sql(f"DELETE FROM {base.branch(MERGE_BRANCH)} WHERE true")
+        for branch in (PROCESS_BRANCH, MERGE_BRANCH):
+            start_branch(table, branch, int(table.currentSnapshot().snapshotId()))
+            spark.sql(f"DELETE FROM {base.branch(branch)} WHERE true")
 
     workload, result, _ = _two_rounds(pipeline, spark, crashed_attempt)
     assert result.strategy == "delete_insert", result.render()
     assert_matches(pipeline.compare(workload))
+    refs = {str(name) for name in iceberg_table(spark, base).refs().keySet()}
+    assert refs == {"main", PROCESS_BRANCH}
 
 
 def test_a_commit_to_main_meanwhile_starts_the_branch_over(

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-from icetide.errors import CatalogError, ConfigError, StageError
+import pytest
+
+from icetide.errors import (
+    CatalogError,
+    CatalogUnavailableError,
+    CommitConflictError,
+    ConfigError,
+    StageError,
+    Transient,
+)
 from icetide.spark.errors import translate
 
 
-def test_unreachable_catalog_becomes_a_catalog_error_with_the_fix() -> None:
+def test_unreachable_catalog_becomes_a_transient_catalog_error_with_the_fix() -> None:
     exc = RuntimeError(
         "org.apache.iceberg.exceptions.RESTException: Error occurred\n"
         "Caused by: java.net.ConnectException: Connection refused"
     )
     err = translate(exc, "ledger stream")
-    assert isinstance(err, CatalogError)
+    assert isinstance(err, CatalogUnavailableError) and isinstance(err, Transient)
     assert err.message.startswith("ledger stream: the Iceberg catalog")
     assert err.message.endswith("not reachable: ConnectException: Connection refused")
     assert err.hint is not None and "catalog.uri" in err.hint and "nothing was lost" in err.hint
@@ -80,3 +89,36 @@ def test_a_failed_streaming_batch_shows_the_python_error_it_raised_first() -> No
     error = translate(RuntimeError(text), "ledger stream")
     first = error.message.splitlines()[0]
     assert first.startswith("ledger stream failed: AnalysisException: [FIELDS_ALREADY_EXISTS]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The REST server answered 503 / 500 (a proxy in front of it, its own store down).
+        "org.apache.iceberg.exceptions.ServiceUnavailableException: Service unavailable: x",
+        "org.apache.iceberg.exceptions.ServiceFailureException: Server error: SQLException",
+        # It went away during the commit: the outcome is read back, never assumed.
+        "org.apache.iceberg.exceptions.CommitStateUnknownException: Service failed: 500\n"
+        "Cannot determine whether the commit was successful or not",
+    ],
+)
+def test_server_errors_and_unknown_commits_are_outages_not_conflicts(text: str) -> None:
+    err = translate(RuntimeError(text), "merge of t")
+    assert isinstance(err, CatalogUnavailableError)
+    assert not isinstance(err, CommitConflictError | CatalogError)
+
+
+def test_bad_credentials_stay_permanent() -> None:
+    text = "org.apache.iceberg.exceptions.NotAuthorizedException: Not authorized: bad token"
+    err = translate(RuntimeError(text), "merge of t")
+    assert isinstance(err, CatalogError) and not isinstance(err, Transient)
+
+
+def test_credentials_in_a_url_of_the_message_are_masked() -> None:
+    text = (
+        "org.apache.iceberg.exceptions.RESTException: Error\n"
+        "Caused by: java.net.ConnectException: Connect to http://ann:s3cret@cat:8181 failed: "
+        "Connection refused"
+    )
+    err = translate(RuntimeError(text), "merge of t")
+    assert "s3cret" not in err.render() and "http://***@cat:8181" in err.message

@@ -1,0 +1,237 @@
+"""Two merges of one table at once, and a catalog that goes down mid-merge, on the REST
+catalog with its tables on the object store.
+
+- The race is real and made certain: a child ``icetide merge --once`` (its own process
+  and Spark) plans its batch, is held right there (``ICETIDE_PAUSE`` at
+  ``merge.after_plan``), the test process merges a newer batch and commits, then the
+  child goes on. Iceberg accepts the child's commit (its MERGE reads after the test's
+  commit), so without the merge's own check its older batch, planned as in order and
+  merged without the position guard, would put a deleted row back and older images
+  over newer ones, and move the watermark back.
+- The outage stops the shared REST server while a merge runs (after its plan) and
+  starts it again on the same port with the same catalog file once the merge has
+  retried twice (pauses of 1 s and 2 s); longer outages follow the same backoff, which
+  tests/unit/spark/test_retry.py checks for a 30 s outage and for the budget's end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from icetide.devservers.objectstore import ObjectStoreServer
+from icetide.devservers.rest_catalog import RestCatalogServer
+from icetide.lake.progress import read_watermark
+from icetide.lake.tables import current_snapshot_id, lineage_snapshots
+from icetide.merge import stage as merge_stage
+from icetide.merge.stage import MergeStage
+from icetide.schema.contract.base import POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.ledger import POSITION as LEDGER_POSITION
+from icetide.schema.file import schema_from_dict
+from icetide.spark.jars import ICEBERG_AWS_BUNDLE, Coordinate, default_jars_dir, fetched
+from tests.integration.harness import REPO, Pipeline
+from tests.integration.lakehouse.test_catalogs import ITEMS, Lake, event, lake_pipeline
+
+CHILD_TIMEOUT = 300.0
+
+
+@pytest.fixture
+def rest_lake(
+    s3_spark: SparkSession,
+    object_store: ObjectStoreServer,
+    rest_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Lake:
+    """The run's REST catalog as docs/deploy.md configures it (its ``${VAR}`` set)."""
+    endpoint = object_store.endpoint
+    for key, value in {
+        "ICETIDE_S3_ENDPOINT": endpoint.url,
+        "ICETIDE_S3_ACCESS_KEY": endpoint.access_key,
+        "ICETIDE_S3_SECRET_KEY": endpoint.secret_key,
+        "ICETIDE_CATALOG_URI": rest_catalog.url,
+    }.items():
+        monkeypatch.setenv(key, value)
+    return Lake("rest", s3_spark, rest_catalog.pyiceberg_properties(), object_store)
+
+
+def items(p: Pipeline) -> list[tuple[Any, ...]]:
+    refs = p.refs("items")
+    return [(r["id"], r["name"], r["qty"]) for r in p.rows(refs.base, order="id")]
+
+
+def expected(events: list[tuple[str, int, str | None, int]]) -> list[tuple[Any, ...]]:
+    """The mirror after ``events`` (op, key, name, position), applied in position order."""
+    rows: dict[int, tuple[Any, ...]] = {}
+    for op, key, name, _ in sorted(events, key=lambda e: e[3]):
+        if op == "d":
+            rows.pop(key, None)
+        else:
+            rows[key] = (key, name, key * 10)
+    return [rows[k] for k in sorted(rows)]
+
+
+def land(p: Pipeline, events: list[tuple[str, int, str | None, int]]) -> int:
+    """Land ``events``, run the ledger over them; the ledger's new snapshot id."""
+    p.land([event(*e) for e in events])
+    p.stream()
+    ledger = current_snapshot_id(p.session, p.refs("items").cdc)
+    assert ledger is not None
+    return ledger
+
+
+def assert_no_watermark_ahead_of_its_data(p: Pipeline) -> None:
+    """Every base snapshot that records a watermark holds, for every key the ledger had
+    by then, the row of that key's last event by then or of a later one (or no row,
+    when that event or a later one is a delete)."""
+    spark, refs = p.session, p.refs("items")
+    ledger_rows = [
+        (r["id"], r["_op"], Decimal(r[LEDGER_POSITION]))
+        for r in spark.table(refs.cdc.sql).select("id", "_op", LEDGER_POSITION).collect()
+    ]
+    checked = 0
+    for snapshot in lineage_snapshots(spark, refs.base):
+        mark = snapshot.summary.get(WATERMARK_PROPERTY)
+        if mark is None:
+            continue
+        by_then = spark.read.format("iceberg").option("snapshot-id", mark).load(refs.cdc.dotted)
+        last: dict[int, Decimal] = {}
+        for r in by_then.select("id", LEDGER_POSITION).collect():
+            last[r["id"]] = max(last.get(r["id"], Decimal(-1)), Decimal(r[LEDGER_POSITION]))
+        base = (
+            spark.read.format("iceberg")
+            .option("snapshot-id", snapshot.snapshot_id)
+            .load(refs.base.dotted)
+        )
+        held = {r["id"]: Decimal(r[POSITION]) for r in base.select("id", POSITION).collect()}
+        for key, position in last.items():
+            if key in held:
+                assert held[key] >= position, (snapshot, key, held[key], position)
+            else:
+                deletes = [pos for k, op, pos in ledger_rows if k == key and op == "d"]
+                assert any(pos >= position for pos in deletes), (snapshot, key, position)
+        checked += 1
+    assert checked >= 3
+
+
+def aws_bundle() -> list[str]:
+    jars = fetched(default_jars_dir(), Coordinate.parse(ICEBERG_AWS_BUNDLE))
+    assert jars, f"{ICEBERG_AWS_BUNDLE} is not fetched: run `icetide jars fetch --dev`"
+    return [str(jar) for jar in jars]
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[Path]:
+    """The folder of an ``ICETIDE_PAUSE`` hold (icetide/faults.py); released on the way out."""
+    folder = tmp_path / "hold"
+    folder.mkdir()
+    yield folder
+    (folder / "paused").unlink(missing_ok=True)
+
+
+def wait_for(path: Path, child: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + CHILD_TIMEOUT
+    while not path.exists():
+        if child.poll() is not None:
+            output = child.stdout.read() if child.stdout else ""
+            pytest.fail(f"icetide merge exited ({child.returncode}) before its hold:\n{output}")
+        assert time.monotonic() < deadline, "icetide merge never reached its hold"
+        time.sleep(0.1)
+
+
+def test_a_merge_racing_another_merge_of_the_table_leaves_the_base_exact(
+    tmp_path: Path, rest_lake: Lake, held: Path
+) -> None:
+    spark_settings = {"master": "local[2]", "shuffle_partitions": 4, "extra_jars": aws_bundle()}
+    p = lake_pipeline(
+        tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items", spark=spark_settings
+    )
+    first = [("c", k, f"n{k}", k) for k in range(1, 9)]
+    land(p, first)
+    p.merge()
+    # Batch A: every event newer than the base, so a merge plans it in order (no guard).
+    batch_a = [("u", 1, "a1", 20), ("c", 9, "a9", 21), ("u", 2, "a2", 22), ("d", 3, None, 23)]
+    land(p, batch_a)
+
+    (held / "armed").touch()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("ICETIDE_FAULT", "ICETIDE_PAUSE")},
+        "ICETIDE_PAUSE": f"merge.after_plan:{held}",
+        "PYTHONPATH": str(REPO),
+    }
+    command = [sys.executable, "-m", "icetide.cli", "merge", "--once", "-c", str(p.config_path)]
+    child = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        wait_for(held / "paused", child)  # planned batch A from the first watermark
+        # Batch B, merged and committed by this process while the child holds its plan:
+        # 9 deleted, 1 and 2 changed again, 10 new.
+        batch_b = [("d", 9, None, 30), ("u", 1, "b1", 31), ("u", 2, "b2", 32), ("c", 10, "b10", 33)]
+        newest = land(p, batch_b)
+        p.merge()
+        assert read_watermark(p.session, p.refs("items").base) == newest
+        (held / "paused").unlink()
+        output, _ = child.communicate(timeout=CHILD_TIMEOUT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, output
+    assert items(p) == expected(first + batch_a + batch_b), output
+    assert read_watermark(p.session, p.refs("items").base) == newest
+    assert_no_watermark_ahead_of_its_data(p)
+    assert "another merge of the same table committed while this one ran" in output, output
+    assert "merging it again from a fresh read" in output, output
+    assert "Traceback" not in output, output
+
+
+def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
+    tmp_path: Path,
+    rest_lake: Lake,
+    rest_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    p = lake_pipeline(tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items")
+    first = [("c", k, f"n{k}", k) for k in range(1, 7)]
+    land(p, first)
+    p.merge()
+    batch = [("u", 1, "x1", 10), ("d", 2, None, 11), ("c", 7, "n7", 12), ("u", 7, "y7", 13)]
+    newest = land(p, batch)
+
+    port, lines, stopped = rest_catalog.port, [], []
+    real = merge_stage.crash_point
+
+    def outage(point: str) -> None:
+        if point == "merge.after_plan" and not stopped:  # the first attempt's plan only
+            stopped.append(time.monotonic())
+            rest_catalog.halt()
+        real(point)
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if "retry 2 in" in line:  # after two failed attempts, the catalog comes back
+            rest_catalog.start()
+
+    monkeypatch.setattr(merge_stage, "crash_point", outage)
+    try:
+        [result] = MergeStage(p.session, p.reporting(log)).run_once()
+    finally:
+        if not rest_catalog.running:  # the run's shared server, as it was
+            rest_catalog.start()
+    assert rest_catalog.port == port and stopped
+    retries = [line for line in lines if "not reachable" in line]
+    assert len(retries) == 2, lines
+    assert retries[0].endswith("retry 1 in 1s") and retries[1].endswith("retry 2 in 2s")
+    assert "merge of items: the Iceberg catalog or its storage is not reachable" in retries[0]
+    assert result.events == len(batch), result.render()
+    assert items(p) == expected(first + batch)
+    assert read_watermark(p.session, p.refs("items").base) == newest
