@@ -31,7 +31,7 @@ from icetide.config import load_config
 from icetide.demo.lakehouse import aws_bundle_jars
 from icetide.demo.run import compare_all, plan_rounds, write_pipeline
 from icetide.demo.workload import deliver, generate
-from icetide.devservers.objectstore import S3_FILE_IO, ObjectStoreServer
+from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.lake.progress import read_watermark
 from icetide.lake.tables import current_snapshot_id
@@ -40,6 +40,7 @@ from icetide.merge import stage as merge_stage
 from icetide.merge.stage import MergeStage
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
+from icetide.spark.jars import S3_FILE_IO
 from icetide.spark.session import build_session
 
 TABLE = "customers"

@@ -20,8 +20,10 @@ def _packages_and_folder(args: argparse.Namespace) -> tuple[list[str], Path]:
     if args.config or config_path.is_file():
         from icetide.config import load_config
 
-        spark = load_config(config_path).spark
-        packages = list(spark.packages if spark.packages is not None else maven.DEFAULT_PACKAGES)
+        config = load_config(config_path)
+        spark = config.spark
+        io_impl = config.catalog.properties_plain().get("io-impl")
+        packages = list(maven.pipeline_packages(spark.packages, io_impl))
         folder = maven.jars_folder(spark.jars_dir)
     else:
         packages, folder = list(maven.DEFAULT_PACKAGES), maven.jars_folder(None)

@@ -39,7 +39,7 @@ class Lakehouse:
 
     def catalog_section(self, name: str, namespace: str) -> dict[str, Any]:
         """The config's ``catalog:`` on this lakehouse, the keys as ``${VAR}``."""
-        from icetide.devservers.objectstore import S3_FILE_IO
+        from icetide.spark.jars import S3_FILE_IO
 
         return {
             "name": name,

@@ -55,8 +55,9 @@ def write_live_pipeline(
 ) -> Path:
     """Write ``icetide.yaml`` and the shop schema files for ``server``; return the config.
 
-    With ``lakehouse`` the catalog is its REST catalog (keys as ``${VAR}``) and Spark
-    gets the AWS SDK bundle its ``S3FileIO`` needs; else a Hadoop catalog in a folder.
+    With ``lakehouse`` the catalog is its REST catalog (keys as ``${VAR}``; Spark's default
+    packages then include the AWS SDK bundle its ``S3FileIO`` needs); else a Hadoop
+    catalog in a folder.
     """
     for schema in shop_schemas():
         dump_schema_file(schema, workdir / "schemas" / f"{schema.table}.yaml")
@@ -68,10 +69,8 @@ def write_live_pipeline(
             "namespace": namespace,
         }
     else:
-        from icetide.demo.lakehouse import aws_bundle_jars
-
+        # Its io-impl, S3FileIO, adds the AWS SDK bundle to Spark's default packages.
         catalog_section = lakehouse.catalog_section(catalog, namespace)
-        spark["extra_jars"] = [str(jar) for jar in aws_bundle_jars()]
     doc: dict[str, Any] = {
         "pipeline": "shop",
         "state_dir": "./state",

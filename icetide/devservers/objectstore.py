@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from icetide.devservers.errors import LocalServerError
 from icetide.devservers.lifecycle import LocalServer
 from icetide.devservers.ports import free_port
+from icetide.spark.jars import S3_FILE_IO
 
 if TYPE_CHECKING:
     from pyarrow.fs import S3FileSystem
@@ -58,7 +59,6 @@ _INSTALL_HINT = (
 _PORT_TAKEN = ("is not available on", "address already in use")
 REGION = "us-east-1"
 """The region clients sign for; the store accepts any, the AWS SDK wants one."""
-S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 COMPONENTS = ("master", "volume", "filer", "s3", "admin")
 """The parts of ``weed mini`` that listen: each gets an HTTP and a gRPC port."""
 

@@ -43,6 +43,8 @@ CONNECT_LOGGING = "org.slf4j:slf4j-simple:1.7.36"
 DEBEZIUM_MARIADB = "io.debezium:debezium-connector-mariadb:3.4.0.Final"
 DEBEZIUM_POSTGRES = "io.debezium:debezium-connector-postgres:3.4.0.Final"
 ICEBERG_AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.10.1"
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+"""Iceberg's S3 ``FileIO``: its AWS SDK is :data:`ICEBERG_AWS_BUNDLE`."""
 DEV_PACKAGES: tuple[str, ...] = (
     KAFKA_BROKER,
     CONNECT_RUNTIME,
@@ -57,6 +59,23 @@ PostgreSQL connectors as its plugins. Fetched by ``icetide jars fetch --dev``, n
 on Spark's classpath by a pipeline's config; the AWS SDK bundle that Iceberg's
 ``S3FileIO`` needs serves the test REST catalog and, added at runtime by the lakehouse
 tests, the tests' session (1.10.1: 1.10.2's was not served; both carry the same SDK)."""
+
+
+def pipeline_packages(packages: tuple[str, ...] | None, io_impl: str | None) -> tuple[str, ...]:
+    """The Maven packages of a pipeline: ``spark.packages`` when the config names them
+    (the list is the user's, whole), else :data:`DEFAULT_PACKAGES`, with the AWS SDK
+    bundle added when the catalog's ``io-impl`` is :data:`S3_FILE_IO`, which cannot load
+    without it.
+
+    >>> pipeline_packages(None, S3_FILE_IO)[-1] == ICEBERG_AWS_BUNDLE
+    True
+    >>> pipeline_packages(None, None) == DEFAULT_PACKAGES
+    True
+    """
+    if packages is not None:
+        return packages
+    return DEFAULT_PACKAGES + ((ICEBERG_AWS_BUNDLE,) if io_impl == S3_FILE_IO else ())
+
 
 JARS_DIR_ENV = "ICETIDE_JARS_DIR"
 _COMPLETE = ".complete"

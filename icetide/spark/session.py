@@ -95,7 +95,7 @@ def jdbc_driver_jars() -> list[Path]:
     return [jar for jar in map(Path, _DEBIAN_JDBC_JARS) if jar.is_file()]
 
 
-def jvm_jars(spark: SparkConfig) -> list[Path]:
+def jvm_jars(spark: SparkConfig, io_impl: str | None = None) -> list[Path]:
     """Everything for ``spark.jars``: extra jars, then the configured Maven packages as
     fetched into the jar folder, with the offline fallbacks for what is missing.
 
@@ -105,8 +105,7 @@ def jvm_jars(spark: SparkConfig) -> list[Path]:
     """
     explicit = spark.packages is not None
     coordinates = [
-        maven.Coordinate.parse(text)
-        for text in (spark.packages if spark.packages is not None else maven.DEFAULT_PACKAGES)
+        maven.Coordinate.parse(text) for text in maven.pipeline_packages(spark.packages, io_impl)
     ]
     if spark.iceberg_jar != "auto":  # the cluster's, or an explicit path, wins
         coordinates = [c for c in coordinates if not _is_iceberg_runtime(c)]
@@ -119,6 +118,18 @@ def jvm_jars(spark: SparkConfig) -> list[Path]:
             missing.append(coordinate)
         else:
             found += got
+    bundle = maven.Coordinate.parse(maven.ICEBERG_AWS_BUNDLE)
+    if (
+        not explicit
+        and bundle in missing
+        and not any(Path(j).name.startswith("iceberg-aws-bundle") for j in spark.extra_jars)
+    ):
+        raise ConfigError(
+            f"the catalog's io-impl {maven.S3_FILE_IO} needs the AWS SDK bundle "
+            f"{bundle}, which is not fetched into {folder}",
+            path="catalog.properties.io-impl",
+            hint="run `icetide jars fetch -c <config>` once on this machine",
+        )
     if explicit and missing:
         raise ConfigError(
             f"JVM packages not fetched into {folder}: {', '.join(map(str, missing))}",
@@ -224,7 +235,7 @@ def spark_conf(config: Config) -> dict[str, str]:
         # modules imported and skips re-reading Spark's zip archives before each task
         # (icetide/spark/worker_daemon.py).
         conf["spark.python.daemon.module"] = worker_daemon.MODULE
-    jars = [str(j) for j in jvm_jars(spark)]
+    jars = [str(j) for j in jvm_jars(spark, catalog.properties_plain().get("io-impl"))]
     if jars:
         conf["spark.jars"] = ",".join(jars)
     prefix = f"spark.sql.catalog.{catalog.name}"

@@ -16,10 +16,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.objectstore import S3_FILE_IO, ObjectStoreServer
+from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.spark.class_archive import ARCHIVE_DIR_ENV
-from icetide.spark.jars import ICEBERG_AWS_BUNDLE, Coordinate, default_jars_dir, fetched
+from icetide.spark.jars import ICEBERG_AWS_BUNDLE, S3_FILE_IO, Coordinate, default_jars_dir, fetched
 from tests.devservers.connect import ConnectWorker
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.postgres import PostgresServer

@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from icetide.cli import main
-from icetide.devservers.objectstore import S3_FILE_IO, ObjectStoreServer
+from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
+from icetide.spark.jars import S3_FILE_IO
 
 TOKEN = "tok-" + uuid.uuid4().hex
 

@@ -85,6 +85,22 @@ def test_packages_the_config_names_must_have_been_fetched(tmp_path: Path) -> Non
     assert "icetide jars fetch" in (caught.value.hint or "")
 
 
+def test_a_catalog_on_s3_file_io_gets_the_aws_bundle_by_default_and_needs_it_fetched(
+    tmp_path: Path,
+) -> None:
+    spark = SparkConfig(jars_dir=str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        jvm_jars(spark, maven.S3_FILE_IO)
+    assert caught.value.path == "catalog.properties.io-impl"
+    assert "icetide jars fetch" in (caught.value.hint or "")
+    _fetched(tmp_path, maven.ICEBERG_AWS_BUNDLE, "iceberg-aws-bundle-1.10.1.jar")
+    assert "iceberg-aws-bundle-1.10.1.jar" in [p.name for p in jvm_jars(spark, maven.S3_FILE_IO)]
+    # Not without S3FileIO, and never added to a list the config names itself.
+    assert "iceberg-aws-bundle-1.10.1.jar" not in [p.name for p in jvm_jars(spark)]
+    named = SparkConfig(jars_dir=str(tmp_path), packages=(maven.ICEBERG_RUNTIME,))
+    assert maven.pipeline_packages(named.packages, maven.S3_FILE_IO) == (maven.ICEBERG_RUNTIME,)
+
+
 def test_a_provided_iceberg_runtime_is_not_added_even_when_fetched(tmp_path: Path) -> None:
     _fetched(tmp_path, maven.ICEBERG_RUNTIME, "iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     spark = SparkConfig(jars_dir=str(tmp_path), iceberg_jar="provided")
