@@ -35,16 +35,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import CatalogError
+from icetide.state.s3 import s3_filesystem, split_s3_uri
 
 if TYPE_CHECKING:
-    from pyarrow.fs import S3FileSystem
-
     from icetide.config import Config
 
 TIMEOUT = 5.0
 """Seconds each check waits for an answer."""
-S3_SCHEMES = ("s3", "s3a", "s3n")
-DEFAULT_REGION = "us-east-1"
 
 
 class PreflightError(CatalogError):
@@ -212,10 +209,8 @@ def s3_bucket(warehouse: str | None) -> str | None:
     """
     if not warehouse:
         return None
-    parsed = urllib.parse.urlsplit(warehouse)
-    if parsed.scheme not in S3_SCHEMES or not parsed.netloc:
-        return None
-    return parsed.netloc
+    split = split_s3_uri(warehouse)
+    return None if split is None else split[0]
 
 
 def _names_a_store(properties: Mapping[str, str]) -> bool:
@@ -224,32 +219,6 @@ def _names_a_store(properties: Mapping[str, str]) -> bool:
 
 def _endpoint(properties: Mapping[str, str]) -> str:
     return properties.get("s3.endpoint") or "AWS S3"
-
-
-def s3_filesystem(properties: Mapping[str, str], *, timeout: float = TIMEOUT) -> S3FileSystem:
-    """A PyArrow S3 file system with the catalog's ``S3FileIO`` properties: one attempt
-    per request, short timeouts."""
-    from pyarrow import fs
-
-    options: dict[str, object] = {
-        "region": properties.get("client.region") or properties.get("s3.region") or DEFAULT_REGION,
-        "force_virtual_addressing": properties.get("s3.path-style-access", "false") != "true"
-        and "s3.endpoint" not in properties,
-        "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=1),
-        "connect_timeout": timeout,
-        "request_timeout": timeout,
-    }
-    if properties.get("s3.access-key-id"):
-        options["access_key"] = properties["s3.access-key-id"]
-        options["secret_key"] = properties.get("s3.secret-access-key", "")
-        if properties.get("s3.session-token"):
-            options["session_token"] = properties["s3.session-token"]
-    endpoint = properties.get("s3.endpoint")
-    if endpoint:
-        scheme, _, address = endpoint.partition("://")
-        options["scheme"] = scheme if address else "https"
-        options["endpoint_override"] = (address or scheme).rstrip("/")
-    return fs.S3FileSystem(**options)
 
 
 _NETWORK = ("NETWORK_CONNECTION", "curlCode", "Could not connect", "Could not resolve")
