@@ -32,7 +32,7 @@ from icetide.capture.runner import run_capture
 from icetide.config import load_config
 from icetide.demo.lakehouse import aws_bundle_jars
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.devservers.objectstore import ObjectStoreServer
+from icetide.devservers.objectstore import ObjectStoreServer, S3Endpoint
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.evolution.detect import capturing_source
 from icetide.evolution.source_schema import read_source_schema
@@ -141,7 +141,7 @@ def pipeline_files(
     postgres: PostgresServer,
     pgdb: str,
     slot: str,
-    store: ObjectStoreServer,
+    store: S3Endpoint,
     catalog: RestCatalogServer,
     kafka: KafkaServer,
 ) -> dict[str, str]:
@@ -251,16 +251,15 @@ def test_a_run_killed_with_its_folders_deleted_resumes_elsewhere_from_shared_sta
     run = next(_runs)
     namespace, db, pgdb = f"shared{run}", f"shared{run}_db", f"shared{run}_pg"
     slot = f"shared{run}_{os.getpid()}"
-    monkeypatch.setenv(KEY_ENV[0], object_store.access_key)
-    monkeypatch.setenv(KEY_ENV[1], object_store.secret_key)
+    store = object_store.endpoint
+    monkeypatch.setenv(KEY_ENV[0], store.access_key)
+    monkeypatch.setenv(KEY_ENV[1], store.secret_key)
     with mariadb.connect() as conn, conn.cursor() as cur:
         cur.execute(f"CREATE DATABASE `{db}`")
         cur.execute(f"CREATE TABLE `{db}`.m_items (id INT PRIMARY KEY, v VARCHAR(20))")
     postgres.create_database(pgdb)
     postgres.execute("CREATE TABLE p_items (id int PRIMARY KEY, v varchar(20))", pgdb)
-    files = pipeline_files(
-        namespace, mariadb, db, postgres, pgdb, slot, object_store, rest_catalog, kafka
-    )
+    files = pipeline_files(namespace, mariadb, db, postgres, pgdb, slot, store, rest_catalog, kafka)
     first, second = tmp_path / "first", tmp_path / "second"
     config = load_config(lay_out(first, files))
     # Empty tables: capture starts at the logs' ends (offsets saved on the object store).
@@ -298,7 +297,7 @@ def test_a_run_killed_with_its_folders_deleted_resumes_elsewhere_from_shared_sta
             ), resumed.output[-3000:]
             _resumed_capture(resumed)
         # What a new machine used is on the object store; its own folder holds no offset.
-        s3 = object_store.filesystem()
+        s3 = store.filesystem()
         for source in config.sources:
             key = f"warehouse/state/{namespace}/capture/{source.name}.offset.json"
             saved = s3.get_file_info(key)
