@@ -348,6 +348,7 @@ class LedgerStage:
                 self._append(self._dead_frame(unrouted_rows, now), self.unrouted_dlt, batch_id)
         finally:
             classified.unpersist()
+        self._save_position(batch_id)  # before the line saying the batch is stored
         self.pipeline.report(
             "ledger",
             summary.render(),
@@ -357,7 +358,6 @@ class LedgerStage:
             dead_letters_by_table=summary.dead_by_table,
         )
         self._remember_files(receipts)
-        self._save_position(batch_id)
         if signals:
             self._signal(signals)
 
