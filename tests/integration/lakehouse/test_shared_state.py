@@ -26,8 +26,10 @@ from typing import Any
 
 import pytest
 import yaml
+from pyarrow.fs import FileSelector
 from pyiceberg.catalog import load_catalog
 
+from icetide.capture.offsets import OffsetStore
 from icetide.capture.runner import run_capture
 from icetide.config import load_config
 from icetide.demo.lakehouse import aws_bundle_jars
@@ -37,6 +39,8 @@ from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.evolution.detect import capturing_source
 from icetide.evolution.source_schema import read_source_schema
 from icetide.schema.file import dump_schema_file
+from icetide.state.s3 import s3_filesystem
+from icetide.state.store import S3Store, StateStoreError
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.postgres import PostgresServer
 from tests.integration.test_cli_process import Child, child
@@ -349,3 +353,44 @@ def _until_bases_equal_sources(
             )
             diff[t] = (len(missing), sorted(missing)[:5], len(extra), sorted(extra)[:5])
         raise AssertionError(f"{exc}: (missing, extra) per table: {diff}") from None
+
+
+def test_state_files_on_the_object_store_are_replaced_whole_and_a_refused_key_names_the_file(
+    object_store: ObjectStoreServer,
+) -> None:
+    store = object_store.endpoint
+    prefix = f"state/files{next(_runs)}"
+    properties = {
+        "s3.endpoint": store.url,
+        "s3.path-style-access": "true",
+        "s3.access-key-id": store.access_key,
+        "s3.secret-access-key": store.secret_key,
+        "client.region": store.region,
+    }
+    shared = S3Store(s3_filesystem(properties), "warehouse", prefix)
+    offsets = OffsetStore(shared.file("capture/shop.offset.json"), source_type="mysql")
+    assert offsets.source == "shop" and offsets.load() is None
+    offsets.save({"file": "mysql-bin.000003", "pos": 4}, position="mysql-bin.000003:4")
+    offsets.save({"file": "mysql-bin.000003", "pos": 1234}, position="mysql-bin.000003:1234")
+    # Another reader (another machine) sees the last offset saved, whole.
+    again = OffsetStore(
+        S3Store(s3_filesystem(properties), "warehouse", prefix).file("capture/shop.offset.json")
+    )
+    assert again.load() == {"file": "mysql-bin.000003", "pos": 1234}
+    listed = store.filesystem().get_file_info(FileSelector(f"warehouse/{prefix}", recursive=True))
+    assert sorted(i.path for i in listed if i.is_file) == [
+        f"warehouse/{prefix}/capture/shop.offset.json"
+    ]
+    bootstrap = shared.file("capture/shop.bootstrap.json")
+    bootstrap.write(b"{}")
+    bootstrap.delete()
+    assert bootstrap.read() is None
+    bootstrap.delete()  # absent: nothing to do
+
+    refused = S3Store(
+        s3_filesystem({**properties, "s3.secret-access-key": "wrong"}), "warehouse", prefix
+    )
+    with pytest.raises(StateStoreError) as error:
+        refused.file("capture/shop.offset.json").read()
+    assert error.value.where == f"s3://warehouse/{prefix}/capture/shop.offset.json"
+    assert "wrong" not in str(error.value)
