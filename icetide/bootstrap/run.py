@@ -143,7 +143,7 @@ class Bootstrap:
                 results.append(self._copy(table, refs.base, state, reader))
                 mark(self.spark, refs.base, state["id"], "done")
                 self.pipeline.report("bootstrap", results[-1].render())
-        self.state_file.unlink(missing_ok=True)
+        self.state_file.delete()
         return results
 
     def _mysql_state(self) -> State:

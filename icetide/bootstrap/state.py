@@ -1,9 +1,10 @@
 """The bootstrap's state file: what a killed bootstrap needs to resume exactly.
 
-One JSON file per source, ``state_dir/capture/<source>.bootstrap.json``, written
-atomically: the bootstrap's id (tagged on every chunk it commits), capture's start
-offset, the position its rows are stamped with, and each table's chunk plan. It is
-deleted when every table is done.
+One JSON file per source, ``capture/<source>.bootstrap.json`` in the pipeline's state
+location (:mod:`icetide.state.store`: ``state_dir``, or ``s3://…`` so that a bootstrap
+resumes on another machine), replaced whole: the bootstrap's id (tagged on every chunk
+it commits), capture's start offset, the position its rows are stamped with, and each
+table's chunk plan. It is deleted when every table is done.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from icetide.capture.errors import CaptureError
 from icetide.config.model import Config
 from icetide.config.sections import SourceConfig
 from icetide.events.position import Position
+from icetide.state.store import StateFile, state_store
 
 State = dict[str, Any]
 """``id``, ``offset`` (capture's start), ``position``/``position_text`` (the stamp),
@@ -27,9 +28,9 @@ merge adds ``resnapshot`` (its table)."""
 RESNAPSHOT = "resnapshot"
 
 
-def state_path(config: Config, source: SourceConfig) -> Path:
+def state_path(config: Config, source: SourceConfig) -> StateFile:
     """Where the bootstrap of ``source`` keeps its state."""
-    return config.resolved_path(config.state_dir) / "capture" / f"{source.name}.bootstrap.json"
+    return state_store(config).file(f"capture/{source.name}.bootstrap.json")
 
 
 def new_state(
@@ -56,13 +57,14 @@ def offset_text(state: State) -> str:
     return str(state.get("offset_text") or state["position_text"])
 
 
-def load_state(path: Path) -> State | None:
+def load_state(path: StateFile) -> State | None:
     """The saved state, or None when no bootstrap is under way."""
-    if not path.exists():
+    text = path.read()
+    if text is None:
         return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise CaptureError(
             f"bootstrap state {path} is unreadable: {exc}",
             hint="delete it to start the bootstrap over",
@@ -70,9 +72,6 @@ def load_state(path: Path) -> State | None:
     return dict(data)
 
 
-def save_state(path: Path, state: State) -> None:
-    """Replace the saved state (a temporary file renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.replace(path)
+def save_state(path: StateFile, state: State) -> None:
+    """Replace the saved state whole (a temporary file renamed over it; on S3 one PUT)."""
+    path.write(json.dumps(state, indent=2).encode("utf-8"))

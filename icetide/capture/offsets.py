@@ -1,6 +1,7 @@
 """Capture's durable offset: where a source's reader restarts after a stop or a crash.
 
-One small JSON file per source (``<state_dir>/capture/<source>.offset.json``)::
+One small JSON file per source (``capture/<source>.offset.json`` in the pipeline's state
+location, :mod:`icetide.state.store`: ``state_dir`` or ``s3://…``)::
 
     {
       "format": "icetide.capture.offset/1",
@@ -13,8 +14,9 @@ One small JSON file per source (``<state_dir>/capture/<source>.offset.json``)::
 
 ``offset`` is what the reader's offset class writes and reads back
 (``BinlogOffset.to_dict`` / ``from_dict``); the other fields are for people and for
-checks. A save replaces the file atomically (temp file, ``fsync``, rename, folder
-``fsync``): after a crash the file holds the previous offset or the new one, never a mix.
+checks. A save replaces the file atomically (locally temp file, ``fsync``, rename, folder
+``fsync``; on S3 one PUT): after a crash the file holds the previous offset or the new
+one, never a mix.
 Capture saves only after the transport made every record before the offset durable.
 """
 
@@ -27,10 +29,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from icetide.capture.durable import write_atomically
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import Offset
 from icetide.errors import Terminal
+from icetide.state.store import LocalFile, StateFile
 
 FORMAT = "icetide.capture.offset/1"
 _SUFFIX = ".offset.json"
@@ -39,7 +41,7 @@ _SUFFIX = ".offset.json"
 class OffsetFileError(CaptureError, Terminal):
     """The offset file cannot be read or belongs to another source; ``path`` names it."""
 
-    def __init__(self, message: str, *, path: Path, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, path: Path | str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.path = path
 
@@ -58,7 +60,7 @@ class SavedOffset:
 
 
 class OffsetStore:
-    """The offset file at ``path``.
+    """The offset file at ``path`` (a local path, or a file of the state location).
 
     ``source`` defaults to the file name without ``.offset.json``; with ``source_type``
     it is checked on load, so an offset saved for another source (a copied state folder,
@@ -74,10 +76,17 @@ class OffsetStore:
     """
 
     def __init__(
-        self, path: Path | str, *, source: str | None = None, source_type: str | None = None
+        self,
+        path: Path | str | StateFile,
+        *,
+        source: str | None = None,
+        source_type: str | None = None,
     ) -> None:
-        self.path = Path(path)
-        name = self.path.name
+        self.file = path if isinstance(path, StateFile) else LocalFile(Path(path))
+        self.path: Path | str = (
+            self.file.path if isinstance(self.file, LocalFile) else self.file.where
+        )
+        name = self.file.where.rsplit("/", 1)[-1]
         self.source = source or (name[: -len(_SUFFIX)] if name.endswith(_SUFFIX) else name)
         self.source_type = source_type
 
@@ -92,16 +101,9 @@ class OffsetStore:
         Raises :class:`OffsetFileError` when it is unreadable, corrupt, or another
         source's.
         """
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
+        data = self.file.read()
+        if data is None:
             return None
-        except OSError as error:
-            raise OffsetFileError(
-                f"cannot read capture offset file {self.path}: {error.strerror}",
-                path=self.path,
-                hint="check the file's permissions",
-            ) from error
         saved = self._parse(data)
         if saved.source != self.source or (
             self.source_type and saved.type and saved.type != self.source_type
@@ -145,7 +147,7 @@ class OffsetStore:
             "offset": saved.offset,
         }
         text_out = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-        write_atomically(self.path, text_out.encode("utf-8"), fault="capture.offsets.before_rename")
+        self.file.write(text_out.encode("utf-8"), fault="capture.offsets.before_rename")
         return saved
 
     def _parse(self, data: bytes) -> SavedOffset:

@@ -23,6 +23,7 @@ from icetide.config.sections import SourceConfig
 from icetide.faults import crash_point
 from icetide.progress import Reporter
 from icetide.sources.connect import mysql_settings, postgres_dsn
+from icetide.state.store import state_store
 
 
 @dataclass
@@ -42,9 +43,10 @@ class CaptureProgress:
 
 
 def offset_store(config: Config, source: SourceConfig) -> OffsetStore:
-    """The durable offset of ``source`` under the pipeline's state folder."""
-    path = source.offsets_file(config.resolved_path(config.state_dir))
-    return OffsetStore(path, source=str(source.name), source_type=source.type)
+    """The durable offset of ``source`` in the pipeline's state location (``state:``, an
+    object store a replaced machine finds it on; else ``state_dir``)."""
+    file = state_store(config).file(source.offsets_file)
+    return OffsetStore(file, source=str(source.name), source_type=source.type)
 
 
 def open_reader(

@@ -24,6 +24,11 @@ pipeline: shop
 # Checkpoints and local state. Default: ./.icetide
 state_dir: ./.icetide
 
+# Where what a new machine needs to resume is kept (capture offsets, a bootstrap under
+# way, the ledger's Kafka position): s3://bucket/prefix on the catalog's object store
+# (needs transport type kafka), or a folder. Default: none (in state_dir)
+state: null
+
 catalog:
   # Spark catalog name the tables are written through. Default: lake
   name: lake

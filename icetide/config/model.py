@@ -43,6 +43,7 @@ from icetide.config.sections import (
 from icetide.config.tables import TableConfig
 from icetide.config.types import (
     LocalPath,
+    Location,
     PipelineName,
     at_least_one,
     config_dir_of,
@@ -91,6 +92,10 @@ class Config(Section):
 
     pipeline: PipelineName
     state_dir: LocalPath = Field(Path(".icetide"), validate_default=True)
+    state: Location | None = None
+    """Where the state a new machine needs to resume is kept: ``s3://bucket/prefix`` on
+    the catalog's object store (with the ``kafka`` transport), or a folder; unset, in
+    ``state_dir``. See docs/deploy.md, "What state lives where"."""
     # Sections default to {} and are validated, so their relative paths resolve too.
     catalog: CatalogConfig = Field({}, validate_default=True)
     spark: SparkConfig = Field({}, validate_default=True)
@@ -130,6 +135,7 @@ class Config(Section):
                 problems.append(
                     (("transport", "topic_pattern"), "give topics or topic_pattern, not both")
                 )
+        problems.extend(self._state_problems())
         # casefold() of a Secret is a plain str: print the field itself, which hides it.
         suffix = self.dead_letter.suffix.casefold()
         unrouted = self.dead_letter.unrouted_table.casefold()
@@ -174,6 +180,33 @@ class Config(Section):
             raise ConfigProblems(problems)
         self._config_dir = config_dir_of(info)
         return self
+
+    def _state_problems(self) -> list[tuple[Loc, str]]:
+        """A shared state location needs a transport that outlives the machine too: capture
+        saves an offset there once its events are in the transport, so events kept in a
+        local landing folder would be lost while the offset says they were captured."""
+        state = self.state
+        if state is None:
+            return []
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", state)
+        if scheme and scheme.group(1).lower() not in ("s3", "s3a", "s3n", "file"):
+            return [
+                (
+                    ("state",),
+                    f"{scheme.group(1)}:// is not a state location: give s3://bucket/prefix "
+                    "(the catalog's object store) or a folder",
+                )
+            ]
+        if scheme and scheme.group(1).lower() != "file" and self.transport.type == "files":
+            return [
+                (
+                    ("transport", "type"),
+                    f"state: {state} keeps capture's offsets off this machine, but the files "
+                    "transport lands events in a local folder that is lost with it: use "
+                    "transport: {type: kafka, ...}, or a local state folder",
+                )
+            ]
+        return []
 
     def _source_problems(self) -> list[tuple[Loc, str]]:
         problems: list[tuple[Loc, str]] = []

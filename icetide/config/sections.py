@@ -355,6 +355,7 @@ class SourceConfig(Section):
         """``port``, or the database's default (3306, 5432)."""
         return self.port or (3306 if self.type == "mysql" else 5432)
 
-    def offsets_file(self, state_dir: Path) -> Path:
-        """Where capture keeps this source's durable offset."""
-        return state_dir / "capture" / f"{self.name}.offset.json"
+    @property
+    def offsets_file(self) -> str:
+        """The name of this source's durable offset in the pipeline's state location."""
+        return f"capture/{self.name}.offset.json"

@@ -18,6 +18,10 @@ What is checked, and only when the config says enough to check it:
 - An ``s3://`` (``s3a://``) warehouse whose properties name ``s3.endpoint`` or
   ``s3.access-key-id``: the store answers, accepts the key, and has the bucket. A
   warehouse whose keys the catalog vends (neither property set) is left to the catalog.
+- An ``s3://`` state location (``state:``): the store answers with the catalog's
+  ``s3.*`` properties (or the environment's AWS credentials), accepts the key, and has
+  the bucket; every such error names ``state``, since capture and the ledger resume
+  from there.
 
 Messages may quote a configured value; the CLI's scrubber masks every secret of the
 config in whatever is printed (:mod:`icetide.config.secrets`).
@@ -35,16 +39,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icetide.errors import CatalogError
+from icetide.state.s3 import s3_filesystem, split_s3_uri
 
 if TYPE_CHECKING:
-    from pyarrow.fs import S3FileSystem
-
     from icetide.config import Config
 
 TIMEOUT = 5.0
 """Seconds each check waits for an answer."""
-S3_SCHEMES = ("s3", "s3a", "s3n")
-DEFAULT_REGION = "us-east-1"
 
 
 class PreflightError(CatalogError):
@@ -93,6 +94,9 @@ def check_lake(config: Config, *, log: Callable[[str], None] | None = None) -> L
     if bucket is not None and _names_a_store(properties):
         check_object_store(lake, bucket)
         say(f"check: bucket {bucket!r} on the object store at {_endpoint(properties)} is readable")
+    if config.state is not None and split_s3_uri(config.state) is not None:
+        check_state_location(config.state, catalog.properties_plain())
+        say(f"check: the state location {config.state} is readable")
     return lake
 
 
@@ -212,10 +216,8 @@ def s3_bucket(warehouse: str | None) -> str | None:
     """
     if not warehouse:
         return None
-    parsed = urllib.parse.urlsplit(warehouse)
-    if parsed.scheme not in S3_SCHEMES or not parsed.netloc:
-        return None
-    return parsed.netloc
+    split = split_s3_uri(warehouse)
+    return None if split is None else split[0]
 
 
 def _names_a_store(properties: Mapping[str, str]) -> bool:
@@ -224,32 +226,6 @@ def _names_a_store(properties: Mapping[str, str]) -> bool:
 
 def _endpoint(properties: Mapping[str, str]) -> str:
     return properties.get("s3.endpoint") or "AWS S3"
-
-
-def s3_filesystem(properties: Mapping[str, str], *, timeout: float = TIMEOUT) -> S3FileSystem:
-    """A PyArrow S3 file system with the catalog's ``S3FileIO`` properties: one attempt
-    per request, short timeouts."""
-    from pyarrow import fs
-
-    options: dict[str, object] = {
-        "region": properties.get("client.region") or properties.get("s3.region") or DEFAULT_REGION,
-        "force_virtual_addressing": properties.get("s3.path-style-access", "false") != "true"
-        and "s3.endpoint" not in properties,
-        "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=1),
-        "connect_timeout": timeout,
-        "request_timeout": timeout,
-    }
-    if properties.get("s3.access-key-id"):
-        options["access_key"] = properties["s3.access-key-id"]
-        options["secret_key"] = properties.get("s3.secret-access-key", "")
-        if properties.get("s3.session-token"):
-            options["session_token"] = properties["s3.session-token"]
-    endpoint = properties.get("s3.endpoint")
-    if endpoint:
-        scheme, _, address = endpoint.partition("://")
-        options["scheme"] = scheme if address else "https"
-        options["endpoint_override"] = (address or scheme).rstrip("/")
-    return fs.S3FileSystem(**options)
 
 
 _NETWORK = ("NETWORK_CONNECTION", "curlCode", "Could not connect", "Could not resolve")
@@ -308,6 +284,51 @@ def _store_error(exc: OSError, lake: Lake, bucket: str, endpoint: str) -> Prefli
         hint="set s3.endpoint to the store's S3 API (its S3 gateway's port), with "
         "s3.path-style-access: true for a store without virtual-host buckets",
     )
+
+
+def check_state_location(
+    location: str, properties: Mapping[str, str], *, timeout: float = TIMEOUT
+) -> None:
+    """The object store of an ``s3://bucket/prefix`` state location answers with
+    ``properties`` (the catalog's), accepts the key, and holds the bucket."""
+    from pyarrow import fs
+
+    split = split_s3_uri(location)
+    if split is None:
+        return
+    bucket = split[0]
+    endpoint = _endpoint(properties)
+    keys = "catalog.properties s3.access-key-id and s3.secret-access-key"
+    try:
+        s3 = s3_filesystem(properties, timeout=timeout)
+        info = s3.get_file_info(bucket)
+        if info.type == fs.FileType.NotFound:
+            s3.get_file_info(fs.FileSelector(bucket, recursive=False))
+    except OSError as exc:
+        text = str(exc)
+        detail = _aws_detail(text)
+        if any(sign in text for sign in _NETWORK):
+            why = f"its object store at {endpoint} is not reachable: {detail}"
+            hint = "start the object store, or correct catalog.properties.s3.endpoint"
+        elif any(sign in text for sign in _DENIED):
+            why = f"the object store at {endpoint} refused the key for bucket {bucket!r}"
+            hint = f"set {keys} from the environment (${{S3_ACCESS_KEY}}, ${{S3_SECRET_KEY}})"
+        elif "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text:
+            why = f"bucket {bucket!r} does not exist on the object store at {endpoint}"
+            hint = f"create the bucket {bucket!r}, or point state: at one that exists"
+        else:
+            why = f"{endpoint} does not answer as an S3 object store: {detail}"
+            hint = "set catalog.properties.s3.endpoint to the store's S3 API"
+        raise PreflightError(
+            "state", f"cannot use the state location {location}: {why}", hint=hint
+        ) from None
+    if info.type == fs.FileType.NotFound:
+        raise PreflightError(
+            "state",
+            f"cannot use the state location {location}: bucket {bucket!r} does not exist on "
+            f"the object store at {endpoint}",
+            hint=f"create the bucket {bucket!r}, or point state: at one that exists",
+        )
 
 
 def _missing_bucket(lake: Lake, bucket: str, endpoint: str) -> PreflightError:

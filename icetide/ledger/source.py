@@ -8,7 +8,7 @@ is not valid UTF-8 is dead-lettered with those bytes instead of being silently m
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -115,16 +115,48 @@ def file_messages(spark: SparkSession, path: str, max_files: int) -> DataFrame:
     )
 
 
-def kafka_messages(spark: SparkSession, config: Config) -> DataFrame:
+def subscribed_partitions(config: Config, *, timeout: float = 10.0) -> dict[str, list[int]]:
+    """The partitions of every topic the ledger subscribes to now (``transport.topics``
+    that exist, or the topics ``transport.topic_pattern`` matches), asked of the brokers
+    with the Kafka source's ``kafka.*`` options."""
+    import re
+
+    from confluent_kafka.admin import AdminClient
+
+    transport = config.transport
+    options = {
+        key.removeprefix("kafka."): value
+        for key, value in transport.options_plain().items()
+        if key.startswith("kafka.")
+    }
+    admin = AdminClient({**options, "bootstrap.servers": str(transport.bootstrap_servers)})
+    topics = admin.list_topics(timeout=timeout).topics
+    pattern = re.compile(transport.topic_pattern) if transport.topic_pattern else None
+    wanted = set(transport.topics)
+    return {
+        name: sorted(meta.partitions)
+        for name, meta in topics.items()
+        if (pattern.fullmatch(name) if pattern is not None else name in wanted)
+    }
+
+
+def kafka_messages(
+    spark: SparkSession, config: Config, starting: Mapping[str, Mapping[str, int]] | None = None
+) -> DataFrame:
     """Kafka topics → (message_id, raw, receipt), the id being ``topic/partition/offset``.
 
-    Needs Spark's ``spark-sql-kafka-0-10`` package on the cluster's classpath.
+    ``starting`` (topic → partition → offset) replaces ``transport.starting_offsets``
+    for a query with no checkpoint yet (:mod:`icetide.ledger.resume`). Needs Spark's
+    ``spark-sql-kafka-0-10`` package on the cluster's classpath.
     """
     transport = config.transport
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", transport.bootstrap_servers)
-        .option("startingOffsets", transport.starting_offsets)
+        .option(
+            "startingOffsets",
+            json.dumps(starting) if starting is not None else transport.starting_offsets,
+        )
         .option("failOnDataLoss", "true")
     )
     if transport.topic_pattern:
@@ -142,11 +174,14 @@ def kafka_messages(spark: SparkSession, config: Config) -> DataFrame:
     )
 
 
-def raw_messages(spark: SparkSession, config: Config) -> DataFrame:
-    """The configured transport as a stream of (message_id, raw, receipt)."""
+def raw_messages(
+    spark: SparkSession, config: Config, starting: Mapping[str, Mapping[str, int]] | None = None
+) -> DataFrame:
+    """The configured transport as a stream of (message_id, raw, receipt); ``starting``
+    as :func:`kafka_messages` takes it."""
     transport = config.transport
     if transport.type == "kafka":
-        return kafka_messages(spark, config)
+        return kafka_messages(spark, config, starting)
     landing = config.resolved_path(transport.path)
     landing.mkdir(parents=True, exist_ok=True)
     return file_messages(spark, str(landing), transport.max_files_per_trigger)

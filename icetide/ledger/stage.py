@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import reduce
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -54,6 +55,15 @@ from icetide.ledger.decode import (
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
 from icetide.ledger.phases import alter_ledger, projection, record_projection
 from icetide.ledger.registry_decode import wire_for
+from icetide.ledger.resume import (
+    FILE as POSITION_FILE,
+)
+from icetide.ledger.resume import (
+    batch_end_offsets,
+    load_position,
+    save_position,
+    starting_offsets,
+)
 from icetide.ledger.signals import (
     CarriedSchema,
     ChangeSignal,
@@ -62,12 +72,13 @@ from icetide.ledger.signals import (
     schema_change_signal,
     seen_line,
 )
-from icetide.ledger.source import raw_messages
+from icetide.ledger.source import raw_messages, subscribed_partitions
 from icetide.ledger.summary import BatchSummary
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.state.store import state_store
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -337,6 +348,7 @@ class LedgerStage:
                 self._append(self._dead_frame(unrouted_rows, now), self.unrouted_dlt, batch_id)
         finally:
             classified.unpersist()
+        self._save_position(batch_id)  # before the line saying the batch is stored
         self.pipeline.report(
             "ledger",
             summary.render(),
@@ -415,6 +427,38 @@ class LedgerStage:
                     alter_ledger(self.spark, self.pipeline, table)  # phase 1 now
                 except SchemaError:  # held at its next batch, with its messages
                     continue
+
+    @property
+    def checkpoint(self) -> Path:
+        """Spark's checkpoint of the query: local, rebuilt from the saved Kafka position
+        when lost (:mod:`icetide.ledger.resume`)."""
+        return self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
+
+    def _save_position(self, batch_id: int) -> None:
+        """After the batch is stored: where it ended in Kafka, in the state location, so
+        that a query with no checkpoint (a new machine) starts after it."""
+        if self.config.transport.type != "kafka":
+            return
+        offsets = batch_end_offsets(self.checkpoint, batch_id)
+        if offsets is not None:
+            save_position(state_store(self.config).file(POSITION_FILE), batch_id, offsets)
+
+    def _starting(self) -> dict[str, dict[str, int]] | None:
+        """Where a query with no checkpoint starts in Kafka: after the last batch stored
+        (saved by :meth:`_save_position`), every partition added since at its earliest;
+        None with a checkpoint (it knows better) or nothing saved."""
+        if self.config.transport.type != "kafka" or (self.checkpoint / "offsets").is_dir():
+            return None
+        file = state_store(self.config).file(POSITION_FILE)
+        saved = load_position(file)
+        if saved is None:
+            return None
+        starting = starting_offsets(saved, subscribed_partitions(self.config))
+        self.pipeline.report(
+            "ledger",
+            f"ledger: no checkpoint; resuming Kafka at the position saved in {file.where}",
+        )
+        return starting
 
     def _remember_files(self, receipts: list[Receipt]) -> None:
         """After the batch is stored: what was read of each file, to spot later changes."""
@@ -622,11 +666,10 @@ class LedgerStage:
             # A run with no new file has no batch: look for changed files now as well.
             self.watch.check()
             self.watch.skipped()
-        checkpoint = self.config.resolved_path(self.config.state_dir) / "checkpoints" / "ledger"
         writer = (
-            raw_messages(self.spark, self.config)
+            raw_messages(self.spark, self.config, self._starting())
             .writeStream.queryName(self.query_name)
-            .option("checkpointLocation", str(checkpoint))
+            .option("checkpointLocation", str(self.checkpoint))
             .foreachBatch(self.process_batch)
         )
         if once:

@@ -32,10 +32,10 @@ RECVFROM = {"x86_64": 45, "aarch64": 207}
 class Child:
     """A running ``icetide`` process in its own process group, its output read line by line."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path = REPO) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "icetide.cli", *args],
-            cwd=REPO,
+            cwd=cwd,
             env={**os.environ, **env, "PYTHONPATH": str(REPO)},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -108,8 +108,8 @@ class Child:
 
 
 @contextmanager
-def child(args: list[str], env: dict[str, str] | None = None) -> Iterator[Child]:
-    started = Child(args, env or {})
+def child(args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> Iterator[Child]:
+    started = Child(args, env or {}, cwd)
     try:
         yield started
     finally:

@@ -36,13 +36,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO, Self
 
-from icetide.capture.durable import fsync_directory, make_directories, temp_path
 from icetide.capture.errors import CaptureError
 from icetide.capture.record import CaptureRecord
 from icetide.capture.transport.base import Clock, Roll
 from icetide.capture.transport.encode import ValueEncoder
 from icetide.errors import Terminal, Transient
 from icetide.faults import crash_point
+from icetide.state.durable import fsync_directory, make_directories, temp_path
 
 KEY_DIGITS = 38
 """A position key fits ``DECIMAL(38,0)``, so 38 digits keep every name the same width."""

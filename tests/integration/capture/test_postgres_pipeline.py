@@ -681,7 +681,7 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
     killed = pipe.cli("bootstrap", "--chunk-rows", "4000", fault="bootstrap.after_chunk")
     assert killed.returncode == KILLED_EXIT_CODE, killed.stderr
     state_file = pipe.config.resolved_path(pipe.config.state_dir) / "capture/shop.bootstrap.json"
-    saved_state = state_file.read_text()
+    saved_state = state_file.read_text()  # the default state location: state_dir
     assert json.loads(saved_state)["plans"]["orders"]["rows"] == 12000
     # Between the kill and the resume: changes to keys in the chunk already copied
     # (1..4000) and in the chunks still to read, and a row moved from a missing chunk

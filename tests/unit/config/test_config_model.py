@@ -175,3 +175,20 @@ tables:
     reloaded = load_config(copy)
     # Paths were written absolute, so the copy points at the same files.
     assert reloaded.redacted() == original.redacted()
+
+
+KAFKA = {"type": "kafka", "bootstrap_servers": "k:9092", "topics": ["shop.inv.orders"]}
+
+
+def test_a_state_location_on_s3_needs_a_transport_that_outlives_the_machine() -> None:
+    assert config(state="s3://lake/state/shop", transport=KAFKA).state == "s3://lake/state/shop"
+    assert config(state="shared/state").state == "/pipelines/shop/shared/state"
+    with pytest.raises(ValidationError) as landing:
+        config(state="s3://lake/state/shop")
+    assert "transport.type: state: s3://lake/state/shop keeps capture's offsets off this " in (
+        str(landing.value)
+    )
+    assert "use transport: {type: kafka, ...}, or a local state folder" in str(landing.value)
+    with pytest.raises(ValidationError) as scheme:
+        config(state="hdfs://nn/state", transport=KAFKA)
+    assert "state: hdfs:// is not a state location: give s3://bucket/prefix" in str(scheme.value)

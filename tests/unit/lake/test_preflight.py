@@ -177,3 +177,30 @@ def test_a_credential_written_in_the_file_is_warned_about_and_masked(
     )
     assert "catalog.properties.token" not in output
     assert "literal-s3cr3t" not in output and "from-the-environment-7c1" not in output
+
+
+def test_a_state_location_on_a_store_nothing_listens_on_names_state_and_hides_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    config = pipeline_with(
+        tmp_path,
+        {
+            "type": "hadoop",
+            "warehouse": str(tmp_path / "wh"),
+            "properties": s3_properties(endpoint),
+        },
+    )
+    doc = yaml.safe_load(config.read_text())
+    doc["state"] = "s3://state/shop"
+    doc["transport"] = {"type": "kafka", "bootstrap_servers": "127.0.0.1:9", "topics": ["t"]}
+    config.write_text(yaml.safe_dump(doc))
+    code, output = check(config, capsys)
+    assert code == 2, output
+    assert (
+        "icetide: error: state: cannot use the state location s3://state/shop: its object "
+        f"store at {endpoint} is not reachable: " in output
+    ), output
+    assert "hint: start the object store, or correct catalog.properties.s3.endpoint" in output
+    assert "Traceback" not in output
+    assert SECRET not in output and KEY_ID not in output
