@@ -18,9 +18,7 @@ import random
 import shutil
 import signal
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,7 @@ from icetide.state.s3 import s3_filesystem
 from icetide.state.store import S3Store, StateStoreError
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.postgres import PostgresServer
-from tests.integration.test_cli_process import Child, child
+from tests.integration.test_cli_process import Child, child, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 _runs = itertools.count(1)
@@ -91,7 +89,9 @@ class Writer:
 
     def wait(self, statements: int) -> None:
         until = self.statements + statements
-        poll(lambda: self.statements >= until or bool(self.errors), f"{statements} writes")
+        wait_until(
+            lambda: self.statements >= until or bool(self.errors), f"{statements} writes", TIMEOUT
+        )
         assert not self.errors, self.errors
 
     def stop(self) -> None:
@@ -100,13 +100,6 @@ class Writer:
         self.mysql.close()
         self.pg.close()
         assert not self.errors, self.errors
-
-
-def poll(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def descendants(pid: int) -> list[int]:
@@ -343,7 +336,7 @@ def _until_bases_equal_sources(
         return last == sources
 
     try:
-        poll(equal, "the bases to equal their sources")
+        wait_until(equal, "the bases to equal their sources", TIMEOUT)
     except AssertionError as exc:
         diff = {}
         for t in sources:
