@@ -119,7 +119,7 @@ def parse_position(text: str) -> Position:
     >>> parse_position("yesterday")
     Traceback (most recent call last):
     ...
-    ValueError: position 'yesterday' is neither a binlog position (mysql-bin.000010:1234[:row]), an LSN (0/16B3748[:index]) nor a stored position (digits only)
+    ValueError: position 'yesterday' is neither a binlog position (mysql-bin.000010:1234[:row]), ...
     """
     written = text.strip()
     lsn = _LSN_TEXT.match(written)
