@@ -138,4 +138,3 @@ def parse_position(text: str) -> Position:
         f"position {text!r} is neither a binlog position (mysql-bin.000010:1234[:row]), an "
         "LSN (0/16B3748[:index]) nor a stored position (digits only)"
     )
-

@@ -107,7 +107,11 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
         events = ledger.where(upto)
         history = None
     else:
-        events = read_new_events(spark, refs.cdc, start.watermark, end).where(upto)
+        # Nothing appended after the start's watermark: no events, only its deletes.
+        if start.watermark == end:
+            events = ledger.limit(0)
+        else:
+            events = read_new_events(spark, refs.cdc, start.watermark, end).where(upto)
         history = None
         if start.watermark is not None:
             history = (

@@ -1,0 +1,71 @@
+"""Model-based: the table as of random source positions and times equals the plain-Python
+model of the source replayed up to them, after a workload delivered badly (duplicates,
+reordering, events held back across merges) and merged in rounds."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from icetide.demo.run import plan_rounds
+from icetide.demo.workload import deliver, generate
+from icetide.merge.asof import table_as_of
+from icetide.merge.asof_plan import Target, Unreachable, parse_target
+from icetide.observe.compare import compare_rows
+from tests.integration.harness import Pipeline, assert_matches
+
+
+def test_as_of_random_positions_and_times_equals_the_model(pipeline: Pipeline) -> None:
+    spark = pipeline.session
+    workload = generate(31, 700)
+    for number, part in enumerate(plan_rounds(workload, 3, 31, late_rate=0.1)):
+        deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
+        pipeline.stream()
+        pipeline.merge()
+    rng = random.Random(31)
+    checked = []
+    starts = set()
+    for schema in workload.schemas:
+        table = schema.table
+        changes = [ch for ch in workload.journal if ch.table == table]
+        # Instants all along the stream: the first event's, before any merge snapshot
+        # (empty start), inside each merged range and between two positions.
+        positions = [changes[0].position, changes[-1].position]
+        positions += [rng.choice(changes).position for _ in range(2)]
+        positions.append(rng.choice(changes).position - 1)
+        for position in positions:
+            asof = table_as_of(
+                spark,
+                pipeline.pipeline,
+                table,
+                Target("position", str(position), Decimal(position)),
+            )
+            starts.add(asof.plan.start is None)
+            rows = [r.asDict() for r in asof.frame.collect()]
+            checked.append(compare_rows(schema, workload.state_at(table, position), rows))
+            checked[-1].table = f"{table} at {position} ({asof.describe()})"
+    assert_matches(checked)
+    assert starts == {True, False}, "no as-of started from an empty table, or none from a merge"
+
+    # A time: the newest position committed at or before it.
+    customers = [ch for ch in workload.journal if ch.table == "customers"]
+    moment = customers[len(customers) // 2]
+    when = datetime.fromtimestamp(moment.ts_ms / 1000, UTC)
+    asof = table_as_of(spark, pipeline.pipeline, "customers", parse_target(when.isoformat()))
+    newest = max(ch.position for ch in customers if ch.ts_ms <= moment.ts_ms)
+    assert asof.plan.target == newest
+    rows = [r.asDict() for r in asof.frame.collect()]
+    schema = pipeline.schemas["customers"]
+    assert_matches([compare_rows(schema, workload.state_at("customers", newest), rows)])
+
+    # Before the first event: unreachable, and the error says the earliest point.
+    first = customers[0].position
+    with pytest.raises(Unreachable) as caught:
+        table_as_of(
+            spark, pipeline.pipeline, "customers", Target("position", "x", Decimal(first - 1))
+        )
+    assert caught.value.earliest == first
+    assert str(first) in caught.value.message
