@@ -86,14 +86,22 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
     contract = merge_version(spark, pipeline, table).contract
     schema = contract.target
     end, ledger_ids = _ledger_lineage(spark, refs.cdc)
-    assert end is not None  # the ledger exists and holds a snapshot once it has events
+    if end is None:
+        raise Unreachable(
+            f"table {table}: its ledger {refs.cdc} holds no event yet",
+            earliest=None,
+            hint="run the ledger stage once events have arrived (icetide run)",
+        )
     ledger = spark.read.format("iceberg").option("snapshot-id", end).load(refs.cdc.dotted)
     position = _target_position(ledger, target, table)
     base_exists = table_exists(spark, refs.base)
     starts = _starts(spark, refs.base) if base_exists else []
-    first = ledger.agg(F.min(c.POSITION)).first()
-    first_event = None if first is None else first[0]
-    reach = Reach(first_event, _copied(spark, refs.base, starts, first_event))
+
+    def reach() -> Reach:
+        first = ledger.agg(F.min(c.POSITION)).first()
+        first_event = None if first is None else first[0]
+        return Reach(first_event, _copied(spark, refs.base, starts, first_event))
+
     plan = plan_asof(
         position,
         starts,
@@ -235,17 +243,16 @@ def _starts(spark: SparkSession, base: TableName) -> list[Start]:
 def _through(
     spark: SparkSession, base: TableName, ledger: TableName, start: Start
 ) -> Decimal | None:
-    """The newest position ``start`` applied: its watermark's ledger newest and the
-    newest row it holds (a copied row's hand-off)."""
-    stored = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
-    newest = stored.load(base.dotted).agg(F.max(b.POSITION)).first()
-    found = [] if newest is None or newest[0] is None else [Decimal(newest[0])]
-    if start.watermark is not None:
-        merged = spark.read.format("iceberg").option("snapshot-id", start.watermark)
-        row = merged.load(ledger.dotted).agg(F.max(c.POSITION)).first()
-        if row is not None and row[0] is not None:
-            found.append(Decimal(row[0]))
-    return max(found) if found else None
+    """The newest position ``start`` applied: the newest in the ledger its merges
+    consumed (its watermark's snapshot), or for a bootstrap's copy the newest row it
+    holds (the hand-off). One aggregate, which Iceberg answers from file metrics."""
+    if start.watermark is None:
+        read = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
+        newest = read.load(base.dotted).agg(F.max(b.POSITION)).first()
+    else:
+        read = spark.read.format("iceberg").option("snapshot-id", start.watermark)
+        newest = read.load(ledger.dotted).agg(F.max(c.POSITION)).first()
+    return None if newest is None or newest[0] is None else Decimal(newest[0])
 
 
 def _copied(

@@ -129,7 +129,7 @@ def plan_asof(
     target: Decimal,
     starts: Sequence[Start],
     through: Callable[[Start], Decimal | None],
-    reach: Reach,
+    reach: Callable[[], Reach],
     retained: Callable[[int], bool],
 ) -> AsOfPlan:
     """The nearest start at or before ``target``, or the empty table, or
@@ -138,17 +138,19 @@ def plan_asof(
     ``starts`` oldest first; ``through(start)`` the newest position it applied (a Spark
     aggregate, asked O(log n) times: it never decreases along the lineage);
     ``retained(ledger_snapshot)`` whether the ledger still keeps that snapshot, which the
-    read of the events after it needs (expired watermarks cannot start).
+    read of the events after it needs (expired watermarks cannot start); ``reach()`` how
+    far back the tables reach, asked only when no start is at or before the target.
 
     >>> starts = [Start(1, None), Start(2, 10), Start(3, 11), Start(4, 12)]
     >>> through = {1: Decimal(5), 2: Decimal(20), 3: Decimal(30), 4: Decimal(40)}
     >>> plan = lambda t, copied=True, kept=lambda s: True: plan_asof(
-    ...     Decimal(t), starts, lambda s: through[s.snapshot_id], Reach(Decimal(6), copied), kept)
+    ...     Decimal(t), starts, lambda s: through[s.snapshot_id], lambda: Reach(Decimal(6), copied),
+    ...     kept)
     >>> plan(35).start, plan(30).through, plan(19).start.snapshot_id, plan(5).start
     (Start(snapshot_id=3, watermark=11), Decimal('30'), 1, Start(snapshot_id=1, watermark=None))
     >>> plan(35, kept=lambda s: s != 11).start.snapshot_id  # watermark 11 expired
     2
-    >>> plan_asof(Decimal(7), [], through.get, Reach(Decimal(6), False), bool).start is None
+    >>> plan_asof(Decimal(7), [], through.get, lambda: Reach(Decimal(6), False), bool).start is None
     True
     >>> plan(4)
     Traceback (most recent call last):
@@ -176,9 +178,10 @@ def plan_asof(
     if lo > 0:
         chosen = usable[lo - 1]
         return AsOfPlan(target, chosen, upto(lo - 1))
-    if not reach.copied and reach.first_event is not None and target >= reach.first_event:
+    kept = reach()
+    if not kept.copied and kept.first_event is not None and target >= kept.first_event:
         return AsOfPlan(target, None, None)
-    earliest = _earliest(usable, upto, reach)
+    earliest = _earliest(usable, upto, kept)
     if earliest is None:
         raise Unreachable(
             f"position {target} cannot be reached: the ledger holds no event and no base "
@@ -188,7 +191,7 @@ def plan_asof(
         )
     why = (
         "the table was copied at that hand-off, or older snapshots of the base were expired"
-        if reach.copied
+        if kept.copied
         else "the ledger's first event"
     )
     raise Unreachable(
