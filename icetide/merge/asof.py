@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from icetide.lake.ledger_figures import key_move, tombstone
 from icetide.lake.progress import read_new_events
@@ -131,10 +132,10 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
     events = align_images(events, pipeline, table, schema)
     if history is not None:
         history = align_images(history, pipeline, table, schema)
-    stored = None
+    stored: DataFrame | None = None
     if start is not None:
-        stored = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
-        stored = stored.load(refs.base.dotted)
+        reader = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
+        stored = reader.load(refs.base.dotted)
         events = events.unionByName(
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
@@ -162,7 +163,9 @@ def _apply(
     moves = None
     if not events.where(key_move(schema)).isEmpty():
         if stored is None:  # no first key is found in a base that is not there
-            stored = spark.createDataFrame([], events.schema[c.AFTER].dataType)  # type: ignore[arg-type]
+            image = events.schema[c.AFTER].dataType
+            assert isinstance(image, StructType)
+            stored = spark.createDataFrame([], image)
         inheritance = inherit(spark, events, history, base, schema, stored=stored)
         moves = applicable(inheritance.resolved, schema)
     ctx = MergeContext(schema, history, truncated_before, True, moves, True)

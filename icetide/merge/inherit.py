@@ -235,8 +235,8 @@ def inherit(
     )
 
     roots = {key[0] for _, key, _, _, root in lineage if root}
-    rows = spark.table(base.sql) if stored is None else stored
-    stored = rows.select(
+    mirror = spark.table(base.sql) if stored is None else stored
+    stored = mirror.select(
         *[F.col(k).alias(_seg(i)) for i, k in enumerate(keys)],
         # A present row gives a non-null struct even when no value column is needed.
         F.struct(F.lit(True).alias("_present"), *[F.col(name) for name in columns]).alias(_BASE),

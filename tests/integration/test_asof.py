@@ -4,12 +4,15 @@ reordering, events held back across merges) and merged in rounds."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
+from icetide.cli import main
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import deliver, generate
 from icetide.merge.asof import table_as_of
@@ -18,15 +21,15 @@ from icetide.observe.compare import compare_rows
 from tests.integration.harness import Pipeline, assert_matches
 
 
-def test_as_of_random_positions_and_times_equals_the_model(pipeline: Pipeline) -> None:
+def test_as_of_random_positions_and_times_equals_the_model(
+    pipeline: Pipeline, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spark = pipeline.session
-    import time; T00 = time.monotonic()
     workload = generate(31, 400, tables=["customers", "products"])
     for number, part in enumerate(plan_rounds(workload, 2, 31, late_rate=0.1)):
         deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
         pipeline.stream()
         pipeline.merge()
-    import time; T0 = time.monotonic(); print("rounds", T0 - T00)
     rng = random.Random(31)
     checked = []
     starts = set()
@@ -48,7 +51,6 @@ def test_as_of_random_positions_and_times_equals_the_model(pipeline: Pipeline) -
             rows = [r.asDict() for r in asof.frame.collect()]
             checked.append(compare_rows(schema, workload.state_at(table, position), rows))
             checked[-1].table = f"{table} at {position} ({asof.describe()})"
-    print("asofs", time.monotonic() - T0, len(checked))
     assert_matches(checked)
     assert starts == {True, False}, "no as-of started from an empty table, or none from a merge"
 
@@ -71,3 +73,22 @@ def test_as_of_random_positions_and_times_equals_the_model(pipeline: Pipeline) -
         )
     assert caught.value.earliest == first
     assert str(first) in caught.value.message
+
+    # The command: into a branch of the base table, and into Parquet; the same rows.
+    config = ["-c", str(pipeline.config_path)]
+    middle = customers[len(customers) // 3].position
+    want = workload.state_at("customers", middle)
+    assert (
+        main(["asof", "customers", "--at", str(middle), "--to", "branch:at_middle", *config]) == 0
+    )
+    branch = spark.table(pipeline.refs("customers").base.branch("at_middle"))
+    assert_matches([compare_rows(schema, want, [r.asDict() for r in branch.collect()])])
+    assert len(pipeline.base("customers")) == len(workload.expected["customers"])  # main kept
+    out = tmp_path / "customers_middle"
+    capsys.readouterr()
+    to = ["--to", f"parquet:{out}", "--output", "json"]
+    assert main(["asof", "customers", "--at", str(middle), *to, *config]) == 0
+    assert json.loads(capsys.readouterr().out)["position"] == str(middle)
+    assert spark.read.parquet(str(out)).count() == len(want)
+    assert main(["asof", "customers", "--at", str(first - 1), *config]) == 2
+    assert f"earliest reachable position {first}" in capsys.readouterr().err
