@@ -122,7 +122,7 @@ def cmd_asof(args: argparse.Namespace) -> int:
         return 0
     shown = frame if args.limit is None else frame.limit(args.limit)
     if args.output == "json":
-        for row in shown.toJSON().collect():
+        for row in shown.toJSON().toLocalIterator():  # a partition at a time
             print(row)
     else:
         shown.show(args.limit or 20, truncate=False)

@@ -21,6 +21,7 @@ from icetide.observe.compare import compare_rows
 from tests.integration.harness import Pipeline, assert_matches
 
 
+@pytest.mark.long
 def test_as_of_random_positions_and_times_equals_the_model(
     pipeline: Pipeline, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -90,5 +91,9 @@ def test_as_of_random_positions_and_times_equals_the_model(
     assert main(["asof", "customers", "--at", str(middle), *to, *config]) == 0
     assert json.loads(capsys.readouterr().out)["position"] == str(middle)
     assert spark.read.parquet(str(out)).count() == len(want)
+    copy = f"{pipeline.config.catalog.namespace}.customers_middle"
+    for _ in range(2):  # created, then replaced
+        assert main(["asof", "customers", "--at", str(middle), "--to", copy, *config]) == 0
+    assert spark.table(f"{pipeline.config.catalog.name}.{copy}").count() == len(want)
     assert main(["asof", "customers", "--at", str(first - 1), *config]) == 2
     assert f"earliest reachable position {first}" in capsys.readouterr().err
