@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
     from icetide.config import Config
     from icetide.lake.tables import TableRefs
+    from icetide.merge.asof import AsOf
+    from icetide.merge.asof_plan import Target
+    from icetide.pipeline import Pipeline
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -95,7 +98,6 @@ def cmd_asof(args: argparse.Namespace) -> int:
     """Build the table as of ``--at``; print it, or write it to ``--to``."""
     from icetide.merge.asof import table_as_of
     from icetide.merge.asof_plan import parse_target
-    from icetide.schema.quoting import quote
 
     pipeline = context.load_pipeline(args)
     config = pipeline.config
@@ -105,6 +107,23 @@ def cmd_asof(args: argparse.Namespace) -> int:
     spark = context.spark_session(config)
     asof = table_as_of(spark, pipeline, args.table, target)
     context.log(f"asof: {asof.describe()}")
+    try:
+        return _emit(args, asof, pipeline, target, to)
+    finally:
+        asof.release()
+
+
+def _emit(
+    args: argparse.Namespace,
+    asof: AsOf,
+    pipeline: Pipeline,
+    target: Target,
+    to: Destination | None,
+) -> int:
+    """Print the as-of's rows, or write them to ``to``."""
+    from icetide.schema.quoting import quote
+
+    config = pipeline.config
     keys = [quote(k) for k in pipeline.schema(args.table).primary_key]
     frame = asof.frame.orderBy(*keys)
     if to is not None:

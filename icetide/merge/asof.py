@@ -56,6 +56,15 @@ class AsOf:
     plan: AsOfPlan
     frame: DataFrame
     """The base table's columns (icetide's position and source time included)."""
+    cached: tuple[DataFrame, ...] = ()
+    """Frames the key changes' inheritance caches (read twice); :meth:`release` them
+    once ``frame`` has been read."""
+
+    def release(self) -> None:
+        """Drop what building ``frame`` cached (nothing unless a key change needed
+        inherited values)."""
+        for frame in self.cached:
+            frame.unpersist()
 
     def describe(self) -> str:
         """One line for people: what was asked and where it started."""
@@ -139,10 +148,8 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
         events = events.unionByName(
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
-    frame = _apply(spark, refs.base, events, history, stored, schema).selectExpr(
-        *contract.row_select()
-    )
-    return AsOf(table, target, plan, frame)
+    rows, cached = _apply(spark, refs.base, events, history, stored, schema)
+    return AsOf(table, target, plan, rows.selectExpr(*contract.row_select()), cached)
 
 
 def _apply(
@@ -152,15 +159,17 @@ def _apply(
     history: DataFrame | None,
     stored: DataFrame | None,
     schema: TableSchema,
-) -> DataFrame:
+) -> tuple[DataFrame, tuple[DataFrame, ...]]:
     """The merge's steps over ``events`` (the start's rows among them): one row per
-    living key, as the batch the MERGE would apply, deletes dropped."""
+    living key, as the batch the MERGE would apply, deletes dropped; and the frames the
+    inheritance cached."""
     truncates = events.where(F.col(c.OP) == "t").select(c.POSITION)
     if history is not None:
         truncates = truncates.unionByName(history.where(F.col(c.OP) == "t").select(c.POSITION))
     newest = truncates.agg(F.max(c.POSITION)).first()
     truncated_before = None if newest is None else newest[0]
     moves = None
+    cached: tuple[DataFrame, ...] = ()
     if not events.where(key_move(schema)).isEmpty():
         if stored is None:  # no first key is found in a base that is not there
             image = events.schema[c.AFTER].dataType
@@ -168,8 +177,9 @@ def _apply(
             stored = spark.createDataFrame([], image)
         inheritance = inherit(spark, events, history, base, schema, stored=stored)
         moves = applicable(inheritance.resolved, schema)
+        cached = (inheritance.resolved, inheritance.moves)
     ctx = MergeContext(schema, history, truncated_before, True, moves, True)
-    return prepare(events, ctx).where(F.col(c.OP) != "d")
+    return prepare(events, ctx).where(F.col(c.OP) != "d"), cached
 
 
 def _rows_as_events(

@@ -91,6 +91,9 @@ def test_as_of_random_positions_and_times_equals_the_model(
     assert main(["asof", "customers", "--at", str(middle), *to, *config]) == 0
     assert json.loads(capsys.readouterr().out)["position"] == str(middle)
     assert spark.read.parquet(str(out)).count() == len(want)
+    assert main(["asof", "customers", "--at", str(middle), "--output", "json", *config]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(r["id"] for r in printed) == sorted(k[0] for k in want)
     copy = f"{pipeline.config.catalog.namespace}.customers_middle"
     for _ in range(2):  # created, then replaced
         assert main(["asof", "customers", "--at", str(middle), "--to", copy, *config]) == 0
