@@ -163,14 +163,24 @@ def _apply(
     """The merge's steps over ``events`` (the start's rows among them): one row per
     living key, as the batch the MERGE would apply, deletes dropped; and the frames the
     inheritance cached."""
-    truncates = events.where(F.col(c.OP) == "t").select(c.POSITION)
+    # One job for both: the newest truncate (the batch's or one merged before), and
+    # whether a key change left values out.
+    figures = events.select(
+        F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
+        F.when(key_move(schema), 1).alias("moves"),
+    )
     if history is not None:
-        truncates = truncates.unionByName(history.where(F.col(c.OP) == "t").select(c.POSITION))
-    newest = truncates.agg(F.max(c.POSITION)).first()
-    truncated_before = None if newest is None else newest[0]
+        figures = figures.unionByName(
+            history.select(
+                F.when(F.col(c.OP) == "t", F.col(c.POSITION)).alias("truncate"),
+                F.lit(None).cast("int").alias("moves"),
+            )
+        )
+    found = figures.agg(F.max("truncate"), F.max("moves")).first()
+    truncated_before = None if found is None else found[0]
     moves = None
     cached: tuple[DataFrame, ...] = ()
-    if not events.where(key_move(schema)).isEmpty():
+    if found is not None and found[1] is not None:
         if stored is None:  # no first key is found in a base that is not there
             image = events.schema[c.AFTER].dataType
             assert isinstance(image, StructType)
