@@ -11,6 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from icetide.cli import main
 from icetide.demo.run import plan_rounds
@@ -18,6 +19,7 @@ from icetide.demo.workload import deliver, generate
 from icetide.merge.asof import table_as_of
 from icetide.merge.asof_plan import Target, Unreachable, parse_target
 from icetide.observe.compare import compare_rows
+from tests.integration.events import SCHEMAS, SOURCES, TOAST, postgres
 from tests.integration.harness import Pipeline, assert_matches
 
 
@@ -100,3 +102,40 @@ def test_as_of_random_positions_and_times_equals_the_model(
     assert spark.table(f"{pipeline.config.catalog.name}.{copy}").count() == len(want)
     assert main(["asof", "customers", "--at", str(first - 1), *config]) == 2
     assert f"earliest reachable position {first}" in capsys.readouterr().err
+
+
+def test_a_key_change_without_its_unchanged_toast_value_inherits_it_as_of_then(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """PostgreSQL, REPLICA IDENTITY DEFAULT: ``UPDATE docs SET id = 2 WHERE id = 1`` sends
+    the new key without its TOASTed body. As of after the change the body comes from the
+    old key's row in the base snapshot the as-of starts from, as the merge takes it from
+    the mirror; as of before it, the old key is still there."""
+    shop = Pipeline.custom(tmp_path, warehouse, "asof_key_toast", SCHEMAS, SOURCES, spark)
+    body = "body " + "x" * 3000
+
+    def step(*lines: str) -> None:
+        shop.land(list(lines))
+        shop.stream()
+        shop.merge()
+
+    step(
+        postgres("c", 0x100, after={"id": 1, "title": "one", "body": body}),
+        postgres("c", 0x110, after={"id": 3, "title": "three", "body": "short"}),
+    )
+    step(
+        postgres("d", 0x200, before={"id": 1}),
+        postgres("c", 0x200, after={"id": 2, "title": "two", "body": TOAST}),
+        postgres("c", 0x300, after={"id": 5, "title": "five", "body": "later"}),
+    )
+
+    def docs(at: str) -> dict[int, tuple[str, str]]:
+        asof = table_as_of(spark, shop.pipeline, "docs", parse_target(at))
+        try:
+            return {r["id"]: (r["title"], r["body"]) for r in asof.frame.collect()}
+        finally:
+            asof.release()
+
+    assert docs("0/200") == {2: ("two", body), 3: ("three", "short")}
+    assert docs("0/1FF") == {1: ("one", body), 3: ("three", "short")}
+    assert docs("0/100") == {1: ("one", body)}
