@@ -33,6 +33,7 @@ GROUPS = (
     "icetide.cli.observe",
     "icetide.cli.maintain",
     "icetide.cli.dlt",
+    "icetide.cli.asof",
     "icetide.cli.schema_plan",
     "icetide.cli.schema_show",
     "icetide.cli.jars",

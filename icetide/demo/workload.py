@@ -33,7 +33,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from pathlib import Path
@@ -280,6 +280,10 @@ class SourceModel:
     def __init__(self, schemas: Sequence[TableSchema]) -> None:
         self.schemas = {s.table: s for s in schemas}
         self.rows: dict[str, dict[Key, Row]] = {s.table: {} for s in schemas}
+        self.journal: list[Change] = []
+        """Every change, in source order, with the position and commit time of the event
+        that wrote it (:meth:`mark`): the table at any instant is a replay of it."""
+        self._pending: list[tuple[str, Key, Row | None]] = []
 
     def key(self, table: str, row: Row) -> Key:
         """The primary-key tuple of ``row``."""
@@ -291,15 +295,56 @@ class SourceModel:
 
     def put(self, table: str, row: Row) -> None:
         """Insert or replace ``row``."""
-        self.rows[table][self.key(table, row)] = row
+        key = self.key(table, row)
+        self.rows[table][key] = row
+        self._pending.append((table, key, row))
 
     def delete(self, table: str, key: Key) -> Row:
         """Remove and return the row at ``key``."""
+        self._pending.append((table, key, None))
         return self.rows[table].pop(key)
+
+    def mark(self, position: int, ts_ms: int) -> None:
+        """The changes since the last mark were written by the event at ``position``,
+        committed at ``ts_ms``: journal them (a key change's update form is two changes
+        at one position)."""
+        self.journal += [Change(t, k, r, position, ts_ms) for t, k, r in self._pending]
+        self._pending.clear()
 
     def state(self) -> dict[str, dict[Key, Row]]:
         """A copy of every table's rows."""
         return {t: {k: dict(r) for k, r in rows.items()} for t, rows in self.rows.items()}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One row change of the source: ``row`` None for a delete."""
+
+    table: str
+    key: Key
+    row: Row | None
+    position: int
+    """The packed position (:mod:`icetide.events.position`) of the event that wrote it."""
+    ts_ms: int
+    """Its source commit time (the envelope's ``source.ts_ms``)."""
+
+
+def state_at(journal: Sequence[Change], table: str, position: int) -> dict[Key, Row]:
+    """``table`` as the source had it at ``position``: the journal replayed up to it.
+
+    >>> j = [Change("t", (1,), {"id": 1}, 10, 0), Change("t", (1,), None, 20, 0)]
+    >>> state_at(j, "t", 19), state_at(j, "t", 20)
+    ({(1,): {'id': 1}}, {})
+    """
+    rows: dict[Key, Row] = {}
+    for change in journal:
+        if change.table != table or change.position > position:
+            continue
+        if change.row is None:
+            rows.pop(change.key, None)
+        else:
+            rows[change.key] = dict(change.row)
+    return rows
 
 
 # --------------------------------------------------------------------------- positions
@@ -597,6 +642,12 @@ class Workload:
     expected: dict[str, dict[Key, Row]]
     schemas: list[TableSchema]
     seed: int
+    journal: list[Change] = field(default_factory=list)
+    """The source's every row change with its position (:meth:`SourceModel.mark`)."""
+
+    def state_at(self, table: str, position: int) -> dict[Key, Row]:
+        """``table`` as the source had it at ``position`` (:func:`state_at`)."""
+        return state_at(self.journal, table, position)
 
 
 class _Generator:
@@ -721,6 +772,7 @@ class _Generator:
                 xmin=None,
             )
             position_key = lsn_position(lsn).key
+        self.model.mark(position_key, ts_ms)
         self.processed_ms = max(self.processed_ms + rng.randint(0, 3), ts_ms + rng.randint(3, 80))
         ts_us = self.processed_ms * 1000 + rng.randint(0, 999)
         with_schema = self.enc_rng.random() < self.with_schema_ratio
@@ -847,9 +899,7 @@ class _Generator:
             for table in tables:
                 keys = sorted(self.rng.sample(self.keys[table], per_table))
                 for key in keys:
-                    row = self._new_row(table, key)
-                    self.model.put(table, row)
-                    rows.append((table, row))
+                    rows.append((table, self._new_row(table, key)))
             if not rows:
                 continue
             if mysql:
@@ -860,6 +910,7 @@ class _Generator:
             for i, (table, row) in enumerate(rows):
                 self.clock_ms += self.rng.randint(0, 2)
                 mark = "last" if i == len(rows) - 1 else "true"
+                self.model.put(table, row)  # journaled at its own read's position
                 self._emit(table, "r", None, row, snapshot=mark)
             if mysql:
                 self.binlog.commit()
@@ -888,7 +939,7 @@ class _Generator:
                 self.binlog.commit()
             else:
                 self.wal.commit()
-        return Workload(self.out, self.model.state(), self.schemas, self.seed)
+        return Workload(self.out, self.model.state(), self.schemas, self.seed, self.model.journal)
 
 
 def _str_or_none(value: int | None) -> str | None:

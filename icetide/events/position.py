@@ -95,3 +95,46 @@ def lsn_position(lsn: int, index: int = 0) -> Position:
     if lsn < 0 or lsn >= 2**64 or not 0 <= index < _ROW:
         raise ValueError(f"LSN {lsn} or index {index} out of range")
     return Position(lsn * _ROW + index, "lsn", f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}:{index}")
+
+
+_LSN_TEXT = re.compile(r"^(?P<lsn>[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?::(?P<index>\d+))?$")
+_BINLOG_TEXT = re.compile(r"^(?P<file>[^:\s]*\.\d+):(?P<offset>\d+)(?::(?P<row>\d+))?$")
+
+
+def parse_position(text: str) -> Position:
+    """A position as people write it: ``mysql-bin.000010:1234`` (binlog file and offset),
+    ``0/16B3748`` (PostgreSQL LSN), or the packed number icetide stores (``_position``).
+
+    Without a row (``:row``) or an index the position is that of the *last* row of the
+    event, so a target position includes every row the event at that place wrote.
+
+    >>> parse_position("mysql-bin.000010:1234") == binlog_position("mysql-bin.000010", 1234, 999999)
+    True
+    >>> parse_position("mysql-bin.000010:1234:0").text
+    'mysql-bin.000010:1234:0'
+    >>> parse_position("0/16B3748:2") == lsn_position(0x16B3748, 2)
+    True
+    >>> parse_position("10000000001234000000").key
+    10000000001234000000
+    >>> parse_position("yesterday")
+    Traceback (most recent call last):
+    ...
+    ValueError: position 'yesterday' is neither a binlog position (mysql-bin.000010:1234[:row]), ...
+    """
+    written = text.strip()
+    lsn = _LSN_TEXT.match(written)
+    if lsn:
+        index = lsn.group("index")
+        return lsn_position(parse_lsn(lsn.group("lsn")), _ROW - 1 if index is None else int(index))
+    binlog = _BINLOG_TEXT.match(written)
+    if binlog:
+        row = binlog.group("row")
+        offset = int(binlog.group("offset"))
+        return binlog_position(binlog.group("file"), offset, _ROW - 1 if row is None else int(row))
+    if written.isdigit():
+        # The number does not say its kind; only its order is used.
+        return Position(int(written), "binlog", written)
+    raise ValueError(
+        f"position {text!r} is neither a binlog position (mysql-bin.000010:1234[:row]), an "
+        "LSN (0/16B3748[:index]) nor a stored position (digits only)"
+    )

@@ -171,8 +171,12 @@ def inherit(
     schema: TableSchema,
     ledger: TableName | None = None,
     start: int | None = None,
+    stored: DataFrame | None = None,
 ) -> Inheritance:
     """Fill the unavailable columns of the batch's key moves from their old keys.
+
+    ``stored``: the base rows a first key is looked up in, when not the base table now
+    (an as-of reads a snapshot of it, :mod:`icetide.merge.asof`).
 
     With the ``ledger`` and the batch's ``start`` snapshot, a move whose old key was
     deleted by an earlier merge is looked up in the base table as it was before; that
@@ -231,7 +235,8 @@ def inherit(
     )
 
     roots = {key[0] for _, key, _, _, root in lineage if root}
-    stored = spark.table(base.sql).select(
+    mirror = spark.table(base.sql) if stored is None else stored
+    stored = mirror.select(
         *[F.col(k).alias(_seg(i)) for i, k in enumerate(keys)],
         # A present row gives a non-null struct even when no value column is needed.
         F.struct(F.lit(True).alias("_present"), *[F.col(name) for name in columns]).alias(_BASE),
