@@ -44,14 +44,13 @@ from tests.integration.lakehouse.test_catalogs import ITEMS, Lake, event, lake_p
 CHILD_TIMEOUT = 300.0
 
 
-@pytest.fixture
-def rest_lake(
-    s3_spark: SparkSession,
+def lake_on(
+    spark: SparkSession,
     object_store: ObjectStoreServer,
     rest_catalog: RestCatalogServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Lake:
-    """The run's REST catalog as docs/deploy.md configures it (its ``${VAR}`` set)."""
+    """``rest_catalog`` as docs/deploy.md configures a REST catalog (its ``${VAR}`` set)."""
     endpoint = object_store.endpoint
     for key, value in {
         "ICETIDE_S3_ENDPOINT": endpoint.url,
@@ -60,7 +59,28 @@ def rest_lake(
         "ICETIDE_CATALOG_URI": rest_catalog.url,
     }.items():
         monkeypatch.setenv(key, value)
-    return Lake("rest", s3_spark, rest_catalog.pyiceberg_properties(), object_store)
+    return Lake("rest", spark, rest_catalog.pyiceberg_properties(), object_store)
+
+
+@pytest.fixture
+def rest_lake(
+    s3_spark: SparkSession,
+    object_store: ObjectStoreServer,
+    rest_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Lake:
+    """The run's REST catalog."""
+    return lake_on(s3_spark, object_store, rest_catalog, monkeypatch)
+
+
+@pytest.fixture
+def own_catalog(object_store: ObjectStoreServer) -> Iterator[RestCatalogServer]:
+    """A REST catalog server of the test's own, on the run's object store: the outage
+    test stops and restarts it. (Not the run's shared one: Iceberg 1.10's server, once
+    restarted over its existing SQLite store, answers concurrent commits with
+    ``SQLITE_BUSY``, which would fail every later test that commits from two threads.)"""
+    with RestCatalogServer(object_store.endpoint) as started:
+        yield started
 
 
 def items(p: Pipeline) -> list[tuple[Any, ...]]:
@@ -196,11 +216,14 @@ def test_a_merge_racing_another_merge_of_the_table_leaves_the_base_exact(
 
 def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
     tmp_path: Path,
-    rest_lake: Lake,
-    rest_catalog: RestCatalogServer,
+    s3_spark: SparkSession,
+    object_store: ObjectStoreServer,
+    own_catalog: RestCatalogServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    p = lake_pipeline(tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items")
+    rest_catalog = own_catalog
+    lake = lake_on(s3_spark, object_store, rest_catalog, monkeypatch)
+    p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
     first = [("c", k, f"n{k}", k) for k in range(1, 7)]
     land(p, first)
     p.merge()
@@ -225,7 +248,7 @@ def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
     try:
         [result] = MergeStage(p.session, p.reporting(log)).run_once()
     finally:
-        if not rest_catalog.running:  # the run's shared server, as it was
+        if not rest_catalog.running:
             rest_catalog.start()
     assert rest_catalog.port == port and stopped
     retries = [line for line in lines if "not reachable" in line]
