@@ -121,6 +121,31 @@ def ledger(spark: SparkSession, work: Path, landing: Path, run: str) -> Callable
     return go
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and every process under it (the JVM, the Python
+    workers, and those already ended), from /proc: a figure less swayed than wall time
+    by what else runs on a shared machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = (Path("/proc") / entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(f) for f in fields[11:15]) / tick
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in mine} - mine
+        grew = bool(found)
+        mine |= found
+    return sum(times.get(pid, 0.0) for pid in mine)
+
+
 def count_lines(folder: Path) -> int:
     return sum(p.read_bytes().count(b"\n") for p in folder.glob("*.json"))
 
@@ -150,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     started = load()
     runs = 0
 
+    cpu: dict[tuple[str, int], list[float]] = {}
+
     def timed(kind: str, size: int) -> float:
         nonlocal runs
         runs += 1
@@ -159,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "floor"
             else ledger(spark, work, landings[size], name)
         )
-        begin = time.perf_counter()
+        begin, used = time.perf_counter(), cpu_seconds()
         go()
+        cpu.setdefault((kind, size), []).append(cpu_seconds() - used)
         return time.perf_counter() - begin
 
     for kind in ("floor", "ledger"):  # warm the JVM's and the workers' code once
@@ -174,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     median = {key: statistics.median(values) for key, values in seconds.items()}
     lo, hi = sizes[0], sizes[-1]
     slope = {k: (hi - lo) / (median[(k, hi)] - median[(k, lo)]) for k in ("floor", "ledger")}
+    cpu_median = {key: statistics.median(values) for key, values in cpu.items()}
+    # Marginal CPU per event: µs of CPU (all cores) each further event costs.
+    cpu_us = {
+        k: (cpu_median[(k, hi)] - cpu_median[(k, lo)]) / (hi - lo) * 1e6
+        for k in ("floor", "ledger")
+    }
     print(
         f"ingest {args.label or commit} (commit {commit}, python {sys.version.split()[0]}, "
         f"{os.cpu_count()} cores, local[2]), median of {args.repeat}"
@@ -186,8 +220,14 @@ def main(argv: list[str] | None = None) -> int:
             for size in sizes
         )
         runs_text = " ".join(f"{s:.2f}" for size in sizes for s in seconds[(kind, size)])
-        print(f"  {kind:<6} {cells}  marginal {slope[kind]:>8,.0f} events/s  [{runs_text}]")
-    print(f"  ledger / floor (marginal): {slope['ledger'] / slope['floor']:.2f}")
+        print(
+            f"  {kind:<6} {cells}  marginal {slope[kind]:>8,.0f} events/s, "
+            f"{cpu_us[kind]:5.1f} µs CPU/event  [{runs_text}]"
+        )
+    print(
+        f"  ledger / floor, marginal rate: {slope['ledger'] / slope['floor']:.2f}; "
+        f"by CPU per event: {cpu_us['floor'] / cpu_us['ledger']:.2f}"
+    )
     spark.stop()
     return 0
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -33,8 +33,6 @@ from icetide.schema.model import TableSchema
 from icetide.schema.types import Column
 
 _OPS = frozenset({"c", "r", "u", "d"})
-_NOT_BARE = ("payload", "schema", "ddl", "tableChanges")
-"""Keys that make a document something else than a bare row envelope (or may)."""
 _MYSQL = ("mysql", "mariadb")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Epoch milliseconds well inside datetime's range (years 2..9998): nearer the edges the
@@ -43,18 +41,23 @@ _MS_RANGE = (-62_100_000_000_000, 253_370_000_000_000)
 _PLACEHOLDER_TEXT = frozenset(p for p in _PLACEHOLDERS if isinstance(p, str))
 
 
-@dataclass(frozen=True, slots=True)
-class PlainRow:
+class PlainRow(NamedTuple):
     """A bare row envelope whose envelope the general decoder would accept as is."""
 
-    doc: dict[str, Any]
     op: str
     source: dict[str, Any]
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     position: Position
-    source_ts: datetime | None
+    source_ms: int | None
+    """``source.ts_ms``: :func:`source_ts` makes it the event's source time."""
     tx_id: str | None
+
+
+def source_ts(row: PlainRow) -> datetime | None:
+    """The event's source commit time, as the general decoder reads it (0: none)."""
+    ms = row.source_ms
+    return None if not ms else _EPOCH + timedelta(milliseconds=ms)
 
 
 def parse(raw: bytes) -> Any:
@@ -76,14 +79,10 @@ def _is_int(value: Any) -> bool:
     return type(value) is int
 
 
-def _millis(value: Any) -> datetime | None | bool:
-    """Epoch milliseconds as the decoder reads them (0 and None: no time); False when
-    the general decoder must decide."""
-    if value is None:
-        return None
-    if type(value) is not int or not _MS_RANGE[0] < value < _MS_RANGE[1]:
-        return False
-    return None if value == 0 else _EPOCH + timedelta(milliseconds=value)
+def _millis(value: Any) -> bool:
+    """Whether the decoder reads ``value`` as epoch milliseconds (or none) without fail;
+    False also near the range's edges, where the general decoder decides."""
+    return value is None or (type(value) is int and _MS_RANGE[0] < value < _MS_RANGE[1])
 
 
 def _position(source: dict[str, Any]) -> Position | None:
@@ -136,10 +135,16 @@ def read_plain(doc: Any) -> PlainRow | None:
 
     >>> row = read_plain({"op": "c", "after": {"id": 1}, "source": {"connector": "mysql",
     ...     "db": "inv", "table": "t", "file": "binlog.000003", "pos": 4, "ts_ms": 0}})
-    >>> row.op, row.position.text, row.source_ts, row.tx_id
+    >>> row.op, row.position.text, source_ts(row), row.tx_id
     ('c', 'binlog.000003:4:0', None, None)
     """
-    if type(doc) is not dict or any(k in doc for k in _NOT_BARE):
+    if (
+        type(doc) is not dict
+        or "payload" in doc
+        or "schema" in doc
+        or "ddl" in doc
+        or "tableChanges" in doc
+    ):
         return None
     op, source = doc.get("op"), doc.get("source")
     if op not in _OPS or type(op) is not str or type(source) is not dict:
@@ -163,16 +168,16 @@ def read_plain(doc: Any) -> PlainRow | None:
         return None
     if source.get("ts_ms") is None and source.get("ts_sec") is not None:
         return None
-    source_ts = _millis(source.get("ts_ms"))
-    if source_ts is False or _millis(doc.get("ts_ms")) is False:
+    source_ms = source.get("ts_ms")
+    if not _millis(source_ms) or not _millis(doc.get("ts_ms")):
         return None
     tx_id = _tx_id(doc, source)
-    if tx_id is False:
+    if tx_id is False or tx_id is True:
         return None
     position = _position(source)
     if position is None:
         return None
-    return PlainRow(doc, op, source, before, after, position, source_ts, tx_id)  # type: ignore[arg-type]
+    return PlainRow(op, source, before, after, position, source_ms, tx_id)
 
 
 class Refuse(Exception):

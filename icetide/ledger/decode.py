@@ -28,7 +28,14 @@ import pyarrow.compute as pc
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
-from icetide.events.plain import PlainRow, Refuse, image_projector, parse, read_plain
+from icetide.events.plain import (
+    PlainRow,
+    Refuse,
+    image_projector,
+    parse,
+    read_plain,
+    source_ts,
+)
 from icetide.events.project import project_event
 from icetide.events.raw import BOM, Wire, message_text, read_document
 from icetide.events.rescue import rescue_json
@@ -556,7 +563,7 @@ def _plain_rows(
         row[c.UNAVAILABLE] = toast
         row[c.POSITION] = Decimal(position.key)
         row[c.POSITION_TEXT] = position.text
-        row[c.SOURCE_TS] = plain.source_ts
+        row[c.SOURCE_TS] = source_ts(plain)
         row[c.TX_ID] = plain.tx_id
         row[c.RESCUED] = None
         row[STATUS] = ROW
