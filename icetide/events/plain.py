@@ -3,9 +3,10 @@
 Nearly every message a ledger reads is the same shape: ``{"before": …, "after": …,
 "source": {…}, "op": "c", "ts_ms": …}`` with scalar column values. Reading it through the
 general decoder (:mod:`icetide.events.envelope`, then :mod:`icetide.events.project`)
-cost ~80 µs of Python per event beyond parsing, ten times the parse itself. Here such a
-message is parsed with ``orjson`` and its envelope and values are checked and typed by
-code built once per table (:func:`image_projector`).
+cost ~80 µs of Python per event beyond parsing on 2026-12-02 (bench/decode_bench.py),
+ten times the parse itself. Here such a message is parsed with ``orjson`` and its
+envelope and values are checked and typed by code built once per table
+(:func:`image_projector`).
 
 The rule that keeps results identical: this path only *accepts*. Whatever it does not
 recognise for certain — another JSON shape, a float where the exact digits matter (only
@@ -38,6 +39,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Epoch milliseconds well inside datetime's range (years 2..9998): nearer the edges the
 # general decoder decides (it reports an out-of-range value).
 _MS_RANGE = (-62_100_000_000_000, 253_370_000_000_000)
+_MAX_OPENERS = 256
+"""More ``[``/``{`` than this and the general decoder reads the message: ``orjson`` reads
+deeper nesting than Python's ``json`` (which fails near 1,000 levels, fewer inside a
+worker's stack), and such a message must be the dead letter the general decoder says."""
 _PLACEHOLDER_TEXT = frozenset(p for p in _PLACEHOLDERS if isinstance(p, str))
 
 
@@ -69,6 +74,8 @@ def parse(raw: bytes) -> Any:
     """
     if raw[:1] != b"{":  # a BOM, blank, registry frame or not an object: the general path
         return None
+    if raw.count(b"[") + raw.count(b"{") > _MAX_OPENERS:
+        return None  # maybe nested deeper than Python's json reads: its error, not a row
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:

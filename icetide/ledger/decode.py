@@ -5,6 +5,12 @@ it is a row change, something to skip (tombstone, transaction marker) or a dead 
 ``project`` decodes the messages of one table, column values too, into that table's
 typed ledger rows; a value that cannot be read makes its message a dead letter there.
 
+Both passes read the usual message — a bare JSON row envelope — in one go with code built
+once per batch (:mod:`icetide.events.plain`: ``orjson``, then per-table typing); any
+other message, and any the one-pass read declines, goes through the general decoder
+(:mod:`icetide.events.envelope`, :mod:`icetide.events.project`), which alone says why a
+message is a dead letter.
+
 Messages arrive as the exact bytes the transport delivered. The rule is structural: any
 failure while decoding or projecting one message — invalid UTF-8, JSON nested too deep
 for Python, a bug in a decoder — makes that message a dead letter with a reason; nothing

@@ -19,6 +19,7 @@ from icetide.ledger.decode import (
     Era,
     Projection,
     Routes,
+    _classify,
     _classify_read,
     _plain_rows,
     _project,
@@ -266,6 +267,19 @@ def test_a_float_keeps_its_digits_outside_float_columns() -> None:
     assert row["_after"]["amount"] == Decimal("1.10")
     assert row["_after"]["doc"] == '{"k":1.10}'
     assert row["_after"]["price"] == 1.1
+
+
+def test_nesting_json_cannot_read_is_its_dead_letter_whichever_parser_could() -> None:
+    # orjson reads 1,100 levels; Python's json fails near 1,000: the message must be the
+    # general decoder's malformed_json dead letter, not a routed row.
+    doc = json.loads(corpus(1, seed=5)[0])
+    doc["op"], doc["before"], doc["after"] = "c", None, {"id": 1, "name": "a"}
+    for depth in (300, 1_100):
+        doc["after"]["doc"] = "@"
+        raw = json.dumps(doc).replace('"@"', "[" * depth + "]" * depth).encode()
+        assert parse(raw) is None
+        assert _classify(raw, ROUTES) == _classify_read(raw, ROUTES)
+    assert _classify_read(raw, ROUTES)[0][1:3] == (DEAD, "malformed_json")
 
 
 def test_a_batch_holds_the_rows_of_both_paths() -> None:
