@@ -36,7 +36,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cd "$(dirname "$0")/.."
-if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, xdist, sqlglot, fastavro, build, hatchling, pypiserver, jsonschema, avro, google.protobuf, authlib" 2>/dev/null \
+if ! python3 -c "import icetide, pyspark, snowpark_connect_deps_iceberg, pytest, xdist, sqlglot, fastavro, orjson, build, hatchling, pypiserver, jsonschema, avro, google.protobuf, authlib" 2>/dev/null \
    || [ pyproject.toml -nt .install-stamp ]; then
   echo "install.sh: pip install -e .[dev,capture,artifacts,registry]"
   python3 -m pip install -q --disable-pip-version-check -e ".[dev,capture,artifacts,registry]"

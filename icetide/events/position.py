@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 PositionKind = Literal["binlog", "gtid", "lsn"]
@@ -39,6 +40,7 @@ class Position:
             raise ValueError(f"position {self.text} does not fit DECIMAL(38,0)")
 
 
+@lru_cache(maxsize=256)  # per event, and a stream names few files
 def binlog_file_number(name: str) -> int:
     """The numeric suffix of a binlog file name.
 

@@ -5,6 +5,12 @@ it is a row change, something to skip (tombstone, transaction marker) or a dead 
 ``project`` decodes the messages of one table, column values too, into that table's
 typed ledger rows; a value that cannot be read makes its message a dead letter there.
 
+Both passes read the usual message — a bare JSON row envelope — in one go with code built
+once per batch (:mod:`icetide.events.plain`: ``orjson``, then per-table typing); any
+other message, and any the one-pass read declines, goes through the general decoder
+(:mod:`icetide.events.envelope`, :mod:`icetide.events.project`), which alone says why a
+message is a dead letter.
+
 Messages arrive as the exact bytes the transport delivered. The rule is structural: any
 failure while decoding or projecting one message — invalid UTF-8, JSON nested too deep
 for Python, a bug in a decoder — makes that message a dead letter with a reason; nothing
@@ -28,6 +34,14 @@ import pyarrow.compute as pc
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
 from icetide.events.model import ChangeEvent
+from icetide.events.plain import (
+    PlainRow,
+    Refuse,
+    image_projector,
+    parse,
+    read_plain,
+    source_ts,
+)
 from icetide.events.project import project_event
 from icetide.events.raw import BOM, Wire, message_text, read_document
 from icetide.events.rescue import rescue_json
@@ -183,9 +197,34 @@ def inline_row_schema(doc: Any) -> dict[str, Any] | None:
     return None
 
 
+def _route_plain(row: PlainRow, routes: Routes) -> Classified:
+    """:func:`_route` of a bare row envelope :func:`~icetide.events.plain.read_plain` read."""
+    source = row.source
+    prefix = source.get("schema") or source.get("db")
+    table = source["table"]
+    qualified = f"{prefix}.{table}" if prefix else table
+    identity = (source.get("name") or None), qualified
+    found = routes.table(*identity)
+    if found is None:
+        return None, DEAD, "unknown_table", routes.describe(*identity)
+    return found, ROW, "", ""
+
+
 def _classify(
     raw: bytes, routes: Routes, wire: Wire | None = None
 ) -> tuple[Classified, str | None]:
+    # The usual message, read once (icetide.events.plain); a bare envelope carries no
+    # schema, so it has no schema key. Anything else: the general path below.
+    plain = read_plain(parse(raw))
+    if plain is not None:
+        return _route_plain(plain, routes), None
+    return _classify_read(raw, routes, wire)
+
+
+def _classify_read(
+    raw: bytes, routes: Routes, wire: Wire | None = None
+) -> tuple[Classified, str | None]:
+    """:func:`_classify` by the general decoder: any message, any form."""
     if wire is not None and wire.framed(raw) is not None:
         try:
             doc = read_document(raw, wire)
@@ -475,23 +514,107 @@ def _project(
     return row
 
 
+def _plain_rows(
+    projection: Projection, refused: Refused | None
+) -> Callable[[bytes], dict[str, Any] | None] | None:
+    """The ledger row of a bare row envelope (:mod:`icetide.events.plain`), exactly as
+    :func:`_project` makes it, or None for a message it must read: built once per table
+    and batch. None when this projection needs the general path for every message
+    (renames in progress, every message refused)."""
+    schema, layout = projection.value_schema, projection.layout
+    if projection.aliases or (refused and (ALL_MESSAGES in refused or "" in refused)):
+        return None  # a bare envelope has no schema key: only "" or ALL would refuse it
+    if not set(schema.by_name) <= set(layout.by_name):
+        return None
+    images = image_projector(schema, layout, projection.hints)
+    project, names, keys = images.project, images.names, images.keys
+    required, values, earlier = images.required, images.values, projection.earlier
+
+    def run(raw: bytes) -> dict[str, Any] | None:
+        plain = read_plain(parse(raw))
+        if plain is None:
+            return None
+        position = plain.position
+        if earlier and projection.era_at(position.key) is not None:
+            return None  # written under an earlier version: its names and hints
+        before, after, op = plain.before, plain.after, plain.op
+        if (before is not None and not before.keys() <= names) or (
+            after is not None and not after.keys() <= names
+        ):
+            return None  # columns the schema lacks: rescued by the general path
+        try:
+            typed_before = None if before is None else project(before)
+            image: dict[str, Any]
+            if op == "d":
+                assert before is not None  # read_plain: a delete has a before image
+                typed_after, image, toast = None, before, []
+            else:
+                assert after is not None  # read_plain: c/r/u have an after image
+                typed_after, image = project(after), after
+                for name in required:
+                    if typed_after[name] is None and name in after:
+                        return None  # null_in_required: said by the general path
+                toast = [n for n in values if n not in after] if op == "u" else []
+            row: dict[str, Any] = {}
+            for name, convert in keys:
+                value = image.get(name)
+                if value is None:
+                    return None  # missing_key: said by the general path
+                row[name] = convert(value)
+        except Refuse:
+            return None
+        row[c.OP] = op
+        row[c.AFTER] = typed_after
+        row[c.BEFORE] = typed_before
+        row[c.UNAVAILABLE] = toast
+        row[c.POSITION] = Decimal(position.key)
+        row[c.POSITION_TEXT] = position.text
+        row[c.SOURCE_TS] = source_ts(plain)
+        row[c.TX_ID] = plain.tx_id
+        row[c.RESCUED] = None
+        row[STATUS] = ROW
+        row[EXTRA] = []
+        return row
+
+    return run
+
+
+def row_projector(
+    projection: Projection | TableSchema, wire: Wire | None = None, refused: Refused | None = None
+) -> Callable[[bytes], dict[str, Any]]:
+    """``raw message -> ledger row`` for one table and batch: a row (``_status`` row) or
+    a dead letter (``_status`` dead). Never raises: a failure of any kind on a message
+    makes it a dead letter; so does a schema version in ``refused``.
+
+    The usual message (a bare row envelope) is read in one pass by code built here once
+    (:func:`_plain_rows`); every other one, and every one that path declines, by the
+    general decoder (:func:`_project`)."""
+    projection = Projection.of(projection)
+    plain = _plain_rows(projection, refused)
+
+    def run(raw: bytes) -> dict[str, Any]:
+        try:
+            row = plain(raw) if plain is not None else None
+            if row is not None:
+                return row
+            return _project(raw, projection, wire, refused)
+        except DecodeError as exc:
+            return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
+        except Exception as exc:  # one message must never stop the stage: dead-letter it
+            return {STATUS: DEAD, REASON: DECODE_FAILED, ERROR: _error_text(exc), RAW: raw}
+
+    return run
+
+
 def project_one(
     raw: bytes,
     projection: Projection | TableSchema,
     wire: Wire | None = None,
     refused: Refused | None = None,
 ) -> dict[str, Any]:
-    """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead).
-
-    Never raises: a failure of any kind on this message makes it a dead letter; so does
-    a schema version in ``refused``.
-    """
-    try:
-        return _project(raw, Projection.of(projection), wire, refused)
-    except DecodeError as exc:
-        return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
-    except Exception as exc:  # one message must never stop the stage: dead-letter it
-        return {STATUS: DEAD, REASON: DECODE_FAILED, ERROR: _error_text(exc), RAW: raw}
+    """One message → one ledger row (``_status`` row) or a dead letter (``_status`` dead):
+    :func:`row_projector` for a single message (a batch builds it once)."""
+    return row_projector(projection, wire, refused)(raw)
 
 
 def unmapped(schema: TableSchema) -> TableSchema:
@@ -526,6 +649,7 @@ def project_batches(
     source_arrow = projected_arrow_schema(unmapped(layout))
     stamp = pa.field(c.INGESTED_AT, pa.timestamp("us", tz="UTC"))
     at = pa.scalar(ingested_at, stamp.type)
+    project = row_projector(projection, wire, refused)
 
     def stamped(batch: pa.RecordBatch) -> pa.RecordBatch:
         columns = [*batch.columns, pa.repeat(at, batch.num_rows)]
@@ -537,7 +661,7 @@ def project_batches(
             raws = batch.column("raw").to_pylist()
             rows = []
             for message_id, raw in zip(ids, raws, strict=True):
-                row = project_one(raw or b"", projection, wire, refused)
+                row = project(raw or b"")
                 row[c.MESSAGE_ID] = message_id
                 rows.append(row)
             if layout.sink.maps:
