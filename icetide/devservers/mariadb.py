@@ -48,6 +48,9 @@ def default_options(base: Path, port: int, socket_path: Path) -> dict[str, str |
     """The server options of a private, capture-ready instance (``None`` = a bare flag)."""
     options: dict[str, str | None] = {
         "datadir": str(base / "data"),
+        # Its own temporary folder: servers started at once (parallel test workers)
+        # otherwise share /tmp, where MariaDB's temporary-table file names can collide.
+        "tmpdir": str(base / "tmp"),
         "socket": str(socket_path),
         "port": str(port),
         "bind-address": "127.0.0.1",
@@ -174,6 +177,7 @@ class MariaDBServer(LocalServer):
         return self._scratch_folder("itm-") / "mysqld.sock"
 
     def _launch(self) -> None:
+        (self.base / "tmp").mkdir(exist_ok=True)
         args = [find_program("mariadbd", "mysqld"), "--no-defaults"]
         args += render_options(self.options) + self._extra_args
         with (self.base / "mariadbd.out").open("ab") as log:
@@ -194,10 +198,14 @@ class MariaDBServer(LocalServer):
             return log.read().decode(errors="replace")
 
     def _install(self) -> None:
+        (self.base / "tmp").mkdir(exist_ok=True)
         args = [
             find_program("mariadb-install-db", "mysql_install_db"),
             "--no-defaults",
             f"--datadir={self.base / 'data'}",
+            # Passed on to the bootstrapping mariadbd: a temporary folder of its own, as
+            # the server's (see default_options).
+            f"--tmpdir={self.base / 'tmp'}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--innodb-log-file-size=16M",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
 
@@ -179,15 +180,33 @@ class PostgresServer(LocalServer):
         finally:
             conn.close()
 
-    def drop_slot(self, slot: str, db: str = "postgres") -> None:
+    def drop_slot(self, slot: str, db: str = "postgres", timeout: float = 30.0) -> None:
         """Drop replication slot ``slot`` if it exists: a test sharing the server cleans up
-        after itself, because an abandoned slot holds WAL for ever."""
-        self.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s",
-            db,
-            [slot],
-        )
+        after itself, because an abandoned slot holds WAL for ever.
+
+        A capture just stopped may still hold the slot: the server ends its walsender
+        only after the client has gone. That backend is ended, and the drop tried again
+        until the slot is free."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.execute(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE slot_name = %s",
+                    db,
+                    [slot],
+                )
+                return
+            except psycopg2.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                self.execute(
+                    "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                    "WHERE slot_name = %s AND active_pid IS NOT NULL",
+                    db,
+                    [slot],
+                )
+                time.sleep(0.1)
 
     def create_database(self, name: str) -> None:
         """Create database ``name`` unless it exists."""
