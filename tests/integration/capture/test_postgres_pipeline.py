@@ -705,6 +705,6 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
 
     # The same resume once the slot is gone: the changes since the start are lost.
     state_file.write_text(saved_state)
-    server.execute(f"SELECT pg_drop_replication_slot('{SLOT}')", DB)
+    server.drop_slot(SLOT, DB)
     with pytest.raises(PositionLostError, match="slot 'icetide' is gone"):
         Bootstrap(spark, pipe.pipeline, source).run()
