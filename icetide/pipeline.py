@@ -16,6 +16,7 @@ the config). Two things follow:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 from icetide.config.loader import load_schema_file, load_table_schemas
 from icetide.config.model import Config
 from icetide.config.tables import TableConfig
-from icetide.errors import ConfigError, SchemaError
+from icetide.errors import ConfigError, IcetideError, SchemaError
 from icetide.lake.tables import TableRefs
 from icetide.progress import Reporter
 from icetide.schema.connector import read_hints
@@ -33,6 +34,7 @@ from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
 from icetide.schema.model import TableSchema
+from icetide.state.store import StateFile, state_store
 
 
 @dataclass
@@ -46,11 +48,32 @@ class SchemaStore:
 
     A changed file must still fit the config and follow from the previous version (a
     higher version, ids never reused, the same key): :class:`SchemaHistory` checks the
-    step. Each table's versions are kept in ``<state_dir>/schemas/<table>.history.yaml``.
+    step. Each table's versions are kept on the pipeline's state location
+    (:func:`~icetide.state.store.state_store`: ``state:``, else ``state_dir``) as
+    ``schemas/<table>.history.yaml``, replaced whole at each new version, so a machine
+    that replaces this one finds the versions evolution applied here.
+
+    Which schema counts when the schema file and the state location disagree (a new
+    machine given the schema files as they were committed, while ``icetide run`` had
+    applied a change since): the higher version. A state location ahead of the file
+    wins: the file is written again from it (a missing file too) and the reporter says
+    so, naming both; the file is then the copy to commit. A file ahead of the state
+    location is a person's edit: it becomes the next version, as when it changes while
+    the pipeline runs.
     """
 
-    def __init__(self, config: Config, schemas: Mapping[str, TableSchema] | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        schemas: Mapping[str, TableSchema] | None = None,
+        reporter: Reporter | None = None,
+    ) -> None:
         self.config = config
+        self.state = state_store(config)
+        self.reporter = reporter or Reporter()
+        if schemas is None:
+            for table in config.tables:
+                self._restore(table)
         given = dict(schemas) if schemas is not None else load_table_schemas(config)
         self._entries: dict[str, _Entry] = {}
         self._histories: dict[str, SchemaHistory] = {}
@@ -86,16 +109,12 @@ class SchemaStore:
         atomically. Recording the version the history already ends with rewrites only
         the file, so a rerun after a crash between the two completes it."""
         config = self.config.table(table)
-        path = self._history_file(table)
-        history = SchemaHistory.load(path) if path.is_file() else self.history(table)
-        if history.current != schema:
-            history = history.add(schema, key_change=key_change)
-            history.dump(path)
-        file = self.config.resolved_path(config.schema_file)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-        dump_schema_file(schema, tmp)
-        os.replace(tmp, file)
+        with _WRITES:
+            history = self._stored(table) or self.history(table)
+            if history.current != schema:
+                history = history.add(schema, key_change=key_change)
+                self._history_file(table).write(history.to_yaml().encode())
+            self._write_schema_file(config, schema)
         self._histories[table] = history
         self._entries[table] = _Entry(_stamp(config.schema_file), schema)
         return history
@@ -109,38 +128,83 @@ class SchemaStore:
             )
         return schema if schema.table else schema.renamed(table.name)
 
-    def _history_file(self, table: str) -> Path:
-        return (
-            self.config.resolved_path(self.config.state_dir) / "schemas" / f"{table}.history.yaml"
+    def _history_file(self, table: str) -> StateFile:
+        return self.state.file(f"schemas/{table}.history.yaml")
+
+    def _stored(self, table: str) -> SchemaHistory | None:
+        """The table's history on the state location (None: it has none yet)."""
+        file = self._history_file(table)
+        data = file.read()
+        return None if data is None else SchemaHistory.from_yaml(data.decode("utf-8"), file.where)
+
+    def _write_schema_file(self, table: TableConfig, schema: TableSchema) -> None:
+        file = self.config.resolved_path(table.schema_file)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        dump_schema_file(schema, tmp)
+        os.replace(tmp, file)
+
+    def _restore(self, table: TableConfig) -> None:
+        """Write ``table``'s schema file from the state location's history when the file
+        is missing or has an older version (see the class doc), and say so."""
+        history = self._stored(table.name)
+        if history is None:
+            return
+        newest = history.current
+        file = self.config.resolved_path(table.schema_file)
+        if file.is_file():
+            try:
+                found = self._read(table).version
+            except IcetideError:
+                return  # the config loader reports what is wrong with the file
+            if found >= newest.version:
+                return
+            why = f"its version {found} is older than version {newest.version}"
+        else:
+            why = f"it was missing; version {newest.version}"
+        self._write_schema_file(table, newest)
+        self.reporter.report(
+            "schema",
+            f"schema {table.name}: {file} written from the state location's history "
+            f"({self._history_file(table.name).where}): {why} there is the newest; "
+            "commit the file to keep it",
+            table=table.name,
+            version=newest.version,
         )
 
     def _remember(self, table: str, schema: TableSchema) -> SchemaHistory:
-        """Add ``schema`` to the table's history (kept on disk) unless it is there."""
-        path = self._history_file(table)
-        history = SchemaHistory.load(path) if path.is_file() else None
-        if history is None:
-            history = SchemaHistory(table, (schema,))
-        elif history.current == schema:
+        """Add ``schema`` to the table's history (on the state location) unless it is
+        there."""
+        with _WRITES:
+            history = self._stored(table)
+            if history is None:
+                history = SchemaHistory(table, (schema,))
+            elif history.current == schema:
+                return history
+            elif schema in history.versions:
+                # An older version: evolution wrote the history and has yet to replace the
+                # file (it completes that on its rerun); run with the file until then.
+                return history
+            elif history.current.version == schema.version:
+                # The same version with other content: the file was edited in place; keep
+                # the history as it is rather than refuse to run (evolution decides later).
+                return history
+            else:
+                try:
+                    history = history.add(schema)
+                except SchemaError as exc:
+                    raise SchemaError(
+                        f"schema of table {table} changed in a way its history refuses: "
+                        f"{exc.message}",
+                        hint=exc.hint,
+                    ) from None
+            self._history_file(table).write(history.to_yaml().encode())
             return history
-        elif schema in history.versions:
-            # An older version: evolution wrote the history and has yet to replace the
-            # file (it completes that on its rerun); run with the file until then.
-            return history
-        elif history.current.version == schema.version:
-            # The same version with other content: the file was edited in place; keep
-            # the history as it is rather than refuse to run (evolution decides later).
-            return history
-        else:
-            try:
-                history = history.add(schema)
-            except SchemaError as exc:
-                raise SchemaError(
-                    f"schema of table {table} changed in a way its history refuses: {exc.message}",
-                    hint=exc.hint,
-                ) from None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        history.dump(path)
-        return history
+
+
+_WRITES = threading.RLock()
+"""Held while a history is read and replaced: stages of one process may record side by
+side (the state location's files are replaced whole, the last write wins)."""
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
@@ -162,8 +226,12 @@ class Pipeline:
         reporter: Reporter | None = None,
     ) -> None:
         self.config = config
-        self.schemas = schemas if isinstance(schemas, SchemaStore) else SchemaStore(config, schemas)
         self.reporter = reporter or Reporter()
+        self.schemas = (
+            schemas
+            if isinstance(schemas, SchemaStore)
+            else SchemaStore(config, schemas, self.reporter)
+        )
 
     def schema(self, table: str) -> TableSchema:
         """The current schema of ``table``: ask at each batch boundary, not once."""

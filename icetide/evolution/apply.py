@@ -10,8 +10,9 @@ point resumes where it stopped:
    properties together (:mod:`icetide.lake.schema_update`; with a catalog that commits
    several tables at once, both tables in one), and a rerun finds the tables at the
    version; else the ALTERs and property statements, each handed to ``run_ddl`` (tests
-   may collect them), progress kept in ``<dir>/<table>.applying.json`` so a rerun skips
-   the statements already run;
+   may collect them), progress kept in ``evolution/<table>.applying.json`` on the
+   pipeline's state location (:func:`~icetide.state.store.state_store`), so a rerun,
+   on this machine or one that replaced it, skips the statements already run;
 2. the new schema version: history, then schema file (:meth:`icetide.pipeline.
    SchemaStore.record`); running stages pick it up at their next batch boundary
    (phase 2);
@@ -29,7 +30,6 @@ A statement that ran but whose completion was not recorded (the process died ins
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ from icetide.evolution import audit
 from icetide.evolution.plan import EvolutionPlan
 from icetide.evolution.queue import EvolutionQueue
 from icetide.schema.quoting import literal
+from icetide.state.store import StateFile, state_store
 
 if TYPE_CHECKING:
     from icetide.config.model import Config
@@ -114,8 +115,9 @@ def apply_plan(
     takes the tables to the version instead of ``run_ddl``, whenever the plan has it as
     schema updates (:attr:`EvolutionPlan.update`; a re-snapshot plan has none) and no
     statement of an earlier apply ran yet: called with the plan and the audit
-    properties, it returns what it did, one line each. ``state_dir`` holds
-    the lock and progress files (default: the pipeline's ``<state_dir>/evolution``)."""
+    properties, it returns what it did, one line each. ``state_dir`` holds the lock
+    files (default: the pipeline's ``<state_dir>/evolution``); the progress file is on
+    the state location."""
     if approve:
         plan = plan.with_approvals(approve)
     table = plan.table
@@ -128,7 +130,7 @@ def apply_plan(
         history = store.history(table)
         current = history.current
         target = plan.target
-        progress = directory / f"{table}.applying.json"
+        progress = state_store(config).file(f"evolution/{table}.applying.json")
         pending = _load(progress)
         already = any(v == target for v in history.versions) and target.version <= current.version
         if not plan.changed or (already and pending is None):
@@ -147,8 +149,8 @@ def apply_plan(
                 f"table {table}: an earlier apply of version {pending.get('version')} "
                 f"(plan {pending.get('plan_hash')}) did not finish; this plan is "
                 f"{plan.hash()}",
-                hint=f"rerun that apply to finish it, or remove {progress} after checking "
-                "the tables by hand",
+                hint=f"rerun that apply to finish it, or remove {progress.where} after "
+                "checking the tables by hand",
             )
         if current != plan.old and not already:
             raise SchemaChangeError(
@@ -193,7 +195,7 @@ def apply_plan(
             _save(progress, pending)
         store.record(table, target, key_change=plan.key_change)
         audit.append(log, record)
-        progress.unlink(missing_ok=True)
+        progress.delete()
     return ApplyResult(
         table,
         plan.old.version,
@@ -234,18 +236,13 @@ def _change_entry(plan: EvolutionPlan, change_id: str) -> dict[str, Any]:
     return entry
 
 
-def _load(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
+def _load(file: StateFile) -> dict[str, Any] | None:
+    data = file.read()
+    if data is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None
+    found = json.loads(data.decode("utf-8"))
+    return found if isinstance(found, dict) else None
 
 
-def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(data, sort_keys=True))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+def _save(file: StateFile, data: dict[str, Any]) -> None:
+    file.write(json.dumps(data, sort_keys=True).encode())

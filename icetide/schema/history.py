@@ -23,11 +23,8 @@ without the ``table:`` key, which is said once at the top.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -117,7 +114,7 @@ class SchemaHistory:
         if not isinstance(data, dict) or set(data) - {"table", "key_changes", "versions"}:
             raise SchemaError(
                 f"{origin}: must be a mapping with table, key_changes and versions",
-                hint="write it with SchemaHistory.dump",
+                hint="write it with SchemaHistory.to_yaml",
             )
         table = data.get("table")
         entries = data.get("versions")
@@ -143,21 +140,18 @@ class SchemaHistory:
         except SchemaError as exc:
             raise SchemaError(f"{origin}: {exc.message}", hint=exc.hint) from None
 
-    def dump(self, path: Path) -> None:
-        """Write the history as one YAML file, atomically (stages may run side by side)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
-        os.replace(tmp, path)
+    def to_yaml(self) -> str:
+        """The history file's text (see module doc)."""
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     @classmethod
-    def load(cls, path: Path) -> SchemaHistory:
-        """Read a history written by :meth:`dump`; every step is checked again."""
+    def from_yaml(cls, text: str, origin: str = "schema history") -> SchemaHistory:
+        """Read :meth:`to_yaml`'s text; every step is checked again, errors name ``origin``."""
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            raise SchemaError(f"cannot read schema history {path}: {exc}") from None
-        return cls.from_dict(data, str(path))
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SchemaError(f"cannot read schema history {origin}: {exc}") from None
+        return cls.from_dict(data, origin)
 
 
 def _other_table(table: str, schema: TableSchema) -> str:

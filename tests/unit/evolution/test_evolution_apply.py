@@ -60,7 +60,9 @@ def test_apply_writes_version_history_audit_and_runs_the_ddl_in_order(
         (4, "note"),
     ]
     assert schema.columns[3].default is not None and schema.columns[3].default.value == "n/a"
-    history = SchemaHistory.load(folder / ".icetide" / "schemas" / "customers.history.yaml")
+    history = SchemaHistory.from_yaml(
+        (folder / ".icetide" / "schemas" / "customers.history.yaml").read_text()
+    )
     assert [v.version for v in history.versions] == [1, 2]
     records = audit.read_audit(folder / "schemas" / "customers.audit.jsonl")
     assert len(records) == 1
@@ -202,7 +204,9 @@ def test_an_approved_key_change_is_recorded_as_one(folder: Path, store: SchemaSt
     plan = build_plan(old, candidate_schema(old, fresh))
     assert [c.id for c in plan.held] == ["key_change"] and not plan.changed
     result = apply_plan(plan, store, approve=["key_change"])
-    history = SchemaHistory.load(folder / ".icetide" / "schemas" / "customers.history.yaml")
+    history = SchemaHistory.from_yaml(
+        (folder / ".icetide" / "schemas" / "customers.history.yaml").read_text()
+    )
     assert history.current.primary_key == ("id", "email") and 2 in history.key_changes
     assert result.version == 2 and result.applied == ("key_change",)
 
