@@ -42,6 +42,10 @@ from icetide.state.store import S3Store, StateStoreError
 from tests.devservers.kafka import KafkaServer
 from tests.devservers.postgres import PostgresServer
 from tests.integration.test_cli_process import Child, child, wait_until
+from tests.unit.pipeline.test_schema_state import (
+    an_apply_cut_short_is_finished_elsewhere,
+    machines_share_schema_versions,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 _runs = itertools.count(1)
@@ -387,3 +391,41 @@ def test_state_files_on_the_object_store_are_replaced_whole_and_a_refused_key_na
         refused.file("capture/shop.offset.json").read()
     assert error.value.where == f"s3://warehouse/{prefix}/capture/shop.offset.json"
     assert "wrong" not in str(error.value)
+
+
+def test_schema_versions_and_apply_progress_are_shared_on_the_object_store(
+    tmp_path: Path, object_store: ObjectStoreServer
+) -> None:
+    """The scenarios of tests/unit/pipeline/test_schema_state.py on ``s3://`` state."""
+    store = object_store.endpoint
+    extra = {
+        "catalog": {
+            "type": "rest",
+            "uri": "http://127.0.0.1:9",
+            "properties": {
+                "s3.endpoint": store.url,
+                "s3.path-style-access": "true",
+                "s3.access-key-id": store.access_key,
+                "s3.secret-access-key": store.secret_key,
+                "client.region": store.region,
+            },
+        },
+        "transport": {
+            "type": "kafka",
+            "bootstrap_servers": "127.0.0.1:9",
+            "topic_pattern": "evo\\..*",
+        },
+    }
+    run = next(_runs)
+    machines_share_schema_versions(
+        tmp_path / "versions", f"s3://warehouse/state/schemas{run}", extra
+    )
+    an_apply_cut_short_is_finished_elsewhere(
+        tmp_path / "apply", f"s3://warehouse/state/apply{run}", extra
+    )
+    listed = store.filesystem().get_file_info(
+        FileSelector(f"warehouse/state/schemas{run}", recursive=True)
+    )
+    assert sorted(i.path for i in listed if i.is_file) == [
+        f"warehouse/state/schemas{run}/schemas/customers.history.yaml"
+    ]
