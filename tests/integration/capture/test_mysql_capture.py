@@ -406,6 +406,36 @@ def test_truncate_ddl_and_schema_history(server: MariaDBServer, tmp_path: Path) 
     assert len(history_path.read_text().splitlines()) == 3
 
 
+def test_rows_before_a_ddl_decode_with_their_own_columns_without_a_history(
+    server: MariaDBServer,
+) -> None:
+    """A capture resumed from an offset before an ALTER, on a machine that has no schema
+    history, decodes the older rows with the columns they were written with, not the
+    table's current ones: row events carry values by position only, but the table map
+    in front of each one carries the names (``binlog_row_metadata=FULL``)."""
+    db = "resume_ddl_db"
+    _execute(
+        server,
+        f"CREATE DATABASE {db}",
+        f"CREATE TABLE {db}.t (id INT PRIMARY KEY, a INT, b VARCHAR(10))",
+    )
+    start = _master_position(server)
+    _execute(
+        server,
+        f"INSERT INTO {db}.t VALUES (1, 10, 'one')",
+        # The same number of columns, other names and types at the same places.
+        f"ALTER TABLE {db}.t DROP COLUMN a, ADD COLUMN c VARCHAR(10) AFTER id",
+        f"INSERT INTO {db}.t (id, c, b) VALUES (2, 'two', 'zwei')",
+        f"UPDATE {db}.t SET b = 'eins' WHERE id = 1",
+    )
+    changes = _events(_read(server, [f"{db}.t"], start, history=None))
+    assert [(c.op, c.after) for c in changes] == [
+        ("c", {"id": 1, "a": 10, "b": "one"}),
+        ("c", {"id": 2, "c": "two", "b": "zwei"}),
+        ("u", {"id": 1, "c": None, "b": "eins"}),
+    ]
+
+
 def test_wrong_binlog_format_is_a_clear_error() -> None:
     with MariaDBServer(options={"binlog-format": "STATEMENT"}) as wrong:
         _execute(
