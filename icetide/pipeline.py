@@ -26,6 +26,7 @@ from icetide.config.loader import load_schema_file, load_table_schemas
 from icetide.config.model import Config
 from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, IcetideError, SchemaError
+from icetide.evolution import audit
 from icetide.lake.tables import TableRefs
 from icetide.progress import Reporter
 from icetide.schema.connector import read_hints
@@ -57,7 +58,9 @@ class SchemaStore:
     machine given the schema files as they were committed, while ``icetide run`` had
     applied a change since): the higher version. A state location ahead of the file
     wins: the file is written again from it (a missing file too) and the reporter says
-    so, naming both; the file is then the copy to commit. A file ahead of the state
+    so, naming both; the file is then the copy to commit (and so is the audit log
+    beside it, :mod:`icetide.evolution.audit`, written again from the state location's
+    log when that has records the copy lacks). A file ahead of the state
     location is a person's edit: it becomes the next version, as when it changes while
     the pipeline runs.
     """
@@ -152,6 +155,7 @@ class SchemaStore:
             return
         newest = history.current
         file = self.config.resolved_path(table.schema_file)
+        audit.restore_copy(audit.audit_file(self.state, table.name), audit.audit_path(file))
         if file.is_file():
             try:
                 found = self._read(table).version

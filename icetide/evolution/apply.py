@@ -16,8 +16,8 @@ point resumes where it stopped:
 2. the new schema version: history, then schema file (:meth:`icetide.pipeline.
    SchemaStore.record`); running stages pick it up at their next batch boundary
    (phase 2);
-3. the audit record, appended beside the schema file
-   (:mod:`icetide.evolution.audit`).
+3. the audit record, added to the table's log on the state location and its copy
+   beside the schema file (:mod:`icetide.evolution.audit`).
 
 Idempotent by version: when the table's history already holds the plan's target version
 with the same content, applying is a no-op (after a crash, or when a second process
@@ -125,12 +125,13 @@ def apply_plan(
     directory = state_dir or evolution_dir(config)
     queue = EvolutionQueue(directory)
     schema_file = config.resolved_path(config.table(table).schema_file)
-    log = audit.audit_path(schema_file)
+    state = state_store(config)
+    log, copy = audit.audit_file(state, table), audit.audit_path(schema_file)
     with queue.lock(table):
         history = store.history(table)
         current = history.current
         target = plan.target
-        progress = state_store(config).file(f"evolution/{table}.applying.json")
+        progress = state.file(f"evolution/{table}.applying.json")
         pending = _load(progress)
         already = any(v == target for v in history.versions) and target.version <= current.version
         if not plan.changed or (already and pending is None):
@@ -142,7 +143,7 @@ def apply_plan(
                 tuple(c.id for c in plan.held),
                 (),
                 noop=True,
-                record=audit.recorded(log, target.version),
+                record=audit.recorded(log, copy, target.version),
             )
         if pending is not None and pending.get("plan_hash") != plan.hash():
             raise SchemaChangeError(
@@ -194,7 +195,7 @@ def apply_plan(
             pending["done"] = index + 1
             _save(progress, pending)
         store.record(table, target, key_change=plan.key_change)
-        audit.append(log, record)
+        audit.append(log, copy, record)
         progress.delete()
     return ApplyResult(
         table,

@@ -1,6 +1,9 @@
-"""The append-only audit log of applied schema versions, kept next to the schema files.
+"""The append-only audit log of applied schema versions, on the state location and as a
+copy next to the schema files.
 
-Each table's log is ``<schema file stem>.audit.jsonl`` beside its schema file
+Each table's log is ``schemas/<table>.audit.jsonl`` on the pipeline's state location
+(:func:`~icetide.state.store.state_store`), where a machine that replaces this one finds
+it, with a copy ``<schema file stem>.audit.jsonl`` beside its schema file
 (``schemas/customers.yaml`` → ``schemas/customers.audit.jsonl``), one JSON line per
 applied version: the version and the one before, the changes applied and those still
 held, the phase-1 statements, when (UTC), by whom (``--by`` or ``$USER``), why
@@ -9,8 +12,10 @@ to commit, so a rollout can go through a pull request; the same facts go onto th
 Iceberg tables as properties (:func:`table_properties`), so the lake says which version
 it is at and who put it there.
 
-Lines are only appended (and fsync'ed); a version is recorded once (:func:`append` skips
-a version the log has, so a rerun after a crash does not write it twice).
+Records are only added; a version is recorded once (:func:`append` skips a version the
+log has, so a rerun after a crash does not write it twice). An object store has no
+append, so the log is replaced whole with one line more (it has one line per version:
+small); the copy beside the schema file is then replaced with the same text.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from icetide.errors import SchemaError
+from icetide.state.durable import write_atomically
+from icetide.state.store import StateFile, StateStore
 
 VERSION_PROPERTY = "icetide.schema.version"
 AUDIT_PROPERTY = "icetide.schema.audit"
@@ -96,39 +103,77 @@ def now_utc() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
-def read_audit(path: Path) -> list[AuditRecord]:
-    """Every record of the log at ``path`` (none when it does not exist)."""
-    if not path.is_file():
-        return []
+def parse_audit(text: str, origin: str) -> list[AuditRecord]:
+    """Every record of a log's ``text``; errors name ``origin`` and the line.
+
+    >>> parse_audit("", "log")
+    []
+    """
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             records.append(AuditRecord.from_json(line))
         except (ValueError, KeyError, TypeError) as exc:
             raise SchemaError(
-                f"audit log {path}:{number} is not a valid record: {exc}",
+                f"audit log {origin}:{number} is not a valid record: {exc}",
                 hint="the log is append-only: restore the line from version control",
             ) from None
     return records
 
 
-def recorded(path: Path, version: int) -> AuditRecord | None:
-    """The record of ``version`` in the log at ``path``, if there is one."""
-    return next((r for r in read_audit(path) if r.version == version), None)
+def read_audit(path: Path) -> list[AuditRecord]:
+    """Every record of the copy at ``path`` (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    return parse_audit(path.read_text(encoding="utf-8"), str(path))
 
 
-def append(path: Path, record: AuditRecord) -> bool:
-    """Append ``record`` durably unless its version is recorded already; whether it was
-    written."""
-    if recorded(path, record.version) is not None:
+def audit_file(state: StateStore, table: str) -> StateFile:
+    """``table``'s log on the state location ``state``."""
+    return state.file(f"schemas/{table}.audit.jsonl")
+
+
+def _text(log: StateFile, copy: Path) -> str:
+    """The log's text; a state location without it yet starts from the copy (a log
+    written before the log moved to the state location)."""
+    data = log.read()
+    if data is not None:
+        return data.decode("utf-8")
+    return copy.read_text(encoding="utf-8") if copy.is_file() else ""
+
+
+def recorded(log: StateFile, copy: Path, version: int) -> AuditRecord | None:
+    """The record of ``version`` in the log, if there is one."""
+    return next((r for r in parse_audit(_text(log, copy), log.where) if r.version == version), None)
+
+
+def append(log: StateFile, copy: Path, record: AuditRecord) -> bool:
+    """Add ``record`` to the log unless its version is recorded already, then write the
+    copy beside the schema file; whether it was added."""
+    text = _text(log, copy)
+    if any(r.version == record.version for r in parse_audit(text, log.where)):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as out:
-        out.write(record.to_json() + "\n")
-        out.flush()
-        os.fsync(out.fileno())
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += record.to_json() + "\n"
+    log.write(text.encode("utf-8"))
+    write_atomically(copy, text.encode("utf-8"))
+    return True
+
+
+def restore_copy(log: StateFile, copy: Path) -> bool:
+    """Write the copy beside the schema file again when the log on the state location
+    has records the copy lacks (a new machine given older files); whether it did."""
+    data = log.read()
+    if data is None:
+        return False
+    text = data.decode("utf-8")
+    have = {r.version for r in read_audit(copy)}
+    if {r.version for r in parse_audit(text, log.where)} <= have:
+        return False
+    write_atomically(copy, text.encode("utf-8"))
     return True
 
 

@@ -55,7 +55,8 @@ KEY_ENV = ("SHARED_STATE_S3_KEY", "SHARED_STATE_S3_SECRET")
 
 class Writer:
     """A thread writing to both tables in turn until stopped: inserts, updates of recent
-    rows, deletes of old ones."""
+    rows, deletes of old ones; once :attr:`note` is set, MariaDB's rows get a ``note``
+    too (the column added while the writes go on)."""
 
     def __init__(self, mariadb: MariaDBServer, db: str, postgres: PostgresServer, pgdb: str):
         self.mysql = mariadb.connect(db)
@@ -65,6 +66,7 @@ class Writer:
         self.statements = 0
         self.random = random.Random(11)
         self.ids = {"m_items": list[int](), "p_items": list[int]()}
+        self.note = False
         self.thread = threading.Thread(target=self._loop, daemon=True, name="writer")
 
     def _loop(self) -> None:
@@ -80,13 +82,26 @@ class Writer:
 
     def _write(self, table: str, conn: Any, n: int) -> None:
         ids = self.ids[table]
+        noted = self.note and table == "m_items"
         with conn.cursor() as cur:
             if n % 4 in (0, 1) or len(ids) < 5:
-                cur.execute(f"INSERT INTO {table} (id, v) VALUES (%s, %s)", [n, f"v{n}"])
+                if noted:
+                    cur.execute(
+                        f"INSERT INTO {table} (id, v, note) VALUES (%s, %s, %s)",
+                        [n, f"v{n}", f"n{n}"],
+                    )
+                else:
+                    cur.execute(f"INSERT INTO {table} (id, v) VALUES (%s, %s)", [n, f"v{n}"])
                 ids.append(n)
             elif n % 4 == 2:
                 target = self.random.choice(ids[-5:])
-                cur.execute(f"UPDATE {table} SET v = %s WHERE id = %s", [f"u{n}", target])
+                if noted:
+                    cur.execute(
+                        f"UPDATE {table} SET v = %s, note = %s WHERE id = %s",
+                        [f"u{n}", f"m{n}", target],
+                    )
+                else:
+                    cur.execute(f"UPDATE {table} SET v = %s WHERE id = %s", [f"u{n}", target])
             else:
                 cur.execute(f"DELETE FROM {table} WHERE id = %s", [ids.pop(0)])
         self.statements += 1
@@ -274,7 +289,15 @@ def test_a_run_killed_with_its_folders_deleted_resumes_elsewhere_from_shared_sta
             try:
                 # A batch stored (and its Kafka position saved), the merge under way.
                 killed.wait_for_line(r"^ledger batch \d+: [1-9]")
-                writer.wait(40)
+                writer.wait(10)
+                # A column added at the source under load, applied by the run (schema
+                # version 2 on the state location), written to before the kill.
+                with mariadb.connect(db) as conn, conn.cursor() as cur:
+                    cur.execute("INSERT INTO m_items (id, v) VALUES (0, 'before')")
+                    cur.execute("ALTER TABLE m_items ADD COLUMN note VARCHAR(20)")
+                killed.wait_for_line(r"^schema m_items: version 2 applied automatically")
+                writer.note = True
+                writer.wait(30)
             finally:
                 tree = kill_tree(killed.proc.pid)
             assert killed.finish() == -signal.SIGKILL
@@ -285,6 +308,11 @@ def test_a_run_killed_with_its_folders_deleted_resumes_elsewhere_from_shared_sta
         lay_out(second, files)  # a new machine: the config and schema files, nothing else
         with child(args, cwd=second) as resumed:
             try:
+                # The schema file given is version 1; the state location has version 2.
+                resumed.wait_for_line(
+                    r"^schema m_items: .*m_items\.yaml written from the state location's "
+                    r"history \(s3://.*\): its version 1 is older than version 2"
+                )
                 resumed.wait_for_line(r"ledger: no checkpoint; resuming Kafka at the position")
                 writer.wait(40)
                 writer.stop()
@@ -296,6 +324,8 @@ def test_a_run_killed_with_its_folders_deleted_resumes_elsewhere_from_shared_sta
                 resumed.output
             ), resumed.output[-3000:]
             _resumed_capture(resumed)
+            # Version 2 was taken from the state location, not detected and applied again.
+            assert "applied automatically" not in resumed.output, resumed.output[-3000:]
         # What a new machine used is on the object store; its own folder holds no offset.
         s3 = store.filesystem()
         for source in config.sources:
@@ -324,19 +354,24 @@ def _until_bases_equal_sources(
 ) -> None:
     """PyIceberg, through the REST catalog, reads each base: every source row once."""
     reader = load_catalog("check", **catalog.pyiceberg_properties())
+    columns = {"m_items": ("id", "v", "note"), "p_items": ("id", "v")}
     with mariadb.connect(db) as conn, conn.cursor() as cur:
-        cur.execute("SELECT id, v FROM m_items")
+        cur.execute("SELECT id, v, note FROM m_items")
         sources = {"m_items": Counter(tuple(r) for r in cur.fetchall())}
     sources["p_items"] = Counter(
         tuple(r) for r in postgres.execute("SELECT id, v FROM p_items", pgdb)
     )
     assert all(len(rows) > 20 for rows in sources.values()), sources
+    # A row from before the column came (the writer never touches id 0), and notes.
+    assert sources["m_items"][(0, "before", None)] == 1, sources["m_items"]
+    assert any(note is not None for _, _, note in sources["m_items"]), sources["m_items"]
     last: dict[str, Counter[tuple[Any, ...]]] = {}
 
     def equal() -> bool:
         for table in sources:
-            base = reader.load_table(f"{namespace}.{table}").scan(selected_fields=("id", "v"))
-            last[table] = Counter((r["id"], r["v"]) for r in base.to_arrow().to_pylist())
+            names = columns[table]
+            base = reader.load_table(f"{namespace}.{table}").scan(selected_fields=names)
+            last[table] = Counter(tuple(r[n] for n in names) for r in base.to_arrow().to_pylist())
         return last == sources
 
     try:
@@ -427,5 +462,6 @@ def test_schema_versions_and_apply_progress_are_shared_on_the_object_store(
         FileSelector(f"warehouse/state/schemas{run}", recursive=True)
     )
     assert sorted(i.path for i in listed if i.is_file) == [
-        f"warehouse/state/schemas{run}/schemas/customers.history.yaml"
+        f"warehouse/state/schemas{run}/schemas/customers.audit.jsonl",
+        f"warehouse/state/schemas{run}/schemas/customers.history.yaml",
     ]

@@ -19,6 +19,7 @@ import yaml
 from icetide.config import load_config
 from icetide.config.loader import load_schema_file
 from icetide.evolution.apply import apply_plan
+from icetide.evolution.audit import audit_path, read_audit
 from icetide.evolution.classify import candidate_schema
 from icetide.evolution.plan import EvolutionPlan, build_plan
 from icetide.pipeline import Pipeline
@@ -91,6 +92,9 @@ def machines_share_schema_versions(tmp_path: Path, state: str, extra: dict[str, 
         "commit the file to keep it"
     ]
     assert [s.version for s in second.schemas.history("customers").versions] == [1, 2]
+    # The audit log beside the file is written again too: the record of version 2.
+    copy = audit_path(file)
+    assert [(r.version, r.by) for r in read_audit(copy)] == [(2, "icetide ledger (automatic)")]
 
     # Started again with the file as it is now: nothing to say.
     lines.clear()
