@@ -163,15 +163,14 @@ class SchemaStore:
                 return  # the config loader reports what is wrong with the file
             if found >= newest.version:
                 return
-            why = f"its version {found} is older than version {newest.version}"
+            why = f"its version {found} is older than version {newest.version} there"
         else:
-            why = f"it was missing; version {newest.version}"
+            why = f"it was missing; version {newest.version} is the newest there"
         self._write_schema_file(table, newest)
         self.reporter.report(
             "schema",
             f"schema {table.name}: {file} written from the state location's history "
-            f"({self._history_file(table.name).where}): {why} there is the newest; "
-            "commit the file to keep it",
+            f"({self._history_file(table.name).where}): {why}; commit the file to keep it",
             table=table.name,
             version=newest.version,
         )

@@ -88,8 +88,8 @@ def machines_share_schema_versions(tmp_path: Path, state: str, extra: dict[str, 
     history = state_store(second.config).file("schemas/customers.history.yaml")
     assert lines == [
         f"schema customers: {file} written from the state location's history "
-        f"({history.where}): its version 1 is older than version 2 there is the newest; "
-        "commit the file to keep it"
+        f"({history.where}): its version 1 is older than version 2 there; commit the file to "
+        "keep it"
     ]
     assert [s.version for s in second.schemas.history("customers").versions] == [1, 2]
     # The audit log beside the file is written again too: the record of version 2.
@@ -104,7 +104,7 @@ def machines_share_schema_versions(tmp_path: Path, state: str, extra: dict[str, 
     # A machine with no schema file at all gets it from the state location.
     file.unlink()
     assert start(second_config, lines).schema("customers").version == 2
-    assert "it was missing; version 2 there is the newest" in lines[0]
+    assert "it was missing; version 2 is the newest there;" in lines[0]
 
     # A file ahead of the state location is a person's edit: the next version.
     edited = yaml.safe_load(file.read_text())
