@@ -22,6 +22,7 @@ from icetide.evolution.queue import EvolutionQueue, QueuedChange
 from icetide.pipeline import SchemaStore
 from icetide.schema.file import schema_from_dict, schema_to_dict
 from icetide.schema.history import SchemaHistory
+from icetide.state.store import LocalStore
 
 from .conftest import DDL
 
@@ -263,3 +264,25 @@ def test_queued_changes_apply_in_order_and_end_like_sequential(
     assert final.version == 3
     assert [c.name for c in final.columns] == ["id", "mail", "amount", "note", "ssn", "phone"]
     assert final.by_name["mail"].id == 2  # the rename of the first change kept the id
+
+
+def test_the_audit_log_moves_to_the_state_location_and_its_copy_follows(tmp_path: Path) -> None:
+    """A log kept only beside the schema file (before the state location held it) is
+    where the state location's log starts; a copy that lacks records is written again."""
+    state = LocalStore(tmp_path / "state")
+    log, copy = audit.audit_file(state, "customers"), tmp_path / "schemas" / "c.audit.jsonl"
+
+    def record(version: int) -> audit.AuditRecord:
+        return audit.AuditRecord(
+            "customers", version, version - 1, (), (), (), "t", "ana", None, "h"
+        )
+
+    copy.parent.mkdir()
+    copy.write_text(record(2).to_json() + "\n")
+    assert audit.append(log, copy, record(3)) and not audit.append(log, copy, record(3))
+    assert [r.version for r in audit.parse_audit((log.read() or b"").decode(), "log")] == [2, 3]
+    assert [r.version for r in audit.read_audit(copy)] == [2, 3]
+    assert audit.recorded(log, copy, 2) == record(2)
+    elsewhere = tmp_path / "new" / "c.audit.jsonl"
+    assert audit.restore_copy(log, elsewhere) and not audit.restore_copy(log, elsewhere)
+    assert elsewhere.read_text() == copy.read_text()
