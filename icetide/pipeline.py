@@ -35,7 +35,7 @@ from icetide.schema.contract.builder import TableContract, TableSettings
 from icetide.schema.file import dump_schema_file
 from icetide.schema.history import SchemaHistory
 from icetide.schema.model import TableSchema
-from icetide.state.store import StateFile, state_store
+from icetide.state.store import LocalStore, StateFile, state_store
 
 
 @dataclass
@@ -135,10 +135,20 @@ class SchemaStore:
         return self.state.file(f"schemas/{table}.history.yaml")
 
     def _stored(self, table: str) -> SchemaHistory | None:
-        """The table's history on the state location (None: it has none yet)."""
+        """The table's history on the state location (None: it has none yet). A history
+        kept in ``state_dir`` before ``state:`` named another location is copied there
+        the first time, so the versions before the move are not lost."""
         file = self._history_file(table)
         data = file.read()
-        return None if data is None else SchemaHistory.from_yaml(data.decode("utf-8"), file.where)
+        if data is None:
+            local = LocalStore(self.config.resolved_path(self.config.state_dir))
+            earlier = local.file(f"schemas/{table}.history.yaml")
+            if earlier.where == file.where or (data := earlier.read()) is None:
+                return None
+            history = SchemaHistory.from_yaml(data.decode("utf-8"), earlier.where)
+            file.write(data)
+            return history
+        return SchemaHistory.from_yaml(data.decode("utf-8"), file.where)
 
     def _write_schema_file(self, table: TableConfig, schema: TableSchema) -> None:
         file = self.config.resolved_path(table.schema_file)

@@ -148,3 +148,16 @@ def test_a_new_machine_runs_with_the_schema_version_the_state_location_holds(
 
 def test_an_apply_cut_short_is_finished_on_another_machine(tmp_path: Path) -> None:
     an_apply_cut_short_is_finished_elsewhere(tmp_path, str(tmp_path / "shared"), {})
+
+
+def test_a_history_kept_in_state_dir_moves_to_a_newly_set_state_location(tmp_path: Path) -> None:
+    """Versions recorded before ``state:`` was set are copied to it, not lost."""
+    config_file = machine(tmp_path / "here", str(tmp_path / "shared"), {})
+    config = load_config(config_file)
+    before = Pipeline(config.model_copy(update={"state": None}), reporter=Reporter(lambda r: None))
+    apply_plan(add_note(before), before.schemas)
+    assert state_store(config).file("schemas/customers.history.yaml").read() is None
+
+    moved = start(config_file, [])
+    assert [s.version for s in moved.schemas.history("customers").versions] == [1, 2]
+    assert state_store(config).file("schemas/customers.history.yaml").read() is not None
