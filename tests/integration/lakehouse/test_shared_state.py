@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 _runs = itertools.count(1)
 TIMEOUT = 300.0
 """Seconds to wait for writes or for the bases: a few on a quiet machine; first merges
-on a cold JVM took minutes with the machine's load average at 35 on 2 cores."""
+on a cold JVM took minutes with a load average of 35 on 2 cores (2026-12-02)."""
 KEY_ENV = ("SHARED_STATE_S3_KEY", "SHARED_STATE_S3_SECRET")
 
 
