@@ -16,12 +16,22 @@ this order:
 
 Phase 3 and the packing commit on their own after the batch's commit (the one with the
 watermark), so a crash between them loses nothing: the next round finds them still due.
+
+Which tables a round visits: every configured table, unless the ledger runs in the same
+process (``icetide run``) and says which tables it stored events for
+(:class:`TablesDue`): then a round visits those, and every table again at least once a
+minute (what nothing reports: a schema change's later phases, a small-file packing
+deferred, a ledger written by another process). A table with no new events costs no
+Spark job either way (tests/integration/test_merge_parallel.py); what a visit costs is
+the driver's reads of its tables' metadata, which adds up over many idle tables
+(bench/tables_bench.py, bench/results/tables.md).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,6 +64,59 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+FULL_ROUND_EVERY = 60.0
+"""Seconds between rounds that visit every table when :class:`TablesDue` picks them."""
+
+
+class TablesDue:
+    """The tables the next merge round visits: those marked since the last round took
+    its tables (the ledger stored events for them, or said something of them), and
+    every table in the first round and again once ``full_every`` seconds have passed
+    since the last round that visited all.
+
+    >>> due = TablesDue(["a", "b", "c"], full_every=60, clock=lambda: 0.0)
+    >>> due.take()  # the first round: every table
+    ['a', 'b', 'c']
+    >>> due.mark(["c", "a"]); due.take(), due.take()
+    (['a', 'c'], [])
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        full_every: float = FULL_ROUND_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.names = list(names)
+        self.full_every = full_every
+        self.clock = clock
+        self._marked: set[str] = set()
+        self._full_at: float | None = None
+        self._lock = threading.Lock()
+
+    def mark(self, tables: Iterable[str]) -> None:
+        """The next round visits ``tables`` (called from the ledger's thread)."""
+        with self._lock:
+            self._marked.update(tables)
+
+    def take(self) -> list[str]:
+        """The tables of a round starting now, in config order; the marks are cleared
+        before it reads any table, so events stored during the round mark it again."""
+        with self._lock:
+            now = self.clock()
+            if self._full_at is None or now - self._full_at >= self.full_every:
+                self._full_at = now
+                chosen = list(self.names)
+            else:
+                chosen = [n for n in self.names if n in self._marked]
+            self._marked.clear()
+            return chosen
+
+    def give_back(self, tables: Iterable[str]) -> None:
+        """A round that failed: its tables are due again."""
+        self.mark(tables)
+
+
 class MergeRounds:
     """The merge rounds of one process: the tables of each round, its packing turn, and
     each table's re-snapshot chunks, phase-3 fills and small-file packing."""
@@ -64,17 +127,20 @@ class MergeRounds:
         self.config = pipeline.config
         self.turns = PackingTurns()
         """Which table packs its small files in each round (:mod:`icetide.merge.compact`)."""
+        self.due: TablesDue | None = None
+        """Which tables each round visits; None: every configured table."""
 
     def run(self, merge: Callable[[str, PackingTurn], T]) -> list[T]:
-        """One round: ``merge`` of every configured table with the round's packing turn,
-        ``merge.parallel_tables`` at a time; the results in config order.
+        """One round: ``merge`` of each table due (:attr:`due`; every configured table
+        by default) with the round's packing turn, ``merge.parallel_tables`` at a time;
+        the results in config order.
 
         Tables are merged in threads of this one SparkSession: one merge's planning,
         commits and Python work on the driver overlap another's tasks (the demo's three
         small tables merged two at a time: docs/merge-performance.md). The first failure
         is raised once every merge under way has ended.
         """
-        names = [t.name for t in self.config.tables]
+        names = [t.name for t in self.config.tables] if self.due is None else self.due.take()
         turn = self.turns.open_round()
         try:
             workers = min(self.config.merge.parallel_tables, len(names))
@@ -84,6 +150,10 @@ class MergeRounds:
                 futures = [pool.submit(merge, name, turn) for name in names]
                 wait(futures)
             return [future.result() for future in futures]
+        except BaseException:
+            if self.due is not None:
+                self.due.give_back(names)
+            raise
         finally:
             self.turns.close_round(turn)
 
