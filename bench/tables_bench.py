@@ -363,13 +363,16 @@ def _stat(pid: int) -> tuple[float, int, str]:
     return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), name
 
 
-def sample(pid: int, into: Samples, stop: threading.Event, every: float = 2.0) -> None:
-    """Every ``every`` seconds: the tree's CPU and the peaks of memory (a thread).
+def sample(
+    pid: int, into: Samples, stop: threading.Event, every: float = 2.0, heap_every: float = 20.0
+) -> None:
+    """Every ``every`` seconds: the tree's CPU and the peaks of resident memory, every
+    ``heap_every`` seconds the JVM's heap (a thread).
 
-    CPU of processes that ended (Python workers come and go) is counted through their
-    parent's children times only when reaped, so the tree's sum can dip: the idle window
-    uses the driver and JVM only, which live through the run."""
+    A process that ended takes its CPU out of the sum (Python workers can come and go),
+    so the sum is a lower bound."""
     jvm: int | None = None
+    last_heap = 0.0
     while not stop.wait(every):
         now = time.time()
         cpu = 0.0
@@ -386,7 +389,9 @@ def sample(pid: int, into: Samples, stop: threading.Event, every: float = 2.0) -
                 into.jvm_rss = max(into.jvm_rss, rss)
         into.cpu.append((now, cpu))
         into.load.append((now, os.getloadavg()[0]))
-        if jvm is not None:
+        if jvm is not None and now - last_heap >= heap_every:
+            # jstat starts a JVM of its own (~0.3 s of CPU): not every sample.
+            last_heap = now
             heap = _heap(jvm)
             if heap is not None:
                 into.heap_used = max(into.heap_used, heap[0])
