@@ -12,6 +12,8 @@ benchmark does; the landing starts when it says it runs (bench/landing_run.py).
 
 Measured, per table count:
 
+* Spark jobs per ledger micro-batch, against the tables it stored events for, and the
+  median job's length, from Spark's event log (counts do not depend on the machine's load);
 * start-up: ``icetide run`` started → "running" (its Spark session up), → the first ledger
   micro-batch stored (creating every ledger and dead-letter table first), → the first
   merge round ended (creating every base table);
@@ -286,6 +288,10 @@ def write_pipeline(work: Path, schemas: Sequence[TableSchema], args: argparse.Na
     """``icetide.yaml`` and the schema files of a pipeline of ``schemas``."""
     for schema in schemas:
         dump_schema_file(schema, work / "schemas" / f"{schema.table}.yaml")
+    events = work / "spark-events"
+    events.mkdir(parents=True, exist_ok=True)
+    conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events)}
+    conf |= dict(s.split("=", 1) for s in args.spark_conf)
     doc: dict[str, Any] = {
         "pipeline": "tables",
         "state_dir": "./state",
@@ -293,7 +299,7 @@ def write_pipeline(work: Path, schemas: Sequence[TableSchema], args: argparse.Na
         "spark": {
             "master": "local[2]",
             "shuffle_partitions": 4,
-            "conf": dict(s.split("=", 1) for s in args.spark_conf),
+            "conf": conf,
         },
         "transport": {"type": "files", "path": "./landing"},
         "schedule": {
@@ -440,6 +446,24 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def drain_until_stored(
+    records: list[tuple[float, dict[str, Any]]], landed: int, deadline: float
+) -> None:
+    """Until the ledger has stored ``landed`` events and a merge round ended after the
+    batch that stored the last of them, or ``deadline`` (a many-table run's start-up
+    can outlast a fixed drain)."""
+    while time.time() < deadline:
+        stored, last = 0, None
+        for t, r in list(records):
+            if r.get("stage") == "ledger" and "batch" in r:
+                stored += sum((r.get("events") or {}).values())
+                last = t
+        if stored >= landed and last is not None:
+            if any(t > last and "round_seconds" in r for t, r in list(records)):
+                return
+        time.sleep(1)
+
+
 def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
     """One pipeline of ``tables`` tables, run and measured."""
     rng = random.Random(args.seed)
@@ -490,7 +514,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         running = time.time()
         on_time = land_every_second(landing, args.seconds, lines_at)
         landed = time.time()
-        time.sleep(args.drain)
+        drain_until_stored(records, args.rate * args.seconds, landed + args.drain)
         # The idle window: no event lands; what does keeping the tables cost?
         cpu0, t0 = tree_cpu(run.pid), time.time()
         time.sleep(args.idle)
@@ -523,6 +547,15 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         "events": args.rate * args.seconds,
     }
     result |= timings(records, began, running, landed, idle)
+    result |= spark_jobs(work / "spark-events")
+    batch_tables = {
+        str(r["batch"]): sum(1 for n in (r.get("events") or {}).values() if n)
+        for _, r in records
+        if r.get("stage") == "ledger" and "batch" in r
+    }
+    result["batch_jobs_tables"] = [
+        (result["jobs_per_batch"].get(b, 0), n) for b, n in batch_tables.items()
+    ]
     if idle:
         result["idle_cpu_ms_per_table_minute"] = (
             idle["cpu_s"] * 1000 / tables / (idle["seconds"] / 60)
@@ -590,6 +623,35 @@ def timings(
         if quiet:
             out["idle_round_median_s"] = statistics.median(r["round_seconds"] for r in quiet)
             out["idle_round_visited"] = statistics.median(r.get("visited", 0) for r in quiet)
+    return out
+
+
+def spark_jobs(folder: Path) -> dict[str, Any]:
+    """Spark jobs from the run's event log (load-independent, unlike their seconds): per
+    ledger micro-batch (jobs carrying its ``streaming.sql.batchId``), and the others (the
+    merge, the observer); with the median job's length."""
+    per_batch: dict[str, int] = {}
+    others = 0
+    started: dict[int, float] = {}
+    lengths: list[float] = []
+    for log in folder.iterdir():
+        with log.open() as f:
+            for line in f:
+                if '"SparkListenerJob' not in line[:60]:
+                    continue
+                event = json.loads(line)
+                if event["Event"] == "SparkListenerJobStart":
+                    started[event["Job ID"]] = event["Submission Time"]
+                    batch = (event.get("Properties") or {}).get("streaming.sql.batchId")
+                    if batch is None:
+                        others += 1
+                    else:
+                        per_batch[batch] = per_batch.get(batch, 0) + 1
+                elif event["Event"] == "SparkListenerJobEnd" and event["Job ID"] in started:
+                    lengths.append((event["Completion Time"] - started[event["Job ID"]]) / 1000)
+    out: dict[str, Any] = {"jobs_other": others, "jobs_per_batch": per_batch}
+    if lengths:
+        out["job_median_s"] = statistics.median(lengths)
     return out
 
 
@@ -673,7 +735,7 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
         "",
         f"Machine: {platform.machine()} {os.cpu_count()} cores (shared), commit {commit}, "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. {args.rate:,} events/s Zipf(s={args.zipf}) "
-        f"over the tables for {args.seconds} s, drain {args.drain} s, idle window "
+        f"over the tables for {args.seconds} s, drain up to {args.drain} s, idle window "
         f"{args.idle} s; stream every {args.stream_interval}, merge every "
         f"{args.merge_interval}, {args.parallel_tables} table(s) merged at a time, "
         f"{args.buckets} bucket(s) a table; code {code_of(args.code)}"
@@ -720,6 +782,15 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
             f"{r.get('cold_never', 0):,} not); class archive {r['class_archive']}; "
             f"work folder {r['work']}"
         )
+        pairs = r.get("batch_jobs_tables") or []
+        if pairs:
+            lines.append(
+                "  - Spark jobs per ledger micro-batch against its tables with events: "
+                + ", ".join(f"{jobs} / {n}" for jobs, n in pairs[:12])
+                + (" …" if len(pairs) > 12 else "")
+                + f"; other jobs (merge, observer) {r.get('jobs_other', 0):,}, median job "
+                f"{_s(r.get('job_median_s'), '{:.2f}')} s"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -774,7 +845,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=5000, help="events per second, all tables")
     parser.add_argument("--seconds", type=int, default=600, help="how long to land events")
     parser.add_argument("--zipf", type=float, default=1.1, help="the Zipf exponent s")
-    parser.add_argument("--drain", type=int, default=60, help="seconds after the landing")
+    parser.add_argument(
+        "--drain",
+        type=int,
+        default=300,
+        help="at most this many seconds after the landing, until every event is stored "
+        "and a merge round followed",
+    )
     parser.add_argument("--idle", type=int, default=60, help="the idle window's seconds")
     parser.add_argument("--settle", type=int, default=120)
     parser.add_argument("--hot", type=int, default=5, help="how many hottest tables")
