@@ -546,6 +546,16 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         "heap_max": samples.heap_max,
         "events": args.rate * args.seconds,
     }
+    result["params"] = {
+        k: getattr(args, k)
+        for k in ("rate", "seconds", "zipf", "drain", "idle", "settle", "stream_interval")
+        + ("merge_interval", "parallel_tables", "buckets", "hot", "cold")
+    }
+    result["stored"] = sum(
+        sum((r.get("events") or {}).values())
+        for _, r in records
+        if r.get("stage") == "ledger" and "batch" in r
+    )
     result |= timings(records, began, running, landed, idle)
     result |= spark_jobs(work / "spark-events")
     batch_tables = {
@@ -734,15 +744,14 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
         f"# {', '.join(str(r['tables']) for r in results)} tables in one `icetide run`",
         "",
         f"Machine: {platform.machine()} {os.cpu_count()} cores (shared), commit {commit}, "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. {args.rate:,} events/s Zipf(s={args.zipf}) "
-        f"over the tables for {args.seconds} s, drain up to {args.drain} s, idle window "
-        f"{args.idle} s; stream every {args.stream_interval}, merge every "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Events Zipf(s={args.zipf}) over the "
+        f"tables (rates and lengths below); stream every {args.stream_interval}, merge every "
         f"{args.merge_interval}, {args.parallel_tables} table(s) merged at a time, "
         f"{args.buckets} bucket(s) a table; code {code_of(args.code)}"
         + "".join(f", {c}" for c in args.spark_conf)
         + ". Freshness = visible in the base − source commit time; "
         f"hot: the {args.hot} hottest tables, cold: {args.cold} drawn from the colder half; "
-        f"'settled': events landed {args.settle} s or more after the first.",
+        "'settled': events landed a while after the first (below).",
         "",
         "| tables | load avg start / median / end | running | first ledger batch | "
         "first merge round | ledger batch median (max), events, tables | "
@@ -772,8 +781,18 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
         )
     lines.append("")
     for r in results:
+        q = r.get("params") or {}
         lines.append(
-            f"- {r['tables']:,} tables: {r['on_time']:.0%} of landing ticks on time; "
+            f"- {r['tables']:,} tables: {q.get('rate', 0):,} events/s for {q.get('seconds')} s "
+            f"({r['events']:,} events), drain up to {q.get('drain')} s, idle window "
+            f"{q.get('idle')} s, settled = landed {q.get('settle')} s after the first; the "
+            f"ledger stored {r.get('stored', 0):,} of them by the end"
+            + (
+                " (the idle window still had a backlog to store: not idle)"
+                if r.get("stored", 0) < r["events"]
+                else ""
+            )
+            + f"; {r['on_time']:.0%} of landing ticks on time; "
             f"{r['batches']} ledger batches, {r['rounds']} merge rounds reported; hot tables "
             f"take {r['hot_share']:.0%} of the events ({r.get('hot_events', 0):,} visible, "
             f"{r.get('hot_never', 0):,} not by the end); cold tables "
@@ -872,8 +891,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, help="write the results as Markdown here")
     parser.add_argument("--plot", type=Path, help="write the plot (PNG) here")
     parser.add_argument("--json", type=Path, help="append each result as a JSON line here")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        nargs="+",
+        help="render and plot the results saved by earlier runs' --json instead of running",
+    )
     args = parser.parse_args(argv)
-    results = []
+    results: list[dict[str, Any]] = []
+    if args.from_json:
+        for path in args.from_json:
+            results += [json.loads(line) for line in path.read_text().splitlines() if line]
+        results.sort(key=lambda r: r["tables"])
+        args.tables = []
     for tables in args.tables:
         result = run_one(tables, args)
         results.append(result)
