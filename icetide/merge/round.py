@@ -19,8 +19,8 @@ watermark), so a crash between them loses nothing: the next round finds them sti
 
 Which tables a round visits: every configured table, unless the ledger runs in the same
 process (``icetide run``) and says which tables it stored events for
-(:class:`TablesDue`): then a round visits those, and every table again at least once a
-minute (what nothing reports: a schema change's later phases, a small-file packing
+(:class:`TablesDue`): then a round visits those, and sweeps a share of the others, so
+that each is visited about once a minute (what nothing reports: a small-file packing
 deferred, a ledger written by another process). A table with no new events costs no
 Spark job either way (tests/integration/test_merge_parallel.py); what a visit costs is
 the driver's reads of its tables' metadata, which adds up over many idle tables
@@ -64,34 +64,44 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-FULL_ROUND_EVERY = 60.0
-"""Seconds between rounds that visit every table when :class:`TablesDue` picks them."""
+SWEEP_AFTER = 60.0
+"""Seconds after which :class:`TablesDue` visits a table nothing marked."""
+SWEEP_SHARE = 12
+"""A round visits at most one in this many of the tables nothing marked (at least one)."""
 
 
 class TablesDue:
-    """The tables the next merge round visits: those marked since the last round took
-    its tables (the ledger stored events for them, or said something of them), and
-    every table in the first round and again once ``full_every`` seconds have passed
-    since the last round that visited all.
+    """The tables the next merge round visits: every table in the first round; after
+    it, those marked since the last round took its tables (the ledger stored events for
+    them, or said something of them), and a sweep of the tables no round visited for
+    ``sweep_after`` seconds, longest unvisited first, at most one in ``share`` of the
+    tables a round. So every table is visited within about ``sweep_after`` seconds and
+    ``share`` rounds, and a round of 1,000 tables adds at most 84 idle visits, where a
+    round of every table would add 1,000.
 
-    >>> due = TablesDue(["a", "b", "c"], full_every=60, clock=lambda: 0.0)
+    >>> now = [0.0]
+    >>> due = TablesDue(["a", "b", "c"], sweep_after=60, clock=lambda: now[0])
     >>> due.take()  # the first round: every table
     ['a', 'b', 'c']
-    >>> due.mark(["c", "a"]); due.take(), due.take()
+    >>> now[0] = 10.0; due.mark(["c", "a"]); due.take(), due.take()
     (['a', 'c'], [])
+    >>> now[0] = 70.0; due.take(), due.take()  # b first: unvisited longest
+    (['b'], ['a'])
     """
 
     def __init__(
         self,
         names: Sequence[str],
-        full_every: float = FULL_ROUND_EVERY,
+        sweep_after: float = SWEEP_AFTER,
+        share: int = SWEEP_SHARE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.names = list(names)
-        self.full_every = full_every
+        self.sweep_after = sweep_after
+        self.per_round = max(1, -(-len(self.names) // share))
         self.clock = clock
         self._marked: set[str] = set()
-        self._full_at: float | None = None
+        self._visited: dict[str, float] | None = None
         self._lock = threading.Lock()
 
     def mark(self, tables: Iterable[str]) -> None:
@@ -104,11 +114,21 @@ class TablesDue:
         before it reads any table, so events stored during the round mark it again."""
         with self._lock:
             now = self.clock()
-            if self._full_at is None or now - self._full_at >= self.full_every:
-                self._full_at = now
+            if self._visited is None:
                 chosen = list(self.names)
             else:
-                chosen = [n for n in self.names if n in self._marked]
+                visited = self._visited
+                stale = sorted(
+                    (
+                        n
+                        for n in self.names
+                        if n not in self._marked and now - visited[n] >= self.sweep_after
+                    ),
+                    key=visited.__getitem__,
+                )[: self.per_round]
+                swept = set(stale) | self._marked
+                chosen = [n for n in self.names if n in swept]
+            self._visited = {**(self._visited or {}), **dict.fromkeys(chosen, now)}
             self._marked.clear()
             return chosen
 

@@ -74,7 +74,7 @@ def test_a_round_visits_the_tables_given_events_and_an_idle_table_runs_no_spark_
     (merge/round.py, TablesDue), and a round after the first visits only those; a table
     visited with nothing new reads metadata only, no Spark job."""
     names = [t.name for t in pipeline.config.tables]
-    due = TablesDue(names, full_every=3600)
+    due = TablesDue(names, sweep_after=3600)
     config = pipeline.config.model_copy(
         update={"merge": pipeline.config.merge.model_copy(update={"parallel_tables": 1})}
     )
