@@ -546,6 +546,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         "heap_max": samples.heap_max,
         "events": args.rate * args.seconds,
     }
+    result["code"] = code_of(args.code)
     result["params"] = {
         k: getattr(args, k)
         for k in ("rate", "seconds", "zipf", "drain", "idle", "settle", "stream_interval")
@@ -747,7 +748,7 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Events Zipf(s={args.zipf}) over the "
         f"tables (rates and lengths below); stream every {args.stream_interval}, merge every "
         f"{args.merge_interval}, {args.parallel_tables} table(s) merged at a time, "
-        f"{args.buckets} bucket(s) a table; code {code_of(args.code)}"
+        f"{args.buckets} bucket(s) a table"
         + "".join(f", {c}" for c in args.spark_conf)
         + ". Freshness = visible in the base − source commit time; "
         f"hot: the {args.hot} hottest tables, cold: {args.cold} drawn from the colder half; "
@@ -776,14 +777,20 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
             f"({_s(r.get('cold_settled_p50_s'))} / {_s(r.get('cold_settled_p99_s'))}) | "
             f"{_gb(r['driver_rss'])} / {_gb(r['jvm_rss'])} / {_gb(r['heap_used'])} "
             f"({_gb(r['heap_max'])}) | "
-            f"{_s(r.get('idle_cpu_ms_per_table_minute'), '{:.0f}')}, {r.get('idle_rounds', '–')}, "
-            f"{_s(r.get('idle_round_median_s'))} s, {_s(r.get('idle_load'))} |"
+            + (
+                f"{_s(r.get('idle_cpu_ms_per_table_minute'), '{:.0f}')}, "
+                f"{r.get('idle_rounds', '–')}, {_s(r.get('idle_round_median_s'))} s, "
+                f"{_s(r.get('idle_load'))} |"
+                if r.get("stored", 0) >= r["events"]
+                else "not idle: a backlog was left |"
+            )
         )
     lines.append("")
     for r in results:
         q = r.get("params") or {}
         lines.append(
-            f"- {r['tables']:,} tables: {q.get('rate', 0):,} events/s for {q.get('seconds')} s "
+            f"- {r['tables']:,} tables (code {r.get('code', '?')}): {q.get('rate', 0):,} "
+            f"events/s for {q.get('seconds')} s "
             f"({r['events']:,} events), drain up to {q.get('drain')} s, idle window "
             f"{q.get('idle')} s, settled = landed {q.get('settle')} s after the first; the "
             f"ledger stored {r.get('stored', 0):,} of them by the end"
