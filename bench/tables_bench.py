@@ -557,7 +557,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         for _, r in records
         if r.get("stage") == "ledger" and "batch" in r
     )
-    result |= timings(records, began, running, landed, idle)
+    result |= timings(records, began, running, landed, idle, tables)
     result |= spark_jobs(work / "spark-events")
     batch_tables = {
         str(r["batch"]): sum(1 for n in (r.get("events") or {}).values() if n)
@@ -594,6 +594,7 @@ def timings(
     running: float,
     landed: float,
     idle: dict[str, float],
+    tables: int,
 ) -> dict[str, Any]:
     """Start-up, ledger batch and merge round figures from the timestamped records."""
     batches = [(t, r) for t, r in records if r.get("stage") == "ledger" and "batch" in r]
@@ -628,6 +629,14 @@ def timings(
         out["round_merged"] = statistics.median(
             r["merged"] for t, r in rounds[1:] if running <= t <= landed + 5 and r.get("merged")
         )
+    # Rounds after the first that visited every table and merged none: what visiting
+    # idle tables costs the merge thread (whatever else the run was doing meanwhile).
+    full = [
+        r["round_seconds"]
+        for _, r in rounds[1:]
+        if not r.get("merged") and r.get("visited") == tables
+    ]
+    out["full_idle_rounds_s"] = full
     if idle:
         quiet = [r for t, r in rounds if idle["from"] <= t <= idle["to"]]
         out["idle_rounds"] = len(quiet)
@@ -808,6 +817,13 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
             f"{r.get('cold_never', 0):,} not); class archive {r['class_archive']}; "
             f"work folder {r['work']}"
         )
+        full = r.get("full_idle_rounds_s") or []
+        if full:
+            lines.append(
+                f"  - {len(full)} rounds after the first visited every table and merged none: "
+                f"median {statistics.median(full):.1f} s ({min(full):.1f}–{max(full):.1f}), "
+                f"{statistics.median(full) / r['tables'] * 1000:.0f} ms a table"
+            )
         pairs = r.get("batch_jobs_tables") or []
         if pairs:
             lines.append(
@@ -841,11 +857,26 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
         axes[0].plot(xs, [r.get(key) or float("nan") for r in results], marker="o", label=label)
     axes[0].set_ylabel("seconds")
     axes[0].set_title("time")
+    full = [r.get("full_idle_rounds_s") or [] for r in results]
     axes[1].plot(
-        xs, [r.get("idle_cpu_ms_per_table_minute") or float("nan") for r in results], marker="o"
+        xs,
+        [statistics.median(f) if f else float("nan") for f in full],
+        marker="o",
+        label="a round visiting every table, none merged (median)",
     )
-    axes[1].set_ylabel("CPU ms per idle table per minute")
+    axes[1].plot(
+        xs,
+        [
+            r.get("idle_cpu_ms_per_table_minute") if r.get("stored", 0) >= r["events"] else None
+            for r in results
+        ],
+        marker="s",
+        label="CPU ms per idle table-minute (idle window)",
+    )
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("seconds / ms")
     axes[1].set_title("idle tables")
+    axes[1].legend(fontsize=7)
     for key, label in (
         ("driver_rss", "Python driver RSS"),
         ("jvm_rss", "JVM RSS"),
