@@ -31,7 +31,6 @@ took one to four minutes to drain), when the first events reached the ledger and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
@@ -44,81 +43,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from landing_run import (
+    Stampable,
+    class_archive_state,
+    event_visibility,
+    run_load,
+    wait_until_running,
+)
 
 from icetide.config import load_config
 from icetide.demo.run import write_pipeline
 from icetide.demo.workload import generate
-from icetide.spark import class_archive
-from icetide.spark.session import build_session, spark_conf, uses_class_archive
-
-
-def _payload(message: dict[str, Any]) -> dict[str, Any]:
-    inner = message.get("payload")
-    return inner if isinstance(inner, dict) else message
-
-
-_MS = 7_777_777_777_771
-"""A placeholder source commit time (ms). Its µs and ns forms are the same digits followed
-by zeros, as the wall clock's are, so one replacement stamps all three."""
-
-
-class Stampable:
-    """One message as an NDJSON line whose source commit time is set when it lands.
-
-    Serialised once, before the run: serialising 2,000 Debezium messages a second took
-    ~0.11 s of CPU a second on the two cores the pipeline under test runs on (session
-    41); replacing the placeholder takes ~0.01 s.
-    """
-
-    def __init__(self, message: dict[str, Any]) -> None:
-        payload = _payload(message)
-        source = payload.get("source") or {}
-        source["ts_ms"] = _MS
-        for finer, scale in (("ts_us", 1000), ("ts_ns", 1_000_000)):
-            if finer in source:
-                source[finer] = _MS * scale
-        if "ts_ms" in payload:
-            payload["ts_ms"] = _MS
-        self.line = json.dumps(message, separators=(",", ":"))
-
-    def at(self, now_ms: int) -> str:
-        """The line with ``now_ms`` as its source commit time."""
-        return self.line.replace(str(_MS), str(now_ms))
-
-
-def land(landing: Path, index: int, lines: list[str]) -> None:
-    """Write a file under a hidden name, then rename it in (the landing contract)."""
-    name = f"events-{index:06d}.json"
-    tmp = landing / f".{name}.tmp"
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, landing / name)
-
-
-def run_load(landing: Path, messages: list[Stampable], rate: int, seconds: int) -> float:
-    """Land ``rate`` events per second for ``seconds``; the share of ticks kept on time."""
-    start = time.monotonic()
-    late = 0
-    for tick in range(seconds):
-        due = start + tick
-        wait = due - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        else:
-            late += 1
-        now_ms = int(time.time() * 1000)
-        batch = messages[tick * rate : (tick + 1) * rate]
-        land(landing, tick + 1, [m.at(now_ms) for m in batch])
-    return 1 - late / max(seconds, 1)
-
-
-def wait_until_running(log: Path, run: subprocess.Popen[bytes], timeout: float = 180) -> None:
-    """Until ``icetide run`` says it runs its stages (its Spark session is up and the
-    stream starting): events landed before that would time the start of a JVM."""
-    deadline = time.monotonic() + timeout
-    while "\nrunning: " not in "\n" + log.read_text(errors="replace"):
-        if run.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"icetide run did not start; its log: {log}")
-        time.sleep(0.2)
+from icetide.spark.session import build_session
 
 
 def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
@@ -129,8 +65,6 @@ def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     from icetide.lake.tables import TableRefs
-    from icetide.schema.contract import ledger as c
-    from icetide.schema.contract.base import WATERMARK_PROPERTY
 
     config = load_config(config_path)
     spark = build_session(config)
@@ -140,52 +74,9 @@ def latencies(config_path: Path, settle: int = 120) -> dict[str, Any]:
         refs = TableRefs.of(config, table.name)
         if not spark.catalog.tableExists(refs.base.sql):
             continue
-        added = spark.sql(
-            f"SELECT data_file.file_path AS file, snapshot_id AS ledger_snapshot "
-            f"FROM {refs.cdc.child('entries')} WHERE status != 2"
-        )
-        ledger_times = spark.sql(
-            f"SELECT snapshot_id AS ledger_snapshot, committed_at AS ledger_at "
-            f"FROM {refs.cdc.child('snapshots')}"
-        )
-        marks = (
-            spark.sql(
-                f"SELECT committed_at AS visible_at, "
-                f"CAST(summary['{WATERMARK_PROPERTY}'] AS BIGINT) AS watermark "
-                f"FROM {refs.base.child('snapshots')}"
-            )
-            .where(F.col("watermark").isNotNull())
-            .join(
-                ledger_times.withColumnRenamed("ledger_snapshot", "watermark").withColumnRenamed(
-                    "ledger_at", "watermark_at"
-                ),
-                "watermark",
-            )
-        )
-        rows = (
-            spark.table(refs.cdc.sql)
-            .select(
-                F.col(c.MESSAGE_ID).alias("message"),
-                F.col("_file").alias("file"),
-                F.col(c.SOURCE_TS).alias("source_ts"),
-            )
-            .join(added, "file")
-            .join(ledger_times, "ledger_snapshot")
-        )
-        visible = rows.join(marks, marks.watermark_at >= rows.ledger_at, "left").groupBy(
-            "message", "file", "source_ts", "ledger_at"
-        )
-        per_event = visible.agg(F.min("visible_at").alias("visible_at"))
-        never += per_event.where(F.col("visible_at").isNull()).count()
-        frames.append(
-            per_event.where(F.col("visible_at").isNotNull()).select(
-                (F.unix_micros("visible_at") - F.unix_micros("source_ts")).alias("us"),
-                (F.unix_micros("ledger_at") - F.unix_micros("source_ts")).alias("ledger_us"),
-                F.unix_micros("source_ts").alias("source_us"),
-                F.unix_micros("ledger_at").alias("ledger_at_us"),
-                F.unix_micros("visible_at").alias("visible_at_us"),
-            )
-        )
+        frame, missing = event_visibility(spark, refs)
+        never += missing
+        frames.append(frame)
     gaps = merge_gaps(spark, config)
     if not frames:
         return {"events": 0, "never_visible": never} | gaps
@@ -261,16 +152,6 @@ def merge_gaps(spark: Any, config: Any) -> dict[str, float]:
         "merge_gap_max_s": max(gaps),
         "events_per_merge": statistics.median(events),
     }
-
-
-def class_archive_state(config_path: Path) -> str:
-    """Whether ``icetide run`` will start its JVM from a class archive (the cold start
-    differs by seconds; icetide/spark/class_archive.py)."""
-    config = load_config(config_path)
-    if not uses_class_archive(config):
-        return "off"
-    found = class_archive.for_session(spark_conf(config), write=False)
-    return "none" if found is None else f"used ({found.final.name})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from icetide.config import SourceConfig
     from icetide.ledger.stage import LedgerStage
+    from icetide.merge.round import TablesDue
     from icetide.observe.board import StatusBoard
     from icetide.pipeline import Pipeline
     from icetide.progress import Progress, Reporter, Sink
@@ -213,6 +214,27 @@ def wakes_on_stored_rows(wake: threading.Event) -> Sink:
     return sink
 
 
+MARKING_STAGES = frozenset({"ledger", "evolution", "bootstrap", "dlt"})
+"""The stages whose records about a table make the next merge round visit it."""
+
+
+def marks_due_tables(due: TablesDue) -> Sink:
+    """A progress sink that marks for the next merge round (:class:`TablesDue`) each
+    table a ledger micro-batch stored rows for, and each table a record of the ledger,
+    the schema evolution, a bootstrap or a dead-letter replay names."""
+
+    def sink(record: Progress) -> None:
+        if record.stage not in MARKING_STAGES:
+            return
+        events = record.figures.get("events")
+        if record.stage == "ledger" and isinstance(events, dict):
+            due.mark(str(table) for table, n in events.items() if n)
+        if record.table is not None:
+            due.mark([record.table])
+
+    return sink
+
+
 def serve(args: argparse.Namespace, pipeline: Pipeline, board: StatusBoard) -> None:
     """Metrics, page and page data on ``--metrics-port``, when given."""
     from icetide.observe.metrics import Metrics, MetricsServer
@@ -233,6 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from icetide.cli.stages import merge_all
     from icetide.config.types import format_duration
     from icetide.maintenance.run import maintain_table
+    from icetide.merge.round import TablesDue
     from icetide.merge.stage import MergeStage
     from icetide.observe.board import StatusBoard
     from icetide.progress import Reporter
@@ -273,6 +296,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     stream = Stream(spark, pipeline)
     supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))
     merge = MergeStage(spark, pipeline)
+    # The ledger runs here: a round visits the tables it stored events for (merge/round.py).
+    merge.rounds.due = TablesDue([t.name for t in config.tables])
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, marks_due_tables(merge.rounds.due))
     merge_every = config.schedule.merge_interval.total_seconds()
 
     def merge_round() -> bool:

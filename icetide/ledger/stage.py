@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -274,6 +275,7 @@ class LedgerStage:
             self._process_batch(batch, batch_id)
 
     def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
         if self.watch is not None:
@@ -356,6 +358,7 @@ class LedgerStage:
             events=dict(summary.rows),
             dead_letters=dict(summary.dead),
             dead_letters_by_table=summary.dead_by_table,
+            seconds=round(time.monotonic() - started, 3),
         )
         self._remember_files(receipts)
         if signals:

@@ -16,12 +16,22 @@ this order:
 
 Phase 3 and the packing commit on their own after the batch's commit (the one with the
 watermark), so a crash between them loses nothing: the next round finds them still due.
+
+Which tables a round visits: every configured table, unless the ledger runs in the same
+process (``icetide run``) and says which tables it stored events for
+(:class:`TablesDue`): then a round visits those, and sweeps a share of the others, so
+that each is visited about once a minute (what nothing reports: a small-file packing
+deferred, a ledger written by another process). A table with no new events costs no
+Spark job either way (tests/integration/test_merge_parallel.py); what a visit costs is
+the driver's reads of its tables' metadata, which adds up over many idle tables
+(bench/tables_bench.py, bench/results/tables.md).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -54,6 +64,79 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+SWEEP_AFTER = 60.0
+"""Seconds after which :class:`TablesDue` visits a table nothing marked."""
+SWEEP_SHARE = 12
+"""A round visits at most one in this many of the tables nothing marked (at least one)."""
+
+
+class TablesDue:
+    """The tables the next merge round visits: every table in the first round; after
+    it, those marked since the last round took its tables (the ledger stored events for
+    them, or said something of them), and a sweep of the tables no round visited for
+    ``sweep_after`` seconds, longest unvisited first, at most one in ``share`` of the
+    tables a round. So every table is visited within about ``sweep_after`` seconds and
+    ``share`` rounds, and a round of 1,000 tables adds at most 84 idle visits, where a
+    round of every table would add 1,000.
+
+    >>> now = [0.0]
+    >>> due = TablesDue(["a", "b", "c"], sweep_after=60, clock=lambda: now[0])
+    >>> due.take()  # the first round: every table
+    ['a', 'b', 'c']
+    >>> now[0] = 10.0; due.mark(["c", "a"]); due.take(), due.take()
+    (['a', 'c'], [])
+    >>> now[0] = 70.0; due.take(), due.take()  # b first: unvisited longest
+    (['b'], ['a'])
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        sweep_after: float = SWEEP_AFTER,
+        share: int = SWEEP_SHARE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.names = list(names)
+        self.sweep_after = sweep_after
+        self.per_round = max(1, -(-len(self.names) // share))
+        self.clock = clock
+        self._marked: set[str] = set()
+        self._visited: dict[str, float] | None = None
+        self._lock = threading.Lock()
+
+    def mark(self, tables: Iterable[str]) -> None:
+        """The next round visits ``tables`` (called from the ledger's thread)."""
+        with self._lock:
+            self._marked.update(tables)
+
+    def take(self) -> list[str]:
+        """The tables of a round starting now, in config order; the marks are cleared
+        before it reads any table, so events stored during the round mark it again."""
+        with self._lock:
+            now = self.clock()
+            if self._visited is None:
+                chosen = list(self.names)
+            else:
+                visited = self._visited
+                stale = sorted(
+                    (
+                        n
+                        for n in self.names
+                        if n not in self._marked and now - visited[n] >= self.sweep_after
+                    ),
+                    key=visited.__getitem__,
+                )[: self.per_round]
+                swept = set(stale) | self._marked
+                chosen = [n for n in self.names if n in swept]
+            self._visited = {**(self._visited or {}), **dict.fromkeys(chosen, now)}
+            self._marked.clear()
+            return chosen
+
+    def give_back(self, tables: Iterable[str]) -> None:
+        """A round that failed: its tables are due again."""
+        self.mark(tables)
+
+
 class MergeRounds:
     """The merge rounds of one process: the tables of each round, its packing turn, and
     each table's re-snapshot chunks, phase-3 fills and small-file packing."""
@@ -64,17 +147,20 @@ class MergeRounds:
         self.config = pipeline.config
         self.turns = PackingTurns()
         """Which table packs its small files in each round (:mod:`icetide.merge.compact`)."""
+        self.due: TablesDue | None = None
+        """Which tables each round visits; None: every configured table."""
 
     def run(self, merge: Callable[[str, PackingTurn], T]) -> list[T]:
-        """One round: ``merge`` of every configured table with the round's packing turn,
-        ``merge.parallel_tables`` at a time; the results in config order.
+        """One round: ``merge`` of each table due (:attr:`due`; every configured table
+        by default) with the round's packing turn, ``merge.parallel_tables`` at a time;
+        the results in config order.
 
         Tables are merged in threads of this one SparkSession: one merge's planning,
         commits and Python work on the driver overlap another's tasks (the demo's three
         small tables merged two at a time: docs/merge-performance.md). The first failure
         is raised once every merge under way has ended.
         """
-        names = [t.name for t in self.config.tables]
+        names = [t.name for t in self.config.tables] if self.due is None else self.due.take()
         turn = self.turns.open_round()
         try:
             workers = min(self.config.merge.parallel_tables, len(names))
@@ -84,6 +170,10 @@ class MergeRounds:
                 futures = [pool.submit(merge, name, turn) for name in names]
                 wait(futures)
             return [future.result() for future in futures]
+        except BaseException:
+            if self.due is not None:
+                self.due.give_back(names)
+            raise
         finally:
             self.turns.close_round(turn)
 

@@ -223,7 +223,20 @@ class MergeStage:
                 )
                 raise
 
-        return self.rounds.run(one)
+        began = time.monotonic()
+        results = self.rounds.run(one)
+        seconds = time.monotonic() - began
+        merged = sum(1 for r in results if r.events)
+        if merged or seconds >= 1.0:  # an idle round is worth a line once it costs a second
+            self.pipeline.report(
+                "merge",
+                f"merge round: {merged} of {len(results)} table(s) visited merged events "
+                f"in {seconds:.1f}s ({len(self.config.tables)} configured)",
+                round_seconds=round(seconds, 3),
+                merged=merged,
+                visited=len(results),
+            )
+        return results
 
     def merge_table(self, name: str, turn: PackingTurn | None = None) -> MergeResult:
         """Merge the new ledger events of one table, in the order of a round

@@ -7,10 +7,14 @@ import threading
 
 from pyspark.sql import SparkSession
 
+from icetide.cli.run import marks_due_tables
 from icetide.demo.workload import deliver, generate
+from icetide.ledger.stage import LedgerStage
 from icetide.merge.compact import PackingTurn
+from icetide.merge.round import TablesDue
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.pipeline import Pipeline as StagePipeline
+from icetide.progress import Reporter
 from tests.integration.harness import Pipeline, assert_matches
 
 
@@ -61,3 +65,39 @@ def test_the_session_keeps_a_rounds_compiled_code(spark: SparkSession) -> None:
     assert CODEGEN_CACHE_ENTRIES >= 500
     setting = spark.sparkContext.getConf().get("spark.sql.codegen.cache.maxEntries")
     assert setting == str(CODEGEN_CACHE_ENTRIES)
+
+
+def test_a_round_visits_the_tables_given_events_and_an_idle_table_runs_no_spark_job(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """As in ``icetide run``: the ledger's records mark the tables it stored events for
+    (merge/round.py, TablesDue), and a round after the first visits only those; a table
+    visited with nothing new reads metadata only, no Spark job."""
+    names = [t.name for t in pipeline.config.tables]
+    due = TablesDue(names, sweep_after=3600)
+    config = pipeline.config.model_copy(
+        update={"merge": pipeline.config.merge.model_copy(update={"parallel_tables": 1})}
+    )
+    stages = StagePipeline(config, pipeline.schemas, Reporter(marks_due_tables(due)))
+    ledger = LedgerStage(spark, stages)
+    merge = MergeStage(spark, stages)
+    merge.rounds.due = due
+    deliver(generate(5, 300), pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
+    ledger.start(once=True).awaitTermination()
+    assert [r.table for r in merge.run_once() if r.events] == names  # the first: every table
+    assert merge.run_once() == []  # nothing stored since
+    deliver(generate(6, 200, tables=["customers"]), pipeline.landing, seed=4, files=1)
+    ledger.start(once=True).awaitTermination()
+    context = spark.sparkContext
+    try:
+        # parallel_tables 1: the round merges in this thread, in its job group.
+        context.setJobGroup("icetide-test-round", "a round after events for one table")
+        results = merge.run_once()
+        context.setJobGroup("icetide-test-idle", "a visit of a table with nothing new")
+        idle = merge.merge_table("products")
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert [(r.table, r.events > 0) for r in results] == [("customers", True)]
+    assert context.statusTracker().getJobIdsForGroup("icetide-test-round")
+    assert idle.events == 0
+    assert context.statusTracker().getJobIdsForGroup("icetide-test-idle") == []
