@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 from icetide.faults import crash_point
@@ -54,7 +55,10 @@ def write_atomically(path: Path, data: bytes, *, fault: str | None = None) -> No
     temp file and the rename.
     """
     make_directories(path.parent)
-    temp = temp_path(path)
+    # A temp name of this process and thread: two writers of one file (a run and
+    # `icetide schema apply`, say) never write into each other's temp file; the last
+    # rename wins whole.
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(temp, "wb") as out:
         out.write(data)
         out.flush()
