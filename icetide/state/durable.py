@@ -66,4 +66,24 @@ def write_atomically(path: Path, data: bytes, *, fault: str | None = None) -> No
     if fault:
         crash_point(fault)
     os.replace(temp, path)
+    _remove_orphaned_temps(path)
     fsync_directory(path.parent)
+
+
+def _remove_orphaned_temps(path: Path) -> None:
+    """Delete the temp files of ``path`` that writers killed before their rename left:
+    those of processes no longer alive (a live writer's temp is its own business)."""
+    for temp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = temp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            temp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
