@@ -1,0 +1,399 @@
+"""Registry frames read by code prepared once per writer schema: the usual message fast.
+
+:func:`icetide.events.wire.decode_framed` reads any registry frame, and alone says why
+one cannot be read. For the usual one it does more than needed per message: it walks
+every decoded Avro value again (:func:`~icetide.events.wire.json_form`) though most
+schemas hold no value that needs it, validates JSON through ``jsonschema``'s general
+machinery (~100 µs a message on 2026-12-02, bench/decode_bench.py), and turns Protobuf
+into a dict through ``MessageToDict`` and back.
+
+:func:`read_framed` gives the same value from a reader prepared once per writer schema:
+
+* Avro: the parsed schema cached, and the ``json_form`` walk skipped when the schema
+  has no type that walk changes (``bytes``, ``fixed``, any ``logicalType``);
+* JSON Schema: a checker compiled from the schema for the keywords Debezium's
+  converter writes (``type``, ``properties``, ``required``, ``oneOf``/``anyOf``/
+  ``allOf``, ``items``, ``additionalProperties``), exact for them: types are answered
+  by the validator's own type checker; a schema with any other keyword ``jsonschema``
+  acts on gets no checker;
+* Protobuf: the fields read straight from the message, as ``MessageToDict`` then
+  :func:`~icetide.events.wire._proto_values` give them, for messages of scalar, bytes
+  and (non-recursive, non-well-known) message fields; any other message gets no reader.
+
+The rule that keeps results identical (as in :mod:`icetide.events.plain`): this path
+only *accepts*. ``None`` — no prepared reader for the schema, a payload it fails on, a
+JSON document its checker does not find valid, a double that is not finite — means
+"ask the general decoder", which reads the message again and gives the value or the
+dead-letter reason and text.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from icetide.events.wire import (
+    AVRO,
+    JSON_SCHEMA,
+    PROTOBUF,
+    WriterSchema,
+    WriterSchemas,
+    _connect_form,
+    _varint,
+    _with_digits,
+    json_form,
+    protobuf_class,
+)
+
+Reader = Callable[[bytes], Any]
+"""``payload -> decoded value``, or ``None`` when the general decoder must read it."""
+_READERS: dict[tuple[WriterSchema, tuple[int, ...]], Reader | None] = {}
+
+
+def read_framed(frame: bytes, schemas: WriterSchemas) -> Any:
+    """What :func:`~icetide.events.wire.decode_framed` returns for ``frame``, or ``None``
+    when only it can say (then it reads the message again). Never raises.
+
+    >>> from icetide.events.wire import frame as framed
+    >>> schema = {"type": "record", "name": "E", "fields": [{"name": "op", "type": "string"}]}
+    >>> schemas = {1: WriterSchema(AVRO, json.dumps(schema))}
+    >>> read_framed(framed(1, b"\\x02c"), schemas), read_framed(framed(2, b"\\x02c"), schemas)
+    ({'op': 'c'}, None)
+    """
+    try:
+        writer = schemas.get(int.from_bytes(frame[1:5], "big"))
+        if writer is None or len(frame) < 5 or frame[0] != 0:
+            return None
+        payload: bytes = frame[5:]
+        indexes: tuple[int, ...] = ()
+        if writer.format == PROTOBUF:
+            if frame[5:6] == b"\x00":
+                payload, indexes = frame[6:], (0,)
+            else:
+                payload, indexes = _indexes(frame)
+        key = (writer, indexes)
+        if key in _READERS:
+            reader = _READERS[key]
+        else:
+            reader = _READERS[key] = _prepare(writer, indexes)
+        return None if reader is None else reader(payload)
+    except Exception:  # the general decoder reads it again and says why
+        return None
+
+
+def _indexes(frame: bytes) -> tuple[bytes, tuple[int, ...]]:
+    """The Protobuf message indexes after the schema id (as ``split_frame`` reads them)."""
+    count, at = _varint(frame, 5)
+    if count <= 0 or count > 100:
+        raise ValueError("an unusual index count: the general decoder says why")
+    indexes = []
+    for _ in range(count):
+        index, at = _varint(frame, at)
+        indexes.append(index)
+    return frame[at:], tuple(indexes)
+
+
+def _prepare(writer: WriterSchema, indexes: tuple[int, ...]) -> Reader | None:
+    try:
+        if writer.format == AVRO:
+            return _avro_reader(writer)
+        if writer.format == JSON_SCHEMA:
+            return _json_reader(writer)
+        if writer.format == PROTOBUF:
+            return _protobuf_reader(writer, indexes)
+    except Exception:  # a schema the general decoder must read messages of
+        return None
+    return None
+
+
+# --- Avro ---------------------------------------------------------------------------
+
+
+def _json_plain(schema: Any) -> bool:
+    """Whether every value fastavro reads with ``schema`` is already in the JSON form
+    (no bytes, fixed or logical type anywhere), so ``json_form`` would change nothing.
+
+    >>> _json_plain({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
+    True
+    >>> _json_plain(["null", {"type": "int", "logicalType": "date"}])
+    False
+    """
+    if isinstance(schema, str):
+        return schema not in ("bytes", "fixed")
+    if isinstance(schema, list):
+        return all(_json_plain(branch) for branch in schema)
+    if not isinstance(schema, dict) or "logicalType" in schema:
+        return False
+    kind = schema.get("type")
+    if kind in ("record", "error"):
+        return all(
+            isinstance(f, dict) and "logicalType" not in f and _json_plain(f.get("type"))
+            for f in schema.get("fields") or ()
+        )
+    if kind == "enum":
+        return True
+    if kind == "array":
+        return _json_plain(schema.get("items"))
+    if kind == "map":
+        return _json_plain(schema.get("values"))
+    if kind == "fixed":
+        return False
+    return _json_plain(kind)
+
+
+def _avro_reader(writer: WriterSchema) -> Reader:
+    from fastavro import parse_schema, schemaless_reader
+
+    schema = json.loads(writer.text)
+    plain = "logicalType" not in writer.text and _json_plain(schema)
+    parsed = parse_schema(json.loads(writer.text))
+    digits = _connect_form(writer, ())
+
+    def read(payload: bytes) -> Any:
+        buffer = io.BytesIO(payload)
+        value = schemaless_reader(buffer, parsed, None)
+        if buffer.tell() != len(payload):
+            return None  # bytes left over: the general decoder's dead letter
+        return _with_digits(value if plain else json_form(value), digits)
+
+    return read
+
+
+# --- JSON Schema --------------------------------------------------------------------
+
+Check = Callable[[Any], bool]
+_HANDLED = frozenset(
+    {"type", "properties", "required", "oneOf", "anyOf", "allOf", "items", "additionalProperties"}
+)
+_SAMPLES: dict[type, tuple[Any, ...]] = {
+    type(None): (None,),
+    bool: (True, False),
+    int: (0, 1, -(2**70)),
+    float: (1.0, 1.5, -0.0, math.inf, math.nan),
+    str: ("", "1"),
+    dict: ({},),
+    list: ([],),
+}
+"""Every Python type ``json.loads`` makes, with values that tell apart what a type
+checker could answer differently within it (1.0 is an ``integer`` from draft 6 on)."""
+
+
+def _type_check(names: list[str], validator: Any) -> Check:
+    """``instance -> bool`` for ``type: names``, as ``validator.is_type`` answers: a
+    table by Python type, asking the validator itself where its answer depends on the
+    value (a float for ``integer``) or the type is not one ``json.loads`` makes."""
+    table: dict[type, bool | None] = {}
+    for kind, samples in _SAMPLES.items():
+        answers = {any(validator.is_type(s, n) for n in names) for s in samples}
+        table[kind] = answers.pop() if len(answers) == 1 else None
+
+    def check(instance: Any) -> bool:
+        answer = table.get(type(instance))
+        if answer is None:
+            return any(validator.is_type(instance, n) for n in names)
+        return answer
+
+    return check
+
+
+def _compile(schema: Any, validator: Any, known: frozenset[str]) -> Check | None:
+    """An exact ``instance -> valid`` for ``schema``, or None when it holds a keyword
+    the validator acts on that is not compiled here (or a form of one that is not)."""
+    if not isinstance(schema, dict) or (known & schema.keys()) - _HANDLED:
+        return None
+    checks: list[Check] = []
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not all(isinstance(n, str) and n in _SAMPLES_NAMES for n in names):
+            return None
+        checks.append(_type_check(names, validator))
+    if "properties" in schema:
+        properties = schema["properties"]
+        if not isinstance(properties, dict):
+            return None
+        compiled = [(k, _compile(v, validator, known)) for k, v in properties.items()]
+        if any(c is None for _, c in compiled):
+            return None
+        pairs = tuple((k, c) for k, c in compiled if c is not None)
+
+        def check_properties(instance: Any) -> bool:
+            if type(instance) is not dict:
+                return True
+            return all(c(instance[k]) for k, c in pairs if k in instance)
+
+        checks.append(check_properties)
+    if "required" in schema:
+        required = schema["required"]
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            return None
+        needed = tuple(required)
+        checks.append(lambda i: type(i) is not dict or all(r in i for r in needed))
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        if keyword in schema:
+            branches = schema[keyword]
+            if not isinstance(branches, list):
+                return None
+            subs = [_compile(b, validator, known) for b in branches]
+            if any(s is None for s in subs):
+                return None
+            checks.append(_combined(keyword, tuple(s for s in subs if s is not None)))
+    if "items" in schema:
+        items = _compile(schema["items"], validator, known)
+        if items is None:
+            return None
+        checks.append(_each_item(items))
+    if "additionalProperties" in schema:
+        extra = schema["additionalProperties"]
+        named = frozenset(schema.get("properties") or ())
+        if extra is True:
+            pass
+        elif extra is False:
+            checks.append(lambda i: type(i) is not dict or i.keys() <= named)
+        else:
+            others = _compile(extra, validator, known)
+            if others is None:
+                return None
+            checks.append(_each_other(others, named))
+    if len(checks) == 1:
+        return checks[0]
+    every = tuple(checks)
+    return lambda instance: all(c(instance) for c in every)
+
+
+_SAMPLES_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "object", "array"})
+
+
+def _each_item(check: Check) -> Check:
+    return lambda i: type(i) is not list or all(check(v) for v in i)
+
+
+def _each_other(check: Check, named: frozenset[str]) -> Check:
+    return lambda i: type(i) is not dict or all(check(v) for k, v in i.items() if k not in named)
+
+
+def _combined(keyword: str, subs: tuple[Check, ...]) -> Check:
+    if keyword == "allOf":
+        return lambda i: all(s(i) for s in subs)
+    if keyword == "anyOf":
+        return lambda i: any(s(i) for s in subs)
+    return lambda i: sum(1 for s in subs if s(i)) == 1  # oneOf: exactly one
+
+
+def _json_reader(writer: WriterSchema) -> Reader | None:
+    from jsonschema.validators import validator_for
+
+    schema = json.loads(writer.text)
+    validator = validator_for(schema)(schema)  # as the general decoder builds it
+    if validator.format_checker is not None or type(validator).__name__ == "Draft3Validator":
+        return None
+    known = frozenset(type(validator).VALIDATORS) - {"format"}  # no format checker: ignored
+    check = _compile(schema, validator, known)
+    if check is None:
+        return None
+    digits = _connect_form(writer, ())
+
+    def read(payload: bytes) -> Any:
+        value = json.loads(payload.decode("utf-8"))
+        if not check(value):
+            return None  # invalid: the general decoder words the error
+        return _with_digits(value, digits)
+
+    return read
+
+
+# --- Protobuf -----------------------------------------------------------------------
+
+Fields = tuple[tuple[str, bool, Callable[[Any], Any]], ...]
+"""Per field, in declaration order: name, whether it has presence, value converter."""
+
+
+class _NotFinite(Exception):
+    """A float MessageToDict writes as text: the general decoder reads the message."""
+
+
+def _fields(descriptor: Any, seen: frozenset[str]) -> Fields | None:
+    """How to read each field of ``descriptor`` as ``MessageToDict`` then
+    ``_proto_values`` give it, or None for a message with a field read otherwise."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    if descriptor.full_name.startswith("google.protobuf.") or descriptor.full_name in seen:
+        return None  # well-known types have their own JSON form; recursion: keep it simple
+    scalars = {
+        F.TYPE_INT32, F.TYPE_UINT32, F.TYPE_SINT32, F.TYPE_FIXED32, F.TYPE_SFIXED32,
+        F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_SINT64, F.TYPE_FIXED64, F.TYPE_SFIXED64,
+    }  # fmt: skip
+    out = []
+    for field in descriptor.fields:
+        if field.is_repeated or field.is_extension:
+            return None
+        convert: Callable[[Any], Any]
+        if field.type in scalars:
+            convert = int
+        elif field.type == F.TYPE_BOOL:
+            convert = bool
+        elif field.type == F.TYPE_STRING:
+            convert = str
+        elif field.type == F.TYPE_BYTES:
+            convert = _base64
+        elif field.type == F.TYPE_DOUBLE:
+            convert = _finite
+        elif field.type == F.TYPE_FLOAT:
+            convert = _shortest
+        elif field.type == F.TYPE_MESSAGE:
+            nested = _fields(field.message_type, seen | {descriptor.full_name})
+            if nested is None:
+                return None
+            convert = _nested(nested)
+        else:
+            return None  # enums, groups: the general decoder
+        out.append((field.name, field.has_presence, convert))
+    return tuple(out)
+
+
+def _shortest(value: float) -> float:
+    """A 32-bit float as MessageToDict writes it: the shortest digits that read back."""
+    from google.protobuf.internal.type_checkers import ToShortestFloat
+
+    return float(ToShortestFloat(_finite(value)))
+
+
+def _nested(fields: Fields) -> Callable[[Any], Any]:
+    return lambda message: _message(message, fields)
+
+
+def _base64(value: bytes) -> str:
+    return base64.b64encode(value).decode("utf-8")
+
+
+def _finite(value: float) -> float:
+    if math.isinf(value) or math.isnan(value):
+        raise _NotFinite
+    return value
+
+
+def _message(message: Any, fields: Fields) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, presence, convert in fields:
+        if presence and not message.HasField(name):
+            out[name] = None
+        else:
+            out[name] = convert(getattr(message, name))
+    return out
+
+
+def _protobuf_reader(writer: WriterSchema, indexes: tuple[int, ...]) -> Reader | None:
+    cls = protobuf_class(writer.text, indexes)
+    fields = _fields(cls.DESCRIPTOR, frozenset())
+    if fields is None:
+        return None
+    digits = _connect_form(writer, indexes)
+    parse = cls.FromString
+
+    def read(payload: bytes) -> Any:
+        return _with_digits(_message(parse(payload), fields), digits)
+
+    return read
