@@ -200,71 +200,121 @@ def _type_check(names: list[str], validator: Any) -> Check:
     return check
 
 
-def _compile(schema: Any, validator: Any, known: frozenset[str]) -> Check | None:
-    """An exact ``instance -> valid`` for ``schema``, or None when it holds a keyword
-    the validator acts on that is not compiled here (or a form of one that is not)."""
-    if not isinstance(schema, dict) or (known & schema.keys()) - _HANDLED:
-        return None
-    checks: list[Check] = []
-    if "type" in schema:
-        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not all(isinstance(n, str) and n in _SAMPLES_NAMES for n in names):
-            return None
-        checks.append(_type_check(names, validator))
-    if "properties" in schema:
-        properties = schema["properties"]
-        if not isinstance(properties, dict):
-            return None
-        compiled = [(k, _compile(v, validator, known)) for k, v in properties.items()]
-        if any(c is None for _, c in compiled):
-            return None
-        pairs = tuple((k, c) for k, c in compiled if c is not None)
+class _Compiler:
+    """Compiles a JSON Schema into an exact ``instance -> valid`` (see :func:`compile`)."""
 
-        def check_properties(instance: Any) -> bool:
-            if type(instance) is not dict:
-                return True
-            return all(c(instance[k]) for k, c in pairs if k in instance)
+    def __init__(self, root: Any, validator: Any) -> None:
+        self.root, self.validator = root, validator
+        # No format checker: ``format`` is an annotation, as in the general decoder.
+        self.known = frozenset(type(validator).VALIDATORS) - {"format"}
+        cls = type(validator)
+        probe = {"$ref": "#/definitions/a", "type": "string", "definitions": {"a": {}}}
+        self.ref_alone = cls(probe).is_valid(5)  # drafts 3-7: a $ref's siblings are ignored
+        self.refs: dict[str, Check | None] = {}
+        self.open: set[str] = set()
 
-        checks.append(check_properties)
-    if "required" in schema:
-        required = schema["required"]
-        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+    def compile(self, schema: Any, root: bool = False) -> Check | None:
+        """An exact ``instance -> valid`` for ``schema``, or None when it holds a keyword
+        the validator acts on that is not compiled here (or a form of one that is not)."""
+        if not isinstance(schema, dict):
             return None
-        needed = tuple(required)
-        checks.append(lambda i: type(i) is not dict or all(r in i for r in needed))
-    for keyword in ("oneOf", "anyOf", "allOf"):
-        if keyword in schema:
-            branches = schema[keyword]
-            if not isinstance(branches, list):
+        if not root and ("$id" in schema or isinstance(schema.get("id"), str)):
+            return None  # a new base URI for the references under it
+        if "$ref" in schema and self.ref_alone:
+            return self.reference(schema["$ref"])
+        if (self.known & schema.keys()) - _HANDLED:
+            return None
+        checks: list[Check] = []
+        if "$ref" in schema:
+            target = self.reference(schema["$ref"])
+            if target is None:
                 return None
-            subs = [_compile(b, validator, known) for b in branches]
-            if any(s is None for s in subs):
+            checks.append(target)
+        if "type" in schema:
+            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            if not all(isinstance(n, str) and n in _TYPE_NAMES for n in names):
                 return None
-            checks.append(_combined(keyword, tuple(s for s in subs if s is not None)))
-    if "items" in schema:
-        items = _compile(schema["items"], validator, known)
-        if items is None:
+            checks.append(_type_check(names, self.validator))
+        if "properties" in schema:
+            properties = schema["properties"]
+            if not isinstance(properties, dict):
+                return None
+            compiled = [(k, self.compile(v)) for k, v in properties.items()]
+            pairs = tuple((k, c) for k, c in compiled if c is not None)
+            if len(pairs) != len(compiled):
+                return None
+            checks.append(_each_property(pairs))
+        if "required" in schema:
+            required = schema["required"]
+            if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+                return None
+            checks.append(_all_present(tuple(required)))
+        for keyword in ("oneOf", "anyOf", "allOf"):
+            if keyword in schema:
+                branches = schema[keyword]
+                if not isinstance(branches, list):
+                    return None
+                subs = [self.compile(b) for b in branches]
+                known = tuple(s for s in subs if s is not None)
+                if len(known) != len(subs):
+                    return None
+                checks.append(_combined(keyword, known))
+        if "items" in schema:
+            items = self.compile(schema["items"])
+            if items is None:
+                return None
+            checks.append(_each_item(items))
+        if "additionalProperties" in schema:
+            extra = schema["additionalProperties"]
+            named = frozenset(schema.get("properties") or ())
+            if extra is False:
+                checks.append(_only(named))
+            elif extra is not True:
+                others = self.compile(extra)
+                if others is None:
+                    return None
+                checks.append(_each_other(others, named))
+        if len(checks) == 1:
+            return checks[0]
+        every = tuple(checks)
+        return lambda instance: all(c(instance) for c in every)
+
+    def reference(self, ref: Any) -> Check | None:
+        """A local ``#/a/b`` reference; None for any other, and for a cycle."""
+        if not isinstance(ref, str) or ref in self.open:
             return None
-        checks.append(_each_item(items))
-    if "additionalProperties" in schema:
-        extra = schema["additionalProperties"]
-        named = frozenset(schema.get("properties") or ())
-        if extra is True:
-            pass
-        elif extra is False:
-            checks.append(lambda i: type(i) is not dict or i.keys() <= named)
-        else:
-            others = _compile(extra, validator, known)
-            if others is None:
+        if ref not in self.refs:
+            if ref != "#" and not ref.startswith("#/") or "~" in ref or "%" in ref:
                 return None
-            checks.append(_each_other(others, named))
-    if len(checks) == 1:
-        return checks[0]
-    every = tuple(checks)
-    return lambda instance: all(c(instance) for c in every)
+            target = self.root
+            for part in ref[2:].split("/") if ref != "#" else ():
+                if not isinstance(target, dict) or part not in target:
+                    return None
+                target = target[part]
+            self.open.add(ref)
+            self.refs[ref] = self.compile(target, root=target is self.root)
+            self.open.discard(ref)
+        return self.refs[ref]
 
 
-_SAMPLES_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "object", "array"})
+_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "object", "array"})
+
+
+def _each_property(pairs: tuple[tuple[str, Check], ...]) -> Check:
+    def check(instance: Any) -> bool:
+        if type(instance) is not dict:
+            return True
+        return all(c(instance[k]) for k, c in pairs if k in instance)
+
+    return check
+
+
+def _all_present(names: tuple[str, ...]) -> Check:
+    return lambda i: type(i) is not dict or all(n in i for n in names)
+
+
+def _only(named: frozenset[str]) -> Check:
+    return lambda i: type(i) is not dict or i.keys() <= named
 
 
 def _each_item(check: Check) -> Check:
@@ -290,8 +340,7 @@ def _json_reader(writer: WriterSchema) -> Reader | None:
     validator = validator_for(schema)(schema)  # as the general decoder builds it
     if validator.format_checker is not None or type(validator).__name__ == "Draft3Validator":
         return None
-    known = frozenset(type(validator).VALIDATORS) - {"format"}  # no format checker: ignored
-    check = _compile(schema, validator, known)
+    check = _Compiler(schema, validator).compile(schema, root=True)
     if check is None:
         return None
     digits = _connect_form(writer, ())
