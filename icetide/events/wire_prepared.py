@@ -167,7 +167,8 @@ def _avro_reader(writer: WriterSchema) -> Reader:
 
 Check = Callable[[Any], bool]
 _HANDLED = frozenset(
-    {"type", "properties", "required", "oneOf", "anyOf", "allOf", "items", "additionalProperties"}
+    {"$ref", "type", "properties", "required", "oneOf", "anyOf", "allOf", "items"}
+    | {"additionalProperties"}
 )
 _SAMPLES: dict[type, tuple[Any, ...]] = {
     type(None): (None,),

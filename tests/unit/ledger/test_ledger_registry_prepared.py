@@ -26,7 +26,6 @@ from icetide.capture.transport.encode import _avro_form, _json_schema_form, _pro
 from icetide.errors import DecodeError
 from icetide.events.raw import Wire
 from icetide.events.wire import (
-    AVRO,
     JSON_SCHEMA,
     PROTOBUF,
     WriterSchema,
@@ -98,12 +97,35 @@ def writers() -> dict[int, tuple[WriterSchema, Writer | None, dict[str, Any], An
                     text = base64.b64encode(avro_to_protobuf(avro).SerializeToString()).decode()
                 number += 1
                 out[number] = (WriterSchema(kind, text), write, schema, source)
-    # A JSON Schema with a keyword the checker does not compile ($ref): general path only.
+    # JSON Schemas of the MySQL envelope that Debezium's converter would not write but
+    # a registry may hold: combinators that overlap (an int is both an ``integer`` and a
+    # ``number``: ``oneOf`` fails), ``format`` (an annotation here), no additional
+    # properties; and, from draft 2019-09 on, a ``$ref``'s siblings apply (drafts 4-7
+    # ignore them: this one's would refuse every message there).
+    full = out[1][2]
+    drafts = ("http://json-schema.org/draft-07/schema#", "zzz"), (
+        "https://json-schema.org/draft/2020-12/schema", "pos")  # fmt: skip
+    for draft, needed in drafts:
+        tuned = json.loads(out[2][0].text)
+        tuned["$schema"] = draft
+        value = tuned["definitions"]["srv_shop_things_Value"]
+        value["properties"]["n"] = {"oneOf": [{"type": "null"}, {"type": "integer"},
+                                              {"type": "number"}]}  # fmt: skip
+        value["properties"]["price"] = {"anyOf": [{"type": "number"}, {"type": "null"}]}
+        value["properties"]["ok"] = {"allOf": [{"type": ["boolean", "null"]}]}
+        value["properties"]["doc"] = {"type": ["string", "null"], "format": "uri"}
+        value["additionalProperties"] = False
+        tuned["properties"]["source"]["required"] = [needed]
+        number += 1
+        out[number] = (WriterSchema(JSON_SCHEMA, json.dumps(tuned)), out[2][1], full, MYSQL)
+    # A JSON Schema with a keyword the checker does not compile (enum): general path only.
     number += 1
     out[number] = (WriterSchema(JSON_SCHEMA, json.dumps(ENVELOPE_JSON_SCHEMA)), None, {}, None)
     return out
 
 
+DECLINED = {max(writers())}
+"""The schema ids the prepared readers leave to the general decoder."""
 WRITERS = writers()
 WIRE = Wire({k: v[0] for k, v in WRITERS.items()})
 SERVER = {"mysql": "srv", "postgresql": "srv"}
@@ -232,9 +254,13 @@ def corpus(count: int, seed: int = 20261202) -> list[bytes]:
         else:
             fields = schema["fields"][0]["fields"]
             doc = payload(fields, source, rnd)
+            if writer.format == PROTOBUF:  # ParseDict takes NaN and infinities as text
+                doc = json.loads(json.dumps(doc).replace("NaN", '"NaN"')
+                                 .replace("-Infinity", '"-Infinity"')
+                                 .replace(" Infinity", ' "Infinity"'))  # fmt: skip
             try:
                 body, indexes = write(doc, schema)
-            except Exception:  # a value the writer refuses (NaN in protobuf ...): skip it
+            except Exception:  # a value the writer refuses: not a message a producer sends
                 continue
             raw = frame(schema_id, body, indexes)
         if rnd.random() < 0.12:
@@ -271,15 +297,17 @@ def general_value(raw: bytes) -> Any:
 
 
 def test_prepared_readers_give_the_general_decoders_value_or_none() -> None:
-    taken: dict[str, int] = {AVRO: 0, JSON_SCHEMA: 0, PROTOBUF: 0}
+    taken = dict.fromkeys(WIRE.schemas, 0)
     for raw in RAWS:
         fast = read_framed(raw, WIRE.schemas)
         if fast is None:
             continue
-        writer = WIRE.schemas[int.from_bytes(raw[1:5], "big")]
-        taken[writer.format] += 1
+        taken[int.from_bytes(raw[1:5], "big")] += 1
         assert same(fast) == same(general_value(raw)), raw
-    assert all(n > 300 for n in taken.values()), taken
+    # Every schema's reader takes messages (the declined one none): a reader declining
+    # what it could read would pass the comparison above, and lose the speed.
+    assert all(n > 3 for i, n in taken.items() if i not in DECLINED), taken
+    assert all(taken[i] == 0 for i in DECLINED), taken
 
 
 @pytest.mark.parametrize("base64_lines", [False, True])
