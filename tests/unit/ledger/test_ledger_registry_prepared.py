@@ -360,3 +360,49 @@ def general_row_refused(raw: bytes, projection: Projection, refused: Any) -> dic
         return _project(raw, projection, WIRE, refused)
     except DecodeError as exc:
         return {STATUS: DEAD, REASON: exc.reason, ERROR: exc.message, RAW: raw}
+
+
+CHECKED_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "integer"},
+    {"type": "number"},
+    {"type": ["string", "null"]},
+    {"type": "boolean"},
+    {"type": ["object", "array"]},
+    {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+    {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+    {"allOf": [{"type": "number"}, {"type": "integer"}]},
+    {"oneOf": []},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+     "additionalProperties": False},
+    {"properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+    {"items": {"type": "integer"}},
+    {"$ref": "#/definitions/x", "type": "string", "definitions": {"x": {"type": "integer"}}},
+    {"properties": {"a": {"$ref": "#"}}, "type": "object"},
+    {"type": "string", "format": "email"},
+]  # fmt: skip
+INSTANCES: list[Any] = [
+    None, True, False, 0, 1, -5, 2**70, 1.0, 1.5, -0.0, float("nan"), float("inf"), "", "a",
+    "not an email", [], [1], [1, "a"], [True], {}, {"a": 1}, {"a": "s"}, {"a": 1, "b": 2},
+    {"b": 2}, {"a": True}, {"a": {"a": {}}}, {"a": 1.0},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("draft", ["Draft4Validator", "Draft7Validator", "Draft202012Validator"])
+def test_the_json_schema_checker_answers_as_the_validator(draft: str) -> None:
+    from jsonschema import validators
+
+    from icetide.events.wire_prepared import _Compiler
+
+    cls = getattr(validators, draft)
+    for schema in CHECKED_SCHEMAS:
+        validator = cls(schema)
+        check = _Compiler(schema, validator).compile(schema, root=True)
+        if "$ref" in schema.get("properties", {}).get("a", {}):
+            assert check is None  # a recursive schema: left to jsonschema
+            continue
+        assert check is not None, schema
+        for instance in INSTANCES:
+            assert check(instance) == validator.is_valid(instance), (schema, instance)
+    # Keywords it does not compile leave the schema to jsonschema.
+    for schema in ({"enum": [1]}, {"pattern": "a"}, {"$ref": "other.json"}, {"items": [{}]}):
+        assert _Compiler(schema, cls(schema)).compile(schema, root=True) is None
