@@ -4,8 +4,9 @@
 one cannot be read. For the usual one it does more than needed per message: it walks
 every decoded Avro value again (:func:`~icetide.events.wire.json_form`) though most
 schemas hold no value that needs it, validates JSON through ``jsonschema``'s general
-machinery (~100 µs a message on 2026-12-02, bench/decode_bench.py), and turns Protobuf
-into a dict through ``MessageToDict`` and back.
+machinery (two thirds of the ~200 µs a JSON Schema message cost per core on 2026-12-02,
+bench/results/ingest.md), and turns Protobuf into a dict through ``MessageToDict`` and
+back.
 
 :func:`read_framed` gives the same value from a reader prepared once per writer schema:
 
@@ -13,9 +14,10 @@ into a dict through ``MessageToDict`` and back.
   has no type that walk changes (``bytes``, ``fixed``, any ``logicalType``);
 * JSON Schema: a checker compiled from the schema for the keywords Debezium's
   converter writes (``type``, ``properties``, ``required``, ``oneOf``/``anyOf``/
-  ``allOf``, ``items``, ``additionalProperties``), exact for them: types are answered
-  by the validator's own type checker; a schema with any other keyword ``jsonschema``
-  acts on gets no checker;
+  ``allOf``, ``items``, ``additionalProperties``, local ``#/...`` ``$ref``), exact for
+  them: types are answered by the validator's own type checker; a schema with any
+  other keyword ``jsonschema`` acts on gets no checker (``format`` is an annotation:
+  the general decoder validates without a format checker);
 * Protobuf: the fields read straight from the message, as ``MessageToDict`` then
   :func:`~icetide.events.wire._proto_values` give them, for messages of scalar, bytes
   and (non-recursive, non-well-known) message fields; any other message gets no reader.
