@@ -10,8 +10,9 @@ back.
 
 :func:`read_framed` gives the same value from a reader prepared once per writer schema:
 
-* Avro: the parsed schema cached, and the ``json_form`` walk skipped when the schema
-  has no type that walk changes (``bytes``, ``fixed``, any ``logicalType``);
+* Avro: the parsed schema cached, and the ``json_form`` walk done only down the fields
+  whose type it changes (``bytes``, ``fixed``, a ``logicalType``), none for most
+  schemas;
 * JSON Schema: a checker compiled from the schema for the keywords Debezium's
   converter writes (``type``, ``properties``, ``required``, ``oneOf``/``anyOf``/
   ``allOf``, ``items``, ``additionalProperties``, local ``#/...`` ``$ref``), exact for
@@ -115,43 +116,106 @@ def _prepare(writer: WriterSchema, indexes: tuple[int, ...]) -> Reader | None:
 # --- Avro ---------------------------------------------------------------------------
 
 
-def _json_plain(schema: Any) -> bool:
-    """Whether every value fastavro reads with ``schema`` is already in the JSON form
-    (no bytes, fixed or logical type anywhere), so ``json_form`` would change nothing.
+_PRIMITIVE = frozenset({"null", "boolean", "int", "long", "float", "double", "string"})
+Form = Callable[[Any], Any] | None
+"""``value -> value in the JSON converter's form``; None where that is the value itself."""
 
-    >>> _json_plain({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
-    True
-    >>> _json_plain(["null", {"type": "int", "logicalType": "date"}])
-    False
+
+def _form(schema: Any, named: dict[str, Any], open_: frozenset[str] = frozenset()) -> Form:
+    """What :func:`~icetide.events.wire.json_form` does to a value fastavro read with
+    ``schema``, done only where it changes something: a record walks only the fields
+    whose schema holds bytes, fixed or a logical type (``json_form`` of any other value
+    is the value). A schema not recognised here gets ``json_form`` itself.
+
+    >>> _form({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}, {})
+    >>> _form({"type": "record", "name": "R", "fields": [{"name": "b", "type": "bytes"}]},
+    ...       {})({"b": b"\x01"})
+    {'b': 'AQ=='}
     """
     if isinstance(schema, str):
-        return schema not in ("bytes", "fixed")
+        if schema in _PRIMITIVE:
+            return None
+        if schema in named and schema not in open_:
+            return _form(named[schema], named, open_ | {schema})
+        return json_form  # bytes, fixed, an enum or a name not resolved here
     if isinstance(schema, list):
-        return all(_json_plain(branch) for branch in schema)
+        forms = [_form(branch, named, open_) for branch in schema]
+        if all(f is None for f in forms):
+            return None
+        branches = [b for b in schema if b != "null"]
+        if len(branches) != 1:
+            return json_form
+        inner = forms[schema.index(branches[0])]
+        assert inner is not None
+        return lambda v: inner(v) if type(v) is dict else json_form(v)
     if not isinstance(schema, dict) or "logicalType" in schema:
-        return False
+        return json_form
     kind = schema.get("type")
-    if kind in ("record", "error"):
-        return all(
-            isinstance(f, dict) and "logicalType" not in f and _json_plain(f.get("type"))
-            for f in schema.get("fields") or ()
-        )
     if kind == "enum":
-        return True
-    if kind == "array":
-        return _json_plain(schema.get("items"))
-    if kind == "map":
-        return _json_plain(schema.get("values"))
-    if kind == "fixed":
-        return False
-    return _json_plain(kind)
+        return None
+    if kind in ("array", "map"):
+        items = _form(schema.get("items") if kind == "array" else schema.get("values"), named)
+        return None if items is None else json_form
+    if kind != "record":
+        return (
+            _form(kind, named, open_) if isinstance(kind, str) and kind in _PRIMITIVE else json_form
+        )
+    fields: dict[str, Form] = {}
+    for field in schema.get("fields") or ():
+        if not isinstance(field, dict) or "logicalType" in field:
+            return json_form
+        fields[str(field.get("name"))] = _form(field.get("type"), named, open_)
+    walks = {k: f for k, f in fields.items() if f is not None}
+    if not walks:
+        return None
+
+    def record(value: Any) -> Any:
+        if type(value) is not dict or not value.keys() <= fields.keys():
+            return json_form(value)
+        out = {}
+        for key, item in value.items():
+            walk = walks.get(key)
+            out[key] = item if walk is None or item is None else walk(item)
+        return out
+
+    return record
+
+
+def _named(schema: Any) -> dict[str, Any]:
+    """The records of ``schema`` by the names a reference may use (name, full name); a
+    name two records share is left out (its references get ``json_form`` itself)."""
+    found: dict[str, list[Any]] = {}
+
+    def visit(item: Any) -> None:
+        if isinstance(item, list):
+            for branch in item:
+                visit(branch)
+        elif isinstance(item, dict):
+            kind = item.get("type")
+            if kind == "record" and isinstance(item.get("name"), str):
+                name, space = item["name"], item.get("namespace")
+                names = {name, name.rsplit(".", 1)[-1]}
+                if isinstance(space, str) and space and "." not in name:
+                    names.add(f"{space}.{name}")
+                for each in names:
+                    found.setdefault(each, []).append(item)
+                for field in item.get("fields") or ():
+                    if isinstance(field, dict):
+                        visit(field.get("type"))
+            elif kind in ("array", "map"):
+                visit(item.get("items") if kind == "array" else item.get("values"))
+            elif isinstance(kind, (dict, list)):
+                visit(kind)
+
+    visit(schema)
+    return {name: records[0] for name, records in found.items() if len(records) == 1}
 
 
 def _avro_reader(writer: WriterSchema) -> Reader:
     from fastavro import parse_schema, schemaless_reader
 
     schema = json.loads(writer.text)
-    plain = "logicalType" not in writer.text and _json_plain(schema)
+    form = _form(schema, _named(schema))
     parsed = parse_schema(json.loads(writer.text))
     digits = _connect_form(writer, ())
 
@@ -160,7 +224,7 @@ def _avro_reader(writer: WriterSchema) -> Reader:
         value = schemaless_reader(buffer, parsed, None)
         if buffer.tell() != len(payload):
             return None  # bytes left over: the general decoder's dead letter
-        return _with_digits(value if plain else json_form(value), digits)
+        return _with_digits(value if form is None else form(value), digits)
 
     return read
 

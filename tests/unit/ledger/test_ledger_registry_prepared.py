@@ -26,6 +26,7 @@ from icetide.capture.transport.encode import _avro_form, _json_schema_form, _pro
 from icetide.errors import DecodeError
 from icetide.events.raw import Wire
 from icetide.events.wire import (
+    AVRO,
     JSON_SCHEMA,
     PROTOBUF,
     WriterSchema,
@@ -97,6 +98,23 @@ def writers() -> dict[int, tuple[WriterSchema, Writer | None, dict[str, Any], An
                     text = base64.b64encode(avro_to_protobuf(avro).SerializeToString()).decode()
                 number += 1
                 out[number] = (WriterSchema(kind, text), write, schema, source)
+    # Avro with logical types, as Confluent's AvroConverter writes a Connect Decimal
+    # (and as other producers write times, dates and UUIDs): read, then put in the JSON
+    # converter's form field by field.
+    logical = connect_to_avro(connect(ROW_FIELDS, MYSQL))
+    kinds = {
+        "amount": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+        "at": {"type": "long", "logicalType": "timestamp-millis"},
+        "day": {"type": "int", "logicalType": "date"},
+        "tod": {"type": "long", "logicalType": "time-micros"},
+        "u": {"type": "string", "logicalType": "uuid"},
+    }
+    for field in logical["fields"][0]["type"][1]["fields"]:
+        if field["name"] in kinds:
+            field["type"] = ["null", kinds[field["name"]]]
+    kind, text, write = _avro_form(logical)
+    number += 1
+    out[number] = (WriterSchema(kind, text), write, connect(ROW_FIELDS, MYSQL), MYSQL)
     # JSON Schemas of the MySQL envelope that Debezium's converter would not write but
     # a registry may hold: combinators that overlap (an int is both an ``integer`` and a
     # ``number``: ``oneOf`` fails), ``format`` (an annotation here), no additional
@@ -409,3 +427,36 @@ def test_the_json_schema_checker_answers_as_the_validator(draft: str) -> None:
     # Keywords it does not compile leave the schema to jsonschema.
     for schema in ({"enum": [1]}, {"pattern": "a"}, {"$ref": "other.json"}, {"items": [{}]}):
         assert _Compiler(schema, cls(schema)).compile(schema, root=True) is None
+
+
+def test_the_avro_reader_puts_every_kind_of_value_in_the_json_form() -> None:
+    import io
+    from datetime import date
+
+    import fastavro
+
+    record = {"type": "record", "name": "S", "fields": [{"name": "b", "type": ["null", "bytes"]}]}
+    schema = {
+        "type": "record", "name": "R", "namespace": "n",
+        "fields": [
+            {"name": "a", "type": {"type": "array", "items": "bytes"}},
+            {"name": "m", "type": {"type": "map", "values": {"type": "int",
+                                                              "logicalType": "date"}}},
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y"]}},
+            {"name": "f", "type": {"type": "fixed", "name": "F", "size": 2}},
+            {"name": "s", "type": record},
+            {"name": "again", "type": ["null", "n.S"]},
+            {"name": "u", "type": ["null", "long", "bytes"]},
+            {"name": "p", "type": "long"},
+        ],
+    }  # fmt: skip
+    value = {
+        "a": [b"\x01"], "m": {"k": date(2020, 1, 1)}, "e": "Y", "f": b"ab", "s": {"b": b"\x02"},
+        "again": {"b": b"\x03"}, "u": b"\x04", "p": 5,
+    }  # fmt: skip
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
+    schemas = {1: WriterSchema(AVRO, json.dumps(schema))}
+    raw = frame(1, out.getvalue())
+    assert read_framed(raw, schemas) == decode_framed(raw, schemas)
+    assert read_framed(raw, schemas)["again"] == {"b": "Aw=="}
