@@ -13,12 +13,13 @@ back.
 * Avro: the parsed schema cached, and the ``json_form`` walk done only down the fields
   whose type it changes (``bytes``, ``fixed``, a ``logicalType``), none for most
   schemas;
-* JSON Schema: a checker compiled from the schema for the keywords Debezium's
-  converter writes (``type``, ``properties``, ``required``, ``oneOf``/``anyOf``/
-  ``allOf``, ``items``, ``additionalProperties``, local ``#/...`` ``$ref``), exact for
-  them: types are answered by the validator's own type checker; a schema with any
-  other keyword ``jsonschema`` acts on gets no checker (``format`` is an annotation:
-  the general decoder validates without a format checker);
+* JSON Schema: the yes/no check made by ``fastjsonschema``, which compiles a schema to
+  Python code once, for schemas acting only with the keywords Debezium's converter
+  writes (``type``, ``properties``, ``required``, ``oneOf``/``anyOf``/``allOf``,
+  ``items``, ``additionalProperties``, a local ``$ref``), whose meaning the two
+  libraries and the drafts share; a schema with any other keyword ``jsonschema`` acts
+  on gets no compiled check (``format`` is an annotation: the general decoder validates
+  without a format checker), and ``jsonschema`` words every refusal;
 * Protobuf: the fields read straight from the message, as ``MessageToDict`` then
   :func:`~icetide.events.wire._proto_values` give them, for messages of scalar, bytes
   and (non-recursive, non-well-known) message fields; any other message gets no reader.
@@ -232,179 +233,101 @@ def _avro_reader(writer: WriterSchema) -> Reader:
 # --- JSON Schema --------------------------------------------------------------------
 
 Check = Callable[[Any], bool]
-_HANDLED = frozenset(
+_CHECKED = frozenset(
     {"$ref", "type", "properties", "required", "oneOf", "anyOf", "allOf", "items"}
-    | {"additionalProperties"}
+    | {"additionalProperties", "definitions", "$defs"}
 )
-_SAMPLES: dict[type, tuple[Any, ...]] = {
-    type(None): (None,),
-    bool: (True, False),
-    int: (0, 1, -(2**70)),
-    float: (1.0, 1.5, -0.0, math.inf, math.nan),
-    str: ("", "1"),
-    dict: ({},),
-    list: ([],),
+"""The keywords a schema may act with to get a compiled check: the ones Debezium's
+converter writes, whose meaning no draft from 4 to 2020-12 changes (``items`` as one
+schema, ``$ref`` with no sibling that acts). ``enum`` and ``const`` are not among them:
+``fastjsonschema`` compares with ``==`` (``True == 1``), ``jsonschema`` does not."""
+_ANNOTATIONS = frozenset({"format", "default", "title", "description", "examples", "$comment"})
+"""Keywords that validate nothing here (the general decoder has no format checker)."""
+_CODE_DRAFT = {
+    "Draft4Validator": "http://json-schema.org/draft-04/schema#",
+    "Draft6Validator": "http://json-schema.org/draft-06/schema#",
 }
-"""Every Python type ``json.loads`` makes, with values that tell apart what a type
-checker could answer differently within it (1.0 is an ``integer`` from draft 6 on)."""
+"""The draft the code is compiled for, by the schema's own draft: 4 and 6 as they are,
+7 for 7 and later (2019-09 and 2020-12 mean the same by the keywords allowed here; in
+draft 4 alone 1.0 is not an ``integer``)."""
 
 
-def _type_check(names: list[str], validator: Any) -> Check:
-    """``instance -> bool`` for ``type: names``, as ``validator.is_type`` answers: a
-    table by Python type, asking the validator itself where its answer depends on the
-    value (a float for ``integer``) or the type is not one ``json.loads`` makes."""
-    table: dict[type, bool | None] = {}
-    for kind, samples in _SAMPLES.items():
-        answers = {any(validator.is_type(s, n) for n in names) for s in samples}
-        table[kind] = answers.pop() if len(answers) == 1 else None
+def _checkable(schema: Any, known: frozenset[str]) -> bool:
+    """Whether every subschema of ``schema`` acts only with :data:`_CHECKED` keywords
+    (any other keyword ``known`` to the validator sends the schema to ``jsonschema``),
+    every ``$ref`` is local and alone, and no ``$id`` moves the base URI."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or "$id" in schema or isinstance(schema.get("id"), str):
+        return False
+    acting = (known & schema.keys()) - _ANNOTATIONS
+    if acting - _CHECKED:
+        return False
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#") or acting - {"$ref"}:
+            return False
+    subschemas: list[Any] = []
+    for keyword in ("properties", "definitions", "$defs"):
+        children = schema.get(keyword, {})
+        if not isinstance(children, dict):
+            return False
+        subschemas += children.values()
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        branches = schema.get(keyword, [])
+        if not isinstance(branches, list):
+            return False
+        subschemas += branches
+    for keyword in ("items", "additionalProperties"):
+        if keyword in schema:
+            subschemas.append(schema[keyword])  # a list of items is not a schema: refused
+    return all(_checkable(child, known) for child in subschemas)
+
+
+def _without_defaults(schema: Any) -> Any:
+    """``schema`` without ``default`` annotations: ``fastjsonschema`` writes a default
+    into the document it checks, and the decoded value must stay as sent."""
+    if isinstance(schema, list):
+        return [_without_defaults(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "default":
+            continue
+        if key in ("properties", "definitions", "$defs") and isinstance(value, dict):
+            out[key] = {name: _without_defaults(child) for name, child in value.items()}
+        else:
+            out[key] = _without_defaults(value)
+    return out
+
+
+def _json_checker(schema: Any, validator: Any) -> Check | None:
+    """``instance -> valid`` answered by ``fastjsonschema``'s code compiled from
+    ``schema``, for a schema :func:`_checkable` finds acting only with keywords whose
+    meaning both libraries and every draft share; None sends the schema's messages to
+    ``validator`` (``jsonschema``), which also words every refusal."""
+    import fastjsonschema
+
+    known = frozenset(type(validator).VALIDATORS)
+    if not _checkable(schema, known):
+        return None
+    draft = _CODE_DRAFT.get(type(validator).__name__, "http://json-schema.org/draft-07/schema#")
+    document = {**_without_defaults(schema), "$schema": draft}
+    try:
+        compiled = fastjsonschema.compile(document, use_formats=False)
+    except fastjsonschema.JsonSchemaDefinitionException:
+        return None
+    invalid = fastjsonschema.JsonSchemaValueException
 
     def check(instance: Any) -> bool:
-        answer = table.get(type(instance))
-        if answer is None:
-            return any(validator.is_type(instance, n) for n in names)
-        return answer
-
-    return check
-
-
-class _Compiler:
-    """Compiles a JSON Schema into an exact ``instance -> valid`` (see :func:`compile`)."""
-
-    def __init__(self, root: Any, validator: Any) -> None:
-        self.root, self.validator = root, validator
-        # No format checker: ``format`` is an annotation, as in the general decoder.
-        self.known = frozenset(type(validator).VALIDATORS) - {"format"}
-        cls = type(validator)
-        probe = {"$ref": "#/definitions/a", "type": "string", "definitions": {"a": {}}}
-        self.ref_alone = cls(probe).is_valid(5)  # drafts 3-7: a $ref's siblings are ignored
-        self.refs: dict[str, Check | None] = {}
-        self.open: set[str] = set()
-
-    def compile(self, schema: Any, root: bool = False) -> Check | None:
-        """An exact ``instance -> valid`` for ``schema``, or None when it holds a keyword
-        the validator acts on that is not compiled here (or a form of one that is not)."""
-        if not isinstance(schema, dict):
-            return None
-        if not root and ("$id" in schema or isinstance(schema.get("id"), str)):
-            return None  # a new base URI for the references under it
-        if "$ref" in schema and self.ref_alone:
-            return self.reference(schema["$ref"])
-        if (self.known & schema.keys()) - _HANDLED:
-            return None
-        checks: list[Check] = []
-        if "$ref" in schema:
-            target = self.reference(schema["$ref"])
-            if target is None:
-                return None
-            checks.append(target)
-        if "type" in schema:
-            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            if not all(isinstance(n, str) and n in _TYPE_NAMES for n in names):
-                return None
-            checks.append(_type_check(names, self.validator))
-        if "properties" in schema:
-            properties = schema["properties"]
-            if not isinstance(properties, dict):
-                return None
-            compiled = [(k, self.compile(v)) for k, v in properties.items()]
-            pairs = tuple((k, c) for k, c in compiled if c is not None)
-            if len(pairs) != len(compiled):
-                return None
-            checks.append(_each_property(pairs))
-        if "required" in schema:
-            required = schema["required"]
-            if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-                return None
-            checks.append(_all_present(tuple(required)))
-        for keyword in ("oneOf", "anyOf", "allOf"):
-            if keyword in schema:
-                branches = schema[keyword]
-                if not isinstance(branches, list):
-                    return None
-                subs = [self.compile(b) for b in branches]
-                known = tuple(s for s in subs if s is not None)
-                if len(known) != len(subs):
-                    return None
-                checks.append(_combined(keyword, known, branches))
-        if "items" in schema:
-            items = self.compile(schema["items"])
-            if items is None:
-                return None
-            checks.append(_each_item(items))
-        if "additionalProperties" in schema:
-            extra = schema["additionalProperties"]
-            named = frozenset(schema.get("properties") or ())
-            if extra is False:
-                checks.append(_only(named))
-            elif extra is not True:
-                others = self.compile(extra)
-                if others is None:
-                    return None
-                checks.append(_each_other(others, named))
-        if len(checks) == 1:
-            return checks[0]
-        every = tuple(checks)
-        return lambda instance: all(c(instance) for c in every)
-
-    def reference(self, ref: Any) -> Check | None:
-        """A local ``#/a/b`` reference; None for any other, and for a cycle."""
-        if not isinstance(ref, str) or ref in self.open:
-            return None
-        if ref not in self.refs:
-            if ref != "#" and not ref.startswith("#/") or "~" in ref or "%" in ref:
-                return None
-            target = self.root
-            for part in ref[2:].split("/") if ref != "#" else ():
-                if not isinstance(target, dict) or part not in target:
-                    return None
-                target = target[part]
-            self.open.add(ref)
-            self.refs[ref] = self.compile(target, root=target is self.root)
-            self.open.discard(ref)
-        return self.refs[ref]
-
-
-_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "object", "array"})
-
-
-def _each_property(pairs: tuple[tuple[str, Check], ...]) -> Check:
-    def check(instance: Any) -> bool:
-        if type(instance) is not dict:
-            return True
-        for name, valid in pairs:  # a loop: the hot path of every message
-            if name in instance and not valid(instance[name]):
-                return False
+        try:
+            compiled(instance)
+        except invalid:
+            return False
         return True
 
     return check
-
-
-def _all_present(names: tuple[str, ...]) -> Check:
-    return lambda i: type(i) is not dict or all(n in i for n in names)
-
-
-def _only(named: frozenset[str]) -> Check:
-    return lambda i: type(i) is not dict or i.keys() <= named
-
-
-def _each_item(check: Check) -> Check:
-    return lambda i: type(i) is not list or all(check(v) for v in i)
-
-
-def _each_other(check: Check, named: frozenset[str]) -> Check:
-    return lambda i: type(i) is not dict or all(check(v) for k, v in i.items() if k not in named)
-
-
-def _combined(keyword: str, subs: tuple[Check, ...], branches: list[Any]) -> Check:
-    if keyword == "oneOf" and len(subs) == 2 and {"type": "null"} in branches:
-        # Debezium's optional field, {"oneOf": [{"type": "null"}, T]}: exactly one holds.
-        other = subs[1] if branches[0] == {"type": "null"} else subs[0]
-        return lambda i: (i is None) is not other(i)
-    if keyword == "allOf":
-        return lambda i: all(s(i) for s in subs)
-    if keyword == "anyOf":
-        return lambda i: any(s(i) for s in subs)
-    return lambda i: sum(1 for s in subs if s(i)) == 1  # oneOf: exactly one
 
 
 def _json_reader(writer: WriterSchema) -> Reader | None:
@@ -414,7 +337,7 @@ def _json_reader(writer: WriterSchema) -> Reader | None:
     validator = validator_for(schema)(schema)  # as the general decoder builds it
     if validator.format_checker is not None or type(validator).__name__ == "Draft3Validator":
         return None
-    check = _Compiler(schema, validator).compile(schema, root=True)
+    check = _json_checker(schema, validator)
     if check is None:
         return None
     digits = _connect_form(writer, ())
