@@ -8,7 +8,9 @@ landing-file reader makes) in one process, so the figure is per core, for the sa
 * plain JSON (the baseline),
 * Avro with a registry frame (fastavro, writer schema),
 * JSON Schema with a registry frame (payload validated by ``jsonschema``),
-* Protobuf with a registry frame and message indexes.
+* Protobuf with a registry frame and message indexes,
+* Avro again with the ``price`` column a ``decimal(12,2)`` (Avro's ``decimal`` logical
+  type, as Confluent's AvroConverter writes a Connect Decimal): ``avro_decimal``.
 
 Rates are per CPU-second of this process (``time.process_time``), not per wall second:
 on a shared machine a process waits for a core for as long as it runs, and the figure
@@ -31,6 +33,7 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import fastavro
@@ -43,6 +46,7 @@ from icetide.events.wire import AVRO, JSON_SCHEMA, PROTOBUF, WriterSchema, frame
 from icetide.ledger.decode import ROW, Routes, classify_batches, project_batches
 from icetide.ledger.registry_decode import Wire
 from icetide.schema.file import schema_from_dict
+from icetide.schema.model import TableSchema
 
 COLUMNS = [
     ("id", "long"),
@@ -65,6 +69,17 @@ SCHEMA = schema_from_dict(
     }
 )
 ROUTES = Routes({"inv.items": [(None, "items")]})
+DECIMAL_SCHEMA = schema_from_dict(
+    {
+        "table": "items",
+        "primary_key": ["id"],
+        "columns": [
+            {"id": i, "name": n, "type": "decimal(12,2)" if n == "price" else t,
+             "nullable": n != "id"}
+            for i, (n, t) in enumerate(COLUMNS, 1)
+        ],
+    }
+)  # fmt: skip
 SOURCE_FIELDS = [
     ("name", "string"),
     ("db", "string"),
@@ -124,6 +139,18 @@ def avro_schema() -> dict[str, Any]:
     }
 
 
+def avro_decimal_schema() -> dict[str, Any]:
+    """:func:`avro_schema` with ``price`` an Avro ``decimal(12,2)``."""
+    schema = avro_schema()
+    for field in schema["fields"][0]["type"][1]["fields"]:
+        if field["name"] == "price":
+            field["type"] = [
+                "null",
+                {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2},
+            ]
+    return schema
+
+
 def json_schema() -> dict[str, Any]:
     kinds = {"long": "integer", "string": "string", "double": "number", "boolean": "boolean"}
     value = {"type": "object", "properties": {n: {"type": [kinds[t], "null"]} for n, t in COLUMNS}}
@@ -172,7 +199,10 @@ def proto_file() -> descriptor_pb2.FileDescriptorProto:
     return f
 
 
-def messages(events: int) -> dict[str, tuple[list[bytes], Wire | None]]:
+Case = tuple[list[bytes], Wire | None, TableSchema]
+
+
+def messages(events: int) -> dict[str, Case]:
     docs = [event(i) for i in range(events)]
     parsed = fastavro.parse_schema(avro_schema())
     avro = []
@@ -197,18 +227,27 @@ def messages(events: int) -> dict[str, tuple[list[bytes], Wire | None]]:
         )
         for d in docs
     ]
+    decimal = fastavro.parse_schema(avro_decimal_schema())
+    avro_decimal = []
+    for doc in docs:
+        out = io.BytesIO()
+        cents = Decimal(round(doc["after"]["price"] * 100)) / 100
+        fastavro.schemaless_writer(out, decimal, doc | {"after": doc["after"] | {"price": cents}})
+        avro_decimal.append(frame(4, out.getvalue()))
     wire = Wire(
         {
             1: WriterSchema(AVRO, json.dumps(avro_schema())),
             2: WriterSchema(JSON_SCHEMA, json.dumps(json_schema())),
             3: WriterSchema(PROTOBUF, base64.b64encode(proto.SerializeToString()).decode()),
+            4: WriterSchema(AVRO, json.dumps(avro_decimal_schema())),
         }
     )
     return {
-        "json": ([json.dumps(d).encode() for d in docs], None),
-        "avro": (avro, wire),
-        "json_schema": ([frame(2, json.dumps(d).encode()) for d in docs], wire),
-        "protobuf": (pb, wire),
+        "json": ([json.dumps(d).encode() for d in docs], None, SCHEMA),
+        "avro": (avro, wire, SCHEMA),
+        "json_schema": ([frame(2, json.dumps(d).encode()) for d in docs], wire, SCHEMA),
+        "protobuf": (pb, wire, SCHEMA),
+        "avro_decimal": (avro_decimal, wire, DECIMAL_SCHEMA),
     }
 
 
@@ -229,12 +268,12 @@ def batches(raws: list[bytes]) -> list[pa.RecordBatch]:
     ]
 
 
-def run(raws: list[bytes], wire: Wire | None) -> float:
+def run(raws: list[bytes], wire: Wire | None, schema: TableSchema = SCHEMA) -> float:
     """Events per second through classify then project, on one core."""
     arrow = batches(raws)
     start = time.process_time()
     classified = list(classify_batches(ROUTES, wire)(arrow))
-    projected = list(project_batches(SCHEMA, datetime.now(UTC), wire)(arrow))
+    projected = list(project_batches(schema, datetime.now(UTC), wire)(arrow))
     seconds = time.process_time() - start
     for out in classified:
         assert set(out.column("status").to_pylist()) == {ROW}, out.column("error")
@@ -260,9 +299,9 @@ def main() -> None:
     args = parser.parse_args()
     cases = messages(args.events)
     medians = {}
-    for name, (raws, wire) in cases.items():
-        run(raws[:200], wire)  # warm the caches (schema parsing, classes)
-        medians[name] = statistics.median(run(raws, wire) for _ in range(args.repeat))
+    for name, (raws, wire, schema) in cases.items():
+        run(raws[:200], wire, schema)  # warm the caches (schema parsing, classes)
+        medians[name] = statistics.median(run(raws, wire, schema) for _ in range(args.repeat))
     base = medians["json"]
     print(
         f"decode, {args.events:,} Debezium envelopes, median of {args.repeat}, "

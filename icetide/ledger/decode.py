@@ -47,6 +47,8 @@ from icetide.events.raw import BOM, Wire, message_text, read_document
 from icetide.events.rescue import rescue_json
 from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
+from icetide.events.wire_prepared import read_framed
+from icetide.schema.connector import typed_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.convert.spark import arrow_value
@@ -163,7 +165,7 @@ def schema_key(raw: bytes, doc: Any, wire: Wire | None = None) -> str | None:
     """
     try:
         if wire is not None and (framed := wire.framed(raw)) is not None:
-            return f"{REGISTRY_KEY}{int.from_bytes(framed[1:5], 'big')}"
+            return _registry_key(framed)
         row = inline_row_schema(doc)
         if row is None:
             return None
@@ -214,11 +216,24 @@ def _classify(
     raw: bytes, routes: Routes, wire: Wire | None = None
 ) -> tuple[Classified, str | None]:
     # The usual message, read once (icetide.events.plain); a bare envelope carries no
-    # schema, so it has no schema key. Anything else: the general path below.
+    # schema, so it has no schema key. A registry frame read by its prepared reader
+    # (icetide.events.wire_prepared) to a bare envelope is routed the same way. Anything
+    # else: the general path below.
     plain = read_plain(parse(raw))
     if plain is not None:
         return _route_plain(plain, routes), None
+    framed = wire.framed(raw) if wire is not None else None
+    if framed is not None and wire is not None:
+        plain = read_plain(read_framed(framed, wire.schemas))
+        if plain is not None:
+            classified = _route_plain(plain, routes)
+            return classified, _registry_key(framed) if classified[1] == ROW else None
     return _classify_read(raw, routes, wire)
+
+
+def _registry_key(framed: bytes) -> str:
+    """:func:`schema_key` of a registry frame."""
+    return f"{REGISTRY_KEY}{int.from_bytes(framed[1:5], 'big')}"
 
 
 def _classify_read(
@@ -521,17 +536,54 @@ def _plain_rows(
     :func:`_project` makes it, or None for a message it must read: built once per table
     and batch. None when this projection needs the general path for every message
     (renames in progress, every message refused)."""
-    schema, layout = projection.value_schema, projection.layout
-    if projection.aliases or (refused and (ALL_MESSAGES in refused or "" in refused)):
+    if refused and (ALL_MESSAGES in refused or "" in refused):
         return None  # a bare envelope has no schema key: only "" or ALL would refuse it
+    rows = _document_rows(projection, typed=False)
+    return None if rows is None else lambda raw: rows(parse(raw))
+
+
+def _framed_rows(
+    projection: Projection, wire: Wire | None, refused: Refused | None
+) -> Callable[[bytes], dict[str, Any] | None] | None:
+    """The ledger row of a registry frame whose prepared reader
+    (:mod:`icetide.events.wire_prepared`) gives a bare row envelope, exactly as
+    :func:`_project` makes it (its values typed by their schema: :func:`typed_hints`),
+    or None for a message the general path must read: built once per table and batch."""
+    if wire is None or (refused and ALL_MESSAGES in refused):
+        return None
+    rows = _document_rows(projection, typed=True)
+    if rows is None:
+        return None
+    schemas = wire.schemas
+
+    def run(raw: bytes) -> dict[str, Any] | None:
+        framed = wire.framed(raw)
+        if framed is None or (refused and _registry_key(framed) in refused):
+            return None  # not a frame, or a refused version: said by the general path
+        return rows(read_framed(framed, schemas))
+
+    return run
+
+
+def _document_rows(
+    projection: Projection, typed: bool
+) -> Callable[[Any], dict[str, Any] | None] | None:
+    """The ledger row of a parsed bare row envelope (``typed``: read from a registry
+    frame), or None: what :func:`_plain_rows` and :func:`_framed_rows` share."""
+    schema, layout = projection.value_schema, projection.layout
+    if projection.aliases:
+        return None
     if not set(schema.by_name) <= set(layout.by_name):
         return None
-    images = image_projector(schema, layout, projection.hints)
+    hints = projection.hints
+    if typed:  # as project_event reads an event its own schema typed
+        hints = typed_hints(schema, schema.sink.logical if hints is None else hints)
+    images = image_projector(schema, layout, hints)
     project, names, keys = images.project, images.names, images.keys
     required, values, earlier = images.required, images.values, projection.earlier
 
-    def run(raw: bytes) -> dict[str, Any] | None:
-        plain = read_plain(parse(raw))
+    def run(doc: Any) -> dict[str, Any] | None:
+        plain = read_plain(doc)
         if plain is None:
             return None
         position = plain.position
@@ -591,10 +643,13 @@ def row_projector(
     general decoder (:func:`_project`)."""
     projection = Projection.of(projection)
     plain = _plain_rows(projection, refused)
+    framed = _framed_rows(projection, wire, refused)
 
     def run(raw: bytes) -> dict[str, Any]:
         try:
             row = plain(raw) if plain is not None else None
+            if row is None and framed is not None:
+                row = framed(raw)
             if row is not None:
                 return row
             return _project(raw, projection, wire, refused)
