@@ -259,7 +259,8 @@ class HistoryKeeper:
         if layout is None or layout >= version:
             return
         old = TableContract(version_of(self.pipeline, name, layout), contract.settings)
-        kept = kept_columns(self.spark, table, [col.name for col in old.target.columns])
+        own = [col.name for col in old.target.columns] + list(h.META_COLUMNS)
+        kept = kept_columns(self.spark, table, own)
         ops = version_update(old, contract, "soft", kept).base
         commit_version(self.spark, table, ops, version, {c.SCHEMA_VERSION_PROPERTY: str(version)})
         self.pipeline.report(

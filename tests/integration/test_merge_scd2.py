@@ -12,13 +12,17 @@ from typing import Any
 import yaml
 from pyspark.sql import SparkSession
 
-from icetide.config import load_config
+from icetide.config import load_config, load_table_schemas
 from icetide.demo.run import plan_rounds
 from icetide.demo.workload import Workload, deliver, generate
+from icetide.ledger.stage import LedgerStage
 from icetide.merge import history as history_module
 from icetide.merge import stage as stage_module
 from icetide.observe.compare import normalize
 from icetide.schema.contract import history as h
+from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.schema.model import TableSchema
+from tests.integration.events import mysql
 from tests.integration.harness import Pipeline, assert_matches, killed_at
 
 
@@ -108,3 +112,80 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
     pipeline.merge()
     assert history_differences(pipeline, workload) == []
     assert spark.table(history.sql).count() == before
+
+
+def _schema(version: int, *columns: tuple[int, str, str], last: int = 0) -> TableSchema:
+    doc: dict[str, Any] = {
+        "table": "t",
+        "version": version,
+        "primary_key": ["id"],
+        "columns": [
+            {"id": 1, "name": "id", "type": "long", "nullable": False},
+            *[{"id": i, "name": n, "type": k} for i, n, k in columns],
+        ],
+    }
+    if last:
+        doc["last_column_id"] = last
+    return schema_from_dict(doc)
+
+
+def test_history_takes_an_add_a_rename_a_widening_and_a_drop_without_rewriting(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    v1 = _schema(1, (2, "name", "string"), (3, "qty", "int"), (4, "extra", "string"))
+    pipe = with_history(
+        Pipeline.custom(tmp_path, warehouse, "scd2_evolve", {"t": v1}, {"t": "shop.t"}, spark)
+    )
+    row = {"id": 1, "name": "a", "qty": 1, "extra": "e1"}
+    pipe.land(
+        [
+            mysql("c", 10, after=row, table="t", ts_ms=1_000),
+            mysql(
+                "u", 11, before=row, after={**row, "name": "b", "qty": 2}, table="t", ts_ms=2_000
+            ),
+        ]
+    )
+    pipe.stream()
+    pipe.merge()
+    history = pipe.refs("t").history
+    files_before = {
+        r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
+    }
+    # Version 2: name renamed title (same id), qty widened, note added, extra dropped (soft).
+    dump_schema_file(
+        _schema(2, (2, "title", "string"), (3, "qty", "long"), (5, "note", "string"), last=5),
+        pipe.config.resolved_path(pipe.config.table("t").schema_file),
+    )
+    pipe.schemas = load_table_schemas(pipe.config)
+    # The stages take version 2 at their batch boundaries (as `icetide run` turns).
+    for _ in range(3):
+        pipe.merge()
+        LedgerStage(pipe.session, pipe.pipeline).tick()
+    now = {"id": 1, "title": "c", "qty": 3_000_000_000, "note": "n"}
+    late = {"id": 1, "title": "late", "qty": 5, "note": None}
+    pipe.land(
+        [
+            mysql("u", 20, before={"id": 1}, after=now, table="t", ts_ms=3_000),
+            # Late: an update from before the change arrives after it, and splits [11, 20).
+            mysql("u", 15, before={"id": 1}, after=late, table="t", ts_ms=2_500),
+        ]
+    )
+    pipe.stream()
+    pipe.merge()
+    rows = spark.table(history.sql).orderBy(h.FROM_POSITION).collect()
+    got = [(r["title"], r["qty"], r["note"], r["extra"], r[h.IS_CURRENT], r[h.OP]) for r in rows]
+    assert got == [
+        ("a", 1, None, "e1", False, "c"),
+        ("b", 2, None, "e1", False, "u"),
+        ("late", 5, None, None, False, "u"),
+        ("c", 3_000_000_000, "n", None, True, "u"),
+    ]
+    fields = {f.name: f.dataType.simpleString() for f in spark.table(history.sql).schema.fields}
+    assert (fields["title"], fields["qty"], fields["note"]) == ("string", "bigint", "string")
+    assert "name" not in fields and "extra" in fields
+    # No version was rewritten by the schema change: the files written before it are
+    # all still live (the late event's split wrote new ones beside them).
+    files_after = {
+        r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
+    }
+    assert files_before <= files_after
