@@ -50,6 +50,7 @@ from icetide.lake.schema_update import commit_version
 from icetide.lake.tables import lineage_summaries, table_exists
 from icetide.merge.phases import MergeVersion, align_images, version_of
 from icetide.merge.steps import MergeContext, _split, _tombstones, inherit_unavailable
+from icetide.merge.strategy import spj_conf, stage_batch, staging_table
 from icetide.schema.contract import base as b
 from icetide.schema.contract import history as h
 from icetide.schema.contract import ledger as c
@@ -186,7 +187,7 @@ class HistoryKeeper:
                     f"snapshot-property.{h.WATERMARK_PROPERTY}", str(end)
                 ).append()
             else:
-                self._merge(refs.history, schema, changed, properties)
+                self._merge(refs.history, run.contract, changed, properties)
             crash_point(AFTER_COMMIT)
         finally:
             changed.unpersist()
@@ -195,14 +196,17 @@ class HistoryKeeper:
     def _merge(
         self,
         table: TableName,
-        schema: TableSchema,
+        contract: TableContract,
         changed: DataFrame,
         properties: dict[str, str],
     ) -> None:
         """MERGE the new and changed versions on (key, start), in one commit carrying
         ``properties``."""
-        view = f"icetide_history_{table.name}"
-        changed.createOrReplaceTempView(view)
+        schema = contract.target
+        # Staged bucketed like the history, so the MERGE joins bucket to bucket without
+        # shuffling the history (as the base's bucket join, merge/strategy.py).
+        staging = staging_table(table)
+        stage_batch(changed, contract, staging)
         on = " AND ".join(
             f"t.{quote(k)} = s.{quote(k)}" for k in [*schema.primary_key, h.FROM_POSITION]
         )
@@ -212,7 +216,7 @@ class HistoryKeeper:
         matched = {quote(k) for k in [*schema.primary_key, h.FROM_POSITION]}
         updates = ", ".join(f"t.{n} = s.{n}" for n in names if n not in matched)
         sql = (
-            f"MERGE INTO {table} t USING {quote(view)} s ON {on} "
+            f"MERGE INTO {table} t USING {staging.sql} s ON {on} "
             f"WHEN MATCHED THEN UPDATE SET {updates} "
             f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) "
             f"VALUES ({', '.join(f's.{n}' for n in names)})"
@@ -220,12 +224,10 @@ class HistoryKeeper:
 
         def run() -> None:
             crash_point(BEFORE_COMMIT)
-            self.spark.sql(sql)
+            with spj_conf(self.spark):
+                self.spark.sql(sql)
 
-        try:
-            with_commit_properties(self.spark, properties, run)
-        finally:
-            self.spark.catalog.dropTempView(view)
+        with_commit_properties(self.spark, properties, run)
 
     def _remembered(
         self, ledger: TableName, start: int | None, schema: TableSchema
@@ -333,6 +335,10 @@ def version_rows(
         truncates = truncates.unionByName(
             remembered.where(F.col(c.OP) == "t").select(c.POSITION, c.SOURCE_TS)
         )
+    if remembered is None and not truncated:
+        # In order (no event before any kept position): only each key's open version can
+        # change (it ends), so the closed ones are not read.
+        history = history.where(F.col(h.IS_CURRENT))
     kept = history.join(touched, keys, "left_semi")
     opens = kept.select(
         *qkeys,
