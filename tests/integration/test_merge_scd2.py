@@ -1,7 +1,7 @@
 """Model-based: the SCD type 2 history the merge keeps (``history: scd2``) equals the
 source model's intervals, after random workloads delivered badly (duplicates,
-reordering, events held back across merges), merges stopped at each commit point of
-the history's maintenance, and a whole redelivery."""
+reordering, events held back across merges) and merges stopped at each commit point of
+the history's maintenance; and a schema change in the middle of it."""
 
 from __future__ import annotations
 
@@ -83,11 +83,11 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
     pipeline = with_history(
         Pipeline.create(tmp_path, warehouse, "scd2_model", spark=spark, buckets=2)
     )
-    workload = generate(41, 700, tables=["customers", "products"])
-    parts = plan_rounds(workload, 4, 41, late_rate=0.1)
-    # Rounds 1..3 stop at a commit point (as a kill -9 there would), then merge again.
+    workload = generate(41, 500, tables=["customers", "products"])
+    parts = plan_rounds(workload, 3, 41, late_rate=0.1)
+    # Each round's merge stops at a commit point (as a kill -9 there would: every commit
+    # before it made, none after), then the merge runs again.
     stops = [
-        None,
         (stage_module, "merge.after_commit"),  # the base committed, the history not
         (history_module, history_module.BEFORE_COMMIT),
         (history_module, history_module.AFTER_COMMIT),
@@ -95,23 +95,13 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
     for number, (part, stop) in enumerate(zip(parts, stops, strict=True)):
         deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
         pipeline.stream()
-        if stop is not None:
-            with killed_at(*stop):
-                pipeline.merge()
+        with killed_at(*stop):
+            pipeline.merge()
         pipeline.merge()
     assert_matches(pipeline.compare(workload))
     assert history_differences(pipeline, workload) == []
     products = spark.table(pipeline.refs("products").history.sql)
     assert products.where(f"size({h.INHERITED}) > 0").count() > 0, "no unchanged TOAST value"
-
-    # The whole stream again: nothing changes, not even a version rewritten.
-    history = pipeline.refs("customers").history
-    before = spark.table(history.sql).count()
-    deliver(workload, pipeline.landing, seed=9, files=2, duplicate_rate=0.0, redeliver_all=True)
-    pipeline.stream()
-    pipeline.merge()
-    assert history_differences(pipeline, workload) == []
-    assert spark.table(history.sql).count() == before
 
 
 def _schema(version: int, *columns: tuple[int, str, str], last: int = 0) -> TableSchema:
