@@ -88,9 +88,11 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
     # Each round's merge stops at a commit point (as a kill -9 there would: every commit
     # before it made, none after), then the merge runs again.
     stops = [
-        (stage_module, "merge.after_commit"),  # the base committed, the history not
         (history_module, history_module.BEFORE_COMMIT),
         (history_module, history_module.AFTER_COMMIT),
+        # The base committed, the history not; the merge after it has nothing new for
+        # the base and must still catch the history up.
+        (stage_module, "merge.after_commit"),
     ]
     for number, (part, stop) in enumerate(zip(parts, stops, strict=True)):
         deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
