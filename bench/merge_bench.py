@@ -539,6 +539,15 @@ def render(
             else "- | - | -"
         )
         lines.append(f"| {name} | {o.median:.2f} | {ratio:.2f} | {o.median / best:.2f} | {files} |")
+    plain, kept = results.get("auto"), results.get("auto + history (scd2)")
+    if plain and kept and plain.seconds and kept.seconds:
+        share = (kept.median - plain.median) / plain.median
+        lines += [
+            "",
+            f"History maintenance: {kept.median - plain.median:.2f} s per merge, "
+            f"{share:.0%} of the merge alone (auto {plain.median:.2f} s, "
+            f"with the history {kept.median:.2f} s).",
+        ]
     notes = [f"- {name}: {o.note}" for name, o in results.items() if o.note]
     if notes:
         lines += ["", *notes]
