@@ -137,7 +137,8 @@ class Bench:
         """``auto`` keeping an SCD type 2 history: the history is created and seeded from
         the seeded base once (one version per row, at the base's watermark), and every
         run starts from that snapshot of it again."""
-        stage = MergeStage(self.spark, pipeline(bench_config(self.work, history=True)))
+        log: list[str] = []
+        stage = MergeStage(self.spark, pipeline(bench_config(self.work, history=True), log))
         name = Tables.table(layout)
         self.tables.reset(layout)
         run = merge_version(self.spark, stage.pipeline, name)
@@ -146,7 +147,15 @@ class Bench:
         seeded = current_snapshot_id(self.spark, history)
         assert seeded is not None
         self.tables.history_seeds[layout] = seeded
-        return lambda: stage.merge_table(name)
+
+        def run() -> None:
+            stage.merge_table(name)
+            for line in log:  # the history's own time, beside the run's
+                if line.startswith("history") or "history" in line.split(":")[0]:
+                    print(f"    {line}", file=sys.stderr, flush=True)
+            log.clear()
+
+        return run
 
     def run(
         self, variants: dict[str, tuple[str, Callable[[], object]]], warmup: int = 0

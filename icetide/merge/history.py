@@ -34,6 +34,7 @@ rewrites a version.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -177,8 +178,10 @@ class HistoryKeeper:
             None if same is None or not same.in_order else same.unavailable,
             True if same is None else same.truncated,
         ).persist()
+        started = time.monotonic()
         try:
             written = changed.count()
+            computed = time.monotonic() - started
             properties = {h.WATERMARK_PROPERTY: str(end)}
             if written == 0:
                 crash_point(BEFORE_COMMIT)
@@ -191,6 +194,17 @@ class HistoryKeeper:
             crash_point(AFTER_COMMIT)
         finally:
             changed.unpersist()
+        seconds = time.monotonic() - started
+        self.pipeline.report(
+            "merge",
+            f"history {name}: {written:,} versions written or ended up to ledger snapshot "
+            f"{end} in {seconds:.1f}s ({computed:.1f}s computing them)"
+            + ("" if same is not None else "; caught up from its own watermark"),
+            table=name,
+            history_versions=written,
+            history_seconds=round(seconds, 3),
+            history_compute_seconds=round(computed, 3),
+        )
         return written
 
     def _merge(
