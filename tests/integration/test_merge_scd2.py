@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from pyspark.sql import SparkSession
 
@@ -77,6 +78,7 @@ def history_differences(pipeline: Pipeline, workload: Workload) -> list[str]:
     return out
 
 
+@pytest.mark.long
 def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_point(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
