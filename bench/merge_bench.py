@@ -52,7 +52,8 @@ from merge_data import (
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from icetide.lake.tables import iceberg_table
+from icetide.lake.tables import current_snapshot_id, iceberg_table
+from icetide.merge.phases import merge_version
 from icetide.merge.stage import MergeStage
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import MERGE_STRATEGIES
@@ -131,6 +132,30 @@ class Bench:
 
     def icetide(self, strategy: str, layout: str) -> Callable[[], object]:
         return lambda: self.stages[strategy].merge_table(Tables.table(layout))
+
+    def with_history(self, layout: str) -> Callable[[], object]:
+        """``auto`` keeping an SCD type 2 history: the history is created and seeded from
+        the seeded base once (one version per row, at the base's watermark), and every
+        run starts from that snapshot of it again."""
+        log: list[str] = []
+        stage = MergeStage(self.spark, pipeline(bench_config(self.work, history=True), log))
+        name = Tables.table(layout)
+        self.tables.reset(layout)
+        run = merge_version(self.spark, stage.pipeline, name)
+        stage.history.before_batch(name, run, self.tables.before_batch[layout])
+        history = Tables.base(layout).suffixed("_history")
+        seeded = current_snapshot_id(self.spark, history)
+        assert seeded is not None
+        self.tables.history_seeds[layout] = seeded
+
+        def run() -> None:
+            stage.merge_table(name)
+            for line in log:  # the history's own time, beside the run's
+                if line.startswith("history") or "history" in line.split(":")[0]:
+                    print(f"    {line}", file=sys.stderr, flush=True)
+            log.clear()
+
+        return run
 
     def run(
         self, variants: dict[str, tuple[str, Callable[[], object]]], warmup: int = 0
@@ -395,6 +420,12 @@ def main(argv: list[str] | None = None) -> int:
         help="seed the ledger without the merge figures (as written before they existed): "
         "the merge computes them with a Spark job",
     )
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="add `auto` with and without an SCD type 2 history kept (history: scd2), "
+        "to measure the history's share of a merge",
+    )
     parser.add_argument("--results", type=Path, help="write the table as Markdown here")
     args = parser.parse_args(argv)
     wanted = args.variants.split(",")
@@ -440,8 +471,10 @@ def main(argv: list[str] | None = None) -> int:
         variants["auto (v3 deletion vectors)"] = ("mor-v3", bench.icetide("auto", "mor-v3"))
     if "cow" in wanted:
         variants["auto (copy-on-write)"] = ("cow", bench.icetide("auto", "cow"))
-    if "auto" in wanted:
+    if "auto" in wanted or args.history:
         variants["auto"] = ("mor-v2", bench.icetide("auto", "mor-v2"))
+    if args.history:
+        variants["auto + history (scd2)"] = ("mor-v2", bench.with_history("mor-v2"))
     results = bench.run(variants, args.warmup)
     if "pyiceberg" in wanted:
         try:
@@ -515,6 +548,15 @@ def render(
             else "- | - | -"
         )
         lines.append(f"| {name} | {o.median:.2f} | {ratio:.2f} | {o.median / best:.2f} | {files} |")
+    plain, kept = results.get("auto"), results.get("auto + history (scd2)")
+    if plain and kept and plain.seconds and kept.seconds:
+        share = (kept.median - plain.median) / plain.median
+        lines += [
+            "",
+            f"History maintenance: {kept.median - plain.median:.2f} s per merge, "
+            f"{share:.0%} of the merge alone (auto {plain.median:.2f} s, "
+            f"with the history {kept.median:.2f} s).",
+        ]
     notes = [f"- {name}: {o.note}" for name, o in results.items() if o.note]
     if notes:
         lines += ["", *notes]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -69,9 +69,14 @@ class Mix:
 
 
 def bench_config(
-    work: Path, buckets: int = BUCKETS, strategy: str = "auto", compact_every: int | None = None
+    work: Path,
+    buckets: int = BUCKETS,
+    strategy: str = "auto",
+    compact_every: int | None = None,
+    history: bool = False,
 ) -> Config:
-    """A pipeline config for the benchmark tables (one per layout) in ``work``."""
+    """A pipeline config for the benchmark tables (one per layout) in ``work``; with
+    ``history``, each keeps an SCD type 2 history (``history: scd2``)."""
     merge: dict[str, object] = {"strategy": strategy}
     if compact_every is not None:
         merge["compact_every"] = compact_every
@@ -82,6 +87,7 @@ def bench_config(
             "buckets": buckets,
             "mode": layout["mode"],
             "merge": merge,
+            "history": "scd2" if history else "off",
         }
         for layout in LAYOUTS.values()
     ]
@@ -211,6 +217,8 @@ class Tables:
     """Layout → the ledger snapshot holding the batch under test."""
     before_batch: dict[str, int]
     """Layout → the ledger snapshot before it: the seeded base's watermark."""
+    history_seeds: dict[str, int] = field(default_factory=dict)
+    """Layout → the seeded history table's snapshot (``--history``), to roll back to."""
 
     @staticmethod
     def table(layout: str) -> str:
@@ -227,6 +235,8 @@ class Tables:
     def reset(self, layout: str) -> None:
         """The base of ``layout`` as seeded, its ledger ending at the batch under test."""
         rollback(self.spark, self.base(layout), self.seeds[layout])
+        if layout in self.history_seeds:
+            rollback(self.spark, self.base(layout).suffixed("_history"), self.history_seeds[layout])
         if current_snapshot_id(self.spark, self.ledger(layout)) != self.batches[layout]:
             rollback(self.spark, self.ledger(layout), self.batches[layout])
 

@@ -156,6 +156,9 @@ tables:
     buckets: 16
     # merge-on-read (cheap writes) or copy-on-write (cheap reads). Default: merge-on-read
     mode: merge-on-read
+    # scd2: also keep <name>_history, every version of every row with its validity
+    # interval (docs/history.md); off: none. Default: off
+    history: off
     # How recent the base table must be (now minus the source commit time of the newest
     # applied change); a breach fails `icetide status --check`. Default: none
     freshness_sla: null

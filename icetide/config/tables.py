@@ -100,6 +100,16 @@ class EvolutionConfig(Section):
         return {**data, "drop": wanted}
 
 
+HistoryMode = Literal["off", "scd2"]
+"""A table's ``history``: ``scd2`` keeps a slowly-changing-dimension type 2 table of every
+version of its rows beside the base, ``off`` none."""
+
+
+def _history_mode(value: Any) -> Any:
+    """YAML reads a bare ``off`` as false: it means ``off`` here."""
+    return "off" if value is False else value
+
+
 class TableMergeConfig(Section):
     """Per-table merge settings (``tables[i].merge``)."""
 
@@ -141,6 +151,10 @@ class TableConfig(Section):
     constant ``DEFAULT`` carry it as ``initial-default`` (old rows read it, nothing is
     rewritten; :mod:`icetide.lake.defaults`); readers of the base must support v3."""
     merge: TableMergeConfig = Field({}, validate_default=True)
+    history: Annotated[HistoryMode, BeforeValidator(_history_mode)] = "off"
+    """``scd2``: the merge also keeps ``<table>_history``, one row per version of each
+    source row with its validity interval (:mod:`icetide.merge.history`); ``off`` (the
+    default) keeps none."""
     freshness_sla: Duration | None = None
     """The base table must hold the source's changes this recent; a breach is logged,
     exported as a metric and fails ``icetide status --check``."""

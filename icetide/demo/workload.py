@@ -33,7 +33,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from pathlib import Path
@@ -347,6 +347,44 @@ def state_at(journal: Sequence[Change], table: str, position: int) -> dict[Key, 
     return rows
 
 
+@dataclass(frozen=True)
+class Interval:
+    """One version of one source row: ``row`` held from ``from_position`` (the event
+    that wrote it, committed at ``from_ms``) up to ``to_position`` (the event that
+    replaced or deleted it), open (None) while it is the row's present."""
+
+    key: Key
+    row: Row
+    from_position: int
+    from_ms: int
+    to_position: int | None
+    to_ms: int | None
+
+
+def intervals(journal: Sequence[Change], table: str) -> list[Interval]:
+    """Every version of ``table``'s rows, from the journal: the SCD type 2 history a
+    table keeps (``history: scd2``), sorted by key and start.
+
+    >>> j = [Change("t", (1,), {"v": 1}, 10, 5), Change("t", (1,), {"v": 2}, 20, 6),
+    ...      Change("t", (1,), None, 30, 7)]
+    >>> [(i.row["v"], i.from_position, i.to_position) for i in intervals(j, "t")]
+    [(1, 10, 20), (2, 20, 30)]
+    """
+    done: list[Interval] = []
+    open_: dict[Key, Interval] = {}
+    for change in journal:
+        if change.table != table:
+            continue
+        was = open_.pop(change.key, None)
+        if was is not None:
+            done.append(replace(was, to_position=change.position, to_ms=change.ts_ms))
+        if change.row is not None:
+            open_[change.key] = Interval(
+                change.key, dict(change.row), change.position, change.ts_ms, None, None
+            )
+    return sorted([*done, *open_.values()], key=lambda i: (repr(i.key), i.from_position))
+
+
 # --------------------------------------------------------------------------- positions
 
 
@@ -648,6 +686,10 @@ class Workload:
     def state_at(self, table: str, position: int) -> dict[Key, Row]:
         """``table`` as the source had it at ``position`` (:func:`state_at`)."""
         return state_at(self.journal, table, position)
+
+    def intervals(self, table: str) -> list[Interval]:
+        """Every version of ``table``'s rows (:func:`intervals`)."""
+        return intervals(self.journal, table)
 
 
 class _Generator:

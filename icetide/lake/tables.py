@@ -47,6 +47,11 @@ class TableRefs:
         return self.base.suffixed("_cdc")
 
     @property
+    def history(self) -> TableName:
+        """The SCD type 2 history, when configured: ``<ns>.<table>_history``."""
+        return self.base.suffixed("_history")
+
+    @property
     def dead_letters(self) -> TableName:
         """The dead letters: ``<ns>.<table><suffix>``."""
         return self.base.suffixed(self.dlt_suffix)

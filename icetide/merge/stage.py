@@ -49,6 +49,7 @@ from icetide.lake.tables import (
     table_exists,
 )
 from icetide.merge.compact import Compaction, PackingTurn
+from icetide.merge.history import HistoryKeeper, SameBatch
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
 from icetide.merge.phases import MergeVersion, align_images, merge_version, switch_base
 from icetide.merge.race import ATTEMPT_PROPERTY, ConcurrentMergeError, concurrent_merges
@@ -154,6 +155,8 @@ class MergeStage:
         self.config = pipeline.config
         self.rounds = MergeRounds(spark, pipeline)
         """The rounds' packing turns and the work besides each batch."""
+        self.history = HistoryKeeper(spark, pipeline)
+        """The SCD type 2 history of the tables configured with one."""
 
     def refs(self, table: str) -> TableRefs:
         """The Iceberg names of ``table``."""
@@ -279,7 +282,9 @@ class MergeStage:
         snapshot = ledger.currentSnapshot()
         end = None if snapshot is None else int(snapshot.snapshotId())
         start = progress.watermark
+        self.history.before_batch(name, run, start)
         if end is None or end == start:
+            self.history.after_batch(name, run, end)
             self.rounds.converge(name, run, end)
             return MergeResult(name, 0, start, end, 0.0)
         merged = self._merge_batch(name, run, base_table, ledger, start, end)
@@ -415,6 +420,11 @@ class MergeStage:
             raced = concurrent_merges(lineage, planned, attempt)
             if raced:
                 raise ConcurrentMergeError(name, raced)
+            # After the base's commit (merge/history.py says why in this order).
+            same = SameBatch(
+                plan.in_order, moves, figures.unavailable, figures.truncate is not None
+            )
+            self.history.after_batch(name, run, end, start, same)
         finally:
             if inheritance is not None:
                 inheritance.release()

@@ -322,6 +322,7 @@ def test_passthrough_maps_accept_any_key(load: Load) -> None:
         ("mode: mor", "tables[0].mode", "'merge-on-read' or 'copy-on-write'"),
         ("merge: {strategy: fast}", "tables[0].merge.strategy", "'bucket_join'"),
         ("merge: {stratgy: auto}", "tables[0].merge.stratgy", "strategy"),
+        ("history: scd3", "tables[0].history", "'off' or 'scd2'"),
         ("name: 9lives", "tables[0].name", "identifier"),
         ("source: has space", "tables[0].source", "without spaces"),
         ("primary_key: id", "tables[0].primary_key", "must be a list"),

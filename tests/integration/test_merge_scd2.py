@@ -1,0 +1,185 @@
+"""Model-based: the SCD type 2 history the merge keeps (``history: scd2``) equals the
+source model's intervals, after random workloads delivered badly (duplicates,
+reordering, events held back across merges) and merges stopped at each commit point of
+the history's maintenance; and a schema change in the middle of it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import SparkSession
+
+from icetide.config import load_config, load_table_schemas
+from icetide.demo.run import plan_rounds
+from icetide.demo.workload import Workload, deliver, generate
+from icetide.ledger.stage import LedgerStage
+from icetide.merge import history as history_module
+from icetide.merge import stage as stage_module
+from icetide.observe.compare import normalize
+from icetide.schema.contract import history as h
+from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.schema.model import TableSchema
+from tests.integration.events import mysql
+from tests.integration.harness import Pipeline, assert_matches, killed_at
+
+
+def with_history(pipeline: Pipeline) -> Pipeline:
+    """``pipeline`` with ``history: scd2`` on every table."""
+    doc = yaml.safe_load(pipeline.config_path.read_text())
+    for table in doc["tables"]:
+        table["history"] = "scd2"
+    pipeline.config_path.write_text(yaml.safe_dump(doc))
+    pipeline.config = load_config(pipeline.config_path)
+    return pipeline
+
+
+def _ms(value: datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:  # PySpark's TIMESTAMP: a naive local time
+        value = value.astimezone(UTC)
+    return round(value.timestamp() * 1000)
+
+
+def history_differences(pipeline: Pipeline, workload: Workload) -> list[str]:
+    """Every difference between each table's history and the model's intervals."""
+    spark = pipeline.session
+    out: list[str] = []
+    for schema in workload.schemas:
+        table = schema.table
+        rows = spark.table(pipeline.refs(table).history.sql).collect()
+        found: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for row in rows:
+            r = row.asDict(recursive=True)
+            key = tuple(r[k] for k in schema.primary_key)
+            if (key, int(r[h.FROM_POSITION])) in found:
+                out.append(f"{table}: version {key} at {r[h.FROM_POSITION]} twice")
+            found[(key, int(r[h.FROM_POSITION]))] = r
+        want = {(i.key, i.from_position): i for i in workload.intervals(table)}
+        for missing in sorted(want.keys() - found.keys(), key=repr)[:5]:
+            out.append(f"{table}: version {missing} missing")
+        for extra in sorted(found.keys() - want.keys(), key=repr)[:5]:
+            out.append(f"{table}: version {extra} not in the model")
+        for at in want.keys() & found.keys():
+            i, r = want[at], found[at]
+            to = None if r[h.TO_POSITION] is None else int(r[h.TO_POSITION])
+            got = (to, _ms(r[h.VALID_FROM]), _ms(r[h.VALID_TO]), r[h.IS_CURRENT])
+            expected = (i.to_position, i.from_ms, i.to_ms, i.to_position is None)
+            if got != expected:
+                out.append(f"{table}: version {at}: interval {got}, model {expected}")
+            for col in schema.columns:
+                a, b = normalize(i.row.get(col.name), col.type), normalize(r[col.name], col.type)
+                if a != b:
+                    out.append(f"{table}: version {at}: {col.name} {b!r}, model {a!r}")
+    return out
+
+
+@pytest.mark.long
+def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_point(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    pipeline = with_history(
+        Pipeline.create(tmp_path, warehouse, "scd2_model", spark=spark, buckets=2)
+    )
+    workload = generate(41, 500, tables=["customers", "products"])
+    parts = plan_rounds(workload, 3, 41, late_rate=0.1)
+    # Each round's merge stops at a commit point (as a kill -9 there would: every commit
+    # before it made, none after), then the merge runs again.
+    stops = [
+        (history_module, history_module.BEFORE_COMMIT),
+        (history_module, history_module.AFTER_COMMIT),
+        # The base committed, the history not; the merge after it has nothing new for
+        # the base and must still catch the history up.
+        (stage_module, "merge.after_commit"),
+    ]
+    for number, (part, stop) in enumerate(zip(parts, stops, strict=True)):
+        deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
+        pipeline.stream()
+        with killed_at(*stop):
+            pipeline.merge()
+        pipeline.merge()
+    assert_matches(pipeline.compare(workload))
+    assert history_differences(pipeline, workload) == []
+    products = spark.table(pipeline.refs("products").history.sql)
+    assert products.where(f"size({h.INHERITED}) > 0").count() > 0, "no unchanged TOAST value"
+
+
+def _schema(version: int, *columns: tuple[int, str, str], last: int = 0) -> TableSchema:
+    doc: dict[str, Any] = {
+        "table": "t",
+        "version": version,
+        "primary_key": ["id"],
+        "columns": [
+            {"id": 1, "name": "id", "type": "long", "nullable": False},
+            *[{"id": i, "name": n, "type": k} for i, n, k in columns],
+        ],
+    }
+    if last:
+        doc["last_column_id"] = last
+    return schema_from_dict(doc)
+
+
+def test_history_takes_an_add_a_rename_a_widening_and_a_drop_without_rewriting(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    v1 = _schema(1, (2, "name", "string"), (3, "qty", "int"), (4, "extra", "string"))
+    pipe = with_history(
+        Pipeline.custom(tmp_path, warehouse, "scd2_evolve", {"t": v1}, {"t": "shop.t"}, spark)
+    )
+    row = {"id": 1, "name": "a", "qty": 1, "extra": "e1"}
+    pipe.land(
+        [
+            mysql("c", 10, after=row, table="t", ts_ms=1_000),
+            mysql(
+                "u", 11, before=row, after={**row, "name": "b", "qty": 2}, table="t", ts_ms=2_000
+            ),
+        ]
+    )
+    pipe.stream()
+    pipe.merge()
+    history = pipe.refs("t").history
+    files_before = {
+        r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
+    }
+    # Version 2: name renamed title (same id), qty widened, note added, extra dropped (soft).
+    dump_schema_file(
+        _schema(2, (2, "title", "string"), (3, "qty", "long"), (5, "note", "string"), last=5),
+        pipe.config.resolved_path(pipe.config.table("t").schema_file),
+    )
+    pipe.schemas = load_table_schemas(pipe.config)
+    # The stages take version 2 at their batch boundaries (as `icetide run` turns).
+    for _ in range(3):
+        pipe.merge()
+        LedgerStage(pipe.session, pipe.pipeline).tick()
+    now = {"id": 1, "title": "c", "qty": 3_000_000_000, "note": "n"}
+    late = {"id": 1, "title": "late", "qty": 5, "note": None}
+    pipe.land(
+        [
+            mysql("u", 20, before={"id": 1}, after=now, table="t", ts_ms=3_000),
+            # Late: an update from before the change arrives after it, and splits [11, 20).
+            mysql("u", 15, before={"id": 1}, after=late, table="t", ts_ms=2_500),
+        ]
+    )
+    pipe.stream()
+    pipe.merge()
+    rows = spark.table(history.sql).orderBy(h.FROM_POSITION).collect()
+    got = [(r["title"], r["qty"], r["note"], r["extra"], r[h.IS_CURRENT], r[h.OP]) for r in rows]
+    assert got == [
+        ("a", 1, None, "e1", False, "c"),
+        ("b", 2, None, "e1", False, "u"),
+        ("late", 5, None, None, False, "u"),
+        ("c", 3_000_000_000, "n", None, True, "u"),
+    ]
+    fields = {f.name: f.dataType.simpleString() for f in spark.table(history.sql).schema.fields}
+    assert (fields["title"], fields["qty"], fields["note"]) == ("string", "bigint", "string")
+    assert "name" not in fields and "extra" in fields
+    # No version was rewritten by the schema change: the files written before it are
+    # all still live (the late event's split wrote new ones beside them).
+    files_after = {
+        r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
+    }
+    assert files_before <= files_after
