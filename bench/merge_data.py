@@ -69,9 +69,15 @@ class Mix:
 
 
 def bench_config(
-    work: Path, buckets: int = BUCKETS, strategy: str = "auto", compact_every: int | None = None
+    work: Path,
+    buckets: int = BUCKETS,
+    strategy: str = "auto",
+    compact_every: int | None = None,
+    catalog: dict[str, object] | None = None,
 ) -> Config:
-    """A pipeline config for the benchmark tables (one per layout) in ``work``."""
+    """A pipeline config for the benchmark tables (one per layout) in ``work``; its
+    ``catalog:`` is ``catalog`` when given (a REST catalog on an object store, say),
+    else a Hadoop catalog in ``work``."""
     merge: dict[str, object] = {"strategy": strategy}
     if compact_every is not None:
         merge["compact_every"] = compact_every
@@ -92,7 +98,8 @@ def bench_config(
     doc = {
         "pipeline": "bench",
         "state_dir": str(work / "state"),
-        "catalog": {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": NAMESPACE},
+        "catalog": catalog
+        or {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": NAMESPACE},
         "spark": {"master": "local[2]", "shuffle_partitions": buckets},
         "tables": tables,
     }
