@@ -61,10 +61,7 @@ class CountingRelay:
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
                 begin = time.perf_counter()
-                upstream = relay._connection()
-                upstream.request(self.command, self.path, body=body, headers=headers)
-                answer = upstream.getresponse()
-                payload = answer.read()
+                answer, payload = relay._forward(self.command, self.path, body, headers)
                 relay._add(request_kind(self.command, self.path), time.perf_counter() - begin)
                 self.send_response(answer.status, answer.reason)
                 for key, value in answer.getheaders():
@@ -92,6 +89,25 @@ class CountingRelay:
         if conn is None:
             conn = self._local.conn = http.client.HTTPConnection(self._host, self._port, timeout=60)
         return conn
+
+    def _forward(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[http.client.HTTPResponse, bytes]:
+        """Send one request on this thread's kept-alive connection; the server may have
+        closed it while idle (before reading anything), so a closed connection is opened
+        again and the request sent once more, as HTTP clients do."""
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                answer = conn.getresponse()
+                return answer, answer.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def _add(self, kind: str, seconds: float) -> None:
         with self._lock:
