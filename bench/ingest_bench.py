@@ -57,15 +57,19 @@ ENVELOPE_SCHEMA = (
 )
 
 
-def config(work: Path, run: str, landing: Path) -> Config:
-    """A pipeline reading ``landing`` into namespace ``run`` (state of its own)."""
+def config(work: Path, run: str, landing: Path, catalog: dict[str, object] | None = None) -> Config:
+    """A pipeline reading ``landing`` into namespace ``run`` (state of its own); its
+    ``catalog:`` is ``catalog`` with ``run`` as the namespace when given, else a Hadoop
+    catalog in ``work``."""
     schema_file = work / "schemas" / "items.yaml"
     if not schema_file.exists():
         dump_schema_file(SCHEMA, schema_file)
     doc = {
         "pipeline": "ingest",
         "state_dir": str(work / "state" / run),
-        "catalog": {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": run},
+        "catalog": {**catalog, "namespace": run}
+        if catalog
+        else {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": run},
         "spark": {"master": "local[2]", "shuffle_partitions": 2},
         "transport": {"type": "files", "path": str(landing)},
         "tables": [
@@ -108,9 +112,15 @@ def floor(spark: SparkSession, landing: Path, run: str) -> Callable[[], None]:
     return go
 
 
-def ledger(spark: SparkSession, work: Path, landing: Path, run: str) -> Callable[[], None]:
+def ledger(
+    spark: SparkSession,
+    work: Path,
+    landing: Path,
+    run: str,
+    catalog: dict[str, object] | None = None,
+) -> Callable[[], None]:
     """icetide's ledger stage, as ``icetide stream --once`` runs it."""
-    cfg = config(work, run, landing)
+    cfg = config(work, run, landing, catalog)
     stage = LedgerStage(spark, Pipeline(cfg, {"items": SCHEMA}, Reporter(lambda _r: None)))
 
     def go() -> None:

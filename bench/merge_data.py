@@ -74,9 +74,12 @@ def bench_config(
     strategy: str = "auto",
     compact_every: int | None = None,
     history: bool = False,
+    catalog: dict[str, object] | None = None,
 ) -> Config:
     """A pipeline config for the benchmark tables (one per layout) in ``work``; with
-    ``history``, each keeps an SCD type 2 history (``history: scd2``)."""
+    ``history``, each keeps an SCD type 2 history (``history: scd2``); its ``catalog:``
+    is ``catalog`` when given (a REST catalog on an object store, say), else a Hadoop
+    catalog in ``work``."""
     merge: dict[str, object] = {"strategy": strategy}
     if compact_every is not None:
         merge["compact_every"] = compact_every
@@ -98,7 +101,8 @@ def bench_config(
     doc = {
         "pipeline": "bench",
         "state_dir": str(work / "state"),
-        "catalog": {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": NAMESPACE},
+        "catalog": catalog
+        or {"name": CATALOG, "warehouse": str(work / "warehouse"), "namespace": NAMESPACE},
         "spark": {"master": "local[2]", "shuffle_partitions": buckets},
         "tables": tables,
     }

@@ -140,7 +140,9 @@ def s3_identities(access_key: str, secret_key: str) -> dict[str, object]:
     }
 
 
-def server_arguments(base: Path, ports: dict[str, int], grpc: dict[str, int]) -> list[str]:
+def server_arguments(
+    base: Path, ports: dict[str, int], grpc: dict[str, int], metrics_port: int | None = None
+) -> list[str]:
     """``weed mini`` flags of a one-node store on loopback with everything in ``base``.
 
     Every port is given (mini moves a default port that is taken, but fails on a given
@@ -173,6 +175,8 @@ def server_arguments(base: Path, ports: dict[str, int], grpc: dict[str, int]) ->
     for component in COMPONENTS:
         args += [f"-{component}.port={ports[component]}"]
         args += [f"-{component}.port.grpc={grpc[component]}"]
+    if metrics_port is not None:  # the S3 gateway's Prometheus counters (requests, seconds)
+        args += [f"-metricsPort={metrics_port}"]
     return args
 
 
@@ -188,9 +192,12 @@ class ObjectStoreServer(LocalServer):
         buckets: Sequence[str] = ("warehouse",),
         startup_timeout: float = 120.0,
         keep: bool = False,
+        metrics: bool = False,
     ) -> None:
         super().__init__(base, "icetide-objectstore-", keep)
         self.buckets = tuple(buckets)
+        self._metrics = metrics
+        self._metrics_port: int | None = None
         self._startup_timeout = startup_timeout
         self._ports: dict[str, int] = {}
         self._grpc: dict[str, int] = {}
@@ -203,6 +210,14 @@ class ObjectStoreServer(LocalServer):
     def url(self) -> str:
         """The S3 endpoint (path-style: ``<url>/<bucket>/<key>``)."""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """The S3 gateway's Prometheus page (``metrics=True``): request counts and
+        seconds per action, as the benchmarks read them; ``None`` without it."""
+        if self._metrics_port is None:
+            return None
+        return f"http://127.0.0.1:{self._metrics_port}/metrics"
 
     def start(self) -> ObjectStoreServer:
         """Start the server, create the buckets, and wait until a write goes through."""
@@ -250,6 +265,7 @@ class ObjectStoreServer(LocalServer):
 
         self._ports = {c: self.port if c == "s3" else fresh() for c in COMPONENTS}
         self._grpc = {c: fresh() for c in COMPONENTS}
+        self._metrics_port = fresh() if self._metrics else None
         self.endpoint = S3Endpoint(self.url, self.endpoint.access_key, self.endpoint.secret_key)
 
     def _launch(self, program: Path) -> None:
@@ -257,7 +273,10 @@ class ObjectStoreServer(LocalServer):
         # ~/.seaweedfs too, and a user's must not change a private store.
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TMPDIR")}
         env["HOME"] = str(self.base)
-        command = [str(program), *server_arguments(self.base, self._ports, self._grpc)]
+        command = [
+            str(program),
+            *server_arguments(self.base, self._ports, self._grpc, self._metrics_port),
+        ]
         self._spawn(command, env, "weed.out")
 
     def _wait_ready(self) -> None:
