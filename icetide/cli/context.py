@@ -59,6 +59,13 @@ def load_pipeline(args: argparse.Namespace) -> Pipeline:
     if state.scrub is not None:
         state.scrub.add(secret_values(config))
     json_lines = getattr(args, "progress", "text") == "json"
+    # The pipeline reads the schema history on an s3:// state location: a store that
+    # does not answer is the preflight's one clear error naming `state`, said first.
+    from icetide.lake.preflight import check_state_location
+    from icetide.state.s3 import split_s3_uri
+
+    if config.state is not None and split_s3_uri(config.state) is not None:
+        check_state_location(config.state, config.catalog.properties_plain())
     return Pipeline(
         config, reporter=Reporter(Reporter.json_stderr if json_lines else Reporter.stderr)
     )
