@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from icetide.lake.alter import table_properties
 from icetide.lake.ledger_figures import key_move, tombstone
 from icetide.lake.progress import read_new_events
 from icetide.lake.tables import (
@@ -34,12 +35,14 @@ from icetide.lake.tables import (
     table_exists,
 )
 from icetide.merge.asof_plan import AsOfPlan, Reach, Start, Target, Unreachable, plan_asof
+from icetide.merge.asof_shape import Shape, shape_at
 from icetide.merge.inherit import applicable, inherit
 from icetide.merge.phases import align_images, merge_version
 from icetide.merge.steps import MergeContext, prepare
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.phases import VERSION_POSITIONS, read_version_positions
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
 
@@ -56,6 +59,8 @@ class AsOf:
     plan: AsOfPlan
     frame: DataFrame
     """The base table's columns (icetide's position and source time included)."""
+    shape: Shape | None = None
+    """The columns the source had at the target (None: the current ones)."""
     cached: tuple[DataFrame, ...] = ()
     """Frames the key changes' inheritance caches (read twice); :meth:`release` them
     once ``frame`` has been read."""
@@ -77,7 +82,12 @@ class AsOf:
                 f"base snapshot {self.plan.start.snapshot_id} (through position "
                 f"{self.plan.through})"
             )
-        return f"{self.table} as of {self.target.text} (position {self.plan.target}) from {start}"
+        said = f"{self.table} as of {self.target.text} (position {self.plan.target}) from {start}"
+        if self.shape is not None:
+            said += f", in schema version {self.shape.version} (the columns the source had then)"
+            if self.shape.gone:
+                said += f"; not rebuilt, dropped since: {', '.join(self.shape.gone)}"
+        return said
 
 
 def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Target) -> AsOf:
@@ -149,7 +159,13 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
     rows, cached = _apply(spark, refs.base, events, history, stored, schema)
-    return AsOf(table, target, plan, rows.selectExpr(*contract.row_select()), cached)
+    frame = rows.selectExpr(*contract.row_select())
+    starts_at = read_version_positions(table_properties(spark, refs.cdc).get(VERSION_POSITIONS))
+    history_versions = pipeline.schemas.history(table).versions
+    shape = shape_at(history_versions, schema, starts_at, plan.target)
+    if shape.version == schema.version:
+        return AsOf(table, target, plan, frame, None, cached)
+    return AsOf(table, target, plan, frame.selectExpr(*shape.select), shape, cached)
 
 
 def _apply(
