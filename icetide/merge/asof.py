@@ -36,11 +36,13 @@ from icetide.lake.tables import (
 )
 from icetide.merge.asof_plan import AsOfPlan, Reach, Start, Target, Unreachable, plan_asof
 from icetide.merge.asof_shape import Shape, shape_at
+from icetide.merge.converge import column_defaults, new_columns, rescued_values
 from icetide.merge.inherit import applicable, inherit
 from icetide.merge.phases import align_images, merge_version
 from icetide.merge.steps import MergeContext, prepare
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import value_slot
 from icetide.schema.contract.names import TableName
 from icetide.schema.contract.phases import VERSION_POSITIONS, read_version_positions
 from icetide.schema.model import TableSchema
@@ -159,13 +161,44 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
     rows, cached = _apply(spark, refs.base, events, history, stored, schema)
-    frame = rows.selectExpr(*contract.row_select())
+    frame = _rescued(rows.selectExpr(*contract.row_select()), ledger.where(upto), pipeline, schema)
     starts_at = read_version_positions(table_properties(spark, refs.cdc).get(VERSION_POSITIONS))
     history_versions = pipeline.schemas.history(table).versions
-    shape = shape_at(history_versions, schema, starts_at, plan.target)
-    if shape.version == schema.version:
-        return AsOf(table, target, plan, frame, None, cached)
-    return AsOf(table, target, plan, frame.selectExpr(*shape.select), shape, cached)
+    shape = shape_at(history_versions, schema, starts_at, plan.target, column_defaults(schema))
+    plain = [quote(col.name) for col in schema.columns] + [b.POSITION, b.SOURCE_TS]
+    if list(shape.select) != plain:
+        frame = frame.selectExpr(*shape.select)
+    older = shape if shape.version != schema.version else None
+    return AsOf(table, target, plan, frame, older, cached)
+
+
+def _rescued(
+    frame: DataFrame, ledger: DataFrame, pipeline: Pipeline, schema: TableSchema
+) -> DataFrame:
+    """``frame`` with the values of columns added since the first version that the
+    events making its rows kept in ``_rescued`` (written before the ledger projected the
+    column): the merge's data convergence fills the base so
+    (:func:`~icetide.merge.converge.fill_rescued`), and a start snapshot older than that
+    fill, or the ledger's events, still lack them. Joined on key and position: only the
+    event that made the row gives its value."""
+    table = schema.table
+    first = pipeline.schemas.history(table).versions[0]
+    added = [col for col in new_columns(schema, first) if col.name in frame.columns]
+    if not added or c.RESCUED not in ledger.columns:
+        return frame
+    values = rescued_values(ledger, pipeline, table, schema, added).alias("s")
+    keys = [k.name for k in schema.key_columns]
+    on = [F.col(f"t.{quote(k)}") == F.col(f"s.{quote(k)}") for k in keys]
+    on.append(F.col(f"t.{b.POSITION}") == F.col(f"s.{c.POSITION}"))
+    filled = {col.name: col for col in added}
+    out = []
+    for name in frame.columns:
+        mine = F.col(f"t.{quote(name)}")
+        if name in filled:
+            slot = F.col(f"s.{value_slot(filled[name].id)}")
+            mine = F.when(slot.isNull(), mine).otherwise(slot["v"])
+        out.append(mine.alias(name))
+    return frame.alias("t").join(values, on, "left").select(*out)
 
 
 def _apply(

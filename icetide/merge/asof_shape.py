@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from icetide.schema.contract import base as b
+from icetide.schema.contract.ledger import POSITION_SQL
 from icetide.schema.convert.spark import sql_type
 from icetide.schema.model import TableSchema
-from icetide.schema.quoting import quote
+from icetide.schema.quoting import literal, quote
 from icetide.schema.types import DecimalType, IcetideType, PrimitiveType
 
 
@@ -68,12 +69,19 @@ class Shape:
 
 
 def shape_at(
-    history: Sequence[TableSchema], current: TableSchema, starts: Mapping[int, int], target: Decimal
+    history: Sequence[TableSchema],
+    current: TableSchema,
+    starts: Mapping[int, int],
+    target: Decimal,
+    defaults: Mapping[int, str] | None = None,
 ) -> Shape:
     """The shape of ``current``'s table at ``target`` (see :func:`version_at`).
 
     ``history`` oldest first; versions newer than ``current`` (detected, not yet merged)
-    are left out: the rows are rebuilt in ``current``.
+    are left out: the rows are rebuilt in ``current``. ``defaults`` (column id → Spark
+    SQL literal of a constant source default) fill a column added with a default on the
+    rows last changed before the version that added it started, as the source did when
+    it added the column (and as the merge's data convergence does on the base).
     """
     kept = [s for s in history if s.version <= current.version] or [current]
     version = version_at([s.version for s in kept], starts, target)
@@ -88,6 +96,13 @@ def shape_at(
             gone.append(col.name)
             continue
         value = quote(found.name)
+        added = next(s.version for s in kept if col.id in s.field_ids())
+        if defaults and col.id in defaults and added != kept[0].version and added in starts:
+            before = f"CAST({literal(str(starts[added]))} AS {POSITION_SQL})"
+            value = (
+                f"CASE WHEN {value} IS NULL AND {b.POSITION} < {before} "
+                f"THEN {defaults[col.id]} ELSE {value} END"
+            )
         if _narrower(col.type, found.type):
             value = f"CAST({value} AS {sql_type(col.type)})"
         select.append(value if value == quote(col.name) else f"{value} AS {quote(col.name)}")

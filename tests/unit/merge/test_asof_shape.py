@@ -95,3 +95,18 @@ def test_a_column_dropped_since_is_named_not_rebuilt() -> None:
     shape = shape_at((*HISTORY, v5), v5, {**STARTS, 5: 500}, Decimal(450))
     assert shape.version == 4 and shape.gone == ("tag",)
     assert "`tag`" not in shape.select
+
+
+def test_a_column_added_with_a_default_holds_it_on_rows_older_than_its_version() -> None:
+    # tag (version 3, from position 300) was added with DEFAULT 'x': rows last changed
+    # before 300 hold 'x' at the source, as the merge's data convergence fills them.
+    fill = {5: "CAST('x' AS STRING)"}
+    shape = shape_at(HISTORY, V4, STARTS, Decimal(450), fill)
+    assert shape.select[4] == (
+        "CASE WHEN `tag` IS NULL AND _icetide_position < CAST('300' AS DECIMAL(38,0)) "
+        "THEN CAST('x' AS STRING) ELSE `tag` END AS `tag`"
+    )
+    # A column of the first version is never filled: its rows had it all along.
+    assert shape_at(HISTORY, V4, STARTS, Decimal(450), {2: "0"}).select[1] == "`y`"
+    # Nor a version with no recorded start.
+    assert shape_at(HISTORY, V4, {2: 200, 4: 400}, Decimal(450), fill).select[4] == "`tag`"
