@@ -156,7 +156,7 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
     stored: DataFrame | None = None
     if start is not None:
         reader = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
-        stored = reader.load(refs.base.dotted)
+        stored = _by_current_names(reader.load(refs.base.dotted), refs.base, start.snapshot_id)
         events = events.unionByName(
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
@@ -239,6 +239,30 @@ def _apply(
         cached = (inheritance.resolved, inheritance.moves)
     ctx = MergeContext(schema, history, truncated_before, True, moves, True)
     return prepare(events, ctx).where(F.col(c.OP) != "d"), cached
+
+
+def _by_current_names(stored: DataFrame, base: TableName, snapshot_id: int) -> DataFrame:
+    """A base snapshot's rows under the names their columns have now.
+
+    Iceberg reads a snapshot with the schema it was written with, so a column renamed
+    since comes under its old name, and after two columns traded names each comes under
+    the other's: matched by name, their values would swap. Iceberg's field ids say which
+    is which."""
+    table = iceberg_table(stored.sparkSession, base)
+    schema_id = table.snapshot(snapshot_id).schemaId()
+    if schema_id is None:
+        return stored
+    then, now = table.schemas().get(schema_id), table.schema()
+    names = {}
+    for field in then.columns():
+        current = now.findField(field.fieldId())
+        if current is not None:
+            names[str(field.name())] = str(current.name())
+    if all(names.get(n) == n for n in stored.columns):
+        return stored
+    # A column dropped for good since is left out: a column added later may have its name.
+    kept = [n for n in stored.columns if n in names]
+    return stored.select(*[F.col(quote(n)).alias(names[n]) for n in kept])
 
 
 def _rows_as_events(
