@@ -327,13 +327,18 @@ def _starts(spark: SparkSession, base: TableName) -> list[Start]:
     """The base snapshots an as-of can start from, oldest first: each merge's (its
     watermark in its summary) and a finished bootstrap's."""
     starts = []
-    for snapshot in lineage_snapshots(spark, base):
+    exact_from = None  # a bootstrap's, carried to the merges after it
+    for snapshot in reversed(list(lineage_snapshots(spark, base))):
         summary = snapshot.summary
+        if summary.get(b.BOOTSTRAP_STATE) == "done":
+            found = summary.get(b.BOOTSTRAP_EXACT_FROM)
+            exact_from = None if found is None else int(found)
         if b.WATERMARK_PROPERTY in summary:
-            starts.append(Start(snapshot.snapshot_id, int(summary[b.WATERMARK_PROPERTY])))
+            watermark = int(summary[b.WATERMARK_PROPERTY])
+            starts.append(Start(snapshot.snapshot_id, watermark, exact_from))
         elif summary.get(b.BOOTSTRAP_STATE) == "done":
-            starts.append(Start(snapshot.snapshot_id, None))
-    return starts[::-1]
+            starts.append(Start(snapshot.snapshot_id, None, exact_from))
+    return starts
 
 
 def _through(

@@ -458,6 +458,13 @@ def _change_every_table(
     # three statements in a row.
     trickle.alter("t_swap", ["ALTER TABLE {t} RENAME COLUMN x TO y, RENAME COLUMN y TO x"])
     trickle.wait_rounds(1)
+    # A version of its own before the next renames: changes detected together make one
+    # version, which starts at the first of them, and the rows written between them
+    # would be read by the later names.
+    poll(
+        lambda: [x.name for x in pipeline.schema("t_swap").columns] == ["id", "y", "x", "p", "q"],
+        "t_swap's first swap applied",
+    )
     trickle.alter(
         "t_swap",
         [
