@@ -413,15 +413,15 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
                 trickle.start()
                 recorded: list[Recording] = []
 
-                def record() -> None:
-                    recorded.extend(_record(pipeline, db, pgdb))
+                def record(point: str) -> None:
+                    recorded.extend(_record(pipeline, db, pgdb, point))
 
                 try:
                     dropped = _change_every_table(trickle, pipeline, run, gate, record)
                 except AssertionError as exc:  # with what the run said meanwhile
                     raise AssertionError(f"{exc}\n" + "\n".join(run.lines[-60:])) from None
                 trickle.wait_rounds(2)
-                record()
+                record("D")
                 trickle.stop()
                 _until_verified(pipeline, spark, run)
                 _as_of_each_recording(pipeline, spark, recorded)
@@ -438,13 +438,13 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
 
 
 def _change_every_table(
-    trickle: Trickle, pipeline: Pipeline, run: Child, gate: Path, record: Callable[[], None]
+    trickle: Trickle, pipeline: Pipeline, run: Child, gate: Path, record: Callable[[str], None]
 ) -> dict[int, str | None]:
     """The DDLs one after another, the writer writing between them; the t_readd values
     its DROP COLUMN took away (id → c). ``record`` reads the sources at their log
     positions (:func:`_record`) before the changes, between them and after them."""
     trickle.wait_rounds(1)
-    record()
+    record("A")
     # 1. c dropped (and, below, once that version is applied, c added again).
     before = trickle.alter(
         "t_readd",
@@ -474,7 +474,7 @@ def _change_every_table(
         ],
     )
     trickle.wait_rounds(1)
-    record()
+    record("B")
     # 3. the key lost, three ways.
     trickle.alter("t_nokey", ["ALTER TABLE {t} DROP PRIMARY KEY"])
     trickle.alter("t_keycol", ["ALTER TABLE {t} DROP COLUMN id"], key=None)
@@ -502,7 +502,7 @@ def _change_every_table(
     )
     trickle.alter("t_swap", ["ALTER TABLE {t} MODIFY q BIGINT"])
     trickle.wait_rounds(1)
-    record()
+    record("C")
     # 1, continued: c back under its name once the drop is applied.
     poll(lambda: pipeline.schema("t_readd").version >= 2, "t_readd's drop applied")
     trickle.alter(
@@ -533,9 +533,14 @@ def _change_every_table(
 
 # -- the sources recorded at exact log positions, and the tables as of them ------------------
 
-RECORDED = {"mysql": ["t_swap", "t_tag", "t_prec"], "postgres": ["p_prec"]}
-"""The tables read at their log positions: a rename and a widening (t_swap), an ADD
-COLUMN (t_tag), precision going up (t_prec, p_prec)."""
+RECORDED = {
+    "t_swap": "ABC",  # before the renames, between them and the widening, after it
+    "t_tag": "CD",  # before and after its ADD COLUMN ... NOT NULL DEFAULT
+    "t_prec": "D",  # microseconds written after the precision went up
+    "p_prec": "AD",  # PostgreSQL: before and after the precision went up
+}
+"""Which tables are read at their log positions at each point (A before any change, B
+after t_swap's renames, C after the widening and the precision changes, D at the end)."""
 
 
 @dataclass(frozen=True)
@@ -551,7 +556,7 @@ class Recording:
     rows: dict[int, tuple[Any, ...]]
 
 
-def _record(pipeline: Pipeline, db: str, pgdb: str) -> list[Recording]:
+def _record(pipeline: Pipeline, db: str, pgdb: str, point: str) -> list[Recording]:
     """Each recorded table as its source has it at one log position, while the writer
     writes. MariaDB: ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` and, in it, the binlog
     file and offset the snapshot is consistent with (``binlog_snapshot_*``): every
@@ -563,7 +568,13 @@ def _record(pipeline: Pipeline, db: str, pgdb: str) -> list[Recording]:
     config = pipeline.config
     found = []
     for source in (config.source(db), config.source(pgdb)):
-        tables = RECORDED[source.type]
+        tables = [
+            t
+            for t, at in RECORDED.items()
+            if point in at and t in (MARIADB if source.type == "mysql" else POSTGRES)
+        ]
+        if not tables:
+            continue
         shapes = {t: read_source_schema(source, config.table(t)).columns for t in tables}
         conn = open_source(source)
         try:
@@ -600,7 +611,7 @@ def _as_of_each_recording(
     its columns then (names and types: before a rename, the old names; before a widening,
     the old type; before an ADD COLUMN, without it), the same keys, and ``verify``'s
     checksum over those columns equal to the source's."""
-    assert len(recorded) == 4 * 4, [(r.table, r.at) for r in recorded]
+    assert len(recorded) == sum(map(len, RECORDED.values())), [(r.table, r.at) for r in recorded]
     versions: dict[str, set[int]] = {}
     for want in recorded:
         asof = table_as_of(spark, pipeline, want.table, parse_target(want.at))
@@ -622,7 +633,7 @@ def _as_of_each_recording(
         finally:
             asof.release()
     # Before and after the changes: older shapes were rebuilt, and the current one.
-    assert all(len(v) >= 2 for v in versions.values()), versions
+    assert all(len(versions[t]) == len(set(at)) for t, at in RECORDED.items()), versions
 
 
 def _landed(landing: Path, text: bytes) -> bool:
