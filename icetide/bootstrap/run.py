@@ -38,7 +38,7 @@ from icetide.capture.postgres.handoff import Resuming, postgres_handoff
 from icetide.capture.runner import offset_store
 from icetide.config.sections import SourceConfig
 from icetide.config.tables import TableConfig
-from icetide.events.position import lsn_position
+from icetide.events.position import lsn_position, parse_lsn
 from icetide.events.project import TYPE_MISMATCH
 from icetide.events.sink_values import CONVERSION_FAILED
 from icetide.lake.payload import payload_b64
@@ -49,6 +49,7 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
+from icetide.sources.connect import connect_postgres
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
@@ -141,10 +142,24 @@ class Bootstrap:
                 if current is None or current[0] != state["id"]:
                     self._claim(table, refs.base, state["id"], replace)
                 results.append(self._copy(table, refs.base, state, reader))
-                mark(self.spark, refs.base, state["id"], "done")
+                mark(self.spark, refs.base, state["id"], "done", self._log_position())
                 self.pipeline.report("bootstrap", results[-1].render())
         self.state_file.delete()
         return results
+
+    def _log_position(self) -> int:
+        """The source's log position now (packed): read after a table's copy, the
+        position its copy and the ledger are exact from (an as-of before it is refused)."""
+        if self.source.type == "mysql":
+            return mysql_watermark(self.source).position.key
+        conn = connect_postgres(self.source)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+                row = cur.fetchone()
+        finally:
+            conn.close()
+        return lsn_position(parse_lsn(str(row[0])), 0).key
 
     def _mysql_state(self) -> State:
         watermark = mysql_watermark(self.source)

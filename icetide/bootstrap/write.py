@@ -16,7 +16,7 @@ from icetide.faults import crash_point
 from icetide.lake.commit import append_with_properties
 from icetide.lake.tables import latest_snapshot_property
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK as CHUNK
-from icetide.schema.contract.base import BOOTSTRAP_ID
+from icetide.schema.contract.base import BOOTSTRAP_EXACT_FROM, BOOTSTRAP_ID
 from icetide.schema.contract.base import BOOTSTRAP_STATE as STATE
 from icetide.schema.contract.names import TableName
 
@@ -30,9 +30,18 @@ def chunks_done(spark: SparkSession, base: TableName, bootstrap_id: str) -> set[
     return {int(r[0]) for r in rows}
 
 
-def mark(spark: SparkSession, base: TableName, bootstrap_id: str, state: str) -> None:
-    """Commit nothing to ``base`` but the bootstrap's ``state`` (``running``/``done``)."""
+def mark(
+    spark: SparkSession,
+    base: TableName,
+    bootstrap_id: str,
+    state: str,
+    exact_from: int | None = None,
+) -> None:
+    """Commit nothing to ``base`` but the bootstrap's ``state`` (``running``/``done``)
+    and, when done, the position the copy is exact from (:data:`BOOTSTRAP_EXACT_FROM`)."""
     properties = {BOOTSTRAP_ID: bootstrap_id, STATE: state}
+    if exact_from is not None:
+        properties[BOOTSTRAP_EXACT_FROM] = str(exact_from)
     append_with_properties(spark.table(base.sql).limit(0), base, properties)
 
 

@@ -124,7 +124,8 @@ def _emit(
     from icetide.schema.quoting import quote
 
     config = pipeline.config
-    keys = [quote(k) for k in pipeline.schema(args.table).primary_key]
+    named = asof.shape.keys if asof.shape else pipeline.schema(args.table).primary_key
+    keys = [quote(k) for k in named]
     frame = asof.frame.orderBy(*keys)
     if to is not None:
         where = write(frame, to, pipeline.refs(args.table), config)

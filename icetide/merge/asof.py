@@ -25,6 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from icetide.lake.alter import table_properties
 from icetide.lake.ledger_figures import key_move, tombstone
 from icetide.lake.progress import read_new_events
 from icetide.lake.tables import (
@@ -34,12 +35,16 @@ from icetide.lake.tables import (
     table_exists,
 )
 from icetide.merge.asof_plan import AsOfPlan, Reach, Start, Target, Unreachable, plan_asof
+from icetide.merge.asof_shape import Shape, shape_at
+from icetide.merge.converge import column_defaults, new_columns, rescued_values
 from icetide.merge.inherit import applicable, inherit
 from icetide.merge.phases import align_images, merge_version
 from icetide.merge.steps import MergeContext, prepare
 from icetide.schema.contract import base as b
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.builder import value_slot
 from icetide.schema.contract.names import TableName
+from icetide.schema.contract.phases import VERSION_POSITIONS, read_version_positions
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import quote
 
@@ -56,6 +61,8 @@ class AsOf:
     plan: AsOfPlan
     frame: DataFrame
     """The base table's columns (icetide's position and source time included)."""
+    shape: Shape | None = None
+    """The columns the source had at the target (None: the current ones)."""
     cached: tuple[DataFrame, ...] = ()
     """Frames the key changes' inheritance caches (read twice); :meth:`release` them
     once ``frame`` has been read."""
@@ -77,7 +84,12 @@ class AsOf:
                 f"base snapshot {self.plan.start.snapshot_id} (through position "
                 f"{self.plan.through})"
             )
-        return f"{self.table} as of {self.target.text} (position {self.plan.target}) from {start}"
+        said = f"{self.table} as of {self.target.text} (position {self.plan.target}) from {start}"
+        if self.shape is not None:
+            said += f", in schema version {self.shape.version} (the columns the source had then)"
+            if self.shape.gone:
+                said += f"; not rebuilt, dropped since: {', '.join(self.shape.gone)}"
+        return said
 
 
 def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Target) -> AsOf:
@@ -144,12 +156,49 @@ def table_as_of(spark: SparkSession, pipeline: Pipeline, table: str, target: Tar
     stored: DataFrame | None = None
     if start is not None:
         reader = spark.read.format("iceberg").option("snapshot-id", start.snapshot_id)
-        stored = reader.load(refs.base.dotted)
+        stored = _by_current_names(reader.load(refs.base.dotted), refs.base, start.snapshot_id)
         events = events.unionByName(
             _rows_as_events(stored, events, pipeline, table, schema), allowMissingColumns=True
         )
     rows, cached = _apply(spark, refs.base, events, history, stored, schema)
-    return AsOf(table, target, plan, rows.selectExpr(*contract.row_select()), cached)
+    frame = _rescued(rows.selectExpr(*contract.row_select()), ledger.where(upto), pipeline, schema)
+    starts_at = read_version_positions(table_properties(spark, refs.cdc).get(VERSION_POSITIONS))
+    history_versions = pipeline.schemas.history(table).versions
+    shape = shape_at(history_versions, schema, starts_at, plan.target, column_defaults(schema))
+    plain = [quote(col.name) for col in schema.columns] + [b.POSITION, b.SOURCE_TS]
+    if list(shape.select) != plain:
+        frame = frame.selectExpr(*shape.select)
+    older = shape if shape.version != schema.version else None
+    return AsOf(table, target, plan, frame, older, cached)
+
+
+def _rescued(
+    frame: DataFrame, ledger: DataFrame, pipeline: Pipeline, schema: TableSchema
+) -> DataFrame:
+    """``frame`` with the values of columns added since the first version that the
+    events making its rows kept in ``_rescued`` (written before the ledger projected the
+    column): the merge's data convergence fills the base so
+    (:func:`~icetide.merge.converge.fill_rescued`), and a start snapshot older than that
+    fill, or the ledger's events, still lack them. Joined on key and position: only the
+    event that made the row gives its value."""
+    table = schema.table
+    first = pipeline.schemas.history(table).versions[0]
+    added = [col for col in new_columns(schema, first) if col.name in frame.columns]
+    if not added or c.RESCUED not in ledger.columns:
+        return frame
+    values = rescued_values(ledger, pipeline, table, schema, added).alias("s")
+    keys = [k.name for k in schema.key_columns]
+    on = [F.col(f"t.{quote(k)}") == F.col(f"s.{quote(k)}") for k in keys]
+    on.append(F.col(f"t.{b.POSITION}") == F.col(f"s.{c.POSITION}"))
+    filled = {col.name: col for col in added}
+    out = []
+    for name in frame.columns:
+        mine = F.col(f"t.{quote(name)}")
+        if name in filled:
+            slot = F.col(f"s.{value_slot(filled[name].id)}")
+            mine = F.when(slot.isNull(), mine).otherwise(slot["v"])
+        out.append(mine.alias(name))
+    return frame.alias("t").join(values, on, "left").select(*out)
 
 
 def _apply(
@@ -190,6 +239,30 @@ def _apply(
         cached = (inheritance.resolved, inheritance.moves)
     ctx = MergeContext(schema, history, truncated_before, True, moves, True)
     return prepare(events, ctx).where(F.col(c.OP) != "d"), cached
+
+
+def _by_current_names(stored: DataFrame, base: TableName, snapshot_id: int) -> DataFrame:
+    """A base snapshot's rows under the names their columns have now.
+
+    Iceberg reads a snapshot with the schema it was written with, so a column renamed
+    since comes under its old name, and after two columns traded names each comes under
+    the other's: matched by name, their values would swap. Iceberg's field ids say which
+    is which."""
+    table = iceberg_table(stored.sparkSession, base)
+    schema_id = table.snapshot(snapshot_id).schemaId()
+    if schema_id is None:
+        return stored
+    then, now = table.schemas().get(schema_id), table.schema()
+    names = {}
+    for field in then.columns():
+        current = now.findField(field.fieldId())
+        if current is not None:
+            names[str(field.name())] = str(current.name())
+    if all(names.get(n) == n for n in stored.columns):
+        return stored
+    # A column dropped for good since is left out: a column added later may have its name.
+    kept = [n for n in stored.columns if n in names]
+    return stored.select(*[F.col(quote(n)).alias(names[n]) for n in kept])
 
 
 def _rows_as_events(
@@ -254,13 +327,18 @@ def _starts(spark: SparkSession, base: TableName) -> list[Start]:
     """The base snapshots an as-of can start from, oldest first: each merge's (its
     watermark in its summary) and a finished bootstrap's."""
     starts = []
-    for snapshot in lineage_snapshots(spark, base):
+    exact_from = None  # a bootstrap's, carried to the merges after it
+    for snapshot in reversed(list(lineage_snapshots(spark, base))):
         summary = snapshot.summary
+        if summary.get(b.BOOTSTRAP_STATE) == "done":
+            found = summary.get(b.BOOTSTRAP_EXACT_FROM)
+            exact_from = None if found is None else int(found)
         if b.WATERMARK_PROPERTY in summary:
-            starts.append(Start(snapshot.snapshot_id, int(summary[b.WATERMARK_PROPERTY])))
+            watermark = int(summary[b.WATERMARK_PROPERTY])
+            starts.append(Start(snapshot.snapshot_id, watermark, exact_from))
         elif summary.get(b.BOOTSTRAP_STATE) == "done":
-            starts.append(Start(snapshot.snapshot_id, None))
-    return starts[::-1]
+            starts.append(Start(snapshot.snapshot_id, None, exact_from))
+    return starts
 
 
 def _through(

@@ -100,6 +100,9 @@ class Start:
     watermark: int | None
     """The ledger snapshot its merge consumed; None for a bootstrap's copy, which holds
     no ledger event."""
+    exact_from: int | None = None
+    """For a bootstrap's copy and every merge after it: the position the copy is exact
+    from (read once the copy ended); its rows may be newer than any position before."""
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,10 @@ def plan_asof(
     >>> plan = lambda t, copied=True, kept=lambda s: True: plan_asof(
     ...     Decimal(t), starts, lambda s: through[s.snapshot_id], lambda: Reach(Decimal(6), copied),
     ...     kept)
-    >>> plan(35).start, plan(30).through, plan(19).start.snapshot_id, plan(5).start
-    (Start(snapshot_id=3, watermark=11), Decimal('30'), 1, Start(snapshot_id=1, watermark=None))
+    >>> plan(35).start.snapshot_id, plan(30).through, plan(19).start.snapshot_id
+    (3, Decimal('30'), 1)
+    >>> plan(5).start.watermark is None  # the bootstrap's copy
+    True
     >>> plan(35, kept=lambda s: s != 11).start.snapshot_id  # watermark 11 expired
     2
     >>> plan_asof(Decimal(7), [], through.get, lambda: Reach(Decimal(6), False), bool).start is None
@@ -163,7 +168,11 @@ def plan_asof(
     def upto(i: int) -> Decimal | None:
         start = usable[i]
         if start.snapshot_id not in known:
-            known[start.snapshot_id] = through(start)
+            newest = through(start)
+            if start.exact_from is not None:
+                floor = Decimal(start.exact_from)
+                newest = floor if newest is None else max(newest, floor)
+            known[start.snapshot_id] = newest
         return known[start.snapshot_id]
 
     # The last usable start whose newest position is at or before the target.

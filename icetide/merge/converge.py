@@ -39,7 +39,7 @@ from icetide.schema.quoting import literal, quote
 from icetide.schema.types import Column
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from icetide.pipeline import Pipeline
 
@@ -79,6 +79,30 @@ def _fill_values(
     return run
 
 
+def rescued_values(
+    ledger: DataFrame, pipeline: Pipeline, table: str, schema: TableSchema, columns: list[Column]
+) -> DataFrame:
+    """The ``columns``' values ``ledger``'s events kept in ``_rescued`` (written while the
+    ledger did not project them yet): key, position, one slot per column (NULL: not in
+    that event). ``ledger`` has ``_rescued``."""
+    keys = [k.name for k in schema.key_columns]
+    rescued = (
+        ledger.where(
+            F.col(c.RESCUED).isNotNull()
+            & (F.coalesce(F.col(c.SCHEMA_VERSION), F.lit(0)) < schema.version)
+            & (F.col(c.OP) != "d")
+        )
+        .select(*[quote(k) for k in keys], c.POSITION, c.RESCUED)
+        .dropDuplicates([*keys, c.POSITION])
+    )
+    slots = ", ".join(f"{value_slot(col.id)} STRUCT<v: {sql_type(col.type)}>" for col in columns)
+    key_sql = ", ".join(f"{quote(k.name)} {sql_type(k.type)}" for k in schema.key_columns)
+    return rescued.mapInArrow(
+        _fill_values(schema, columns, read_hints(schema, pipeline.config.connector(table))),
+        f"{key_sql}, {c.POSITION} {c.POSITION_SQL}, {slots}",
+    )
+
+
 def new_columns(schema: TableSchema, since: TableSchema) -> list[Column]:
     """The value columns of ``schema`` whose values ``since``'s code could not project:
     the added ones, and the renamed ones (an ambiguous rename approved later: while it
@@ -111,21 +135,7 @@ def fill_rescued(
     ledger = spark.read.format("iceberg").option("snapshot-id", end).load(refs.cdc.dotted)
     if c.RESCUED not in ledger.columns:
         return 0
-    rescued = (
-        ledger.where(
-            F.col(c.RESCUED).isNotNull()
-            & (F.coalesce(F.col(c.SCHEMA_VERSION), F.lit(0)) < schema.version)
-            & (F.col(c.OP) != "d")
-        )
-        .select(*[quote(k) for k in keys], c.POSITION, c.RESCUED)
-        .dropDuplicates([*keys, c.POSITION])
-    )
-    slots = ", ".join(f"{value_slot(col.id)} STRUCT<v: {sql_type(col.type)}>" for col in columns)
-    key_sql = ", ".join(f"{quote(k.name)} {sql_type(k.type)}" for k in schema.key_columns)
-    values = rescued.mapInArrow(
-        _fill_values(schema, columns, read_hints(schema, pipeline.config.connector(table))),
-        f"{key_sql}, {c.POSITION} {c.POSITION_SQL}, {slots}",
-    ).persist()
+    values = rescued_values(ledger, pipeline, table, schema, columns).persist()
     try:
         count = values.count()
         if count == 0:

@@ -25,6 +25,11 @@ choose one per batch (:func:`icetide.merge.strategy.choose`)."""
 BOOTSTRAP_STATE = "icetide.bootstrap.state"
 """``running`` while a bootstrap fills the base (the merge waits), then ``done``."""
 BOOTSTRAP_ID = "icetide.bootstrap.id"
+BOOTSTRAP_EXACT_FROM = "icetide.bootstrap.exact-from"
+"""Snapshot summary property of a bootstrap's ``done`` commit: the source position (packed)
+read once the copy ended. The copy and the ledger's events after it make the table
+exactly at that position and after; before it, a row of the copy may be newer than the
+target (MySQL's chunks are read while writes go on; PostgreSQL's rows are stamped 0)."""
 BOOTSTRAP_CHUNK = "icetide.bootstrap.chunk"
 DROPPED_COMMENT = "icetide: dropped from the schema in version {version}"
 """The comment a soft-dropped column keeps: it stays in the table, no longer written."""

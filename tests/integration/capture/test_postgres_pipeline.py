@@ -36,8 +36,11 @@ from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
 from icetide.faults import KILLED_EXIT_CODE
+from icetide.lake.tables import latest_snapshot_property
+from icetide.merge.asof import table_as_of
+from icetide.merge.asof_plan import Target, Unreachable
 from icetide.observe.verify import run_verify
-from icetide.schema.contract.base import BOOTSTRAP_CHUNK, POSITION
+from icetide.schema.contract.base import BOOTSTRAP_CHUNK, BOOTSTRAP_EXACT_FROM, POSITION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.devservers.postgres import PostgresServer
 from tests.integration.harness import Pipeline
@@ -536,6 +539,22 @@ def test_the_copy_is_the_database_at_the_consistent_point_and_later_rows_come_by
     assert_verified(pipe, spark)
     base = {r[0]: r for r in spark.table(pipe.refs("customers").base.sql).collect()}
     assert base[100001]["name"] == "late" and base[1]["name"] == "changed" and 2 not in base
+    _as_of_the_copy(pipe, spark, base)
+
+
+def _as_of_the_copy(pipe: Pipeline, spark: SparkSession, base: dict[Any, Any]) -> None:
+    """The copy is reachable by ``asof`` from the position read once it ended (its rows
+    are stamped 0 and the slot's consistent point is before the writes made while it was
+    read): there, the table as the source had it (nothing was written since, so the
+    verified base); before it, refused, naming it."""
+    summary = latest_snapshot_property(spark, pipe.refs("customers").base, BOOTSTRAP_EXACT_FROM)
+    assert summary is not None
+    exact = int(summary[BOOTSTRAP_EXACT_FROM])
+    asof = table_as_of(spark, pipe.pipeline, "customers", Target("position", "x", Decimal(exact)))
+    assert {r["id"]: r for r in asof.frame.collect()} == base
+    with pytest.raises(Unreachable) as caught:
+        table_as_of(spark, pipe.pipeline, "customers", Target("position", "x", Decimal(exact - 1)))
+    assert caught.value.earliest == exact, caught.value.message
 
 
 def _wait_for(server: PostgresServer, sql: str, params: tuple[Any, ...] = ()) -> None:

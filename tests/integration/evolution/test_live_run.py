@@ -44,13 +44,19 @@ from icetide.artifacts.runtime import read_iceberg, table_metadata
 from icetide.capture.runner import run_capture
 from icetide.config import load_config
 from icetide.devservers.mariadb import MariaDBServer
+from icetide.events.position import format_lsn, parse_lsn
 from icetide.evolution.detect import capturing_source
 from icetide.evolution.source_schema import read_source_schema
-from icetide.observe.verify import TableVerdict, VerifyError, run_verify
+from icetide.merge.asof import table_as_of
+from icetide.merge.asof_plan import parse_target
+from icetide.observe import checksum as ck
+from icetide.observe.verify import TableVerdict, VerifyError, open_source, run_verify
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
 from icetide.schema.contract import ledger as c
+from icetide.schema.convert.spark import sql_type
 from icetide.schema.file import dump_schema_file
+from icetide.schema.types import Column
 from icetide.sources.quoting import mysql_quote, postgres_quote
 from tests.devservers.postgres import PostgresServer
 from tests.integration.test_cli_process import Child, child
@@ -405,13 +411,20 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
                 for table in SEEDED_FIRST:
                     run.wait_for_line(rf"^merge {table}: [1-9]")
                 trickle.start()
+                recorded: list[Recording] = []
+
+                def record(point: str) -> None:
+                    recorded.extend(_record(pipeline, db, pgdb, point))
+
                 try:
-                    dropped = _change_every_table(trickle, pipeline, run, gate)
+                    dropped = _change_every_table(trickle, pipeline, run, gate, record)
                 except AssertionError as exc:  # with what the run said meanwhile
                     raise AssertionError(f"{exc}\n" + "\n".join(run.lines[-60:])) from None
                 trickle.wait_rounds(2)
+                record("D")
                 trickle.stop()
                 _until_verified(pipeline, spark, run)
+                _as_of_each_recording(pipeline, spark, recorded)
                 _held_with_their_reasons(pipeline, spark, run)
                 _values_read_back(pipeline, spark, mariadb, db, postgres, pgdb, dropped)
             finally:
@@ -425,11 +438,13 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
 
 
 def _change_every_table(
-    trickle: Trickle, pipeline: Pipeline, run: Child, gate: Path
+    trickle: Trickle, pipeline: Pipeline, run: Child, gate: Path, record: Callable[[str], None]
 ) -> dict[int, str | None]:
     """The DDLs one after another, the writer writing between them; the t_readd values
-    its DROP COLUMN took away (id → c)."""
+    its DROP COLUMN took away (id → c). ``record`` reads the sources at their log
+    positions (:func:`_record`) before the changes, between them and after them."""
     trickle.wait_rounds(1)
+    record("A")
     # 1. c dropped (and, below, once that version is applied, c added again).
     before = trickle.alter(
         "t_readd",
@@ -443,6 +458,13 @@ def _change_every_table(
     # three statements in a row.
     trickle.alter("t_swap", ["ALTER TABLE {t} RENAME COLUMN x TO y, RENAME COLUMN y TO x"])
     trickle.wait_rounds(1)
+    # A version of its own before the next renames: changes detected together make one
+    # version, which starts at the first of them, and the rows written between them
+    # would be read by the later names.
+    poll(
+        lambda: [x.name for x in pipeline.schema("t_swap").columns] == ["id", "y", "x", "p", "q"],
+        "t_swap's first swap applied",
+    )
     trickle.alter(
         "t_swap",
         [
@@ -452,6 +474,7 @@ def _change_every_table(
         ],
     )
     trickle.wait_rounds(1)
+    record("B")
     # 3. the key lost, three ways.
     trickle.alter("t_nokey", ["ALTER TABLE {t} DROP PRIMARY KEY"])
     trickle.alter("t_keycol", ["ALTER TABLE {t} DROP COLUMN id"], key=None)
@@ -471,7 +494,15 @@ def _change_every_table(
         ["ALTER TABLE {t} ALTER COLUMN ts TYPE timestamp(6), ALTER COLUMN tm TYPE time(6)"],
         insert=pg_prec_values(micros=True),
     )
+    # 6. a widening: int to bigint, once the renames are a version of their own (changes
+    # detected together make one version, which starts where the first of them did).
+    poll(
+        lambda: [x.name for x in pipeline.schema("t_swap").columns] == ["id", "y", "x", "q", "p"],
+        "t_swap's renames applied",
+    )
+    trickle.alter("t_swap", ["ALTER TABLE {t} MODIFY q BIGINT"])
     trickle.wait_rounds(1)
+    record("C")
     # 1, continued: c back under its name once the drop is applied.
     poll(lambda: pipeline.schema("t_readd").version >= 2, "t_readd's drop applied")
     trickle.alter(
@@ -498,6 +529,111 @@ def _change_every_table(
     poll(lambda: _landed(landing, b'"after2"'), "t_tag's rows landed")
     (gate / "paused").unlink()
     return {int(i): v for i, v in before}
+
+
+# -- the sources recorded at exact log positions, and the tables as of them ------------------
+
+RECORDED = {
+    "t_swap": "ABC",  # before the renames, between them and the widening, after it
+    "t_tag": "CD",  # before and after its ADD COLUMN ... NOT NULL DEFAULT
+    "t_prec": "D",  # microseconds written after the precision went up
+    "p_prec": "AD",  # PostgreSQL: before and after the precision went up
+}
+"""Which tables are read at their log positions at each point (A before any change, B
+after t_swap's renames, C after the widening and the precision changes, D at the end)."""
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One source table read at one exact log position, with the columns it had then."""
+
+    table: str
+    at: str
+    """The position as ``icetide asof --at`` takes it."""
+    columns: tuple[Column, ...]
+    checksum: tuple[int, int]
+    """``verify``'s (row count, sum of row hashes) over ``columns``."""
+    rows: dict[int, tuple[Any, ...]]
+
+
+def _record(pipeline: Pipeline, db: str, pgdb: str, point: str) -> list[Recording]:
+    """Each recorded table as its source has it at one log position, while the writer
+    writes. MariaDB: ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` and, in it, the binlog
+    file and offset the snapshot is consistent with (``binlog_snapshot_*``): every
+    transaction committed before that offset is in the snapshot, none after. PostgreSQL:
+    ``LOCK TABLE ... IN SHARE MODE`` before the transaction's first query (writers of the
+    table wait, and no writer of it is open), then ``pg_current_wal_insert_lsn()`` and
+    the rows: every change of the table is below that LSN, where the next WAL record
+    goes, or written after the lock; the target is the LSN just below it."""
+    config = pipeline.config
+    found = []
+    for source in (config.source(db), config.source(pgdb)):
+        tables = [
+            t
+            for t, at in RECORDED.items()
+            if point in at and t in (MARIADB if source.type == "mysql" else POSTGRES)
+        ]
+        if not tables:
+            continue
+        shapes = {t: read_source_schema(source, config.table(t)).columns for t in tables}
+        conn = open_source(source)
+        try:
+            if source.type == "postgres":
+                conn.conn.set_session(readonly=False)  # SHARE is refused read-only
+            with conn.snapshot(), conn.conn.cursor() as cur:
+                if source.type == "mysql":
+                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                    status = {str(k).lower(): v for k, v in cur.fetchall()}
+                    at = f"{status['binlog_snapshot_file']}:{status['binlog_snapshot_position']}"
+                else:
+                    for t in tables:
+                        cur.execute(f"LOCK TABLE {conn.table_sql(config.table(t))} IN SHARE MODE")
+                    cur.execute("SELECT pg_current_wal_insert_lsn()::text")
+                    # Where the next record goes: the changes recorded are below it.
+                    at = format_lsn(parse_lsn(cur.fetchall()[0][0]) - 1)
+                for t in tables:
+                    quoted = conn.table_sql(config.table(t))
+                    cur.execute(ck.checksum_sql(conn.dialect, quoted, shapes[t]))
+                    count, total = cur.fetchall()[0]
+                    listed = ", ".join(ck.quote_ident(conn.dialect, x.name) for x in shapes[t])
+                    cur.execute(f"SELECT {listed} FROM {quoted}")
+                    rows = {r[0]: tuple(r[1:]) for r in cur.fetchall()}
+                    found.append(Recording(t, at, shapes[t], (int(count), int(total or 0)), rows))
+        finally:
+            conn.close()
+    return found
+
+
+def _as_of_each_recording(
+    pipeline: Pipeline, spark: SparkSession, recorded: list[Recording]
+) -> None:
+    """``icetide asof`` at each recorded position gives the table the source had there:
+    its columns then (names and types: before a rename, the old names; before a widening,
+    the old type; before an ADD COLUMN, without it), the same keys, and ``verify``'s
+    checksum over those columns equal to the source's."""
+    assert len(recorded) == sum(map(len, RECORDED.values())), [(r.table, r.at) for r in recorded]
+    versions: dict[str, set[int]] = {}
+    for want in recorded:
+        asof = table_as_of(spark, pipeline, want.table, parse_target(want.at))
+        try:
+            what = f"{want.table} at {want.at}: {asof.describe()}"
+            frame = asof.frame.cache()
+            shape = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields[:-2]]
+            then = [(x.name, sql_type(x.type).lower()) for x in want.columns]
+            assert shape == then, (what, shape, then)
+            named = frame.select(*(x.name for x in want.columns))
+            got = {r[0]: tuple(r[1:]) for r in named.collect()}
+            assert sorted(got) == sorted(want.rows), what
+            if want.table in ("t_swap", "t_tag"):  # values both drivers read alike
+                wrong = {k: (v, want.rows[k]) for k, v in got.items() if v != want.rows[k]}
+                assert not wrong, (what, wrong)
+            assert ck.spark_checksum(frame, want.columns) == want.checksum, what
+            frame.unpersist()
+            versions.setdefault(want.table, set()).add(asof.shape.version if asof.shape else 0)
+        finally:
+            asof.release()
+    # Before and after the changes: older shapes were rebuilt, and the current one.
+    assert all(len(versions[t]) == len(set(at)) for t, at in RECORDED.items()), versions
 
 
 def _landed(landing: Path, text: bytes) -> bool:

@@ -87,3 +87,34 @@ def test_targets() -> None:
         parse_target("binlog 10")
     with pytest.raises(TargetError, match="not an ISO-8601 time"):
         parse_target("2026-13-01")
+
+
+def test_a_copy_is_reachable_only_from_the_position_read_once_it_ended() -> None:
+    """A bootstrap's rows carry the low watermark (MySQL) or 0 (PostgreSQL), but chunks
+    read while writes went on (or a copy at the slot's consistent point) may be newer
+    than any position before the copy ended: that position (``exact_from``, 90) is the
+    earliest reachable, for the copy and for the merges after it that still hold its
+    rows."""
+    copy = [
+        Start(10, None, exact_from=90),
+        Start(11, 101, exact_from=90),  # a merge that consumed the ledger up to 85 only
+        *MERGES[1:],
+    ]
+    through = {**THROUGH, 10: 0, 11: 85}
+
+    def plan_copy(target: int) -> object:
+        return plan_asof(
+            Decimal(target),
+            copy,
+            lambda s: Decimal(through[s.snapshot_id]),
+            lambda: Reach(Decimal(50), True),
+            lambda s: True,
+        )
+
+    with pytest.raises(Unreachable) as caught:
+        plan_copy(89)  # after the rows' stamps (0) and the first merge's events (85)
+    assert caught.value.earliest == Decimal(90)
+    assert "earliest reachable position 90" in caught.value.message
+    assert plan_copy(90).start == Start(11, 101, exact_from=90)  # type: ignore[attr-defined]
+    assert plan_copy(199).start == Start(11, 101, exact_from=90)  # type: ignore[attr-defined]
+    assert plan_copy(200).start == Start(13, 103)  # type: ignore[attr-defined]
