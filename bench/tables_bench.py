@@ -71,6 +71,7 @@ from icetide.config import load_config
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from icetide.schema.types import (
+    PRIMITIVES,
     TYPE_NAMES,
     Column,
     EnumType,
@@ -83,23 +84,7 @@ from icetide.schema.types import (
 from icetide.spark.session import build_session
 
 DB = "bench"
-LEAVES = (
-    "boolean",
-    "int",
-    "long",
-    "float",
-    "double",
-    "string",
-    "binary",
-    "date",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "uuid",
-    "json",
-    "decimal(12,2)",
-    "enum",
-)
+LEAVES = (*PRIMITIVES, "decimal(12,2)", "enum")
 NESTED = ("struct", "list", "map")
 
 
