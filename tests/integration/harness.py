@@ -30,7 +30,7 @@ from icetide.observe.compare import Comparison
 from icetide.pipeline import Pipeline as StagePipeline
 from icetide.progress import Reporter
 from icetide.schema.contract.names import TableName
-from icetide.schema.file import dump_schema_file
+from icetide.schema.file import dump_schema_file, schema_from_dict
 from icetide.schema.model import TableSchema
 from icetide.schema.quoting import literal, quote
 
@@ -303,3 +303,23 @@ def run_sql(spark: SparkSession) -> Callable[[str], None]:
         spark.sql(statement)
 
     return run
+
+
+def id_keyed_schema(
+    table: str, version: int, *columns: tuple[int, str, str], last: int = 0
+) -> TableSchema:
+    """Schema ``version`` of ``table``: a ``long`` key ``id`` (column id 1), then
+    ``columns`` as (id, name, type); ``last`` is the last column id ever used, for a
+    version that dropped the highest one."""
+    doc: dict[str, Any] = {
+        "table": table,
+        "version": version,
+        "primary_key": ["id"],
+        "columns": [
+            {"id": 1, "name": "id", "type": "long", "nullable": False},
+            *[{"id": i, "name": n, "type": k} for i, n, k in columns],
+        ],
+    }
+    if last:
+        doc["last_column_id"] = last
+    return schema_from_dict(doc)

@@ -21,10 +21,10 @@ from icetide.merge import history as history_module
 from icetide.merge import stage as stage_module
 from icetide.observe.compare import normalize
 from icetide.schema.contract import history as h
-from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from tests.integration.events import mysql
-from tests.integration.harness import Pipeline, assert_matches, killed_at
+from tests.integration.harness import Pipeline, assert_matches, id_keyed_schema, killed_at
 
 
 def with_history(pipeline: Pipeline) -> Pipeline:
@@ -109,18 +109,7 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
 
 
 def _schema(version: int, *columns: tuple[int, str, str], last: int = 0) -> TableSchema:
-    doc: dict[str, Any] = {
-        "table": "t",
-        "version": version,
-        "primary_key": ["id"],
-        "columns": [
-            {"id": 1, "name": "id", "type": "long", "nullable": False},
-            *[{"id": i, "name": n, "type": k} for i, n, k in columns],
-        ],
-    }
-    if last:
-        doc["last_column_id"] = last
-    return schema_from_dict(doc)
+    return id_keyed_schema("t", version, *columns, last=last)
 
 
 def test_history_takes_an_add_a_rename_a_widening_and_a_drop_without_rewriting(

@@ -10,30 +10,14 @@ ledger and merge take each at their batch boundary, as under ``icetide run``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
 from icetide.config import load_table_schemas
-from icetide.schema.file import dump_schema_file, schema_from_dict
+from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from tests.integration.events import mysql
-from tests.integration.harness import Pipeline
-
-
-def _schema(table: str, version: int, *columns: tuple[int, str, str], last: int = 0) -> TableSchema:
-    doc: dict[str, Any] = {
-        "table": table,
-        "version": version,
-        "primary_key": ["id"],
-        "columns": [
-            {"id": 1, "name": "id", "type": "long", "nullable": False},
-            *[{"id": i, "name": n, "type": k} for i, n, k in columns],
-        ],
-    }
-    if last:
-        doc["last_column_id"] = last
-    return schema_from_dict(doc)
+from tests.integration.harness import Pipeline, id_keyed_schema
 
 
 def _publish(pipe: Pipeline, schema: TableSchema) -> None:
@@ -58,8 +42,8 @@ def _round(pipe: Pipeline) -> None:
 def test_swapped_columns_keep_their_values_and_a_readded_name_is_a_new_column(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
-    v1 = _schema("t", 1, (2, "x", "int"), (3, "y", "int"), (4, "z", "int"))
-    other = _schema("u", 1, (2, "v", "string"))
+    v1 = id_keyed_schema("t", 1, (2, "x", "int"), (3, "y", "int"), (4, "z", "int"))
+    other = id_keyed_schema("u", 1, (2, "v", "string"))
     pipe = Pipeline.custom(
         tmp_path,
         warehouse,
@@ -72,12 +56,12 @@ def test_swapped_columns_keep_their_values_and_a_readded_name_is_a_new_column(
     pipe.stream()
     pipe.merge()
     # The source swaps x and y (the ids swap names) and drops z: version 2.
-    _publish(pipe, _schema("t", 2, (3, "x", "int"), (2, "y", "int"), last=4))
+    _publish(pipe, id_keyed_schema("t", 2, (3, "x", "int"), (2, "y", "int"), last=4))
     pipe.land([mysql("c", 20, after={"id": 2, "x": 30, "y": 20}, table="t")])
     _round(pipe)
     # Then z comes back as another column (a new id) of its old type, so the tables'
     # shape cannot tell it from the kept z: version 3.
-    _publish(pipe, _schema("t", 3, (3, "x", "int"), (2, "y", "int"), (5, "z", "int")))
+    _publish(pipe, id_keyed_schema("t", 3, (3, "x", "int"), (2, "y", "int"), (5, "z", "int")))
     pipe.land(
         [
             mysql("c", 30, after={"id": 3, "x": 300, "y": 200, "z": 400}, table="t"),
@@ -109,8 +93,8 @@ def test_swapped_columns_keep_their_values_and_a_readded_name_is_a_new_column(
 def test_a_table_whose_ledger_cannot_take_its_change_holds_only_itself(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
-    a = _schema("a", 1, (2, "v", "string"))
-    b = _schema("b", 1, (2, "v", "string"))
+    a = id_keyed_schema("a", 1, (2, "v", "string"))
+    b = id_keyed_schema("b", 1, (2, "v", "string"))
     pipe = Pipeline.custom(
         tmp_path, warehouse, "held_alter", {"a": a, "b": b}, {"a": "shop.a", "b": "shop.b"}, spark
     )
@@ -119,7 +103,7 @@ def test_a_table_whose_ledger_cannot_take_its_change_holds_only_itself(
     # Someone took a column out of a's ledger by hand: its next version, a rename of
     # that column, cannot be applied there.
     spark.sql(f"ALTER TABLE {pipe.refs('a').cdc.sql} DROP COLUMN _after.v")
-    _publish(pipe, _schema("a", 2, (2, "w", "string")))
+    _publish(pipe, id_keyed_schema("a", 2, (2, "w", "string")))
     pipe.land(
         [
             mysql("c", 2, after={"id": 2, "w": "a2"}, table="a"),
