@@ -34,7 +34,8 @@ from icetide.config.tables import TableConfig
 from icetide.errors import ConfigError, SchemaError
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.classify import candidate_schema
-from icetide.evolution.evidence import collect
+from icetide.evolution.evidence import Dialect, TableEvidence, collect
+from icetide.evolution.per_statement import Step, statement_steps
 from icetide.evolution.plan import EvolutionPlan, table_plan
 from icetide.evolution.policy import EVOLUTION_DISABLED, Policy
 from icetide.evolution.source_schema import Catalog, read_catalog, schema_from_catalog
@@ -92,32 +93,64 @@ class Detector:
         return schema_from_catalog(settings, found, declared=self.pipeline.schema(table))
 
     def plan(self, table: str, signals: Sequence[ChangeSignal]) -> EvolutionPlan | None:
-        """The evolution plan for what ``table``'s source shows now (None: unreadable)."""
-        current = self.pipeline.schema(table)
+        """The evolution plan for what ``table``'s source shows now, all ``signals`` at
+        once (None: unreadable)."""
         fresh = self._candidate(table)
         if fresh is None:
             return None
-        config = self.pipeline.config
-        settings = config.table(table)
-        source = capturing_source(config, settings)
-        evidence = collect(
-            [s.ddl for s in signals if s.ddl],
-            "postgres" if source.type == "postgres" else "mysql",
-            str(settings.source).rsplit(".", 1)[-1],
-        )
-        policy = Policy.from_config(settings.evolution)
-        new = candidate_schema(current, fresh, evidence, sensitive=policy.sensitive)
-        return table_plan(self.pipeline, table, current, new, evidence)
+        return self._plan(table, Step(tuple(signals), self._evidence(table, signals), fresh, True))
+
+    def _evidence(self, table: str, signals: Sequence[ChangeSignal]) -> TableEvidence:
+        return collect([s.ddl for s in signals if s.ddl], self._dialect(table), _named(self, table))
+
+    def _dialect(self, table: str) -> Dialect:
+        source = capturing_source(self.pipeline.config, self.pipeline.config.table(table))
+        return "postgres" if source.type == "postgres" else "mysql"
+
+    def _plan(self, table: str, step: Step) -> EvolutionPlan:
+        current = self.pipeline.schema(table)
+        policy = Policy.from_config(self.pipeline.config.table(table).evolution)
+        new = candidate_schema(current, step.source, step.evidence, sensitive=policy.sensitive)
+        return table_plan(self.pipeline, table, current, new, step.evidence)
+
+    def steps(self, table: str, signals: Sequence[ChangeSignal]) -> tuple[Step, ...]:
+        """The versions ``signals`` make: one per DDL statement when they replay
+        (:mod:`icetide.evolution.per_statement`), else one for all of them against the
+        source's catalog now; ``()`` when the source table is gone."""
+        fresh = self._candidate(table)
+        if fresh is None:
+            return ()
+        current = self.pipeline.schema(table)
+        each = statement_steps(current, signals, fresh, self._dialect(table), _named(self, table))
+        if each is not None:
+            return each
+        return (Step(tuple(signals), self._evidence(table, signals), fresh, True),)
 
     def detect(self, table: str, signals: Sequence[ChangeSignal]) -> TableSchema | None:
-        """Look at ``table``'s source now; apply what the policy allows of its change."""
+        """Look at ``table``'s source now; apply what the policy allows of its change, a
+        version per DDL statement where the statements say the shape in between (see
+        :mod:`icetide.evolution.per_statement`). Returns the newest version applied."""
         current = self.pipeline.schema(table)
         if all(s.kind == "unknown_fields" for s in signals):
             known = {c.name.casefold() for c in current.columns}
             if all(col.casefold() in known for s in signals for col in s.columns):
                 return None  # already in the schema; the ledger projects them once acked
+        signals = self._not_taken(table, signals)
+        if not signals:
+            return None
         try:
-            plan = self.plan(table, signals)
+            steps = self.steps(table, signals)
+            newest = None
+            for i, step in enumerate(steps):
+                plan = self._plan(table, step)
+                if len(steps) > 1 and (plan.held or plan.refused):
+                    # A statement that does not apply whole: it and the ones after it
+                    # are planned together against the catalog, as one change.
+                    rest = [s for later in steps[i:] for s in later.signals]
+                    whole = self.plan(table, rest)
+                    return (whole and self._apply(table, whole, rest)) or newest
+                newest = self._apply(table, plan, step.signals) or newest
+            return newest
         except SchemaError as exc:
             # One table's source cannot be planned (no primary key any more, a key the
             # new columns lack): hold that table with the reason; the others flow on.
@@ -129,8 +162,23 @@ class Detector:
                 held=[KEY_LOST],
             )
             return None
-        if plan is None:
-            return None
+
+    def _not_taken(self, table: str, signals: Sequence[ChangeSignal]) -> list[ChangeSignal]:
+        """``signals`` without the DDL statements already taken (a batch read again after
+        a crash): see :data:`~icetide.schema.contract.phases.STATEMENTS_THROUGH`."""
+        if not any(s.ddl and s.position is not None for s in signals):
+            return list(signals)
+        props = table_properties(self.spark, self.pipeline.refs(table).cdc)
+        through = int(props.get(p.STATEMENTS_THROUGH) or -1)
+        return [
+            s for s in signals if not (s.ddl and s.position is not None and s.position <= through)
+        ]
+
+    def _apply(
+        self, table: str, plan: EvolutionPlan, signals: Sequence[ChangeSignal]
+    ) -> TableSchema | None:
+        """Report what ``plan`` holds or refuses and apply what it allows, as a version
+        starting at the first of ``signals``' positions; the new schema, or None."""
         if plan.held:
             reasons = tuple(f"{c.id}: {c.reason}" for c in plan.held)
             self.held[table] = reasons
@@ -157,6 +205,8 @@ class Detector:
             )
             return None
         self.refused.pop(table, None)
+        placed = [s.position for s in signals if s.position is not None]
+        taken = [s.position for s in signals if s.ddl and s.position is not None]
         if not plan.changed or not plan.applied or not plan.policy.auto_apply:
             return None
         what = "; ".join(s.ddl or f"{s.kind}: {', '.join(s.columns)}" for s in signals)
@@ -171,13 +221,14 @@ class Detector:
             return None
         new = self.pipeline.schema(table)
         dated = [s.source_ts_ms for s in signals if s.source_ts_ms is not None]
-        placed = [s.position for s in signals if s.position is not None]
         props = {
             p.CHANGE_VERSION: str(new.version),
             p.DETECTED: str(int(time.time() * 1000)),
         }
         if dated:
             props[p.SOURCE_TS] = str(min(dated))
+        if taken:
+            props[p.STATEMENTS_THROUGH] = str(max(taken))
         if placed:
             props[p.CHANGE_POSITION] = str(min(placed))
             props[p.VERSION_POSITIONS] = p.with_version_position(
@@ -197,6 +248,11 @@ class Detector:
             changes=[c.id for c in plan.applied],
         )
         return new
+
+
+def _named(detector: Detector, table: str) -> str:
+    """The source table's own name (what its DDL statements name)."""
+    return str(detector.pipeline.config.table(table).source).rsplit(".", 1)[-1]
 
 
 def capturing_source(config: Config, table: TableConfig) -> SourceConfig:

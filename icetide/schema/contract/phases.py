@@ -46,6 +46,10 @@ VERSION_POSITIONS = "icetide.schema.version-positions"
 """Ledger table property: each schema version detected at the source → the source position
 it starts at (JSON). Kept for good, unlike the latest change's properties: an event is
 read by the version it was written under (:class:`icetide.ledger.decode.Projection`)."""
+STATEMENTS_THROUGH = "icetide.schema.statements-through"
+"""Ledger table property: the source position of the last DDL statement the evolution
+layer took. A statement at or before it (a batch read again after a crash) is in the
+schema already, and replaying it on the newer shape would rename or drop again."""
 LEDGER_ALTERED = "icetide.evolution.ledger-altered-ms"
 LEDGER_SWITCHED = "icetide.evolution.ledger-switched-ms"
 MERGE_VERSION = "icetide.merge.schema-version"
