@@ -14,8 +14,9 @@ now, which may even be ahead of the log (statements capture has not brought yet)
 each statement is applied, as its :mod:`~icetide.evolution.evidence` says, to the shape
 before it (:func:`after_statement`, renames by identity as
 :func:`~icetide.evolution.classify.identities` replays them), and the catalog is used
-for the last shape only when it agrees with it by column names: the catalog then gives
-the types, defaults and order exactly as the source states them. When it does not agree,
+for the last shape only when it agrees with it (the same column names, and the same
+types for the columns no statement defined): the catalog then gives the types, defaults
+and order exactly as the source states them. When it does not agree,
 the catalog has moved on and the statements read so far say what the table was at the
 batch's end; the later statements come with their own batch.
 
@@ -91,6 +92,7 @@ def statement_steps(
     others = tuple(s for s in signals if not s.ddl)
     steps: list[Step] = []
     shape = current
+    defined: set[int] = set()  # the columns a statement states the type of, by id
     for i, signal in enumerate(statements):
         evidence = collect([str(signal.ddl)], dialect, source_table)
         after = after_statement(shape, evidence)
@@ -99,13 +101,27 @@ def statement_steps(
         last = i == len(statements) - 1
         steps.append(Step((signal, *others) if last else (signal,), evidence, after, False))
         shape = after
-    if _names(catalog) == _names(shape):
+        named = {
+            item.column.casefold()
+            for item in evidence.items
+            if item.kind in ("add", "type") and item.column
+        }
+        defined |= {c.id for c in after.columns if c.name.casefold() in named}
+    if _agrees(catalog, shape, defined):
         steps[-1] = replace(steps[-1], source=catalog, from_catalog=True)
     return tuple(steps)
 
 
-def _names(schema: TableSchema) -> frozenset[str]:
-    return frozenset(c.name.casefold() for c in schema.columns)
+def _agrees(catalog: TableSchema, shape: TableSchema, defined: set[int]) -> bool:
+    """Whether the catalog shows the shape the statements leave: the same column names,
+    and the same types for the columns no statement defined (a later statement the log
+    has not brought yet, a ``MODIFY`` or names traded between columns of two types, shows
+    there)."""
+    theirs = {c.name.casefold(): c.type for c in catalog.columns}
+    ours = {c.name.casefold(): c for c in shape.columns}
+    return theirs.keys() == ours.keys() and all(
+        theirs[n] == c.type for n, c in ours.items() if c.id not in defined
+    )
 
 
 def after_statement(schema: TableSchema, evidence: TableEvidence) -> TableSchema | None:

@@ -8,7 +8,7 @@ from icetide.evolution.per_statement import after_statement, statement_steps
 from icetide.ledger.signals import ChangeSignal
 from icetide.schema.file import schema_from_dict
 from icetide.schema.model import TableSchema
-from icetide.schema.types import BooleanType, IntType, LongType, StringType
+from icetide.schema.types import BooleanType, Column, IntType, LongType, StringType
 
 T = schema_from_dict(
     {
@@ -98,10 +98,15 @@ def test_the_catalog_gives_the_last_shape_only_when_its_names_agree() -> None:
     assert steps[1].source is now
     # The catalog has moved on (a column the statements read so far do not add): the
     # last shape is the statements', and the later statement comes with its own batch.
-    ahead = now.with_columns([*now.columns, now.columns[1].__class__(5, "e", IntType())])
+    ahead = now.with_columns([*now.columns, Column(5, "e", IntType())])
     steps = statement_steps(T, _signals(*ddl), ahead, "mysql")
     assert steps is not None and not steps[-1].from_catalog
     assert [c.name for c in steps[-1].source.columns] == ["id", "a", "vip", "d"]
+    # Or a column no statement named has another type there (a MODIFY still to come).
+    modified = now.with_columns([now.columns[0], Column(2, "a", LongType()), *now.columns[2:]])
+    steps = statement_steps(T, _signals(*ddl), modified, "mysql")
+    assert steps is not None and not steps[-1].from_catalog
+    assert steps[-1].source.by_name["a"].type == IntType()
 
 
 def test_changes_the_statements_cannot_replay_are_planned_at_once() -> None:
