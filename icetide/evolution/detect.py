@@ -121,7 +121,10 @@ class Detector:
         if fresh is None:
             return ()
         current = self.pipeline.schema(table)
-        each = statement_steps(current, signals, fresh, self._dialect(table), _named(self, table))
+        pinned = bool(self.pipeline.config.table(table).primary_key)
+        each = statement_steps(
+            current, signals, fresh, self._dialect(table), _named(self, table), key_pinned=pinned
+        )
         if each is not None:
             return each
         return (Step(tuple(signals), self._evidence(table, signals), fresh, True),)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from icetide.errors import SchemaError
 from icetide.evolution.classify import NEW, identities
 from icetide.evolution.evidence import Dialect, Evidence, TableEvidence, collect
 from icetide.evolution.source_schema import CatalogColumn
@@ -63,6 +64,8 @@ def statement_steps(
     catalog: TableSchema,
     dialect: Dialect,
     source_table: str | None = None,
+    *,
+    key_pinned: bool = False,
 ) -> tuple[Step, ...] | None:
     """A step per DDL statement of ``signals`` (in log order), each shape derived from
     the one before it, the last one ``catalog``'s when the names agree (module doc).
@@ -95,7 +98,7 @@ def statement_steps(
     defined: set[int] = set()  # the columns a statement states the type of, by id
     for i, signal in enumerate(statements):
         evidence = collect([str(signal.ddl)], dialect, source_table)
-        after = after_statement(shape, evidence)
+        after = after_statement(shape, evidence, key_pinned=key_pinned)
         if after is None:
             return None
         last = i == len(statements) - 1
@@ -124,7 +127,9 @@ def _agrees(catalog: TableSchema, shape: TableSchema, defined: set[int]) -> bool
     )
 
 
-def after_statement(schema: TableSchema, evidence: TableEvidence) -> TableSchema | None:
+def after_statement(
+    schema: TableSchema, evidence: TableEvidence, *, key_pinned: bool = False
+) -> TableSchema | None:
     """``schema``'s table as the statement(s) of ``evidence`` leave it: renamed columns
     keep their ids, dropped ones go, added ones get new ids (placed ``FIRST``/``AFTER``
     as said, else last), a redefined column (MySQL ``MODIFY``/``CHANGE``) gets its new
@@ -162,7 +167,7 @@ def after_statement(schema: TableSchema, evidence: TableEvidence) -> TableSchema
         if added is None:
             return None
         kept = _placed(kept, _attributes(added, evidence), item)
-    key = evidence.final_key()
+    key = None if key_pinned else evidence.final_key()
     if key == ():
         return None
     key_ids = None
@@ -171,7 +176,12 @@ def after_statement(schema: TableSchema, evidence: TableEvidence) -> TableSchema
         if any(k.casefold() not in by_name for k in key):
             return None
         key_ids = tuple(by_name[k.casefold()] for k in key)
-    return schema.with_columns(kept, key_ids=key_ids)
+        # A primary key's columns are NOT NULL (MySQL makes them so).
+        kept = [replace(c, nullable=False) if c.id in key_ids else c for c in kept]
+    try:
+        return schema.with_columns(kept, key_ids=key_ids)
+    except SchemaError:
+        return None  # a shape no table has (two columns of one name): the catalog says
 
 
 def _spellings(schema: TableSchema, evidence: TableEvidence) -> dict[str, str]:

@@ -61,8 +61,9 @@ SINKS = {
     }
 }
 CHANGING = ["t_add", "t_default", "t_widen", "t_drop", "t_rename", "t_v3"]
-CHANGED_TO = {"t_widen": 4}
-"""The version each changing table reaches when not 2: a version per DDL statement."""
+CHANGED_TO = {"t_widen": 3}
+"""The version each changing table reaches when not 2: a version per DDL statement (of
+t_widen's three, ``MODIFY label VARCHAR(64)`` keeps the icetide type: no version)."""
 SEED = {
     "t_add": "INSERT INTO {db}.t_add VALUES (1,'a'),(2,'b'),(3,'c')",
     "t_default": "INSERT INTO {db}.t_default VALUES (1,'a'),(2,'b'),(3,'c')",

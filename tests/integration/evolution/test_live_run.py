@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
 import random
 import re
 import signal
@@ -409,7 +410,12 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
         with child(args, pause) as run:
             try:
                 for table in SEEDED_FIRST:
-                    run.wait_for_line(rf"^merge {table}: [1-9]")
+                    try:
+                        run.wait_for_line(rf"^merge {table}: [1-9]")
+                    except queue.Empty:  # with what the run said meanwhile
+                        raise AssertionError(
+                            f"no merge of {table}'s seed rows:\n" + "\n".join(run.lines[-80:])
+                        ) from None
                 trickle.start()
                 recorded: list[Recording] = []
 

@@ -74,6 +74,10 @@ def test_a_redefined_column_keeps_a_declared_type_its_source_type_still_fits() -
 
 def test_what_a_statement_does_not_say_makes_no_shape() -> None:
     assert _after("ALTER TABLE t DROP PRIMARY KEY") is None  # keyed by what, next?
+    rekeyed = collect(["ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, a)"], "mysql")
+    assert after_statement(T, rekeyed).primary_key == ("id", "a")  # type: ignore[union-attr]
+    # A key the config names stays the key, whatever the source's says.
+    assert after_statement(T, rekeyed, key_pinned=True).primary_key == ("id",)  # type: ignore[union-attr]
     assert _after("ALTER TABLE t ADD COLUMN g GEOMETRYCOLLECTIONZ") is None
 
 
