@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from icetide.errors import SchemaChangeError
+from icetide.state.durable import write_atomically
 
 _HELD: dict[str, int] = {}
 """Lock files this process holds, with how deep (the lock is re-entrant per process)."""
@@ -130,9 +130,7 @@ class EvolutionQueue:
             entry = QueuedChange(
                 seq, table, schema, tuple(ddl), dialect, source_position, time.time()
             )
-            tmp = folder / f".{seq:010d}.{os.getpid()}.tmp"
-            tmp.write_text(entry.to_json(), encoding="utf-8")
-            os.replace(tmp, folder / f"{seq:010d}.json")
+            write_atomically(folder / f"{seq:010d}.json", entry.to_json().encode("utf-8"))
         return entry
 
     def pending(self, table: str) -> list[QueuedChange]:

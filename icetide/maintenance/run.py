@@ -28,6 +28,7 @@ from icetide.maintenance.files import FileCounts, file_counts
 from icetide.maintenance.retention import Keep, expiry_due, keep_for, keep_plain
 from icetide.schema.contract.names import TableName
 from icetide.spark.retry import classify, retry_step
+from icetide.state.durable import write_atomically
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -253,10 +254,7 @@ def state_file(pipeline: Pipeline, table: str) -> Path:
 
 def _remember(pipeline: Pipeline, result: MaintenanceResult) -> None:
     path = state_file(pipeline, result.table)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result.to_dict(), default=str))
-    tmp.replace(path)
+    write_atomically(path, json.dumps(result.to_dict(), default=str).encode())
 
 
 def last_maintenance(pipeline: Pipeline, table: str) -> dict[str, Any] | None:
