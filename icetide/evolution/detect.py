@@ -146,9 +146,10 @@ class Detector:
             newest = None
             for i, step in enumerate(steps):
                 plan = self._plan(table, step)
-                if len(steps) > 1 and (plan.held or plan.refused):
-                    # A statement that does not apply whole: it and the ones after it
-                    # are planned together against the catalog, as one change.
+                if len(steps) > 1 and (plan.held or plan.refused or not plan.policy.auto_apply):
+                    # A statement that does not apply whole (or a policy that applies
+                    # nothing by itself): it and the ones after it are planned together
+                    # against the catalog, as one change.
                     rest = [s for later in steps[i:] for s in later.signals]
                     whole = self.plan(table, rest)
                     return (whole and self._apply(table, whole, rest)) or newest
