@@ -133,9 +133,10 @@ def after_statement(
     """``schema``'s table as the statement(s) of ``evidence`` leave it: renamed columns
     keep their ids, dropped ones go, added ones get new ids (placed ``FIRST``/``AFTER``
     as said, else last), a redefined column (MySQL ``MODIFY``/``CHANGE``) gets its new
-    type, nullability and default. A type the source's converter accepts as the
-    column's declared type (``TINYINT(1)`` declared ``boolean``) keeps it, as a catalog
-    reading does (:meth:`~icetide.evolution.source_schema.CatalogColumn.mapped`).
+    type, nullability and default, and the logical name its values arrive under
+    (``DATETIME(6)``: microseconds) in the sink settings. A type the source's converter
+    accepts as the column's declared type (``TINYINT(1)`` declared ``boolean``) keeps
+    it, as a catalog reading does (:meth:`~icetide.evolution.source_schema.CatalogColumn.mapped`).
 
     ``None`` when the statement says too little to know the shape: sqlglot does not
     parse it, the converter does not map a type, or it drops the primary key (what the
@@ -148,6 +149,7 @@ def after_statement(
     redefined = {i.column.casefold(): i for i in evidence.items if i.kind == "type" and i.column}
     next_id = schema.last_column_id
     kept: list[Column] = []
+    hints: dict[int, str | None] = {}  # a defined column's logical name (DATETIME(6): micros)
     for column in schema.columns:
         name = next((n for n, held in holds.items() if held == column.id), None)
         if name is None:
@@ -155,7 +157,7 @@ def after_statement(
         moved: Column | None = replace(column, name=spelled.get(name, column.name))
         item = redefined.get(name)
         if item is not None:
-            moved = _defined(column.id, spelled.get(name, column.name), item, column.type)
+            moved = _defined(column.id, spelled.get(name, column.name), item, hints, column.type)
         if moved is None:
             return None
         kept.append(_attributes(moved, evidence))
@@ -163,7 +165,7 @@ def after_statement(
         if item.kind != "add" or not item.column or holds.get(item.column.casefold()) != NEW:
             continue
         next_id += 1
-        added = _defined(next_id, item.column, item)
+        added = _defined(next_id, item.column, item, hints)
         if added is None:
             return None
         kept = _placed(kept, _attributes(added, evidence), item)
@@ -178,8 +180,12 @@ def after_statement(
         key_ids = tuple(by_name[k.casefold()] for k in key)
         # A primary key's columns are NOT NULL (MySQL makes them so).
         kept = [replace(c, nullable=False) if c.id in key_ids else c for c in kept]
+    logical = {i: h for i, h in schema.sink.logical.items() if i not in hints}
+    logical.update({i: h for i, h in hints.items() if h is not None})
     try:
-        return schema.with_columns(kept, key_ids=key_ids)
+        return schema.with_columns(
+            kept, key_ids=key_ids, sink=replace(schema.sink, logical=logical)
+        )
     except SchemaError:
         return None  # a shape no table has (two columns of one name): the catalog says
 
@@ -195,14 +201,19 @@ def _spellings(schema: TableSchema, evidence: TableEvidence) -> dict[str, str]:
 
 
 def _defined(
-    column_id: int, name: str, item: Evidence, declared: IcetideType | None = None
+    column_id: int,
+    name: str,
+    item: Evidence,
+    hints: dict[int, str | None],
+    declared: IcetideType | None = None,
 ) -> Column | None:
-    """The column a definition (``ADD``, ``MODIFY``, ``CHANGE``) states; ``declared``:
-    the type the schema declares for the column it redefines."""
+    """The column a definition (``ADD``, ``MODIFY``, ``CHANGE``) states, its logical
+    name put in ``hints``; ``declared``: the type the schema declares for the column it
+    redefines."""
     if item.source_type is None or item.icetide_type is None:
         return None
     read = CatalogColumn(name, item.source_type, True, False, None, item.dialect)
-    ctype, _ = read.mapped(declared)
+    ctype, hints[column_id] = read.mapped(declared)
     # A MySQL column definition is whole: without NOT NULL the column is nullable, without
     # DEFAULT it has none.
     nullable = True if item.nullable is None else item.nullable

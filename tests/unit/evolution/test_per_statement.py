@@ -124,3 +124,23 @@ def test_changes_the_statements_cannot_replay_are_planned_at_once() -> None:
     unknown = ChangeSignal("t", "unknown_fields", columns=("b",), position=200)
     steps = statement_steps(T, [*signals, unknown], T, "mysql")
     assert steps is not None and steps[-1].signals == (signals[0], unknown)
+
+
+def test_a_redefined_column_carries_how_its_values_arrive_now() -> None:
+    dated = schema_from_dict(
+        {
+            "table": "t",
+            "primary_key": ["id"],
+            "columns": [
+                {"id": 1, "name": "id", "type": "int", "nullable": False},
+                {"id": 2, "name": "dt", "type": "timestamp"},
+            ],
+            "sink": {"logical": {"dt": "io.debezium.time.Timestamp"}},
+        }
+    )
+    # Rows written after DATETIME(6) carry microseconds: the version says so.
+    after = after_statement(dated, collect(["ALTER TABLE t MODIFY dt DATETIME(6)"], "mysql"))
+    assert after is not None and after.sink.logical == {2: "io.debezium.time.MicroTimestamp"}
+    added = after_statement(dated, collect(["ALTER TABLE t ADD COLUMN at DATETIME(3)"], "mysql"))
+    assert added is not None
+    assert added.sink.logical == {2: "io.debezium.time.Timestamp", 3: "io.debezium.time.Timestamp"}
