@@ -25,10 +25,12 @@ _runs = itertools.count(1)
 TABLES = {
     "t_swap": "CREATE TABLE {db}.t_swap (id INT PRIMARY KEY, p INT, q VARCHAR(10))",
     "t_added": "CREATE TABLE {db}.t_added (id INT PRIMARY KEY, v INT)",
+    "t_prec": "CREATE TABLE {db}.t_prec (id INT PRIMARY KEY, dt DATETIME(3))",
 }
 SEED = [
     "INSERT INTO {db}.t_swap VALUES (1, 10, 'q1')",
     "INSERT INTO {db}.t_added VALUES (1, 10)",
+    "INSERT INTO {db}.t_prec VALUES (1, '2026-01-02 03:04:05.123')",
 ]
 # While the ledger is paused: its next micro-batch holds all of these.
 CHANGES = [
@@ -43,6 +45,12 @@ CHANGES = [
     "INSERT INTO {db}.t_added VALUES (2, 20, 200)",
     "ALTER TABLE {db}.t_added RENAME COLUMN c TO d",
     "INSERT INTO {db}.t_added VALUES (3, 30, 300)",
+    # The second statement's version is the catalog's; the first one's (microseconds
+    # from here on) comes from the statement alone.
+    "ALTER TABLE {db}.t_prec MODIFY dt DATETIME(6)",
+    "INSERT INTO {db}.t_prec VALUES (2, '2026-01-02 03:04:05.123456')",
+    "ALTER TABLE {db}.t_prec ADD COLUMN z INT",
+    "INSERT INTO {db}.t_prec VALUES (3, '2026-01-02 03:04:05.654321', 3)",
     "INSERT INTO {db}.t_added (id, v) VALUES (9, 999999)",  # the last: seen landed
 ]
 
@@ -109,6 +117,10 @@ def test_each_statement_of_a_batch_starts_its_own_version(
         assert [[c.name for c in v.columns] for v in pipeline.schemas.history("t_added").versions][
             1:
         ] == [["id", "v", "c"], ["id", "v", "d"]]
+        micros = {
+            r.id: r.dt.microsecond for r in spark.table(pipeline.refs("t_prec").base.sql).collect()
+        }
+        assert micros == {1: 123000, 2: 123456, 3: 654321}
 
         # The batch read again (a crash before the ledger saved its position): its
         # statements are in the schema already, and replayed on the newest shape they
