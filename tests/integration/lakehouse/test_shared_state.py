@@ -375,7 +375,10 @@ def _until_bases_equal_sources(
     def equal() -> bool:
         for table in sources:
             names = columns[table]
-            base = reader.load_table(f"{namespace}.{table}").scan(selected_fields=names)
+            loaded = reader.load_table(f"{namespace}.{table}")
+            if not set(names) <= {f.name for f in loaded.schema().fields}:
+                return False  # the base has not taken the new column yet
+            base = loaded.scan(selected_fields=names)
             last[table] = Counter(tuple(r[n] for n in names) for r in base.to_arrow().to_pylist())
         return last == sources
 
