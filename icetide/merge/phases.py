@@ -12,9 +12,9 @@ races a MERGE.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.lake.alter import (
     apply_version,
@@ -68,8 +68,16 @@ def version_of(pipeline: Pipeline, table: str, version: int) -> TableSchema:
 def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeVersion:
     """The version this merge runs (call before reading the ledger's end snapshot)."""
     refs = pipeline.refs(table)
-    current = pipeline.schema(table)
     props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
+    return version_run(pipeline, table, props)
+
+
+def version_run(pipeline: Pipeline, table: str, props: Mapping[str, str]) -> MergeVersion:
+    """The version a merge runs, from the ledger's table properties ``props`` (empty:
+    no ledger yet). Read from the same load of the ledger as the batch's end snapshot
+    (as :class:`~icetide.merge.stage.MergeStage` does), or earlier: every snapshot that
+    metadata holds was written in that layout or an older one."""
+    current = pipeline.schema(table)
     version = p.ChangeState.read(props, {}).merge_runs(current.version)
     settings = pipeline.config.table(table)
     contract = TableContract(
@@ -83,10 +91,14 @@ def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeV
     )
 
 
-def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableContract) -> None:
-    """Phase 1 on the base, then the acknowledgement; a no-op when both are there."""
+def switch_base(
+    spark: SparkSession, pipeline: Pipeline, table: str, run: TableContract, loaded: Any = None
+) -> None:
+    """Phase 1 on the base, then the acknowledgement; a no-op when both are there.
+    ``loaded``: the base's Iceberg table as the merge loaded it just before, its
+    properties read from that load rather than from one more."""
     refs = pipeline.refs(table)
-    props = table_properties(spark, refs.base)
+    props = table_properties(spark, refs.base, loaded)
     version = run.schema.version
     layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
     acked = int_property(props, p.MERGE_VERSION)
