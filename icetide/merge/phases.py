@@ -2,11 +2,11 @@
 table, and its acknowledgement to the ledger (see docs/convergence.md).
 
 The merge runs the schema version of the ledger table's *layout* (its table property,
-read before the batch's end snapshot, so every ledger row it reads has that layout or
-an older one, read by field id). Before the first MERGE at a new version it ALTERs the
-base to it and records ``icetide.merge.schema-version``: from then on the ledger may
-project the new columns' values. The merge is the base table's only writer, so no ALTER
-races a MERGE.
+read from the same load of the ledger as the batch's end snapshot, or before it, so
+every ledger row it reads has that layout or an older one, read by field id). Before
+the first MERGE at a new version it ALTERs the base to it and records
+``icetide.merge.schema-version``: from then on the ledger may project the new columns'
+values. The merge is the base table's only writer, so no ALTER races a MERGE.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class MergeVersion:
     """What one merge of one table runs: the contract, and the ledger's phase state read
-    before its end snapshot."""
+    with its end snapshot (or before)."""
 
     contract: TableContract
     projected: int | None
@@ -66,7 +66,8 @@ def version_of(pipeline: Pipeline, table: str, version: int) -> TableSchema:
 
 
 def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeVersion:
-    """The version this merge runs (call before reading the ledger's end snapshot)."""
+    """The version this merge runs (call before reading the ledger's end snapshot);
+    a load of the ledger of its own, for callers that do not load it anyway."""
     refs = pipeline.refs(table)
     props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
     return version_run(pipeline, table, props)
