@@ -16,7 +16,7 @@ alternating which goes first):
   the slope between the smallest and the largest size.
 
 Where the extra time goes is counted, not guessed: the catalog's round trips by a
-counting relay between Spark and the REST server (``bench/http_count.py``: requests
+counting relay between Spark and the REST server (``icetide/devservers/relay.py``: requests
 by kind and the seconds the client waited), the object store's requests by the
 store's own counters (``SeaweedFS_s3_request_seconds``: count and the seconds the
 store spent per request type, summed over requests that may overlap). Prints medians,
@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from http_count import CountingRelay, difference
 from ingest_bench import count_lines, land, ledger
 from merge_bench import machine
 from merge_data import (
@@ -57,6 +56,7 @@ from merge_data import pipeline as bench_pipeline
 from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
+from icetide.devservers.relay import CountingRelay, difference
 from icetide.merge.stage import MergeStage
 from icetide.schema.contract.names import TableName
 from icetide.spark.jars import S3_FILE_IO

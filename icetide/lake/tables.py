@@ -105,15 +105,18 @@ def ensure_namespace(spark: SparkSession, catalog: str, namespace: str) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {qualified(catalog, namespace)}")
 
 
-def ensure_base_table(spark: SparkSession, base: TableName, contract: TableContract) -> None:
+def ensure_base_table(spark: SparkSession, base: TableName, contract: TableContract) -> Any:
     """Create the base table (and its namespace) at ``contract``'s version when missing,
-    its key marked as identifier fields. The merge and the bootstrap (a re-snapshot too)
-    both create it here, so a base has one shape whoever made it."""
-    if table_exists(spark, base):
-        return
+    its key marked as identifier fields; return its Iceberg table as loaded now (the
+    look-up that says it exists is the load). The merge and the bootstrap (a re-snapshot
+    too) both create it here, so a base has one shape whoever made it."""
+    loaded = iceberg_table_if_exists(spark, base)
+    if loaded is not None:
+        return loaded
     ensure_namespace(spark, base.catalog, base.namespace)
     spark.sql(contract.base_ddl(base))
     spark.sql(contract.identifier_fields_sql(base))
+    return iceberg_table(spark, base)
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,25 @@ def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     catalog: its metadata as of now, read without a Spark job."""
     spark3 = jvm_class("org.apache.iceberg.spark.Spark3Util")
     return spark3.loadIcebergTable(spark._jsparkSession, table.sql)
+
+
+def iceberg_table_if_exists(spark: SparkSession, table: TableName) -> Any | None:
+    """:func:`iceberg_table`, or None when ``table`` does not exist: one catalog load
+    that answers both, where :func:`table_exists` and then :func:`iceberg_table` are two
+    (on a REST catalog, two round trips)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return iceberg_table(spark, table)
+    except AnalysisException as exc:
+        if exc.getErrorClass() == TABLE_NOT_FOUND:
+            return None
+        raise
+
+
+TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"
+"""The error class of Spark's ``NoSuchTableException``, which a catalog raises for a
+table it does not hold."""
 
 
 @dataclass(frozen=True)

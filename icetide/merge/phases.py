@@ -2,19 +2,19 @@
 table, and its acknowledgement to the ledger (see docs/convergence.md).
 
 The merge runs the schema version of the ledger table's *layout* (its table property,
-read before the batch's end snapshot, so every ledger row it reads has that layout or
-an older one, read by field id). Before the first MERGE at a new version it ALTERs the
-base to it and records ``icetide.merge.schema-version``: from then on the ledger may
-project the new columns' values. The merge is the base table's only writer, so no ALTER
-races a MERGE.
+read from the same load of the ledger as the batch's end snapshot, or before it, so
+every ledger row it reads has that layout or an older one, read by field id). Before
+the first MERGE at a new version it ALTERs the base to it and records
+``icetide.merge.schema-version``: from then on the ledger may project the new columns'
+values. The merge is the base table's only writer, so no ALTER races a MERGE.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.lake.alter import (
     apply_version,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class MergeVersion:
     """What one merge of one table runs: the contract, and the ledger's phase state read
-    before its end snapshot."""
+    with its end snapshot (or before)."""
 
     contract: TableContract
     projected: int | None
@@ -66,10 +66,19 @@ def version_of(pipeline: Pipeline, table: str, version: int) -> TableSchema:
 
 
 def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeVersion:
-    """The version this merge runs (call before reading the ledger's end snapshot)."""
+    """The version this merge runs (call before reading the ledger's end snapshot);
+    a load of the ledger of its own, for callers that do not load it anyway."""
     refs = pipeline.refs(table)
-    current = pipeline.schema(table)
     props = table_properties(spark, refs.cdc) if table_exists(spark, refs.cdc) else {}
+    return version_run(pipeline, table, props)
+
+
+def version_run(pipeline: Pipeline, table: str, props: Mapping[str, str]) -> MergeVersion:
+    """The version a merge runs, from the ledger's table properties ``props`` (empty:
+    no ledger yet). Read from the same load of the ledger as the batch's end snapshot
+    (as :class:`~icetide.merge.stage.MergeStage` does), or earlier: every snapshot that
+    metadata holds was written in that layout or an older one."""
+    current = pipeline.schema(table)
     version = p.ChangeState.read(props, {}).merge_runs(current.version)
     settings = pipeline.config.table(table)
     contract = TableContract(
@@ -83,10 +92,14 @@ def merge_version(spark: SparkSession, pipeline: Pipeline, table: str) -> MergeV
     )
 
 
-def switch_base(spark: SparkSession, pipeline: Pipeline, table: str, run: TableContract) -> None:
-    """Phase 1 on the base, then the acknowledgement; a no-op when both are there."""
+def switch_base(
+    spark: SparkSession, pipeline: Pipeline, table: str, run: TableContract, loaded: Any = None
+) -> None:
+    """Phase 1 on the base, then the acknowledgement; a no-op when both are there.
+    ``loaded``: the base's Iceberg table as the merge loaded it just before, its
+    properties read from that load rather than from one more."""
     refs = pipeline.refs(table)
-    props = table_properties(spark, refs.base)
+    props = table_properties(spark, refs.base, loaded)
     version = run.schema.version
     layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
     acked = int_property(props, p.MERGE_VERSION)

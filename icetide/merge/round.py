@@ -225,7 +225,7 @@ class MergeRounds:
         version = run.contract.schema.version
         base = self.pipeline.refs(name).base
         props = table_properties(self.spark, base, loaded)
-        # The ledger's projection as this merge read it, before the batch's end snapshot.
+        # The ledger's projection as this merge read it, with the batch's end snapshot.
         state = replace(ph.ChangeState.read({}, props), projected=run.projected)
         if not state.fill_due(version) or state.data is None:
             return

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from icetide.bootstrap.resnapshot import resnapshot_under_way
 from icetide.errors import IcetideError, SchemaError, failure_line
 from icetide.faults import crash_point
+from icetide.lake.alter import table_properties
 from icetide.lake.commit import append_with_properties
 from icetide.lake.ledger_figures import (
     BatchFigures,
@@ -43,15 +44,15 @@ from icetide.lake.tables import (
     current_snapshot_id,
     ensure_base_table,
     iceberg_table,
+    iceberg_table_if_exists,
     metadata_snapshots,
     snapshot_of,
     snapshots_since,
-    table_exists,
 )
 from icetide.merge.compact import Compaction, PackingTurn
 from icetide.merge.history import HistoryKeeper, SameBatch
 from icetide.merge.inherit import LOST, OLD, Inheritance, applicable, inherit
-from icetide.merge.phases import MergeVersion, align_images, merge_version, switch_base
+from icetide.merge.phases import MergeVersion, align_images, switch_base, version_run
 from icetide.merge.race import ATTEMPT_PROPERTY, ConcurrentMergeError, concurrent_merges
 from icetide.merge.round import MergeRounds
 from icetide.merge.steps import MergeContext, changed_keys, prepare
@@ -162,10 +163,10 @@ class MergeStage:
         """The Iceberg names of ``table``."""
         return self.pipeline.refs(table)
 
-    def ensure_base(self, name: str, contract: TableContract | None = None) -> None:
+    def ensure_base(self, name: str, contract: TableContract | None = None) -> Any:
         """Create the base table (and namespace) when missing, at ``contract``'s version
-        (default: the current schema)."""
-        ensure_base_table(
+        (default: the current schema); its Iceberg table as loaded now."""
+        return ensure_base_table(
             self.spark, self.refs(name).base, contract or self.pipeline.contract(name)
         )
 
@@ -249,16 +250,23 @@ class MergeStage:
         merged alone) packs whenever due."""
         started = time.monotonic()
         refs = self.refs(name)
-        # One schema for the whole batch: the ledger's layout version, read before the
-        # end snapshot (merge/phases.py).
-        run = merge_version(self.spark, self.pipeline, name)
+        # The catalog loads of the batch's tables before its MERGE: one of the ledger and
+        # one of the base (each a round trip on a REST catalog; icetide's catalogs cache
+        # no table, so each load sees every other writer's commit up to then).
+        # The ledger, loaded once: its layout version (the schema the batch runs,
+        # merge/phases.py) and its end snapshot come from the same metadata, so every row
+        # up to that snapshot was written in that layout or an older one.
+        ledger = iceberg_table_if_exists(self.spark, refs.cdc)
+        layout = {} if ledger is None else table_properties(self.spark, refs.cdc, ledger)
+        run = version_run(self.pipeline, name, layout)
         contract = run.contract
-        self.ensure_base(name, contract)
+        # The base, loaded once (created first when missing) for what the merge asks of
+        # it before its MERGE: its watermark and bootstrap state, its properties, its
+        # snapshot and file bounds. The merge is the only writer of its watermark; an
+        # ALTER by switch_base below changes none of its snapshots.
+        base_table = self.ensure_base(name, contract)
         if resnapshot_under_way(self.pipeline, name):
             return self._resnapshot(name, run, started)
-        # Loaded once for what the merge asks of the base before its MERGE (its
-        # snapshots; an ALTER by switch_base below changes none of them).
-        base_table = iceberg_table(self.spark, refs.base)
         progress = read_merge_progress(self.spark, refs.base, base_table)
         bootstrap = progress.bootstrap
         if bootstrap is not None and bootstrap[1] == "running":
@@ -269,16 +277,15 @@ class MergeStage:
                 waiting_for=bootstrap[0],
             )
             return MergeResult(name, 0, None, None, 0.0)
-        if not table_exists(self.spark, refs.cdc):
+        if ledger is None:
             return MergeResult(name, 0, None, None, 0.0)
         try:
-            switch_base(self.spark, self.pipeline, name, contract)
+            switch_base(self.spark, self.pipeline, name, contract, base_table)
         except SchemaError:
             # No ALTER takes the base to the ledger's layout (an approved key change,
             # narrowing or type-category change): rebuild it from the source.
             return self._resnapshot(name, run, started)
         crash_point("merge.after_switch")
-        ledger = iceberg_table(self.spark, refs.cdc)  # loaded once: end and figures
         snapshot = ledger.currentSnapshot()
         end = None if snapshot is None else int(snapshot.snapshotId())
         start = progress.watermark
@@ -336,6 +343,9 @@ class MergeStage:
         refs = self.refs(name)
         contract = run.contract
         schema = contract.target  # the ledger's and base's names and types
+        # A load of the ledger by Spark's reader, which takes a name and not the table
+        # loaded above; it reads the snapshots ``start``..``end`` named, so what it loads
+        # later cannot change the batch.
         events = align_images(
             read_new_events(self.spark, refs.cdc, start, end), self.pipeline, name, schema
         )
@@ -408,6 +418,10 @@ class MergeStage:
                     else None
                 ),
             )
+            # Loaded again after the commit, and needed: the race check below must see
+            # every commit made since the plan's load, another writer's included (the
+            # MERGE's own loads happen inside Spark and Iceberg: its analysis, its scan,
+            # and the commit's refreshes). The steps after the batch reuse this load.
             after: Any = iceberg_table(self.spark, refs.base)
             committed = snapshot_of(after)
             if (None if committed is None else committed.snapshot_id) == before:

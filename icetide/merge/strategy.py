@@ -69,7 +69,7 @@ from icetide.lake.branches import (
 )
 from icetide.lake.commit import append_with_properties, with_commit_properties
 from icetide.lake.ledger_figures import BatchFigures, bucket_of, key_changed
-from icetide.lake.tables import iceberg_table, table_exists
+from icetide.lake.tables import iceberg_table, iceberg_table_if_exists
 from icetide.schema.contract.base import (
     DELETE_ISOLATION,
     EVENTS_PROPERTY,
@@ -445,12 +445,14 @@ def stage_batch(source: DataFrame, contract: TableContract, staging: TableName) 
     shape = hashlib.sha256(
         f"{STAGING_LAYOUT} {contract.settings.buckets} {first} {source.schema.json()}".encode()
     ).hexdigest()[:16]
-    if (
-        table_exists(spark, staging)
-        and table_properties(spark, staging).get(STAGING_SHAPE) == shape
-    ):
+    # One load says whether the table exists, its layout and how many snapshots it
+    # holds: only the merge of this base writes it.
+    kept = iceberg_table_if_exists(spark, staging)
+    if kept is not None and table_properties(spark, staging, kept).get(STAGING_SHAPE) == shape:
         source.writeTo(staging.sql).overwrite(F.lit(True))
-        _expire_earlier(spark, staging)
+        # The overwrite added one snapshot to those the load saw.
+        if kept.operations().current().snapshots().size() + 1 >= STAGING_SNAPSHOTS:
+            _expire_earlier(spark, staging)
         return
     writer = (
         source.writeTo(staging.sql)
@@ -472,7 +474,8 @@ per merge at 5M rows when run every merge), so it runs once every this many merg
 def _expire_earlier(spark: SparkSession, staging: TableName) -> None:
     """Once ``staging`` holds :data:`STAGING_SNAPSHOTS` snapshots, expire every one but
     the current, deleting the earlier batches' files (Iceberg's API on the driver: no
-    Spark job)."""
+    Spark job). Loaded again here (the overwrite's snapshot is in no earlier load);
+    :func:`stage_batch` calls it only when the count may be reached."""
     table = iceberg_table(spark, staging)
     current = table.currentSnapshot()
     if current is None or table.operations().current().snapshots().size() < STAGING_SNAPSHOTS:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +34,7 @@ from icetide.artifacts.workspace import refresher, sync_catalog_views
 from icetide.config import load_config, load_table_schemas
 from icetide.config.sections import SourceConfig
 from icetide.devservers.objectstore import ObjectStoreServer
+from icetide.devservers.relay import CountingRelay, difference
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.evolution.apply import apply_plan
 from icetide.evolution.plan import build_plan
@@ -41,7 +43,7 @@ from icetide.lake.tables import current_snapshot_id, iceberg_table, table_exists
 from icetide.ledger.phases import retire_ledger
 from icetide.ledger.replay import replay
 from icetide.maintenance.run import maintain_table
-from icetide.merge.stage import MergeStage
+from icetide.merge.stage import MergeResult, MergeStage
 from icetide.merge.strategy import staging_table
 from icetide.observe.status import pipeline_status
 from icetide.observe.verify import run_verify
@@ -372,6 +374,47 @@ def test_stages_commit_maintain_verify_and_report_through_the_catalog(
     assert p.rows(generation, order=MESSAGE_ID) == ledger_rows
     renamed = lake.table(generation).metadata.table_uuid == ledger_uuid
     assert renamed == (lake.kind != "hadoop")
+
+
+TABLE_LOAD = "GET /v1/namespaces/{}/tables/{}"
+"""A table load through the REST catalog, as :class:`CountingRelay` counts it."""
+
+
+@pytest.mark.parametrize("lake", ["rest"], indirect=True)
+def test_a_merge_loads_each_table_from_the_rest_catalog_a_bounded_number_of_times(
+    tmp_path: Path, lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every table load is a round trip to a REST catalog, and icetide's catalogs cache
+    none, so the loads of a merge bound how fast a round of many tables goes. Counted
+    behind a relay: a bucket-join merge of a batch loads the ledger and the base once
+    each before its MERGE (the stage's own reads), the ledger once more for Spark's read
+    of the batch, the staging table once, the base once after the commit for the race
+    check; the rest are Spark's and Iceberg's own (the MERGE's and the staging
+    overwrite's analysis, scans and commit refreshes). A visit with nothing to merge
+    loads three times."""
+    with CountingRelay(os.environ["ICETIDE_CATALOG_URI"]) as relay:
+        monkeypatch.setenv("ICETIDE_CATALOG_URI", relay.url)
+        p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
+        p.config = with_merge_strategy(p.config, "bucket_join")
+        p.land([event("c", 1, "a", 1), event("c", 2, "b", 2), event("c", 3, "c", 3)])
+        p.stream()
+        p.merge()  # creates the base and the staging table
+        p.land([event("u", 1, "A", 5), event("d", 2, None, 6), event("c", 5, "e", 7)])
+        p.stream()
+
+        def loads(merge: Callable[[], list[MergeResult]]) -> tuple[MergeResult, int]:
+            before = relay.snapshot()
+            [result] = merge()
+            return result, difference(relay.snapshot(), before).get(TABLE_LOAD, (0, 0.0))[0]
+
+        merged, batch_loads = loads(p.merge)
+        idle, idle_loads = loads(p.merge)
+    assert (merged.strategy, merged.events) == ("bucket_join", 3), merged.render()
+    assert idle.events == 0, idle.render()
+    assert spark_items(p, p.refs("items").base) == [(1, "A", 10), (3, "c", 30), (5, "e", 50)]
+    assert batch_loads <= 16, batch_loads
+    # The ledger, the base, and the base's properties for phase 3.
+    assert idle_loads <= 3, idle_loads
 
 
 @pytest.mark.parametrize("lake", ["rest"], indirect=True)

@@ -1,8 +1,9 @@
-"""A counting HTTP relay for benchmarks: how many requests a client sends a server, of
-which kind, and how long the client waited for them.
+"""A counting HTTP relay: how many requests a client sends a server, of which kind, and
+how long the client waited for them.
 
-The storage benchmark puts it between Spark and the Iceberg REST catalog: the catalog's
-round trips are not visible in Spark's metrics, and the server keeps no count. Each
+The storage benchmark (bench/storage_bench.py) and the lakehouse tests put it between
+Spark and the Iceberg REST catalog: the catalog's round trips are not visible in
+Spark's metrics, and the server keeps no count. Each
 request is forwarded as it came (method, path, headers, body) over a kept-alive
 connection, and its answer returned as it came; what the client waited, server and
 relay together, is added to the request's kind (``GET /v1/namespaces/{}/tables/{}``:
