@@ -52,7 +52,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -64,7 +63,13 @@ from icetide.lake.commit import append_with_properties, with_commit_properties
 from icetide.lake.ledger_figures import tombstone
 from icetide.lake.progress import read_new_events
 from icetide.lake.schema_update import commit_version
-from icetide.lake.tables import iceberg_table, lineage_summaries, snapshots_since, table_exists
+from icetide.lake.tables import (
+    current_snapshot_id,
+    iceberg_table,
+    lineage_summaries,
+    snapshots_since,
+    table_exists,
+)
 from icetide.merge.history_plan import appendable
 from icetide.merge.phases import MergeVersion, align_images, version_of
 from icetide.merge.steps import MergeContext, _split, _tombstones, inherit_unavailable
@@ -288,15 +293,17 @@ class HistoryKeeper:
             append_with_properties(rows, table, properties, branch=branch)
             steps["append"] = time.monotonic() - mark - steps["end"]
 
+        head = current_snapshot_id(self.spark, table)
         try:
             on_branch(self.spark, table, write, BEFORE_COMMIT)
             crash_point(AFTER_COMMIT)
         finally:
             ordered.unpersist()
-        # The two commits just published: main's head (the append) and its parent.
+        # The rows the commits just published added: the ended versions rewritten, the
+        # new ones appended.
         written = sum(
             int(s.summary.get("added-records", "0"))
-            for s in islice(snapshots_since(iceberg_table(self.spark, table), None), 2)
+            for s in snapshots_since(iceberg_table(self.spark, table), head)
         )
         seconds = time.monotonic() - started
         self.pipeline.report(
