@@ -22,8 +22,8 @@ broadcast, so the history is read in place) ends the open versions, and an appen
 the new ones. Both commits are made on a branch of the history and published together
 (:func:`~icetide.merge.strategy.on_branch`), so a reader never sees one without the
 other. The general recompute reads the touched keys' versions, runs two windows over
-them, stages its rows bucketed and MERGEs them: measured, four times the append's time
-(bench/results/merge-history.md).
+them, stages its rows bucketed and MERGEs them: measured, two to four times the append's
+time (bench/results/merge-history.md).
 
 **Exactly once, in this order, without a transaction across tables.** The base commits
 first (its watermark in its MERGE snapshot), then the history commits its rows with its
