@@ -271,7 +271,9 @@ class HistoryKeeper:
         given = set(versions.columns)
         rows = versions.select(
             *[
-                F.col(quote(f.name)) if f.name in given else F.lit(None).cast(f.dataType)
+                F.col(quote(f.name))
+                if f.name in given
+                else F.lit(None).cast(f.dataType).alias(f.name)
                 for f in kept.fields
             ]
         )
