@@ -173,3 +173,25 @@ def versions(events: Iterable[Event]) -> list[Version]:
     done.extend(open_.values())
     done.sort(key=lambda v: (repr(v.key), v.from_position))
     return done
+
+
+def appendable(in_order: bool, truncated: bool, unavailable: frozenset[str] | None) -> bool:
+    """Whether a ledger range's versions can be appended rather than recomputed with
+    the versions kept (:mod:`icetide.merge.history`).
+
+    True when every event of the range is newer than every version kept and every
+    delete remembered (``in_order``: the base's batch found none older than its rows),
+    no event truncates, and none left a column out (``unavailable`` known and empty).
+    Then :func:`versions` over the kept versions and the range changes nothing kept but
+    each touched key's open version, which ends at the key's first event of the range,
+    and the range's events alone, in position order, make the new versions: no kept
+    value is inherited, no interval is split.
+
+    >>> appendable(True, False, frozenset()), appendable(True, False, frozenset({"doc"}))
+    (True, False)
+    >>> appendable(False, False, frozenset()), appendable(True, True, frozenset())
+    (False, False)
+    >>> appendable(True, False, None)  # the columns left out not known
+    False
+    """
+    return in_order and not truncated and unavailable is not None and not unavailable

@@ -50,7 +50,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -635,8 +635,7 @@ def delete_insert(
     branch of its own; the dead one's is removed a day later); another writer's commit
     to main meanwhile starts it over from main's new head.
     """
-    branch = PROCESS_BRANCH
-    sql = contract.delete_keys_sql(base, view, branch, touched)
+    sql = contract.delete_keys_sql(base, view, PROCESS_BRANCH, touched)
 
     @cache  # once for every attempt
     def living_rows() -> DataFrame:
@@ -651,25 +650,44 @@ def delete_insert(
             spark.catalog.dropTempView(view)
 
     def append(rows: DataFrame) -> None:
-        append_with_properties(rows, base, properties, branch=branch)
+        append_with_properties(rows, base, properties, branch=PROCESS_BRANCH)
 
-    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
-        table = iceberg_table(spark, base)
-        head = table.currentSnapshot()
-        if head is None:
-            raise ValueError(f"delete_insert needs a base with a snapshot; {base} has none")
-        names = branch_names(table)
-        stale = stale_branches(names, MERGE_BRANCH, time.time(), STALE_BRANCH_SECONDS, branch)
-        if stale:
-            drop_branches(table, stale)
-        start_branch(table, branch, int(head.snapshotId()))
+    def write(table: Any, branch: str) -> None:
         if table.properties().get(DELETE_ISOLATION) == "snapshot":
             # The rows are built while the DELETE is planned.
             once_started(spark, delete, append, living_rows)
         else:
             delete()
             append(living_rows())
-        crash_point("merge.before_commit")
+
+    on_branch(spark, base, write, "merge.before_commit")
+
+
+def on_branch(
+    spark: SparkSession, target: TableName, write: Callable[[Any, str], None], before_publish: str
+) -> None:
+    """Run ``write`` (given the loaded table and the branch's name) on this process's
+    branch of ``target`` (:data:`PROCESS_BRANCH`), started at main's head, then
+    fast-forward main to it, so readers see the commits ``write`` made as one change.
+
+    A crash before the publish (crash point ``before_publish``) leaves main as it was
+    (the next call moves the branch back to main's head; a dead process's branch is
+    removed a day later); another writer's commit to main meanwhile starts it over from
+    main's new head, :data:`PUBLISH_ATTEMPTS` times.
+    """
+    branch = PROCESS_BRANCH
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        table = iceberg_table(spark, target)
+        head = table.currentSnapshot()
+        if head is None:
+            raise ValueError(f"a branch needs a table with a snapshot; {target} has none")
+        names = branch_names(table)
+        stale = stale_branches(names, MERGE_BRANCH, time.time(), STALE_BRANCH_SECONDS, branch)
+        if stale:
+            drop_branches(table, stale)
+        start_branch(table, branch, int(head.snapshotId()))
+        write(table, branch)
+        crash_point(before_publish)
         try:
             publish(table, branch)
             return
