@@ -76,18 +76,7 @@ def write_live_pipeline(
         "state_dir": "./state",
         "catalog": catalog_section,
         "spark": spark,
-        "sources": [
-            {
-                "name": "shop",
-                "type": "mysql",
-                "host": "127.0.0.1",
-                "port": server.port,
-                "user": server.user,
-                "password": server.password or None,
-                "server_id": 4242,
-                "heartbeat": "1s",
-            }
-        ],
+        "sources": [server.source_entry("shop", server_id=4242, heartbeat="1s")],
         "transport": {"type": "files", "path": "./landing", "roll_interval": "1s"},
         "tables": [
             {"name": s.table, "source": f"{database}.{s.table}", "buckets": 4}

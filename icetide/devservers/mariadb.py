@@ -135,6 +135,19 @@ class MariaDBServer(LocalServer):
             settings["database"] = database
         return settings
 
+    def source_entry(self, name: str, **settings: Any) -> dict[str, Any]:
+        """This server as an entry of a pipeline config's ``sources:`` (type ``mysql``),
+        with ``settings`` added (``server_id``, ``heartbeat``, ``tables`` …)."""
+        return {
+            "name": name,
+            "type": "mysql",
+            "host": "127.0.0.1",
+            "port": self.port,
+            "user": self.user,
+            "password": self.password or None,
+            **settings,
+        }
+
     def connect(self, database: str | None = None, **kwargs: Any) -> pymysql.Connection[Any]:
         """A new autocommit pymysql connection (utf8mb4) to this server."""
         settings = {"charset": "utf8mb4", "autocommit": True, **kwargs}

@@ -184,15 +184,7 @@ def test_mysql_bootstrap_and_capture_store_every_type_identically(
     schemas = {
         t: {**ALL_TYPES_SCHEMA, "table": t, "columns": columns} for t in ("copied", "captured")
     }
-    source = {
-        "name": db,
-        "type": "mysql",
-        "host": "127.0.0.1",
-        "port": mariadb.port,
-        "user": mariadb.user,
-        "password": mariadb.password or None,
-        "server_id": 4711,
-    }
+    source = mariadb.source_entry(db, server_id=4711)
     pipe = _pipeline(tmp_path, warehouse, spark, source, schemas, db)
 
     def fill() -> None:
@@ -543,15 +535,7 @@ def test_bootstrap_reads_hostile_column_names_on_both_sources(
         "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": db},
         "spark": {"master": "local[2]", "shuffle_partitions": 4},
         "sources": [
-            {
-                "name": "maria",
-                "type": "mysql",
-                "port": mariadb.port,
-                "user": mariadb.user,
-                "password": mariadb.password or None,
-                "server_id": 4712,
-                "tables": ["my_hostile"],
-            },
+            mariadb.source_entry("maria", server_id=4712, tables=["my_hostile"]),
             {
                 "name": "pg",
                 "type": "postgres",

@@ -68,16 +68,7 @@ def test_capture_stops_cleanly_when_its_supervisor_is_killed(
         "columns": [{"id": 1, "name": "id", "type": "int", "nullable": False}],
     }
     (tmp_path / "schemas" / "t.yaml").write_text(yaml.safe_dump(schema))
-    source = {
-        "name": "shop",
-        "type": "mysql",
-        "host": "127.0.0.1",
-        "port": mariadb.port,
-        "user": mariadb.user,
-        "password": mariadb.password or None,
-        "server_id": 6100 + os.getpid() % 1000,
-        "heartbeat": "1s",
-    }
+    source = mariadb.source_entry("shop", server_id=6100 + os.getpid() % 1000, heartbeat="1s")
     config = tmp_path / "icetide.yaml"
     config.write_text(
         yaml.safe_dump(

@@ -303,15 +303,9 @@ def test_real_debezium_mariadb_every_converter_and_setting(
             }
         )
     sources = [
-        {
-            "name": f.server,
-            "type": "mysql",
-            "port": mariadb.port,
-            "user": mariadb.user,
-            "password": mariadb.password or None,
-            "tables": [f"{f.server}_{t}" for t in f.tables],
-            "debezium": f.declared,
-        }
+        mariadb.source_entry(
+            f.server, tables=[f"{f.server}_{t}" for t in f.tables], debezium=f.declared
+        )
         for f in feeds
     ]
     try:

@@ -131,16 +131,7 @@ def test_every_supported_change_converges_with_the_pipeline_running(
 ) -> None:
     db = f"evo{next(_runs)}"
     _run(mariadb, [f"CREATE DATABASE {db}", *TABLES.values(), *SEED.values()], db)
-    source = {
-        "name": db,
-        "type": "mysql",
-        "host": "127.0.0.1",
-        "port": mariadb.port,
-        "user": mariadb.user,
-        "password": mariadb.password or None,
-        "server_id": 4800 + next(_runs),
-        "heartbeat": "1s",
-    }
+    source = mariadb.source_entry(db, server_id=4800 + next(_runs), heartbeat="1s")
     sources = {t: f"{db}.{t}" for t in TABLES}
     config = write_config(tmp_path, warehouse, db, source, sources, SETTINGS, sinks=SINKS)
     running = Running(spark, config).start()

@@ -369,17 +369,9 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
 ) -> None:
     with databases(mariadb, postgres) as (db, pgdb, slot):
         sources = [
-            {
-                "name": db,
-                "type": "mysql",
-                "host": "127.0.0.1",
-                "port": mariadb.port,
-                "user": mariadb.user,
-                "password": mariadb.password or None,
-                "server_id": 5900 + os.getpid() % 1000,
-                "heartbeat": "1s",
-                "tables": list(MARIADB),
-            },
+            mariadb.source_entry(
+                db, server_id=5900 + os.getpid() % 1000, heartbeat="1s", tables=list(MARIADB)
+            ),
             {
                 "name": pgdb,
                 "type": "postgres",

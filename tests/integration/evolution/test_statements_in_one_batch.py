@@ -73,16 +73,7 @@ def test_each_statement_of_a_batch_starts_its_own_version(
 ) -> None:
     db = f"stmts{next(_runs)}"
     _run(mariadb, [f"CREATE DATABASE {db}", *TABLES.values(), *SEED], db)
-    source = {
-        "name": db,
-        "type": "mysql",
-        "host": "127.0.0.1",
-        "port": mariadb.port,
-        "user": mariadb.user,
-        "password": mariadb.password or None,
-        "server_id": 4700 + next(_runs),
-        "heartbeat": "1s",
-    }
+    source = mariadb.source_entry(db, server_id=4700 + next(_runs), heartbeat="1s")
     config = write_config(tmp_path, warehouse, db, source, {t: f"{db}.{t}" for t in TABLES})
     running = Running(spark, config).start()
     try:

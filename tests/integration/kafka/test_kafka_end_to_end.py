@@ -63,18 +63,7 @@ def _kafka_pipeline(
         "state_dir": "./state",
         "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
         "spark": {"master": "local[2]", "shuffle_partitions": 4},
-        "sources": [
-            {
-                "name": source,
-                "type": "mysql",
-                "host": "127.0.0.1",
-                "port": server.port,
-                "user": server.user,
-                "password": server.password or None,
-                "server_id": 5000 + next(_runs),
-                "heartbeat": "1s",
-            }
-        ],
+        "sources": [server.source_entry(source, server_id=5000 + next(_runs), heartbeat="1s")],
         "transport": {
             "type": "kafka",
             "bootstrap_servers": kafka.bootstrap_servers,

@@ -193,17 +193,9 @@ def pipeline_files(
             "extra_jars": [str(jar) for jar in aws_bundle_jars()],
         },
         "sources": [
-            {
-                "name": my,
-                "type": "mysql",
-                "host": "127.0.0.1",
-                "port": mariadb.port,
-                "user": mariadb.user,
-                "password": mariadb.password or None,
-                "server_id": 6100 + os.getpid() % 1000,
-                "heartbeat": "1s",
-                "tables": ["m_items"],
-            },
+            mariadb.source_entry(
+                my, server_id=6100 + os.getpid() % 1000, heartbeat="1s", tables=["m_items"]
+            ),
             {
                 "name": pg,
                 "type": "postgres",
