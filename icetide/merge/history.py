@@ -536,16 +536,7 @@ def version_rows(
             continue
         regiven = regiven | ~F.col(quote(v)).eqNullSafe(F.col(f"_icetide_was_{i}"))
     changed = chained.where((F.col(_PRIO) != 0) | moved_end | regiven)
-    return changed.select(
-        *[quote(col.name) for col in schema.columns],
-        h.VALID_FROM,
-        F.col(_NEXT_TS).alias(h.VALID_TO),
-        h.FROM_POSITION,
-        F.col(_NEXT).alias(h.TO_POSITION),
-        F.col(_NEXT).isNull().alias(h.IS_CURRENT),
-        h.OP,
-        h.INHERITED,
-    )
+    return changed.select(*_version_columns(schema))
 
 
 def appended_versions(
@@ -576,16 +567,7 @@ def new_versions(ordered: DataFrame, schema: TableSchema) -> DataFrame:
     history's columns: each living event once, ending at its key's next event, the
     last one current."""
     once = F.col(_NEXT).isNull() | (F.col(_NEXT) != F.col(h.FROM_POSITION))
-    return ordered.where(once & (F.col(h.OP) != "d")).select(
-        *[quote(col.name) for col in schema.columns],
-        h.VALID_FROM,
-        F.col(_NEXT_TS).alias(h.VALID_TO),
-        h.FROM_POSITION,
-        F.col(_NEXT).alias(h.TO_POSITION),
-        F.col(_NEXT).isNull().alias(h.IS_CURRENT),
-        h.OP,
-        h.INHERITED,
-    )
+    return ordered.where(once & (F.col(h.OP) != "d")).select(*_version_columns(schema))
 
 
 def open_ends(ordered: DataFrame, schema: TableSchema) -> DataFrame:
@@ -619,3 +601,18 @@ t._valid_to = s._valid_to, t._is_current = false
         f"t.{h.TO_POSITION} = s.{h.TO_POSITION}, t.{h.VALID_TO} = s.{h.VALID_TO}, "
         f"t.{h.IS_CURRENT} = false"
     )
+
+
+def _version_columns(schema: TableSchema) -> list[Column | str]:
+    """A chain row (an event with its key's next position and time) as a history row:
+    it ends where the next event starts, and is current when none follows."""
+    return [
+        *[quote(col.name) for col in schema.columns],
+        h.VALID_FROM,
+        F.col(_NEXT_TS).alias(h.VALID_TO),
+        h.FROM_POSITION,
+        F.col(_NEXT).alias(h.TO_POSITION),
+        F.col(_NEXT).isNull().alias(h.IS_CURRENT),
+        h.OP,
+        h.INHERITED,
+    ]
