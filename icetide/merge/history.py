@@ -72,7 +72,12 @@ from icetide.lake.tables import (
 )
 from icetide.merge.history_plan import appendable
 from icetide.merge.phases import MergeVersion, align_images, version_of
-from icetide.merge.steps import MergeContext, _split, _tombstones, inherit_unavailable
+from icetide.merge.steps import (
+    MergeContext,
+    inherit_unavailable,
+    split_all_key_changes,
+    tombstone_rows,
+)
 from icetide.merge.strategy import (
     NO_RUNTIME_PRUNING,
     on_branch,
@@ -403,7 +408,7 @@ class HistoryKeeper:
 
 
 def _events(frame: DataFrame, schema: TableSchema, prio: int) -> DataFrame:
-    """Ledger events (split, :func:`~icetide.merge.steps._split`) as chain rows: key,
+    """Ledger events (split, :func:`~icetide.merge.steps.split_all_key_changes`) as chain rows: key,
     op, position, time, left-out columns and each column's value."""
     return frame.select(
         *[quote(k) for k in schema.primary_key],
@@ -446,7 +451,7 @@ def version_rows(
     ctx = MergeContext(schema, moves=moves)
     rows = events.where(F.col(c.OP) != "t")
     truncates = events.where(F.col(c.OP) == "t").select(c.POSITION, c.SOURCE_TS)
-    split = _split(inherit_unavailable(rows, ctx), schema)
+    split = split_all_key_changes(inherit_unavailable(rows, ctx), schema)
     chain = _events(split, schema, 1)
     touched = chain.select(*qkeys)
     if truncated:
@@ -458,7 +463,9 @@ def version_rows(
         touched = touched.unionByName(history.join(at, open_then, "left_semi").select(*qkeys))
     touched = touched.distinct()
     if remembered is not None:
-        gone = _split(_tombstones(remembered.where(F.col(c.OP) != "t"), schema), schema)
+        gone = split_all_key_changes(
+            tombstone_rows(remembered.where(F.col(c.OP) != "t"), schema), schema
+        )
         gone = _events(gone.where(F.col(c.OP) == "d"), schema, 2)
         chain = chain.unionByName(gone.join(touched, keys, "left_semi"))
         truncates = truncates.unionByName(
@@ -552,7 +559,9 @@ def appended_versions(
     position (no previous position)."""
     qkeys = [quote(k) for k in schema.primary_key]
     ctx = MergeContext(schema, moves=moves)
-    split = _split(inherit_unavailable(events.where(F.col(c.OP) != "t"), ctx), schema)
+    split = split_all_key_changes(
+        inherit_unavailable(events.where(F.col(c.OP) != "t"), ctx), schema
+    )
     by_key = Window.partitionBy(*qkeys).orderBy(h.FROM_POSITION)
     return _events(split, schema, 1).select(
         "*",

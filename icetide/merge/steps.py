@@ -64,10 +64,10 @@ def split_key_changes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     if not ctx.key_changes:
         keys = [quote(k) for k in ctx.schema.primary_key]
         return events.select(*keys, c.OP, c.AFTER, c.UNAVAILABLE, c.POSITION, c.SOURCE_TS)
-    return _split(events, ctx.schema)
+    return split_all_key_changes(events, ctx.schema)
 
 
-def _split(events: DataFrame, schema: TableSchema) -> DataFrame:
+def split_all_key_changes(events: DataFrame, schema: TableSchema) -> DataFrame:
     """:func:`split_key_changes` for events that may change their key.
 
     One pass over ``events``: each row comes out once, and a key change a second time
@@ -110,7 +110,9 @@ def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
         return events
     keys = events.select(*[quote(k) for k in ctx.schema.primary_key]).distinct()
     # The history's own key changes, whatever the batch's figures say.
-    remembered = _split(_tombstones(ctx.history, ctx.schema), ctx.schema).where(F.col(c.OP) == "d")
+    remembered = split_all_key_changes(tombstone_rows(ctx.history, ctx.schema), ctx.schema).where(
+        F.col(c.OP) == "d"
+    )
     # The history may be read at a snapshot from before a schema change (its row images
     # lack the new fields): those fields are NULL in a remembered delete.
     return events.unionByName(
@@ -118,7 +120,7 @@ def add_remembered_deletes(events: DataFrame, ctx: MergeContext) -> DataFrame:
     )
 
 
-def _tombstones(history: DataFrame, schema: TableSchema) -> DataFrame:
+def tombstone_rows(history: DataFrame, schema: TableSchema) -> DataFrame:
     """The history with only what a remembered delete is made of: keys, op, position and
     source time, and the before image's keys (for a key change's old-key delete).
 
