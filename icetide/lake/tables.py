@@ -269,6 +269,11 @@ def base_rows(spark: SparkSession, table: TableName) -> int:
 def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     """The Iceberg ``Table`` object of ``table`` (a py4j proxy), loaded through Spark's
     catalog: its metadata as of now, read without a Spark job."""
+    # Spark3Util resolves the catalog in the conf of the calling JVM thread's active
+    # session, which a thread of its own (a merge round's) has not got: the catalog
+    # would read as undefined and its name as a namespace of the session catalog
+    # ("spark_catalog requires a single-part namespace").
+    jvm_class("org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
     spark3 = jvm_class("org.apache.iceberg.spark.Spark3Util")
     return spark3.loadIcebergTable(spark._jsparkSession, table.sql)
 
