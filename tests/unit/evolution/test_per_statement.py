@@ -83,18 +83,7 @@ def test_what_a_statement_does_not_say_makes_no_shape() -> None:
 
 def test_the_catalog_gives_the_last_shape_only_when_its_names_agree() -> None:
     ddl = ("ADD COLUMN c INT", "RENAME COLUMN c TO d")
-    now = schema_from_dict(
-        {
-            "table": "t",
-            "primary_key": ["id"],
-            "columns": [
-                {"id": 1, "name": "id", "type": "int", "nullable": False},
-                {"id": 2, "name": "a", "type": "int"},
-                {"id": 3, "name": "vip", "type": "boolean"},
-                {"id": 4, "name": "D", "type": "long"},
-            ],
-        }
-    )
+    now = T.with_columns([*T.columns, Column(4, "D", LongType())])  # the catalog's d
     steps = statement_steps(T, _signals(*ddl), now, "mysql")
     assert steps is not None
     assert [(s.position, s.from_catalog) for s in steps] == [(100, False), (101, True)]
