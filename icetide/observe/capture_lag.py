@@ -4,7 +4,9 @@ end of the server's change log.
 * MySQL/MariaDB: bytes from the saved ``file:pos`` to the end of the binlog, summed over
   the files of ``SHOW BINARY LOGS`` (the rest of the saved file, then every later file);
 * PostgreSQL: bytes of WAL between the slot's ``confirmed_flush_lsn`` and
-  ``pg_current_wal_lsn()``, the WAL the server keeps until capture acknowledges it.
+  ``pg_current_wal_insert_lsn()``, the WAL the server has produced that capture has not
+  acknowledged yet (the insert position: with ``synchronous_commit = off`` the write
+  position trails a committed transaction).
 
 A status report must not fail because a source is down: a server that cannot be asked
 gives ``lag_bytes = None`` and a ``reason``, and the saved offset is shown all the same.

@@ -73,7 +73,7 @@ class SlotStatus:
 
 _SLOT_QUERY = """
 SELECT s.plugin, s.database, s.active, s.active_pid, s.restart_lsn::text,
-       s.confirmed_flush_lsn::text, pg_current_wal_lsn()::text, s.wal_status
+       s.confirmed_flush_lsn::text, pg_current_wal_insert_lsn()::text, s.wal_status
 FROM pg_replication_slots s WHERE s.slot_name = %s
 """
 
@@ -120,7 +120,7 @@ def slot_status(conn: Any, slot: str) -> SlotStatus | None:
 
 def slot_lag(conn: Any, slot: str) -> int:
     """Bytes of WAL between the slot's confirmed point and the server's current WAL
-    position (``pg_current_wal_lsn() - confirmed_flush_lsn``)."""
+    position (``pg_current_wal_insert_lsn() - confirmed_flush_lsn``)."""
     status = slot_status(conn, slot)
     if status is None:
         raise CaptureError(f"there is no replication slot {slot!r}")
