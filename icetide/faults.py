@@ -1,7 +1,9 @@
 """Named crash points, so tests can kill a stage at the worst moments.
 
 Setting ``ICETIDE_FAULT=<point>`` makes the process die at that point exactly like a
-``kill -9`` (no cleanup, no flush). Points: ``ledger.after_first_append``,
+``kill -9`` (no cleanup, no flush). Points: ``ledger.before_append`` (an append of a
+batch about to read its table's last batch and commit; again at each retry),
+``ledger.after_first_append`` (committed, not yet recorded by the stage),
 ``merge.after_plan`` (a batch planned from the watermark read, nothing written),
 ``merge.before_commit``, ``merge.after_truncate``, ``merge.after_dead_letters``,
 ``merge.after_commit``,

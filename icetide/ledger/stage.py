@@ -2,8 +2,12 @@
 
 Exactly once across restarts: Spark's checkpoint replays an unfinished micro-batch with
 the same id and the same input, and every append carries the query id and batch id as
-snapshot properties, so a batch that already reached a table is not written twice.
-Bad events go to the dead-letter tables; they never stop the stream.
+snapshot properties, so a batch that already reached a table is not written twice
+(:mod:`icetide.ledger.stored`). A catalog outage during a batch is ridden out in the
+batch: each of its catalog steps (the schema phases, each append) is redone with the
+merge's backoff (:func:`~icetide.spark.retry.retry_step`), and an append redone after a
+commit that landed unconfirmed finds the batch there. Bad events go to the dead-letter
+tables; they never stop the stream.
 """
 
 from __future__ import annotations
@@ -11,19 +15,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import reduce
+from functools import partial, reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from icetide.config import Config
-from icetide.errors import SchemaError
+from icetide.errors import IcetideError, SchemaError, failure_line
 from icetide.events.raw import Wire, message_text
 from icetide.faults import crash_point
 from icetide.lake.align import align_to
@@ -74,16 +78,20 @@ from icetide.ledger.signals import (
     seen_line,
 )
 from icetide.ledger.source import raw_messages, subscribed_partitions
+from icetide.ledger.stored import after_failure, stored_batch
 from icetide.ledger.summary import BatchSummary
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
+from icetide.spark.retry import classify, retry_step
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
     from icetide.pipeline import Pipeline
 
+
+T = TypeVar("T")
 
 SHARE = "_share"
 """The column naming the table in the batch's combined projection counts."""
@@ -152,6 +160,7 @@ class LedgerStage:
         pipeline: Pipeline,
         on_signals: OnSignals | None = None,
         on_versions: OnVersions | None = None,
+        pause: Callable[[float], None] = time.sleep,
     ) -> None:
         self.spark = spark
         self.pipeline = pipeline
@@ -159,13 +168,19 @@ class LedgerStage:
         """Called with each batch's schema-change signals once the batch is stored."""
         self.on_versions = on_versions
         """Called before projecting with the message-carried schemas not taken yet."""
+        self.pause = pause
+        """Waits before a catalog step of a batch is redone (:meth:`_retried`)."""
         self._taken: set[tuple[str, str]] = set()
         """(table, schema key) already walked and accepted by this process."""
         self._lock = threading.RLock()  # batches and ticks never overlap
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
+        """Table → the last batch this process appended there or found there."""
         self._query_id: str | None = None
+        self.failure: IcetideError | None = None
+        """The error that ended a micro-batch, and so the query (a catalog outage past
+        the retries' budget, a schema the ledger cannot take)."""
         self.watch: LandingWatch | None = None
         self._wire: Wire | None = None
         """The current batch's registry schemas (None: no registry configured)."""
@@ -213,12 +228,7 @@ class LedgerStage:
     def _last_committed(self, table: TableName) -> int:
         if table not in self._committed:
             summary = latest_snapshot_property(self.spark, table, c.BATCH_PROPERTY)
-            same_query = summary is not None and summary.get(c.QUERY_PROPERTY) == (
-                self._query_identity()
-            )
-            self._committed[table] = (
-                int(summary[c.BATCH_PROPERTY]) if summary is not None and same_query else -1
-            )
+            self._committed[table] = stored_batch(summary, self._query_identity())
         return self._committed[table]
 
     def _append(
@@ -227,24 +237,68 @@ class LedgerStage:
         table: TableName,
         batch_id: int,
         properties: dict[str, str] | None = None,
+        *,
+        aligned: bool = False,
+        of: str | None = None,
     ) -> None:
-        if self._last_committed(table) >= batch_id:
+        """Append ``frame`` to ``table`` (of configured table ``of``; None: the unrouted
+        dead letters) as batch ``batch_id`` unless the table holds it; ``aligned``: first
+        give it the table's current columns (:func:`~icetide.lake.align.align_to`).
+        Redone after a catalog outage, reading the table's batch again first: a commit
+        may have landed before the failure."""
+
+        def append() -> None:
+            crash_point("ledger.before_append")
+            if self._last_committed(table) >= batch_id:
+                self.pipeline.report(
+                    "ledger",
+                    f"ledger batch {batch_id}: {table} already has it, skipped",
+                    batch=batch_id,
+                )
+                return
+            rows = align_to(frame, self.spark.table(table.sql).schema) if aligned else frame
+            writer = (
+                rows.writeTo(table.sql)
+                .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
+                .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
+            )
+            for key, value in (properties or {}).items():
+                writer = writer.option(f"snapshot-property.{key}", value)
+            writer.append()
+            crash_point("ledger.after_first_append")
+            self._committed[table] = batch_id
+
+        def forget() -> None:
+            self._committed = after_failure(self._committed, table)
+
+        self._retried(f"ledger batch {batch_id}: append to {table.name}", append, of, forget)
+
+    def _retried(
+        self,
+        action: str,
+        step: Callable[[], T],
+        table: str | None,
+        before_retry: Callable[[], None] | None = None,
+    ) -> T:
+        """``step`` (a catalog step of a batch, for configured table ``table``), redone
+        after a commit conflict or a catalog outage as the merge's are
+        (:func:`~icetide.spark.retry.retry_step`), each retry reported; ``before_retry``
+        runs before each retry. Past the outage budget the outage is raised: it ends the
+        batch, and the query, with that one line as its reason."""
+
+        def retried(failures: int, exc: IcetideError, seconds: float) -> None:
+            if before_retry is not None:
+                before_retry()
             self.pipeline.report(
                 "ledger",
-                f"ledger batch {batch_id}: {table} already has it, skipped",
-                batch=batch_id,
+                f"{failure_line(exc)}; retry {failures} in {seconds:g}s",
+                table=table,
+                retry=classify(exc),
+                attempt=failures,
+                retry_in=seconds,
             )
-            return
-        writer = (
-            frame.writeTo(table.sql)
-            .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
-            .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
-        )
-        for key, value in (properties or {}).items():
-            writer = writer.option(f"snapshot-property.{key}", value)
-        writer.append()
-        self._committed[table] = batch_id
-        crash_point("ledger.after_first_append")
+
+        return retry_step(action, step, on_retry=retried, pause=self.pause)
 
     # -- one micro-batch ---------------------------------------------------------------
     def tick(self) -> bool:
@@ -272,7 +326,13 @@ class LedgerStage:
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:
         """Classify, project and append one micro-batch of raw messages."""
         with self._lock:
-            self._process_batch(batch, batch_id)
+            try:
+                self._process_batch(batch, batch_id)
+            except IcetideError as exc:
+                # Spark ends the query with only this error's traceback as text (py4j);
+                # the command says the error itself, hint and all (:attr:`failure`).
+                self.failure = exc
+                raise
 
     def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
@@ -427,7 +487,11 @@ class LedgerStage:
             self.on_signals(signals)
             for table in sorted({s.table for s in signals}):
                 try:
-                    alter_ledger(self.spark, self.pipeline, table)  # phase 1 now
+                    self._retried(  # phase 1 now
+                        f"ledger: schema phase 1 of {table}",
+                        partial(alter_ledger, self.spark, self.pipeline, table),
+                        table,
+                    )
                 except SchemaError:  # held at its next batch, with its messages
                     continue
 
@@ -492,7 +556,7 @@ class LedgerStage:
         """Project each table's messages and append them: the projections and their
         figures come out of one Spark job for every table (a job's fixed cost is most of
         a micro-batch's time at a steady rate), then one append per table."""
-        shares = [self._share(name, classified, refused.get(name), now) for name in names]
+        shares = [self._share(name, classified, refused.get(name), batch_id, now) for name in names]
         signals: list[ChangeSignal] = []
         try:
             stats = self._share_stats(shares)
@@ -505,22 +569,37 @@ class LedgerStage:
                     summary,
                     share.name in routed_dead,
                 )
-                if share.plan.switch_to is not None:  # phase 2, once its rows are stored
-                    record_projection(self.spark, self.pipeline, share.name, share.plan.switch_to)
+                name, switch_to = share.name, share.plan.switch_to
+                if switch_to is not None:  # phase 2, once its rows are stored
+                    self._retried(
+                        f"ledger batch {batch_id}: schema phase 2 of {name}",
+                        partial(record_projection, self.spark, self.pipeline, name, switch_to),
+                        name,
+                    )
         finally:
             for share in shares:
                 share.projected.unpersist()
         return signals
 
     def _share(
-        self, name: str, classified: DataFrame, refused: Refused | None, now: datetime
+        self,
+        name: str,
+        classified: DataFrame,
+        refused: Refused | None,
+        batch_id: int,
+        now: datetime,
     ) -> _Share:
         """One table's part of the batch, projected (lazily, persisted once computed)."""
+
+        def phases() -> Projection:
+            # Each step is a no-op once done, so a retry redoes only what is left.
+            alter_ledger(self.spark, self.pipeline, name)
+            return projection(self.spark, self.pipeline, name, record=False)
+
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/phases.py).
         try:
-            alter_ledger(self.spark, self.pipeline, name)
-            plan = projection(self.spark, self.pipeline, name, record=False)
+            plan = self._retried(f"ledger batch {batch_id}: schema phases of {name}", phases, name)
         except SchemaError as exc:
             # This table's ledger cannot take its change: its messages wait in its
             # dead-letter table (replayable), the batch's other tables flow on, and the
@@ -626,9 +705,8 @@ class LedgerStage:
             )
             if extra:
                 properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(extra, sort_keys=True)
-            # Soft-deleted columns stay in the ledger's row images: write them as NULL.
-            rows = align_to(rows, self.spark.table(refs.cdc.sql).schema)
-            self._append(rows, refs.cdc, batch_id, properties)
+            # Soft-deleted columns stay in the ledger's row images: written as NULL.
+            self._append(rows, refs.cdc, batch_id, properties, aligned=True, of=name)
         dead_projected = projected.where(F.col(STATUS) == DEAD).select(
             F.col(c.MESSAGE_ID).alias("message_id"),
             F.lit(name).alias("table"),
@@ -644,6 +722,7 @@ class LedgerStage:
                 self._dead_frame(dead_projected.unionByName(dead_routed), now),
                 refs.dead_letters,
                 batch_id,
+                of=name,
             )
         return signals
 
