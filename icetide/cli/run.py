@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
-from icetide.errors import StageError
+from icetide.errors import StageError, failure_line
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import SUPERVISOR_ENV
 from icetide.supervisor import GaveUp, Supervisor, Task
@@ -159,8 +159,12 @@ class Stream:
             if self.query.isActive:
                 return
             error = self.query.exception()
-        # The root cause first: a batch's own Python error, not py4j's wrapper of it.
-        why = root_cause(error) if error is not None else "no reason given"
+        # The root cause first: a batch's own error, not py4j's wrapper of it.
+        failure = self.ledger.failure if self.ledger is not None else None
+        if failure is not None:
+            why = failure_line(failure)
+        else:
+            why = root_cause(error) if error is not None else "no reason given"
         raise StageError(f"the ledger stream stopped: {why}")
 
     def close(self) -> None:

@@ -33,14 +33,21 @@ def ledger_stage(spark: SparkSession, pipeline: Pipeline) -> LedgerStage:
 
 def cmd_stream(args: argparse.Namespace) -> int:
     """Run the ledger stage (events → CDC tables)."""
+    from icetide.errors import IcetideError
     from icetide.spark.errors import jvm_boundary
 
     pipeline = context.load_pipeline(args)
     context.serve_metrics(args, pipeline)
     spark = context.spark_session(pipeline.config)
+    stage = ledger_stage(spark, pipeline)
     with jvm_boundary("ledger stream"):
-        query = ledger_stage(spark, pipeline).start(once=args.once)
-    context.await_query(query, "ledger stream")
+        query = stage.start(once=args.once)
+    try:
+        context.await_query(query, "ledger stream")
+    except IcetideError:
+        if stage.failure is None:
+            raise
+        raise stage.failure from None  # as the batch raised it, not as Spark passed it on
     return 0
 
 
