@@ -84,7 +84,7 @@ from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
-from icetide.spark.retry import classify, retry_step
+from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy, classify, retry_step
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class LedgerStage:
         on_signals: OnSignals | None = None,
         on_versions: OnVersions | None = None,
         pause: Callable[[float], None] = time.sleep,
+        policy: RetryPolicy = DEFAULT_POLICY,
     ) -> None:
         self.spark = spark
         self.pipeline = pipeline
@@ -170,6 +171,8 @@ class LedgerStage:
         """Called before projecting with the message-carried schemas not taken yet."""
         self.pause = pause
         """Waits before a catalog step of a batch is redone (:meth:`_retried`)."""
+        self.policy = policy
+        """How often and how long a catalog step of a batch is redone."""
         self._taken: set[tuple[str, str]] = set()
         """(table, schema key) already walked and accepted by this process."""
         self._lock = threading.RLock()  # batches and ticks never overlap
@@ -298,7 +301,7 @@ class LedgerStage:
                 retry_in=seconds,
             )
 
-        return retry_step(action, step, on_retry=retried, pause=self.pause)
+        return retry_step(action, step, policy=self.policy, on_retry=retried, pause=self.pause)
 
     # -- one micro-batch ---------------------------------------------------------------
     def tick(self) -> bool:

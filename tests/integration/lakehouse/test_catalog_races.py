@@ -1,5 +1,5 @@
-"""Two merges of one table at once, and a catalog that goes down mid-merge, on the REST
-catalog with its tables on the object store.
+"""Two merges of one table at once, and a catalog that goes down mid-merge or while the
+ledger appends a batch, on the REST catalog with its tables on the object store.
 
 - The race is real and made certain: a child ``icetide merge --once`` (its own process
   and Spark) plans its batch, is held right there (``ICETIDE_PAUSE`` at
@@ -12,6 +12,11 @@ catalog with its tables on the object store.
   starts it again on the same port with the same catalog file once the merge has
   retried twice (pauses of 1 s and 2 s); longer outages follow the same backoff, which
   tests/unit/spark/test_retry.py checks for a 30 s outage and for the budget's end.
+- The ledger's outage stops that server as a batch's append starts and starts it again
+  once the append has failed twice; the append that then commits loses its answer (the
+  failure Iceberg reports then, raised where the answer would have arrived), and its
+  retry must find the batch in the table and not append it again. A second outage
+  outlasts a short budget: the batch ends with the outage as one line.
 """
 
 from __future__ import annotations
@@ -26,18 +31,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
+from icetide import faults
 from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
+from icetide.errors import CatalogUnavailableError
 from icetide.lake.progress import read_watermark
 from icetide.lake.tables import current_snapshot_id, lineage_snapshots
+from icetide.ledger import stage as ledger_stage
+from icetide.ledger.stage import LedgerStage
 from icetide.merge import stage as merge_stage
 from icetide.merge.stage import MergeStage
 from icetide.schema.contract.base import POSITION, WATERMARK_PROPERTY
+from icetide.schema.contract.ledger import BATCH_PROPERTY
 from icetide.schema.contract.ledger import POSITION as LEDGER_POSITION
 from icetide.schema.file import schema_from_dict
 from icetide.spark.jars import ICEBERG_AWS_BUNDLE, Coordinate, default_jars_dir, fetched
+from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy
 from tests.integration.harness import REPO, Pipeline
 from tests.integration.lakehouse.test_catalogs import ITEMS, Lake, event, lake_pipeline
 
@@ -258,3 +270,100 @@ def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
     assert result.events == len(batch), result.render()
     assert items(p) == expected(first + batch)
     assert read_watermark(p.session, p.refs("items").base) == newest
+
+
+def ledger_through_an_outage(
+    p: Pipeline,
+    catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    answer_lost: bool = False,
+    back_after: int | None = 2,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> tuple[LedgerStage, list[str]]:
+    """Run the ledger over what is landed, stopping ``catalog`` as the first append
+    starts and starting it again once the append has failed ``back_after`` times (None:
+    not); ``answer_lost``: the first commit after that lands and fails as a commit whose
+    answer never came does. The stage (its :attr:`~LedgerStage.failure` set when a batch
+    failed) and its lines."""
+    lines: list[str] = []
+    stopped: list[str] = []
+    real = faults.crash_point
+
+    def outage(name: str) -> None:
+        if name == "ledger.before_append" and not stopped:
+            stopped.append(name)
+            catalog.halt()
+        if name == "ledger.after_first_append" and answer_lost and len(stopped) == 1:
+            stopped.append(name)
+            raise CatalogUnavailableError(
+                "the Iceberg catalog or its storage is not reachable: "
+                "CommitStateUnknownException: the answer to the commit was lost"
+            )
+        real(name)
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if f"retry {back_after} in" in line:  # the catalog comes back
+            catalog.start()
+
+    monkeypatch.setattr(ledger_stage, "crash_point", outage)
+    stage = LedgerStage(p.session, p.reporting(log), policy=policy)
+    try:
+        stage.start(once=True).awaitTermination()
+    except StreamingQueryException:
+        if stage.failure is None:
+            raise
+    finally:
+        monkeypatch.setattr(ledger_stage, "crash_point", real)
+        if not catalog.running and back_after is not None:
+            catalog.start()
+    assert len(stopped) == 1 + answer_lost, lines
+    return stage, lines
+
+
+def test_a_catalog_outage_mid_ledger_batch_is_retried_and_every_event_stored_once(
+    tmp_path: Path,
+    s3_spark: SparkSession,
+    object_store: ObjectStoreServer,
+    own_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lake = lake_on(s3_spark, object_store, own_catalog, monkeypatch)
+    p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
+    events = [("c", k, f"n{k}", k) for k in range(1, 7)] + [("u", 1, "x1", 10), ("d", 2, None, 11)]
+
+    # The catalog stops before the append's commit (nothing lands) and is back after two
+    # failed attempts; the third commits, and its answer is lost: the fourth finds the
+    # batch in the table and does not append it again.
+    p.land([event(*e) for e in events])
+    stage, lines = ledger_through_an_outage(p, own_catalog, monkeypatch, answer_lost=True)
+    retries = [line for line in lines if "not reachable" in line]
+    assert stage.failure is None and len(retries) == 3, lines
+    assert retries[0].startswith(
+        "ledger batch 0: append to items_cdc: the Iceberg catalog or its storage is not reachable: "
+    )
+    assert [line.rsplit("; ", 1)[1] for line in retries] == [
+        "retry 1 in 1s",
+        "retry 2 in 2s",
+        "retry 3 in 4s",
+    ]
+    assert any("ledger batch 0:" in line and "already has it, skipped" in line for line in lines)
+    spark, ledger = p.session, p.refs("items").cdc
+    stored = sorted((r["id"], r["_op"]) for r in spark.table(ledger.sql).collect())
+    assert stored == sorted((key, op) for op, key, _, _ in events)
+    appends = [s.summary.get(BATCH_PROPERTY) for s in lineage_snapshots(spark, ledger)]
+    assert [b for b in appends if b is not None] == ["0"]
+
+    # An outage past the budget ends the batch with one line, kept for the command.
+    p.land([event("c", 8, "n8", 20)])
+    short = RetryPolicy(outage_first=0.5, outage_budget=1)
+    stage, lines = ledger_through_an_outage(
+        p, own_catalog, monkeypatch, back_after=None, policy=short
+    )
+    assert isinstance(stage.failure, CatalogUnavailableError), lines
+    assert stage.failure.message.startswith(
+        "ledger batch 1: append to items_cdc: the Iceberg catalog or its storage is not reachable: "
+    )
+    assert "\n" not in stage.failure.message and "\tat " not in stage.failure.message
+    assert [line for line in lines if "not reachable" in line][-1].endswith("retry 1 in 0.5s")
