@@ -348,10 +348,10 @@ def test_a_catalog_outage_mid_ledger_batch_is_retried_and_every_event_stored_onc
         "retry 2 in 2s",
         "retry 3 in 4s",
     ]
-    assert any("ledger batch 0:" in line and "already has it, skipped" in line for line in lines)
     spark, ledger = p.session, p.refs("items").cdc
     stored = sorted((r["id"], r["_op"]) for r in spark.table(ledger.sql).collect())
     assert stored == sorted((key, op) for op, key, _, _ in events)
+    assert any("ledger batch 0:" in line and "already has it, skipped" in line for line in lines)
     appends = [s.summary.get(BATCH_PROPERTY) for s in lineage_snapshots(spark, ledger)]
     assert [b for b in appends if b is not None] == ["0"]
 
