@@ -64,6 +64,7 @@ from icetide.merge.strategy import (
     apply_batch,
     plan_batch,
     prunes_buckets,
+    republish_line,
     touched_buckets,
 )
 from icetide.schema.contract import ledger as c
@@ -416,6 +417,13 @@ class MergeStage:
                     changed_keys(events, schema, plan.key_changes)
                     if plan.strategy == "delete_insert"
                     else None
+                ),
+                on_diverged=lambda exc, attempt: self.pipeline.report(
+                    "merge",
+                    republish_line(name, failure_line(exc), attempt),
+                    table=name,
+                    retry="branch",
+                    attempt=attempt,
                 ),
             )
             # Loaded again after the commit, and needed: the race check below must see

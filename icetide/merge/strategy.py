@@ -107,6 +107,9 @@ process that ended; a ``delete_insert`` removes it (its snapshots are kept until
 PUBLISH_ATTEMPTS = 3
 """``delete_insert`` starts over from main's new head this many times when another
 writer commits to main while it writes its branch (a compaction), then gives up."""
+Diverged = Callable[[BranchDiverged, int], None]
+"""Told when a branch's publish was refused and the write starts over (:func:`on_branch`):
+the refusal, and the number of the attempt refused (1 = the first)."""
 JOB_POLL_SECONDS = 0.005
 """How often :func:`once_started` asks Spark whether the first statement's job has
 started (a look-up in the driver's status store, well under a millisecond)."""
@@ -510,13 +513,15 @@ def apply_batch(
     touched: Sequence[int] | None = None,
     guarded: bool = True,
     keys: DataFrame | None = None,
+    on_diverged: Diverged | None = None,
 ) -> Applied:
     """MERGE the deduplicated batch ``source`` builds into ``base`` by ``strategy``, the
     commit carrying ``properties`` (the watermark); ``keep`` and ``guarded`` as in
     :meth:`~icetide.schema.contract.builder.TableContract.merge_sql`, ``touched`` the
     base buckets the batch touches (see :func:`touched_buckets`). ``keys``: the keys
     ``delete_insert`` deletes (:func:`~icetide.merge.steps.changed_keys`), needed by it
-    alone. ``source`` is called once, when the strategy needs the batch: building it is
+    alone, and ``on_diverged`` is told when it starts over (:func:`on_branch`).
+    ``source`` is called once, when the strategy needs the batch: building it is
     ~0.1 s of driver calls, which ``delete_insert`` makes while its DELETE is planned."""
     n = contract.settings.buckets
     # Only a batch that misses some bucket restricts the base's scan.
@@ -524,7 +529,7 @@ def apply_batch(
     if strategy == "delete_insert":
         if keys is None:
             raise ValueError("delete_insert needs the batch's keys (merge.steps.changed_keys)")
-        delete_insert(spark, contract, base, source, keys, view, properties, pruned)
+        delete_insert(spark, contract, base, source, keys, view, properties, pruned, on_diverged)
         return Applied(strategy, None if touched is None else len(touched), n)
     batch = source()
     if strategy == "shuffle":
@@ -606,6 +611,7 @@ def delete_insert(
     view: str,
     properties: dict[str, str],
     touched: Sequence[int] | None = None,
+    on_diverged: Diverged | None = None,
 ) -> None:
     """Apply an in-order batch as a DELETE of its ``keys`` and an append of its living
     rows (from the deduplicated batch ``source`` builds), on this process's branch
@@ -633,7 +639,7 @@ def delete_insert(
 
     A crash before the publish leaves main as it was (the next merge process starts a
     branch of its own; the dead one's is removed a day later); another writer's commit
-    to main meanwhile starts it over from main's new head.
+    to main meanwhile starts it over from main's new head (``on_diverged`` told).
     """
     sql = contract.delete_keys_sql(base, view, PROCESS_BRANCH, touched)
 
@@ -660,11 +666,29 @@ def delete_insert(
             delete()
             append(living_rows())
 
-    on_branch(spark, base, write, "merge.before_commit")
+    on_branch(spark, base, write, "merge.before_commit", on_diverged)
+
+
+def republish_line(table: str, why: str, attempt: int) -> str:
+    """The merge's line when its branch's publish was refused (``why``, attempt
+    ``attempt``) and it writes the batch again from main's new head.
+
+    >>> republish_line("items", "cannot publish branch b: main moved meanwhile", 1)
+    "merge items: cannot publish branch b: main moved meanwhile; writing the batch again \
+from main's new head (attempt 2 of 3)"
+    """
+    return (
+        f"merge {table}: {why}; writing the batch again from main's new head "
+        f"(attempt {attempt + 1} of {PUBLISH_ATTEMPTS})"
+    )
 
 
 def on_branch(
-    spark: SparkSession, target: TableName, write: Callable[[Any, str], None], before_publish: str
+    spark: SparkSession,
+    target: TableName,
+    write: Callable[[Any, str], None],
+    before_publish: str,
+    on_diverged: Diverged | None = None,
 ) -> None:
     """Run ``write`` (given the loaded table and the branch's name) on this process's
     branch of ``target`` (:data:`PROCESS_BRANCH`), started at main's head, then
@@ -673,7 +697,9 @@ def on_branch(
     A crash before the publish (crash point ``before_publish``) leaves main as it was
     (the next call moves the branch back to main's head; a dead process's branch is
     removed a day later); another writer's commit to main meanwhile starts it over from
-    main's new head, :data:`PUBLISH_ATTEMPTS` times.
+    main's new head, :data:`PUBLISH_ATTEMPTS` times; ``on_diverged`` is told before each
+    new start (the refusal and the number of the attempt refused), so the caller can say
+    why the step takes longer: otherwise a merge that lost to a compaction says nothing.
     """
     branch = PROCESS_BRANCH
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
@@ -691,6 +717,8 @@ def on_branch(
         try:
             publish(table, branch)
             return
-        except BranchDiverged:
+        except BranchDiverged as exc:
             if attempt == PUBLISH_ATTEMPTS:
                 raise
+            if on_diverged is not None:
+                on_diverged(exc, attempt)

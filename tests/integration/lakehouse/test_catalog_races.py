@@ -1,5 +1,6 @@
-"""Two merges of one table at once, and a catalog that goes down mid-merge or while the
-ledger appends a batch, on the REST catalog with its tables on the object store.
+"""Two merges of one table at once, a compaction beside a merge, and a catalog that
+goes down mid-merge or while the ledger appends a batch, on the REST catalog with its
+tables on the object store.
 
 - The race is real and made certain: a child ``icetide merge --once`` (its own process
   and Spark) plans its batch, is held right there (``ICETIDE_PAUSE`` at
@@ -8,6 +9,15 @@ ledger appends a batch, on the REST catalog with its tables on the object store.
   commit), so without the merge's own check its older batch, planned as in order and
   merged without the position guard, would put a deleted row back and older images
   over newer ones, and move the watermark back.
+- The same race with ``delete_insert`` on both sides: the child is held once its
+  batch is on its own branch, before main is fast-forwarded to it
+  (``merge.before_commit``); the test process publishes a newer batch through its own
+  branch meanwhile, so the child's fast-forward is refused, it writes its older batch
+  again from main's new head, publishes, and only the race check makes the base exact.
+- A compaction beside a merge: the child ``delete_insert`` merge is held at the same
+  point while the test process runs ``icetide maintain``'s steps on the table; the
+  rewrite commits on main under the child's branch, and the child's merge starts over
+  from the compacted head instead of being lost or publishing over it.
 - The outage stops the shared REST server while a merge runs (after its plan) and
   starts it again on the same port with the same catalog file once the merge has
   retried twice (pauses of 1 s and 2 s); longer outages follow the same backoff, which
@@ -25,7 +35,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -38,13 +49,24 @@ from icetide import faults
 from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
 from icetide.errors import CatalogUnavailableError
+from icetide.faults import crash_point
+from icetide.lake.branches import MAIN
 from icetide.lake.progress import read_watermark
-from icetide.lake.tables import current_snapshot_id, lineage_snapshots
+from icetide.lake.tables import (
+    Snapshot,
+    current_snapshot_id,
+    iceberg_table,
+    lineage_snapshots,
+    metadata_snapshots,
+)
 from icetide.ledger import stage as ledger_stage
 from icetide.ledger.stage import LedgerStage
+from icetide.maintenance.run import maintain_table
 from icetide.merge import stage as merge_stage
+from icetide.merge.race import ATTEMPT_PROPERTY
 from icetide.merge.stage import MergeStage
-from icetide.schema.contract.base import POSITION, WATERMARK_PROPERTY
+from icetide.merge.strategy import MERGE_BRANCH
+from icetide.schema.contract.base import POSITION, STRATEGY_PROPERTY, WATERMARK_PROPERTY
 from icetide.schema.contract.ledger import BATCH_PROPERTY
 from icetide.schema.contract.ledger import POSITION as LEDGER_POSITION
 from icetide.schema.file import schema_from_dict
@@ -54,6 +76,8 @@ from tests.integration.harness import REPO, Pipeline
 from tests.integration.lakehouse.test_catalogs import ITEMS, Lake, event, lake_pipeline
 
 CHILD_TIMEOUT = 300.0
+Event = tuple[str, int, str | None, int]
+"""An event of ``inv.items``: op, key, name, binlog position (:func:`event`)."""
 
 
 def lake_on(
@@ -100,7 +124,7 @@ def items(p: Pipeline) -> list[tuple[Any, ...]]:
     return [(r["id"], r["name"], r["qty"]) for r in p.rows(refs.base, order="id")]
 
 
-def expected(events: list[tuple[str, int, str | None, int]]) -> list[tuple[Any, ...]]:
+def expected(events: Sequence[Event]) -> list[tuple[Any, ...]]:
     """The mirror after ``events`` (op, key, name, position), applied in position order."""
     rows: dict[int, tuple[Any, ...]] = {}
     for op, key, name, _ in sorted(events, key=lambda e: e[3]):
@@ -111,7 +135,7 @@ def expected(events: list[tuple[str, int, str | None, int]]) -> list[tuple[Any, 
     return [rows[k] for k in sorted(rows)]
 
 
-def land(p: Pipeline, events: list[tuple[str, int, str | None, int]]) -> int:
+def land(p: Pipeline, events: Sequence[Event]) -> int:
     """Land ``events``, run the ledger over them; the ledger's new snapshot id."""
     p.land([event(*e) for e in events])
     p.stream()
@@ -120,17 +144,27 @@ def land(p: Pipeline, events: list[tuple[str, int, str | None, int]]) -> int:
     return ledger
 
 
+def main_heads(p: Pipeline) -> list[Snapshot]:
+    """The base snapshots main has pointed at (its snapshot log), oldest first: what a
+    reader or the next merge could find there. A ``delete_insert`` branch's first commit
+    is on main's lineage too, but main never pointed at it (the fast-forward passes it)."""
+    loaded = iceberg_table(p.session, p.refs("items").base)
+    _, listed = metadata_snapshots(p.session, loaded)
+    by_id = {s.snapshot_id: s for s in listed}
+    return [by_id[int(entry.snapshotId())] for entry in loaded.history()]
+
+
 def assert_no_watermark_ahead_of_its_data(p: Pipeline) -> None:
-    """Every base snapshot that records a watermark holds, for every key the ledger had
-    by then, the row of that key's last event by then or of a later one (or no row,
-    when that event or a later one is a delete)."""
+    """Every snapshot main pointed at that records a watermark holds, for every key the
+    ledger had by then, the row of that key's last event by then or of a later one (or
+    no row, when that event or a later one is a delete)."""
     spark, refs = p.session, p.refs("items")
     ledger_rows = [
         (r["id"], r["_op"], Decimal(r[LEDGER_POSITION]))
         for r in spark.table(refs.cdc.sql).select("id", "_op", LEDGER_POSITION).collect()
     ]
     checked = 0
-    for snapshot in lineage_snapshots(spark, refs.base):
+    for snapshot in main_heads(p):
         mark = snapshot.summary.get(WATERMARK_PROPERTY)
         if mark is None:
             continue
@@ -152,6 +186,21 @@ def assert_no_watermark_ahead_of_its_data(p: Pipeline) -> None:
                 assert any(pos >= position for pos in deletes), (snapshot, key, position)
         checked += 1
     assert checked >= 3
+
+
+def assert_nothing_left_on_a_branch(p: Pipeline) -> None:
+    """Every branch of the base other than main is a merge process's, and points at a
+    snapshot on main's lineage: no commit was left unpublished. (A process's branch
+    itself stays where its last publish left it, for its next merge; another process
+    removes it a day later, :data:`~icetide.merge.strategy.STALE_BRANCH_SECONDS`.)"""
+    base = p.refs("items").base
+    loaded = iceberg_table(p.session, base)
+    on_main = {s.snapshot_id for s in lineage_snapshots(p.session, base, loaded)}
+    refs = loaded.refs()
+    for name in refs.keySet():
+        if name != MAIN:
+            assert str(name).startswith(f"{MERGE_BRANCH}_"), name
+            assert int(refs.get(name).snapshotId()) in on_main, name
 
 
 def aws_bundle() -> list[str]:
@@ -179,12 +228,53 @@ def wait_for(path: Path, child: subprocess.Popen[str]) -> None:
         time.sleep(0.1)
 
 
+@contextmanager
+def merge_held_at(p: Pipeline, held: Path, point: str) -> Iterator[subprocess.Popen[str]]:
+    """A child ``icetide merge --once`` of ``p``'s config, held at ``point`` (its first
+    pass there) when this yields; killed on the way out if it is still running."""
+    (held / "armed").touch()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("ICETIDE_FAULT", "ICETIDE_PAUSE")},
+        "ICETIDE_PAUSE": f"{point}:{held}",
+        "PYTHONPATH": str(REPO),
+    }
+    command = [sys.executable, "-m", "icetide.cli", "merge", "--once", "-c", str(p.config_path)]
+    child = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        wait_for(held / "paused", child)
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def released(held: Path, child: subprocess.Popen[str]) -> str:
+    """Let the held child go on; its output once it has exited."""
+    (held / "paused").unlink()
+    output, _ = child.communicate(timeout=CHILD_TIMEOUT)
+    return output
+
+
+def child_spark() -> dict[str, Any]:
+    """The ``spark`` section of a config a child process runs: small, with the jars the
+    object store needs."""
+    return {"master": "local[2]", "shuffle_partitions": 4, "extra_jars": aws_bundle()}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "point"),
+    [(None, "merge.after_plan"), ("delete_insert", "merge.before_commit")],
+    ids=["merge", "delete_insert"],
+)
 def test_a_merge_racing_another_merge_of_the_table_leaves_the_base_exact(
-    tmp_path: Path, rest_lake: Lake, held: Path
+    tmp_path: Path, rest_lake: Lake, held: Path, strategy: str | None, point: str
 ) -> None:
-    spark_settings = {"master": "local[2]", "shuffle_partitions": 4, "extra_jars": aws_bundle()}
+    settings = {"merge": {"strategy": strategy}} if strategy else None
     p = lake_pipeline(
-        tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items", spark=spark_settings
+        tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items", settings, spark=child_spark()
     )
     first = [("c", k, f"n{k}", k) for k in range(1, 9)]
     land(p, first)
@@ -193,37 +283,85 @@ def test_a_merge_racing_another_merge_of_the_table_leaves_the_base_exact(
     batch_a = [("u", 1, "a1", 20), ("c", 9, "a9", 21), ("u", 2, "a2", 22), ("d", 3, None, 23)]
     land(p, batch_a)
 
-    (held / "armed").touch()
-    env = {
-        **{k: v for k, v in os.environ.items() if k not in ("ICETIDE_FAULT", "ICETIDE_PAUSE")},
-        "ICETIDE_PAUSE": f"merge.after_plan:{held}",
-        "PYTHONPATH": str(REPO),
-    }
-    command = [sys.executable, "-m", "icetide.cli", "merge", "--once", "-c", str(p.config_path)]
-    child = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        wait_for(held / "paused", child)  # planned batch A from the first watermark
-        # Batch B, merged and committed by this process while the child holds its plan:
+    # Held after planning batch A from the first watermark; with delete_insert, once
+    # batch A is on the child's branch, before main is fast-forwarded to it.
+    with merge_held_at(p, held, point) as child:
+        # Batch B, merged and committed by this process while the child holds:
         # 9 deleted, 1 and 2 changed again, 10 new.
         batch_b = [("d", 9, None, 30), ("u", 1, "b1", 31), ("u", 2, "b2", 32), ("c", 10, "b10", 33)]
         newest = land(p, batch_b)
-        p.merge()
+        [ours] = p.merge()
+        assert ours.strategy == (strategy or "shuffle"), ours.render()
         assert read_watermark(p.session, p.refs("items").base) == newest
-        (held / "paused").unlink()
-        output, _ = child.communicate(timeout=CHILD_TIMEOUT)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        output = released(held, child)
     assert child.returncode == 0, output
     assert items(p) == expected(first + batch_a + batch_b), output
     assert read_watermark(p.session, p.refs("items").base) == newest
     assert_no_watermark_ahead_of_its_data(p)
+    assert_nothing_left_on_a_branch(p)
     assert "another merge of the same table committed while this one ran" in output, output
     assert "merging it again from a fresh read" in output, output
+    if strategy == "delete_insert":  # its fast-forward was refused first
+        assert "writing the batch again from main's new head (attempt 2 of 3)" in output, output
     assert "Traceback" not in output, output
+
+
+def test_a_compaction_while_a_merge_writes_its_branch_leaves_the_base_exact(
+    tmp_path: Path, rest_lake: Lake, held: Path
+) -> None:
+    settings = {"merge": {"strategy": "delete_insert"}}
+    p = lake_pipeline(
+        tmp_path, rest_lake, schema_from_dict(ITEMS), "inv.items", settings, spark=child_spark()
+    )
+    base = p.refs("items").base
+    first = [("c", k, f"n{k}", k) for k in range(1, 9)]
+    land(p, first)
+    p.merge()  # the base had no snapshot to branch from: auto's strategy
+    # Keys deleted and appended: position deletes and a second file in the buckets, so
+    # the compaction below rewrites the files the child's branch deletes from.
+    batch_a = [("u", 1, "a1", 20), ("u", 2, "a2", 21), ("d", 3, None, 22), ("c", 9, "a9", 23)]
+    land(p, batch_a)
+    [merged] = p.merge()
+    assert merged.strategy == "delete_insert", merged.render()
+    batch_c: list[Event] = [
+        ("u", 1, "c1", 30),
+        ("d", 2, None, 31),
+        ("u", 4, "c4", 32),
+        ("c", 10, "c10", 33),
+    ]
+    newest = land(p, batch_c)
+
+    with merge_held_at(p, held, "merge.before_commit") as child:
+        maintained = maintain_table(p.session, p.pipeline, "items")
+        compacted = current_snapshot_id(p.session, base)
+        assert compacted is not None
+        output = released(held, child)
+    part = maintained.part("base")
+    assert maintained.outcome == "ok" and part is not None, maintained.render()
+    assert part.rewritten_data_files > 0 and part.conflicts_retried == 0, maintained.render()
+    assert child.returncode == 0, output
+    assert "Traceback" not in output, output
+    restarted = "merge items: cannot publish branch icetide_merge_"
+    assert restarted in output and "main moved meanwhile" in output, output
+    assert "writing the batch again from main's new head (attempt 2 of 3)" in output, output
+    assert "another merge of the same table" not in output, output  # a rewrite is no merge
+    assert items(p) == expected(first + batch_a + batch_c), output
+    assert read_watermark(p.session, base) == newest
+    # The child's merge is on main, written again on top of the compaction; its first
+    # write, on the head from before the compaction, was never published.
+    loaded = iceberg_table(p.session, base)
+    lineage = list(lineage_snapshots(p.session, base, loaded))
+    on_main = [s.snapshot_id for s in lineage]
+    head = lineage[0]
+    assert head.summary[STRATEGY_PROPERTY].startswith("delete_insert: "), head
+    attempt = head.summary[ATTEMPT_PROPERTY]
+    _, listed = metadata_snapshots(p.session, loaded)
+    mine = [s for s in listed if s.summary.get(ATTEMPT_PROPERTY) == attempt]
+    published = [s.snapshot_id for s in mine if s.snapshot_id in on_main]
+    assert published and len(mine) > len(published), (mine, on_main)
+    assert on_main.index(compacted) > max(on_main.index(s) for s in published)
+    assert_no_watermark_ahead_of_its_data(p)
+    assert_nothing_left_on_a_branch(p)
 
 
 def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
@@ -242,14 +380,15 @@ def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
     batch = [("u", 1, "x1", 10), ("d", 2, None, 11), ("c", 7, "n7", 12), ("u", 7, "y7", 13)]
     newest = land(p, batch)
 
-    port, lines, stopped = rest_catalog.port, [], []
-    real = merge_stage.crash_point
+    port = rest_catalog.port
+    lines: list[str] = []
+    stopped: list[float] = []
 
     def outage(point: str) -> None:
         if point == "merge.after_plan" and not stopped:  # the first attempt's plan only
             stopped.append(time.monotonic())
             rest_catalog.halt()
-        real(point)
+        crash_point(point)
 
     def log(line: str) -> None:
         lines.append(line)

@@ -159,11 +159,17 @@ def lake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def lake_pipeline(
-    root: Path, lake: Lake, schema: TableSchema, source: str, **extra: Any
+    root: Path,
+    lake: Lake,
+    schema: TableSchema,
+    source: str,
+    table_settings: dict[str, Any] | None = None,
+    **extra: Any,
 ) -> Pipeline:
-    """A pipeline of one table (``schema``, captured from ``source``) whose catalog is
-    docs/deploy.md's example for ``lake``, added to the running session with the
-    settings icetide derives from it."""
+    """A pipeline of one table (``schema``, captured from ``source``, with
+    ``table_settings`` added to its entry) whose catalog is docs/deploy.md's example for
+    ``lake``, added to the running session with the settings icetide derives from it.
+    Written to the config file, so a child ``icetide`` process runs the same pipeline."""
     catalog = dict(documented_catalogs()[lake.kind])
     number = next(_catalogs)
     catalog["name"] = f"lake_{lake.kind}_{number}"
@@ -175,6 +181,7 @@ def lake_pipeline(
         "schema": f"schemas/{schema.table}.yaml",
         "buckets": 2,
         "mode": "merge-on-read",
+        **(table_settings or {}),
     }
     doc = {
         "pipeline": "catalogs",
@@ -241,7 +248,7 @@ def spark_items(p: Pipeline, table: TableName) -> list[tuple[Any, ...]]:
 def test_stages_commit_maintain_verify_and_report_through_the_catalog(
     tmp_path: Path, lake: Lake, postgres: PostgresServer
 ) -> None:
-    aggressive = {
+    aggressive: dict[str, Any] = {
         "maintenance": {"snapshots": {"max_age": "1ms", "keep_last": 1}},
         "merge": {"tombstone_retention": "1ms"},
     }
