@@ -119,6 +119,17 @@ def own_catalog(object_store: ObjectStoreServer) -> Iterator[RestCatalogServer]:
         yield started
 
 
+@pytest.fixture
+def own_lake(
+    s3_spark: SparkSession,
+    object_store: ObjectStoreServer,
+    own_catalog: RestCatalogServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Lake:
+    """The test's own REST catalog (:func:`own_catalog`), as :func:`rest_lake`."""
+    return lake_on(s3_spark, object_store, own_catalog, monkeypatch)
+
+
 def items(p: Pipeline) -> list[tuple[Any, ...]]:
     refs = p.refs("items")
     return [(r["id"], r["name"], r["qty"]) for r in p.rows(refs.base, order="id")]
@@ -366,14 +377,12 @@ def test_a_compaction_while_a_merge_writes_its_branch_leaves_the_base_exact(
 
 def test_a_catalog_outage_mid_merge_is_retried_and_the_merge_completes_exactly(
     tmp_path: Path,
-    s3_spark: SparkSession,
-    object_store: ObjectStoreServer,
+    own_lake: Lake,
     own_catalog: RestCatalogServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rest_catalog = own_catalog
-    lake = lake_on(s3_spark, object_store, rest_catalog, monkeypatch)
-    p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
+    p = lake_pipeline(tmp_path, own_lake, schema_from_dict(ITEMS), "inv.items")
     first = [("c", k, f"n{k}", k) for k in range(1, 7)]
     land(p, first)
     p.merge()
@@ -463,13 +472,11 @@ def ledger_through_an_outage(
 
 def test_a_catalog_outage_mid_ledger_batch_is_retried_and_every_event_stored_once(
     tmp_path: Path,
-    s3_spark: SparkSession,
-    object_store: ObjectStoreServer,
+    own_lake: Lake,
     own_catalog: RestCatalogServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    lake = lake_on(s3_spark, object_store, own_catalog, monkeypatch)
-    p = lake_pipeline(tmp_path, lake, schema_from_dict(ITEMS), "inv.items")
+    p = lake_pipeline(tmp_path, own_lake, schema_from_dict(ITEMS), "inv.items")
     events = [("c", k, f"n{k}", k) for k in range(1, 7)] + [("u", 1, "x1", 10), ("d", 2, None, 11)]
 
     # The catalog stops before the append's commit (nothing lands) and is back after two
