@@ -58,6 +58,24 @@ def merge_all(stage: MergeStage) -> list[MergeResult]:
     return stage.run_once(before_each=stop.check, pause=stop.wait)
 
 
+def _drop_own_branches(spark: SparkSession) -> None:
+    """A ``--once`` merge removes the branches it wrote on before it ends
+    (:func:`~icetide.merge.strategy.drop_process_branches`); one it cannot remove is
+    said and left to the next merge's day-old clean-up, never a failed run."""
+    from icetide.errors import IcetideError, failure_line
+    from icetide.merge.strategy import drop_process_branches
+    from icetide.spark.errors import jvm_boundary
+
+    try:
+        with jvm_boundary("removing this merge's branches"):
+            dropped = drop_process_branches(spark)
+    except IcetideError as exc:
+        log(f"merge: {failure_line(exc)}; its branches are removed by a merge a day later")
+        return
+    if dropped:
+        log(f"merge: removed this process's branch from {len(dropped)} table(s)")
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     """Run the merge stage once, or every ``schedule.merge_interval`` (a busy round
     longer than that is followed at once, see :func:`~icetide.supervisor.pause_after`)."""
@@ -76,6 +94,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         if args.once:
             if not merged:
                 log(f"merge: nothing new to merge in {len(results)} table(s)")
+            _drop_own_branches(spark)
             return 0
         # Scheduled like `icetide run`'s merge task: busy rounds at a fixed rate.
         context.state.stop.wait(pause_after(time.monotonic() - began, interval, merged))

@@ -100,7 +100,10 @@ PROCESS_BRANCH = writer_branch(MERGE_BRANCH, uuid.uuid4().hex, time.time())
 """This process's merge branch on every base: a second merge process of the same table
 (started by mistake) writes on a branch of its own, and neither moves the other's back.
 It stays on main's head after each publish, so the next merge starts it without a
-commit (only its first merge of a table creates it)."""
+commit (only its first merge of a table creates it); a process that merges once removes
+it before it ends (:func:`drop_process_branches`)."""
+BRANCHED: set[TableName] = set()
+"""The tables this process has started :data:`PROCESS_BRANCH` on (:func:`on_branch`)."""
 STALE_BRANCH_SECONDS = 24 * 3600.0
 """Another process's merge branch named longer ago than this is taken as left by a
 process that ended; a ``delete_insert`` removes it (its snapshots are kept until then)."""
@@ -683,6 +686,24 @@ from main's new head (attempt 2 of 3)"
     )
 
 
+def drop_process_branches(spark: SparkSession) -> list[TableName]:
+    """Remove :data:`PROCESS_BRANCH` from every table this process started it on; the
+    tables it was removed from. For a process that ends after its merges
+    (``icetide merge --once`` from a scheduler): left in place, each run's branch would
+    pin the snapshot it last published until another merge removed it a day later
+    (:data:`STALE_BRANCH_SECONDS`), a thousand and more of them a day on a per-minute
+    schedule. A table gone since is skipped; a failure is raised to the caller, whose
+    branches then go the stale way."""
+    dropped = []
+    for target in sorted(BRANCHED, key=str):
+        table = iceberg_table_if_exists(spark, target)
+        if table is not None and PROCESS_BRANCH in branch_names(table):
+            drop_branches(table, [PROCESS_BRANCH])
+            dropped.append(target)
+        BRANCHED.discard(target)
+    return dropped
+
+
 def on_branch(
     spark: SparkSession,
     target: TableName,
@@ -712,6 +733,7 @@ def on_branch(
         if stale:
             drop_branches(table, stale)
         start_branch(table, branch, int(head.snapshotId()))
+        BRANCHED.add(target)
         write(table, branch)
         crash_point(before_publish)
         try:
