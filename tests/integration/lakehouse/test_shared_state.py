@@ -21,6 +21,7 @@ import random
 import shutil
 import signal
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ from tests.unit.pipeline.test_schema_state import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 _runs = itertools.count(1)
 TIMEOUT = 300.0
+SETTLED = 5.0
+"""Seconds a base's snapshot stays put before the comparison reads it whole."""
 """Seconds to wait for writes or for the bases: a few on a quiet machine; first merges
 on a cold JVM took minutes with a load average of 35 on 2 cores (2026-12-02)."""
 KEY_ENV = ("SHARED_STATE_S3_KEY", "SHARED_STATE_S3_SECRET")
@@ -363,8 +366,24 @@ def _until_bases_equal_sources(
     assert sources["m_items"][(0, "before", None)] == 1, sources["m_items"]
     assert any(note is not None for _, _, note in sources["m_items"]), sources["m_items"]
     last: dict[str, Counter[tuple[Any, ...]]] = {}
+    seen: dict[str, tuple[int | None, float]] = {}
+    """Each base's snapshot and when it was first seen there: the bases are read whole
+    only once none has moved for :data:`SETTLED` seconds (several merge intervals: the
+    run has caught up), not at every merge commit while it catches up (reading every
+    file of a base again and again through PyIceberg takes minutes on a loaded machine)."""
 
     def equal() -> bool:
+        now = time.monotonic()
+        settled = True
+        for table in sources:
+            snapshot = reader.load_table(f"{namespace}.{table}").current_snapshot()
+            at = None if snapshot is None else snapshot.snapshot_id
+            if table not in seen or seen[table][0] != at:
+                seen[table] = (at, now)
+            settled = settled and now - seen[table][1] >= SETTLED
+        if not settled:
+            time.sleep(0.5)
+            return False
         for table in sources:
             names = columns[table]
             loaded = reader.load_table(f"{namespace}.{table}")
