@@ -122,7 +122,9 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
         server,
         spark,
         schedule={"stream_interval": "1s", "merge_interval": "1s"},
-        maintenance={"interval": "5s"},  # maintenance beside the merges, on its schedule
+        # Maintenance beside the merges, on its schedule: each run packs and expires every
+        # table, so a short interval kept the machine busy with little to pack.
+        maintenance={"interval": "15s"},
     )
     doc = yaml.safe_load(p.config_path.read_text())
     [customers] = [t for t in doc["tables"] if t["name"] == "customers"]
@@ -151,7 +153,8 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     gate.mkdir()
     port = free_port()
     args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
-    args += ["--observe-interval", "1", "--progress", "json"]
+    # Each observation runs a few Spark jobs per table: every 3 s, not every second.
+    args += ["--observe-interval", "3", "--progress", "json"]
     with child(args, {"ICETIDE_PAUSE": f"merge.before_commit:{gate}"}) as run:
         run.wait_for_line(r"status page: ")
 
@@ -226,7 +229,7 @@ def test_run_supervised_metrics_page_sigterm_restart_and_verify(
     )
     port = free_port()
     args = ["run", "-c", str(p.config_path), "--metrics-port", str(port)]
-    args += ["--observe-interval", "1"]
+    args += ["--observe-interval", "3"]
     with child(args) as again:
         again.wait_for_line(r"status page: ")
 

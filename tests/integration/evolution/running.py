@@ -162,15 +162,19 @@ class Running:
         return all(v == version for v in phases.values())
 
     def until(self, condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+        """Turns until ``condition()``; between two, a pause at least as long as the
+        check took (a ``verify`` is a Spark job per table: checking back to back would
+        leave the capture and the ledger threads little of the two cores)."""
         deadline = time.monotonic() + timeout
         while True:
             self.turn()
+            started = time.monotonic()
             if condition():
                 return
             assert time.monotonic() < deadline, f"timed out waiting for {what}:\n" + "\n".join(
                 self.logs[-40:]
             )
-            time.sleep(0.5)
+            time.sleep(max(0.5, time.monotonic() - started))
 
     def verify(self, tables: list[str]) -> list[TableVerdict]:
         return run_verify(self.merge_pipeline, self.spark, tables)

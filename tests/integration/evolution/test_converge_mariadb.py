@@ -305,11 +305,14 @@ def _drive(running: Running, condition: object, what: str) -> None:
     the base tables stay where they are meanwhile (the merge is held)."""
     deadline = time.monotonic() + 240
     while True:
+        started = time.monotonic()
         running.ledger.tick()
         if callable(condition) and condition():
             return
         assert time.monotonic() < deadline, f"timed out: {what}\n" + "\n".join(running.logs[-30:])
-        time.sleep(0.1)  # capture and the ledger stream go on in their own threads
+        # Capture and the ledger stream go on in their own threads: leave them at least as
+        # much time as the check took (a merge and a verify are Spark jobs).
+        time.sleep(max(0.1, time.monotonic() - started))
 
 
 def _narrowing_approved_then_resnapshot(

@@ -269,10 +269,16 @@ class Trickle:
 
 
 def poll(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Until ``condition()``; between two checks a pause as long as the last check took
+    (at least 0.1 s): a costly check (``verify``, a Spark job per table) then takes at
+    most half the time waited, not the whole of two cores the run also needs."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        started = time.monotonic()
+        if condition():
+            return
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+        time.sleep(max(0.1, time.monotonic() - started))
 
 
 # -- the pipeline ---------------------------------------------------------------------------

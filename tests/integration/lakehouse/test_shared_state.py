@@ -51,7 +51,7 @@ from tests.unit.pipeline.test_schema_state import (
     machines_share_schema_versions,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 _runs = itertools.count(1)
 TIMEOUT = 300.0
 SETTLED = 5.0
@@ -371,6 +371,11 @@ def _until_bases_equal_sources(
     only once none has moved for :data:`SETTLED` seconds (several merge intervals: the
     run has caught up), not at every merge commit while it catches up (reading every
     file of a base again and again through PyIceberg takes minutes on a loaded machine)."""
+    compared: dict[str, int | None] = {}
+    """The snapshot each base was last read whole at: a base that differed from its
+    source is read again only once it has moved (a run still starting, its first batch
+    not merged yet, leaves the old bases settled; reading them again and again took the
+    cores that run needed)."""
 
     def equal() -> bool:
         now = time.monotonic()
@@ -381,16 +386,20 @@ def _until_bases_equal_sources(
             if table not in seen or seen[table][0] != at:
                 seen[table] = (at, now)
             settled = settled and now - seen[table][1] >= SETTLED
-        if not settled:
+        if not settled or all(compared.get(t, -1) == seen[t][0] for t in sources):
             time.sleep(0.5)
             return False
         for table in sources:
+            if compared.get(table, -1) == seen[table][0]:
+                continue  # read whole at this snapshot already: ``last`` holds it
             names = columns[table]
             loaded = reader.load_table(f"{namespace}.{table}")
             if not set(names) <= {f.name for f in loaded.schema().fields}:
                 return False  # the base has not taken the new column yet
+            snapshot = loaded.current_snapshot()
             base = loaded.scan(selected_fields=names)
             last[table] = Counter(tuple(r[n] for n in names) for r in base.to_arrow().to_pylist())
+            compared[table] = None if snapshot is None else snapshot.snapshot_id
         return last == sources
 
     try:
