@@ -22,7 +22,7 @@ from icetide.ledger.stage import LedgerStage
 from icetide.maintenance.files import data_files_per_partition, file_counts
 from icetide.maintenance.retention import expiry_due, snapshot_time
 from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintain_table
-from icetide.merge.compact import DANGLING_EVERY
+from icetide.merge import compact
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.quoting import literal
@@ -166,19 +166,23 @@ def test_a_small_base_is_bin_packed_by_its_fourth_merge_by_default(
     assert_matches(p.compare(workload))
 
 
-# Each table packs every other round (the other one's turn between), so its fourth
-# packing, the first to remove dangling delete files, comes by the ninth round.
-PACKING_ROUNDS = 9
+DANGLING_EVERY_HERE = 2
+"""Dangling delete files go every second packing here (``DANGLING_EVERY`` is 4): "every
+n-th, not each" is the same rule for any n above one, and each packing costs two rounds."""
+# Each table packs every other round (the other one's turn between), so its second
+# packing, the first to remove dangling delete files, comes by the fifth round.
+PACKING_ROUNDS = 2 * DANGLING_EVERY_HERE + 1
 
 
 @pytest.mark.long
-def test_one_table_packs_per_round_and_dangling_deletes_go_every_fourth_packing(
-    tmp_path: Path, warehouse: Path, spark: SparkSession
+def test_one_table_packs_per_round_and_dangling_deletes_go_every_nth_packing(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two tables due to pack in every round (``compact_every: 1``): each round packs one
     of them and the other packs at its next merge, and a table's dangling delete files
     are removed on its every ``DANGLING_EVERY``-th packing, not on each (both habits keep
     a packing merge short for freshness: icetide/merge/compact.py)."""
+    monkeypatch.setattr(compact, "DANGLING_EVERY", DANGLING_EVERY_HERE)
     tables = [TABLE, "products"]
     p = Pipeline.create(
         tmp_path,
@@ -189,7 +193,7 @@ def test_one_table_packs_per_round_and_dangling_deletes_go_every_fourth_packing(
         extra={"schedule": {"stream_interval": "100ms"}},
     )
     p.config = with_merge_strategy(p.config, "auto", compact_every=1)
-    workload = generate(41, 700, tables=tables, key_space=40)
+    workload = generate(41, 400, tables=tables, key_space=40)
     stage = MergeStage(p.session, p.pipeline)
     query = LedgerStage(p.session, p.pipeline).start(once=False)
     rounds: list[list[MergeResult]] = []
@@ -222,7 +226,7 @@ def test_one_table_packs_per_round_and_dangling_deletes_go_every_fourth_packing(
             elif int(summary.get("removed-delete-files", "0")) > 0:
                 runs.append(since)
                 since = 0
-        assert runs and min(runs) >= DANGLING_EVERY, (table, runs, since)
+        assert runs and min(runs) >= DANGLING_EVERY_HERE, (table, runs, since)
         removed = [
             r.compaction.dangling_removed
             for results in rounds
