@@ -190,15 +190,16 @@ def crash_stages(
     warehouse: Path, capture_kills: int | None, *, spark_kills: int | None = 1
 ) -> list[Stage]:
     """Capture killed 0.5–4 s after each start (``capture_kills`` times at the most, its
-    restarts start no JVM); the ledger and the merge :data:`MID_WORK` after they first
-    stored work (a new snapshot of the customers ledger or base table, written before the
-    orders'), ``spark_kills`` times at the most: with 1, not restarted (the catch-up
-    resumes after the kill); with more or None, restarted, and every other kill 4–20 s
-    after their start instead (Spark starting, tables being created)."""
+    restarts start no JVM); the ledger and the merge ``spark_kills`` times at the most.
+    With 1: 4–20 s after their start (Spark starting, tables being created), and not
+    restarted (the catch-up resumes after the kill). With more or None: restarted, and
+    every other kill :data:`MID_WORK` after they first stored work instead (a new
+    snapshot of the customers ledger or base table, written before the orders')."""
 
     def schedule(table: str) -> list[Kill]:
+        starting = Kill((4.0, 20.0))
         mid_work = Kill(MID_WORK, after=table_snapshots(warehouse, NAMESPACE, table))
-        return [mid_work] if spark_kills == 1 else [Kill((4.0, 20.0)), mid_work]
+        return [starting] if spark_kills == 1 else [starting, mid_work]
 
     restart = spark_kills != 1
     return [

@@ -2,13 +2,12 @@
 
 Each stage runs as its own ``icetide`` process (the ledger and the merge with their own
 Spark) in its own process group, and a killer SIGKILLs whole groups — Python and JVM
-together: capture at random moments after it started, restarted at once each time; the
-ledger and the merge each once, at a random moment after they first stored work
-(mid-work: on a loaded machine a moment drawn from their start falls while Spark starts).
-Then the writes stop, the last events are captured, streamed and merged — from where the
+together: capture at random moments after it started, restarted at once, three times;
+the ledger and the merge each once, at a random moment 4–20 s after their start. Then
+the writes stop, the last events are captured, streamed and merged — from where the
 killed processes left off — and ``verify`` must find every base table equal to its
 MariaDB table: no row lost, none duplicated. ``bench/crash_soak.py`` is the soak: many
-kills of every stage, while starting and mid-work.
+kills of every stage, while starting and mid-work (after a stored batch).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ CAPTURE_KILLS = 3
 
 
 def killed_at_each_kind(stages: list[Stage]) -> bool:
-    """Capture killed its quota; the ledger and the merge each killed mid-work."""
+    """Every stage killed as often as it may be."""
     return all(s.done for s in stages)
 
 
@@ -43,10 +42,9 @@ def test_kills_at_every_stage_under_a_live_workload_lose_and_duplicate_nothing(
 ) -> None:
     stages = crash_stages(warehouse, CAPTURE_KILLS)
     counts, verdicts = crash_run(
-        tmp_path, warehouse, server, spark, stages, enough=killed_at_each_kind, timeout=480
+        tmp_path, warehouse, server, spark, stages, enough=killed_at_each_kind
     )
-    kills = {s.name: (s.kills, s.kills_after_work) for s in stages}
-    assert kills["capture"][0] >= CAPTURE_KILLS, kills
-    assert kills["stream"][1] >= 1 and kills["merge"][1] >= 1, kills
+    kills = {s.name: s.kills for s in stages}
+    assert kills == {"capture": CAPTURE_KILLS, "stream": 1, "merge": 1}, kills
     assert counts.big_transactions == 1 and counts.statements > 1_000
     assert all(v.matches for v in verdicts), [str(v) for v in verdicts]
