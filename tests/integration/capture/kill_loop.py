@@ -1,11 +1,12 @@
 """SIGKILL icetide stage processes at random moments under a live workload, restart them
 at once, then catch up and verify.
 
-Shared by ``test_capture_crash.py`` (a few kills) and ``bench/crash_soak.py`` (many). Each stage runs as its own ``icetide`` process in its
-own process group, so a kill takes its JVM too. A stage is killed either a random time
-after it started, or a random time after it first stored work (a new snapshot of a table
-it writes): on a loaded machine a Spark stage can take longer to start than any lifetime
-drawn from its start, and would then only ever die before it wrote anything.
+Shared by ``test_capture_crash.py`` (a few kills) and ``bench/crash_soak.py`` (many).
+Each stage runs as its own ``icetide`` process in its own process group, so a kill
+takes its JVM too. A stage is killed either a random time after it started, or a random
+time after it first stored work (a new snapshot of a table it writes): on a loaded
+machine a Spark stage can take longer to start than any lifetime drawn from its start,
+and would then only ever die before it wrote anything.
 """
 
 from __future__ import annotations
