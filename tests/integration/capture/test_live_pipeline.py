@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.bootstrap import write as bootstrap_write
 from icetide.bootstrap.run import Bootstrap
 from icetide.capture.errors import CaptureError
 from icetide.capture.runner import offset_store, run_capture
 from icetide.demo.live import start_shop
 from icetide.devservers.mariadb import MariaDBServer
-from icetide.faults import KILLED_EXIT_CODE
 from icetide.observe.verify import run_verify
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK, BOOTSTRAP_STATE
-from tests.integration.harness import Pipeline
+from tests.integration.harness import Pipeline, killed_at
 
 _namespaces = itertools.count()
 
@@ -57,9 +57,9 @@ def test_bootstrap_during_writes_then_capture_makes_the_mirror_exact(
         daemon=True,
     )
     follower.start()
-    for _ in range(2):
-        pipe.stream()
-        pipe.merge()
+    # A round while capture follows and the shop keeps writing, then the last one below.
+    pipe.stream()
+    pipe.merge()
     counts = workload.stop()
     stop.set()
     follower.join(timeout=60)
@@ -90,8 +90,10 @@ def test_a_killed_bootstrap_resumes_at_its_first_missing_chunk(
 ) -> None:
     start_shop(server, seed=12)
     pipe = live(tmp_path, warehouse, server, spark)
-    killed = pipe.cli("bootstrap", "--chunk-rows", "4000", fault="bootstrap.after_chunk")
-    assert killed.returncode == KILLED_EXIT_CODE, killed.stderr
+    source = pipe.config.sources[0]
+    with killed_at(bootstrap_write, "bootstrap.after_chunk"):  # the first chunk committed
+        Bootstrap(spark, pipe.pipeline, source, chunk_rows=4000).run()
+    pipe.logs.clear()  # what follows is about the merge and the resumed run
     base = pipe.refs("customers").base.sql
     state = spark.sql(f"SELECT summary['{BOOTSTRAP_STATE}'] FROM {base}.snapshots").collect()
     assert [r[0] for r in state if r[0]] == ["running"]
@@ -99,9 +101,9 @@ def test_a_killed_bootstrap_resumes_at_its_first_missing_chunk(
     pipe.merge()
     assert any("waiting for bootstrap" in line for line in pipe.logs)
 
-    resumed = Bootstrap(spark, pipe.pipeline, pipe.config.sources[0], chunk_rows=4000).run()
+    resumed = Bootstrap(spark, pipe.pipeline, source, chunk_rows=4000).run()
     assert [(r.table, r.skipped) for r in resumed] == [("customers", 1), ("orders", 0)]
-    run_capture(pipe.config, pipe.config.sources[0], follow=False)
+    run_capture(pipe.config, source, follow=False)
     pipe.stream()
     pipe.merge()
     verdicts = run_verify(pipe.pipeline, spark, None)

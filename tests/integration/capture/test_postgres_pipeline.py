@@ -26,6 +26,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.bootstrap import write as bootstrap_write
 from icetide.bootstrap.plan import Chunk
 from icetide.bootstrap.postgres import PgSnapshot, PostgresSnapshotReader
 from icetide.bootstrap.run import Bootstrap
@@ -35,7 +36,6 @@ from icetide.capture.postgres.slot import slot_status
 from icetide.capture.postgres.snapshot import exported_snapshot, import_snapshot
 from icetide.capture.runner import offset_store, run_capture
 from icetide.config import load_config, load_table_schemas
-from icetide.faults import KILLED_EXIT_CODE
 from icetide.lake.tables import latest_snapshot_property
 from icetide.merge.asof import table_as_of
 from icetide.merge.asof_plan import Target, Unreachable
@@ -43,7 +43,7 @@ from icetide.observe.verify import run_verify
 from icetide.schema.contract.base import BOOTSTRAP_CHUNK, BOOTSTRAP_EXACT_FROM, POSITION
 from icetide.schema.file import dump_schema_file, schema_from_dict
 from tests.devservers.postgres import PostgresServer
-from tests.integration.harness import Pipeline
+from tests.integration.harness import Pipeline, killed_at
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -287,7 +287,7 @@ class ShopWriter:
                         return
                     self._n += 1
                     step(cur)
-                    time.sleep(0.001)
+                    time.sleep(0.01)
         except BaseException as exc:  # re-raised by stop()
             self._error = exc
 
@@ -697,8 +697,9 @@ def test_a_killed_bootstrap_resumes_in_a_new_snapshot_and_a_lost_slot_is_refused
     seed_shop(server)
     pipe = make_pipeline(tmp_path, warehouse, server, spark, SHOP_SCHEMAS)
     source = pipe.config.sources[0]
-    killed = pipe.cli("bootstrap", "--chunk-rows", "4000", fault="bootstrap.after_chunk")
-    assert killed.returncode == KILLED_EXIT_CODE, killed.stderr
+    with killed_at(bootstrap_write, "bootstrap.after_chunk"):  # the first chunk committed
+        Bootstrap(spark, pipe.pipeline, source, chunk_rows=4000).run()
+    pipe.logs.clear()  # what follows is about the resumed run
     state_file = pipe.config.resolved_path(pipe.config.state_dir) / "capture/shop.bootstrap.json"
     saved_state = state_file.read_text()  # the default state location: state_dir
     assert json.loads(saved_state)["plans"]["orders"]["rows"] == 12000
