@@ -142,7 +142,11 @@ def assert_stopped_cleanly(run: Child, signame: str) -> None:
     assert run.group() == [], "processes outlived icetide run:\n" + "\n".join(run.group())
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+# SIGINT only: it is the signal with a start-up path of its own (PySpark's SparkContext
+# installs a SIGINT handler as it starts, which icetide/spark/session.py keeps out);
+# SIGTERM takes the same handler as SIGINT (icetide/stopping.py, SIGNALS; checked in
+# tests/unit/cli/test_cli_stopping.py), and test_run_supervised.py stops a run by it.
+@pytest.mark.parametrize("sig", [signal.SIGINT], ids=lambda s: s.name)
 def test_a_signal_during_start_up_stops_run_and_its_jvm(pipeline: Pipeline, sig: int) -> None:
     with child(["run", "-c", str(pipeline.config_path)]) as run:
         run.wait_for_line(r"^starting Spark")
