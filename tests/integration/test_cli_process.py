@@ -118,10 +118,16 @@ def child(args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) 
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = START_TIMEOUT) -> None:
+    """Until ``condition()``; between two checks a pause as long as the last check took
+    (at least 0.05 s): a costly check (a metrics scrape the run must answer, a table read
+    whole) then takes at most half the time waited, not the cores the run needs."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        started = time.monotonic()
+        if condition():
+            return
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        time.sleep(max(0.05, time.monotonic() - started))
 
 
 def assert_stopped_cleanly(run: Child, signame: str) -> None:
