@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from icetide.artifacts.runtime import table_metadata
 from icetide.bootstrap.run import Bootstrap
 from icetide.capture.runner import run_capture
 from icetide.demo.live import start_shop
@@ -172,15 +173,13 @@ def table_snapshots(warehouse: Path, namespace: str, table: str) -> Callable[[],
     """The count of ``table``'s snapshots, from its newest metadata file (a Hadoop
     catalog's folder: one small file read, no Spark). Creating a table or setting a
     property makes no snapshot; storing rows does."""
-    folder = warehouse / namespace / table / "metadata"
+    location = str(warehouse / namespace / table)
 
     def count() -> int:
-        versions = [(int(f.name[1:].split(".")[0]), f) for f in folder.glob("v*.metadata.json")]
-        if not versions:
-            return 0
         try:
-            return len(json.loads(max(versions)[1].read_text()).get("snapshots", []))
-        except (OSError, ValueError):  # replaced or half-visible: counted at the next look
+            newest = Path(table_metadata(location))
+            return len(json.loads(newest.read_text()).get("snapshots", []))
+        except (OSError, ValueError):  # not made yet, replaced, or half-visible: 0 for now
             return 0
 
     return count

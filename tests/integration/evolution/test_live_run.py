@@ -27,7 +27,6 @@ import random
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -60,7 +59,7 @@ from icetide.schema.file import dump_schema_file
 from icetide.schema.types import Column
 from icetide.sources.quoting import mysql_quote, postgres_quote
 from tests.devservers.postgres import PostgresServer
-from tests.integration.test_cli_process import Child, child
+from tests.integration.test_cli_process import Child, child, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 _runs = itertools.count(1)
@@ -269,16 +268,8 @@ class Trickle:
 
 
 def poll(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
-    """Until ``condition()``; between two checks a pause as long as the last check took
-    (at least 0.1 s): a costly check (``verify``, a Spark job per table) then takes at
-    most half the time waited, not the whole of two cores the run also needs."""
-    deadline = time.monotonic() + timeout
-    while True:
-        started = time.monotonic()
-        if condition():
-            return
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(max(0.1, time.monotonic() - started))
+    """:func:`wait_until` with this file's timeout."""
+    wait_until(condition, what, timeout)
 
 
 # -- the pipeline ---------------------------------------------------------------------------
