@@ -9,7 +9,13 @@ Expiry removes snapshots committed before ``older_than`` (beyond the newest
 * the merge finds its watermark (and the bootstrap its state) in the newest base
   snapshot carrying them; a compaction commits snapshots that carry neither, so that
   snapshot must stay until a later merge carries the watermark forward;
-* key changes and deletes are looked up in snapshots inside ``merge.tombstone_retention``.
+* key changes and deletes are looked up in snapshots inside ``merge.tombstone_retention``;
+* the SCD type 2 history (``<table>_history``) finds its own watermark in its newest
+  snapshot carrying it, as the base does, and a history behind the base (a merge stopped
+  between the two commits) is caught up from the ledger after *that* watermark: the
+  history keeps that snapshot, and the ledger keeps every snapshot after the older of the
+  two watermarks. Without it an expiry could leave the history looking never seeded, and
+  the merge would seed it again over the versions it holds.
 
 So each table gets the earliest of: now minus ``maintenance.snapshots.max_age``, now minus
 the tombstone window, and the commit time of each snapshot a stage needs.
@@ -37,6 +43,7 @@ from icetide.lake.tables import (
     metadata_snapshots,
     table_exists,
 )
+from icetide.schema.contract import history as h
 from icetide.schema.contract.base import BOOTSTRAP_STATE, WATERMARK_PROPERTY
 from icetide.schema.contract.names import TableName
 
@@ -88,9 +95,15 @@ def expiry_due(spark: SparkSession, table: TableName, older_than: datetime, keep
 
 
 def keep_for(
-    spark: SparkSession, config: Config, base: TableName, ledger: TableName, now: datetime
-) -> tuple[Keep, Keep]:
-    """The expiry cut-offs of one table's base and ledger tables."""
+    spark: SparkSession,
+    config: Config,
+    base: TableName,
+    ledger: TableName,
+    now: datetime,
+    history: TableName | None = None,
+) -> tuple[Keep, Keep, Keep | None]:
+    """The expiry cut-offs of one table's base, ledger and history (None: ``history``
+    is None or not created) tables."""
     retention = config.maintenance.snapshots.max_age
     windows = [retention, config.merge.tombstone_retention]
     base_needed: list[datetime] = []
@@ -109,19 +122,46 @@ def keep_for(
             reasons.append(f"newest {why} snapshot")
     base_keep = Keep(base, expire_before(now, windows, base_needed), tuple(reasons))
     marked = newest[WATERMARK_PROPERTY]
-    watermark = int(marked.summary[WATERMARK_PROPERTY]) if marked is not None else None
-    moment = snapshot_time(spark, ledger, watermark) if watermark is not None else None
-    if moment is None:
+    watermarks = [int(marked.summary[WATERMARK_PROPERTY])] if marked is not None else []
+    history_keep = None
+    if history is not None and table_exists(spark, history):
+        history_keep, behind = _history_keep(spark, config, history, now)
+        if behind is not None:
+            watermarks.append(behind)
+    moments = [snapshot_time(spark, ledger, w) for w in watermarks]
+    if not moments or None in moments:
         # Never merged (or the watermark's snapshot is already gone, when the merge
         # replays the whole ledger): nothing is provably unneeded.
         ledger_keep = Keep(ledger, None, ("no merge watermark",))
     else:
         ledger_keep = Keep(
             ledger,
-            expire_before(now, windows, [moment]),
-            ("max_age", "merge.tombstone_retention", f"watermark snapshot {watermark}"),
+            expire_before(now, windows, [m for m in moments if m is not None]),
+            ("max_age", "merge.tombstone_retention")
+            + tuple(f"watermark snapshot {w}" for w in watermarks),
         )
-    return base_keep, ledger_keep
+    return base_keep, ledger_keep, history_keep
+
+
+def _history_keep(
+    spark: SparkSession, config: Config, history: TableName, now: datetime
+) -> tuple[Keep, int | None]:
+    """The history's cut-off (its newest snapshot carrying the history's watermark is
+    kept), and that watermark: the ledger snapshot the history holds up to (None: none,
+    or the history holds nothing of the ledger yet)."""
+    carrying = next(
+        (s for s in lineage_snapshots(spark, history) if h.WATERMARK_PROPERTY in s.summary), None
+    )
+    max_age = now - config.maintenance.snapshots.max_age
+    if carrying is None:  # created, never seeded: nothing it reads back
+        return Keep(history, max_age, ("max_age",)), None
+    value = carrying.summary[h.WATERMARK_PROPERTY]
+    keep = Keep(
+        history,
+        min(max_age, _millis_to_utc(carrying.timestamp_ms)),
+        ("max_age", "newest history watermark snapshot"),
+    )
+    return keep, None if value == h.NO_WATERMARK else int(value)
 
 
 def keep_plain(config: Config, table: TableName, now: datetime) -> Keep:

@@ -1,4 +1,4 @@
-"""Maintain one table: its base, ledger and dead-letter tables, in a safe order.
+"""Maintain one table: its base, ledger, history and dead-letter tables, in a safe order.
 
 Order matters: rewrite data files first (applying and dropping position deletes), then
 compact the deletes that remain, then expire snapshots with a cut-off computed *after*
@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+KINDS = ("base", "ledger", "history")
+"""The tables of one pipeline table that :func:`keep_for` gives a cut-off for, in its order."""
+
 
 @dataclass(frozen=True)
 class TableMaintenance:
@@ -45,7 +49,7 @@ class TableMaintenance:
     table: str
     """The Iceberg table's dotted name."""
     kind: str
-    """base, ledger or dead-letter."""
+    """base, ledger, history or dead-letter."""
     before: FileCounts
     after: FileCounts
     rewritten_data_files: int = 0
@@ -69,7 +73,7 @@ class MaintenanceResult:
     tables: list[TableMaintenance] = field(default_factory=list)
 
     def part(self, kind: str) -> TableMaintenance | None:
-        """The part for ``base``, ``ledger`` or ``dead-letter``."""
+        """The part for ``base``, ``ledger``, ``history`` or ``dead-letter``."""
         return next((t for t in self.tables if t.kind == kind), None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +93,10 @@ class MaintenanceResult:
                 f"orphans removed {t.orphans_removed}"
             )
         return "\n".join(lines)
+
+
+def _keep_of(keeps: Callable[[], dict[str, Keep]], kind: str) -> Keep:
+    return keeps()[kind]
 
 
 def _first(rows: list[Any], column: str) -> int:
@@ -192,7 +200,8 @@ def maintain_table(
     *,
     orphans_older_than: datetime | None = None,
 ) -> MaintenanceResult:
-    """Maintain one pipeline table's base, ledger and dead-letter tables.
+    """Maintain one pipeline table's base, ledger, history (``history: scd2``) and
+    dead-letter tables.
 
     Orphan files are removed when last modified before ``orphans_older_than``, by
     default now minus ``maintenance.orphan_age`` (at least 24h, as the config checks). A
@@ -211,13 +220,16 @@ def maintain_table(
     try:
         config = pipeline.config
 
-        def keeps() -> tuple[Keep, Keep]:
-            return keep_for(spark, config, refs.base, refs.cdc, datetime.now(UTC))
+        def keeps() -> dict[str, Keep]:
+            # Computed again for each table, after its rewrite: it sees the newest
+            # watermarks.
+            found = keep_for(spark, config, refs.base, refs.cdc, datetime.now(UTC), refs.history)
+            return {kind: k for kind, k in zip(KINDS, found, strict=True) if k is not None}
 
-        if table_exists(spark, refs.base):
-            result.tables.append(worker.one(refs.base, "base", lambda: keeps()[0]))
-        if table_exists(spark, refs.cdc):
-            result.tables.append(worker.one(refs.cdc, "ledger", lambda: keeps()[1]))
+        # The history (history: scd2) takes small files every merge, as the base does.
+        for table_ref, kind in zip((refs.base, refs.cdc, refs.history), KINDS, strict=True):
+            if table_exists(spark, table_ref):
+                result.tables.append(worker.one(table_ref, kind, partial(_keep_of, keeps, kind)))
         if table_exists(spark, refs.dead_letters):
             keep = lambda: keep_plain(config, refs.dead_letters, datetime.now(UTC))  # noqa: E731
             result.tables.append(worker.one(refs.dead_letters, "dead-letter", keep))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,11 +24,13 @@ from icetide.maintenance.files import data_files_per_partition, file_counts
 from icetide.maintenance.retention import expiry_due, snapshot_time
 from icetide.maintenance.run import MaintenanceResult, last_maintenance, maintain_table
 from icetide.merge import compact
+from icetide.merge.history import read_history_watermark
 from icetide.merge.stage import MergeResult, MergeStage
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.quoting import literal
 from icetide.spark.retry import retry_step
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
+from tests.integration.test_merge_scd2 import history_differences, with_history
 
 TABLE = "customers"
 
@@ -67,6 +70,8 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     p = Pipeline.create(
         tmp_path, warehouse, "maint_files", spark=spark, buckets=16, extra=aggressive
     )
+    # The SCD type 2 history kept too: maintained beside the base, its watermark kept.
+    with_history(p)
     # The merge's own small-file rewrite off: every merge's files are left for maintain.
     p.config = with_merge_strategy(p.config, "auto", compact_every=0)
     workload = generate(31, 400, tables=[TABLE], key_space=120)
@@ -91,6 +96,8 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     assert watermark is not None
     ledger_snapshots = file_counts(spark, refs.cdc).snapshots
     rows = p.base(TABLE)
+    history_before = file_counts(spark, refs.history)
+    assert read_history_watermark(spark, refs.history) == (True, watermark)
     # Expiry is called only when a snapshot is due (it costs Spark jobs even when not).
     now = datetime.now(UTC)
     assert expiry_due(spark, refs.base, now, keep_last=1)
@@ -111,6 +118,13 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     assert ledger is not None and ledger.after.snapshots < ledger_snapshots
     assert snapshot_time(spark, refs.cdc, watermark) is not None
     assert read_watermark(spark, refs.base) == watermark
+    # The history was packed and expired too, but its newest snapshot naming its own
+    # watermark stays: without it the next merge would seed the history again.
+    history = result.part("history")
+    assert history is not None and history.before == history_before
+    assert history.after.data_files < history_before.data_files
+    assert history.after.snapshots < history_before.snapshots
+    assert read_history_watermark(spark, refs.history) == (True, watermark)
     assert last_maintenance(p.pipeline, TABLE)["outcome"] == "ok"  # type: ignore[index]
     # The lag (the events after the watermark) from the ledger's summaries, across the
     # ledger's rewrite (a replace commit, which adds no events), and the whole ledger.
@@ -122,6 +136,7 @@ def test_after_many_merges_maintain_leaves_one_file_per_bucket_and_keeps_the_wat
     [after] = [r for r in p.merge() if r.table == TABLE]
     assert after.start_snapshot == watermark and after.events == len(parts[MERGES].events)
     assert_matches(p.compare(workload))
+    assert history_differences(p, workload) == []
 
 
 @pytest.mark.parametrize(
@@ -252,9 +267,15 @@ def test_maintenance_beside_live_merges_loses_no_merge_commit(
     failures: list[BaseException] = []
 
     def maintain_until_done() -> None:
+        # Back to back, maintenance took the shared session's task slots from the merges
+        # and each of its compactions widened the window a merge commit could conflict
+        # in: on a loaded machine the test ran ten times longer. After each run it rests
+        # as long as the run took, so it is beside the merges half the time.
         try:
             while not done.is_set():
+                began = time.monotonic()
                 runs.append(maintain_table(spark, p.reporting(lambda _: None), TABLE))
+                done.wait(time.monotonic() - began)
         except BaseException as exc:  # surfaced in the main thread
             failures.append(exc)
 
