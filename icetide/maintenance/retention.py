@@ -123,13 +123,17 @@ def keep_for(
     base_keep = Keep(base, expire_before(now, windows, base_needed), tuple(reasons))
     marked = newest[WATERMARK_PROPERTY]
     watermarks = [int(marked.summary[WATERMARK_PROPERTY])] if marked is not None else []
-    history_keep = None
+    history_keep, whole_ledger = None, False
     if history is not None and table_exists(spark, history):
         history_keep, behind = _history_keep(spark, config, history, now)
-        if behind is not None:
-            watermarks.append(behind)
+        if behind == h.NO_WATERMARK:
+            whole_ledger = True  # the history reads the ledger from its start next
+        elif behind is not None:
+            watermarks.append(int(behind))
     moments = [snapshot_time(spark, ledger, w) for w in watermarks]
-    if not moments or None in moments:
+    if whole_ledger:
+        ledger_keep = Keep(ledger, None, ("the history holds no ledger snapshot yet",))
+    elif not moments or None in moments:
         # Never merged (or the watermark's snapshot is already gone, when the merge
         # replays the whole ledger): nothing is provably unneeded.
         ledger_keep = Keep(ledger, None, ("no merge watermark",))
@@ -145,10 +149,11 @@ def keep_for(
 
 def _history_keep(
     spark: SparkSession, config: Config, history: TableName, now: datetime
-) -> tuple[Keep, int | None]:
+) -> tuple[Keep, str | None]:
     """The history's cut-off (its newest snapshot carrying the history's watermark is
-    kept), and that watermark: the ledger snapshot the history holds up to (None: none,
-    or the history holds nothing of the ledger yet)."""
+    kept), and that watermark: the ledger snapshot the history holds up to,
+    :data:`~icetide.schema.contract.history.NO_WATERMARK` when it holds none of the
+    ledger yet, None when it was never seeded (it is seeded from the base, then)."""
     carrying = next(
         (s for s in lineage_snapshots(spark, history) if h.WATERMARK_PROPERTY in s.summary), None
     )
@@ -161,7 +166,7 @@ def _history_keep(
         min(max_age, _millis_to_utc(carrying.timestamp_ms)),
         ("max_age", "newest history watermark snapshot"),
     )
-    return keep, None if value == h.NO_WATERMARK else int(value)
+    return keep, value
 
 
 def keep_plain(config: Config, table: TableName, now: datetime) -> Keep:
