@@ -1,7 +1,8 @@
 """Model-based: the SCD type 2 history the merge keeps (``history: scd2``) equals the
 source model's intervals, after random workloads delivered badly (duplicates,
 reordering, events held back across merges) and merges stopped at each commit point of
-the history's maintenance; and a schema change in the middle of it."""
+the history's maintenance; and schema changes in the middle of it, across which the
+table as of a position also equals the model's table then."""
 
 from __future__ import annotations
 
