@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.run import plan_rounds
@@ -119,6 +120,7 @@ def test_merge_killed_at_a_random_moment_resumes_exactly(pipeline: Pipeline) -> 
     assert_matches(pipeline.compare(workload))
 
 
+@pytest.mark.long
 def test_history_merge_killed_before_its_publish_and_after_its_commit_resumes_exactly(
     pipeline: Pipeline,
 ) -> None:
