@@ -6,7 +6,9 @@ batch about to read its table's last batch and commit; again at each retry),
 ``ledger.after_first_append`` (committed, not yet recorded by the stage),
 ``merge.after_plan`` (a batch planned from the watermark read, nothing written),
 ``merge.before_commit``, ``merge.after_truncate``, ``merge.after_dead_letters``,
-``merge.after_commit``,
+``merge.after_commit``, ``merge.history.before_commit`` (a history's versions computed,
+not committed; for an in-order range, its commits on the history's branch, main not yet
+moved to it), ``merge.history.after_commit``,
 ``capture.after_flush`` (records durable, offset not yet saved),
 ``capture.files.before_rename``, ``capture.offsets.before_rename``,
 ``bootstrap.after_chunk``, ``evolution.between_versions`` (a carried schema version

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.run import plan_rounds
@@ -19,8 +20,11 @@ from icetide.demo.workload import deliver, generate
 from icetide.faults import KILLED_EXIT_CODE
 from icetide.lake.progress import read_watermark
 from icetide.lake.tables import current_snapshot_id
+from icetide.merge import history
+from icetide.merge.history import read_history_watermark
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import REPO, Pipeline, assert_matches
+from tests.integration.test_merge_scd2 import history_differences, with_history
 
 
 def killed(result: subprocess.CompletedProcess[str]) -> None:
@@ -114,3 +118,46 @@ def test_merge_killed_at_a_random_moment_resumes_exactly(pipeline: Pipeline) -> 
     # The kill landed before the child was done: the rerun had tables left to merge.
     assert any(r.events for r in rerun), rerun
     assert_matches(pipeline.compare(workload))
+
+
+@pytest.mark.long
+def test_history_merge_killed_before_its_publish_and_after_its_commit_resumes_exactly(
+    pipeline: Pipeline,
+) -> None:
+    """``history: scd2``, rounds delivered in order (so a merge takes the history's
+    append): a child merge killed with the appended versions on the history's branch,
+    not yet published to main; the next child, one round later, catches the history up
+    from its own watermark and is killed once the history committed; the rerun here
+    leaves both tables equal to the model."""
+    spark = pipeline.session
+    with_history(pipeline)
+    workload = generate(37, 240, tables=["customers"])
+    rounds = plan_rounds(workload, 3, 37, late_rate=0.0)
+    history_table = pipeline.refs("customers").history
+
+    def deliver_round(number: int) -> None:
+        deliver(rounds[number], pipeline.landing, seed=number, files=2, duplicate_rate=0.0)
+        pipeline.stream()
+
+    def heads() -> dict[str, int]:
+        refs = spark.sql(f"SELECT name, snapshot_id FROM {history_table.sql}.refs").collect()
+        return {r["name"]: r["snapshot_id"] for r in refs}
+
+    deliver_round(0)
+    pipeline.merge()
+    deliver_round(1)
+    before = heads()["main"]
+    killed(pipeline.cli("merge", "--once", fault=history.BEFORE_COMMIT))
+    # Killed in the append: its commits on the branch, main where it was.
+    left = heads()
+    assert left["main"] == before
+    assert any(name != "main" and head != before for name, head in left.items()), left
+    deliver_round(2)
+    killed(pipeline.cli("merge", "--once", fault=history.AFTER_COMMIT))
+    assert read_history_watermark(spark, history_table) == (
+        True,
+        current_snapshot_id(spark, pipeline.refs("customers").cdc),
+    )
+    pipeline.merge()
+    assert_matches(pipeline.compare(workload))
+    assert history_differences(pipeline, workload) == []

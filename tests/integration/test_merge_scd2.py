@@ -1,12 +1,14 @@
 """Model-based: the SCD type 2 history the merge keeps (``history: scd2``) equals the
 source model's intervals, after random workloads delivered badly (duplicates,
 reordering, events held back across merges) and merges stopped at each commit point of
-the history's maintenance; and a schema change in the middle of it."""
+the history's maintenance; and schema changes in the middle of it, across which the
+table as of a position also equals the model's table then."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +18,19 @@ from pyspark.sql import SparkSession
 
 from icetide.config import load_config, load_table_schemas
 from icetide.demo.run import plan_rounds
-from icetide.demo.workload import Workload, deliver, generate
+from icetide.demo.workload import Change, Workload, deliver, generate, state_at
+from icetide.events.position import binlog_position
+from icetide.lake.alter import set_properties, table_properties
 from icetide.ledger.stage import LedgerStage
 from icetide.merge import history as history_module
 from icetide.merge import stage as stage_module
+from icetide.merge.asof import table_as_of
+from icetide.merge.asof_plan import Target
 from icetide.merge.history import version_rows
-from icetide.observe.compare import normalize
+from icetide.observe.compare import compare_rows, normalize
+from icetide.schema.contract import base as b
 from icetide.schema.contract import history as h
+from icetide.schema.contract import phases as p
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from tests.integration.events import mysql
@@ -147,54 +155,93 @@ def _schema(version: int, *columns: tuple[int, str, str], last: int = 0) -> Tabl
     return id_keyed_schema("t", version, *columns, last=last)
 
 
-def test_history_takes_an_add_a_rename_a_widening_and_a_drop_without_rewriting(
+def _take(pipe: Pipeline, schema: TableSchema, starts_at: int) -> None:
+    """Schema ``schema`` detected at the source, starting at binlog offset ``starts_at``
+    (recorded on the ledger as the detector records it), taken by the stages at their
+    batch boundaries (as `icetide run` turns)."""
+    dump_schema_file(schema, pipe.config.resolved_path(pipe.config.table("t").schema_file))
+    pipe.schemas = load_table_schemas(pipe.config)
+    ledger = pipe.refs("t").cdc
+    known = table_properties(pipe.session, ledger).get(p.VERSION_POSITIONS)
+    at = p.with_version_position(known, schema.version, _at(starts_at))
+    set_properties(pipe.session, ledger, {p.VERSION_POSITIONS: at})
+    for _ in range(3):
+        pipe.merge()
+        LedgerStage(pipe.session, pipe.pipeline).tick()
+
+
+def _at(offset: int, row: int = 0) -> int:
+    return binlog_position("mysql-bin.000003", offset, row).key
+
+
+def test_history_and_as_of_across_an_add_a_rename_a_widening_and_a_drop(
     tmp_path: Path, warehouse: Path, spark: SparkSession
 ) -> None:
+    """Between merges, version 2 adds a column, version 3 renames one, widens one and
+    drops one (soft). The history keeps every version without rewriting one; the table
+    as of positions before, between and after the changes is the source model's table
+    then, in the shape the source had then (a column dropped since is not rebuilt)."""
     v1 = _schema(1, (2, "name", "string"), (3, "qty", "int"), (4, "extra", "string"))
+    v2 = _schema(
+        2, (2, "name", "string"), (3, "qty", "int"), (4, "extra", "string"), (5, "note", "string")
+    )
+    v3 = _schema(3, (2, "title", "string"), (3, "qty", "long"), (5, "note", "string"), last=5)
     pipe = with_history(
         Pipeline.custom(tmp_path, warehouse, "scd2_evolve", {"t": v1}, {"t": "shop.t"}, spark)
     )
+    # The source as plain Python: each row in the shape the source had when it was written.
+    journal: list[Change] = []
+
+    def source(op: str, offset: int, row: dict[str, Any], ts_ms: int, n: int = 0) -> str:
+        key = (row["id"],)
+        journal.append(Change("t", key, None if op == "d" else row, _at(offset, n), ts_ms))
+        before, after = ({"id": row["id"]}, None) if op == "d" else (None, row)
+        return mysql(op, offset, before=before, after=after, row=n, table="t", ts_ms=ts_ms)
+
+    def altered(old: TableSchema, new: TableSchema, offset: int) -> None:
+        """The source's ALTER at ``offset``: every row then takes ``new``'s shape."""
+        names = {col.id: col.name for col in old.columns}
+        rows = state_at(sorted(journal, key=lambda ch: ch.position), "t", _at(offset) - 1)
+        for key, was in rows.items():
+            now = {col.name: was.get(names.get(col.id, "")) for col in new.columns}
+            journal.append(Change("t", key, now, _at(offset), 0))
+
     row = {"id": 1, "name": "a", "qty": 1, "extra": "e1"}
-    pipe.land(
-        [
-            mysql("c", 10, after=row, table="t", ts_ms=1_000),
-            mysql(
-                "u", 11, before=row, after={**row, "name": "b", "qty": 2}, table="t", ts_ms=2_000
-            ),
-        ]
-    )
+    pipe.land([source("c", 10, row, 1_000), source("u", 11, {**row, "name": "b", "qty": 2}, 2_000)])
     pipe.stream()
     pipe.merge()
     history = pipe.refs("t").history
     files_before = {
         r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
     }
-    # Version 2: name renamed title (same id), qty widened, note added, extra dropped (soft).
-    dump_schema_file(
-        _schema(2, (2, "title", "string"), (3, "qty", "long"), (5, "note", "string"), last=5),
-        pipe.config.resolved_path(pipe.config.table("t").schema_file),
-    )
-    pipe.schemas = load_table_schemas(pipe.config)
-    # The stages take version 2 at their batch boundaries (as `icetide run` turns).
-    for _ in range(3):
-        pipe.merge()
-        LedgerStage(pipe.session, pipe.pipeline).tick()
-    now = {"id": 1, "title": "c", "qty": 3_000_000_000, "note": "n"}
-    late = {"id": 1, "title": "late", "qty": 5, "note": None}
+    _take(pipe, v2, 12)  # ADD COLUMN note
+    altered(v1, v2, 12)
     pipe.land(
         [
-            mysql("u", 20, before={"id": 1}, after=now, table="t", ts_ms=3_000),
-            # Late: an update from before the change arrives after it, and splits [11, 20).
-            mysql("u", 15, before={"id": 1}, after=late, table="t", ts_ms=2_500),
+            source("u", 13, {"id": 1, "name": "b2", "qty": 2, "extra": "e1", "note": "m"}, 2_200),
+            source("c", 13, {"id": 2, "name": "x", "qty": 7, "extra": None, "note": "y"}, 2_200, 1),
         ]
     )
     pipe.stream()
     pipe.merge()
-    rows = spark.table(history.sql).orderBy(h.FROM_POSITION).collect()
+    _take(pipe, v3, 14)  # name renamed title (same id), qty widened, extra dropped (soft)
+    altered(v2, v3, 14)
+    pipe.land(
+        [
+            source("u", 20, {"id": 1, "title": "c", "qty": 3_000_000_000, "note": "n"}, 3_000),
+            source("d", 21, {"id": 2}, 3_100),
+            # Late: an update from before 20 arrives after it, and splits [13, 20).
+            source("u", 15, {"id": 1, "title": "late", "qty": 5, "note": None}, 2_500),
+        ]
+    )
+    pipe.stream()
+    pipe.merge()
+    rows = spark.table(history.sql).where("id = 1").orderBy(h.FROM_POSITION).collect()
     got = [(r["title"], r["qty"], r["note"], r["extra"], r[h.IS_CURRENT], r[h.OP]) for r in rows]
     assert got == [
         ("a", 1, None, "e1", False, "c"),
         ("b", 2, None, "e1", False, "u"),
+        ("b2", 2, "m", "e1", False, "u"),
         ("late", 5, None, None, False, "u"),
         ("c", 3_000_000_000, "n", None, True, "u"),
     ]
@@ -207,3 +254,27 @@ def test_history_takes_an_add_a_rename_a_widening_and_a_drop_without_rewriting(
         r.file_path for r in spark.sql(f"SELECT file_path FROM {history}.files").collect()
     }
     assert files_before <= files_after
+
+    # As of before the changes, between them (at a version's first position, and on a
+    # late event's) and after them.
+    checked = []
+    for position, then in [
+        (_at(11), v1),
+        (_at(12), v2),
+        (_at(13, 1), v2),
+        (_at(14), v3),
+        (_at(15), v3),
+        (_at(21), v3),
+    ]:
+        asof = table_as_of(spark, pipe.pipeline, "t", Target("position", "", Decimal(position)))
+        kept = then.with_columns([c for c in then.columns if c.id in v3.field_ids()])
+        assert (asof.shape.version if asof.shape else 3) == then.version
+        frame = asof.frame
+        assert frame.columns == [*(c.name for c in kept.columns), b.POSITION, b.SOURCE_TS]
+        assert dict(frame.dtypes)["qty"] == ("int" if then.version < 3 else "bigint")
+        found = [r.asDict() for r in frame.collect()]
+        want = state_at(sorted(journal, key=lambda ch: ch.position), "t", position)
+        checked.append(compare_rows(kept, want, found))
+        checked[-1].table = f"t at {position} ({asof.describe()})"
+        asof.release()
+    assert_matches(checked)
