@@ -24,7 +24,7 @@ from icetide.merge import history
 from icetide.merge.history import read_history_watermark
 from tests.integration.events import SCHEMAS, SOURCES, mysql
 from tests.integration.harness import REPO, Pipeline, assert_matches
-from tests.integration.test_merge_scd2 import history_differences, with_history
+from tests.integration.scd2 import history_differences, with_history
 
 
 def killed(result: subprocess.CompletedProcess[str]) -> None:

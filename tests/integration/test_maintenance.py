@@ -30,7 +30,7 @@ from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.quoting import literal
 from icetide.spark.retry import retry_step
 from tests.integration.harness import Pipeline, assert_matches, with_merge_strategy
-from tests.integration.test_merge_scd2 import history_differences, with_history
+from tests.integration.scd2 import history_differences, with_history
 
 TABLE = "customers"
 

@@ -7,18 +7,16 @@ table as of a position also equals the model's table then."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pyspark.sql import SparkSession
 
-from icetide.config import load_config, load_table_schemas
+from icetide.config import load_table_schemas
 from icetide.demo.run import plan_rounds
-from icetide.demo.workload import Change, Workload, deliver, generate, state_at
+from icetide.demo.workload import Change, deliver, generate, state_at
 from icetide.events.position import binlog_position
 from icetide.lake.alter import set_properties, table_properties
 from icetide.ledger.stage import LedgerStage
@@ -27,7 +25,7 @@ from icetide.merge import stage as stage_module
 from icetide.merge.asof import table_as_of
 from icetide.merge.asof_plan import Target
 from icetide.merge.history import version_rows
-from icetide.observe.compare import compare_rows, normalize
+from icetide.observe.compare import compare_rows
 from icetide.schema.contract import base as b
 from icetide.schema.contract import history as h
 from icetide.schema.contract import phases as p
@@ -35,57 +33,7 @@ from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from tests.integration.events import mysql
 from tests.integration.harness import Pipeline, assert_matches, id_keyed_schema, killed_at
-
-
-def with_history(pipeline: Pipeline) -> Pipeline:
-    """``pipeline`` with ``history: scd2`` on every table."""
-    doc = yaml.safe_load(pipeline.config_path.read_text())
-    for table in doc["tables"]:
-        table["history"] = "scd2"
-    pipeline.config_path.write_text(yaml.safe_dump(doc))
-    pipeline.config = load_config(pipeline.config_path)
-    return pipeline
-
-
-def _ms(value: datetime | None) -> int | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:  # PySpark's TIMESTAMP: a naive local time
-        value = value.astimezone(UTC)
-    return round(value.timestamp() * 1000)
-
-
-def history_differences(pipeline: Pipeline, workload: Workload) -> list[str]:
-    """Every difference between each table's history and the model's intervals."""
-    spark = pipeline.session
-    out: list[str] = []
-    for schema in workload.schemas:
-        table = schema.table
-        rows = spark.table(pipeline.refs(table).history.sql).collect()
-        found: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for row in rows:
-            r = row.asDict(recursive=True)
-            key = tuple(r[k] for k in schema.primary_key)
-            if (key, int(r[h.FROM_POSITION])) in found:
-                out.append(f"{table}: version {key} at {r[h.FROM_POSITION]} twice")
-            found[(key, int(r[h.FROM_POSITION]))] = r
-        want = {(i.key, i.from_position): i for i in workload.intervals(table)}
-        for missing in sorted(want.keys() - found.keys(), key=repr)[:5]:
-            out.append(f"{table}: version {missing} missing")
-        for extra in sorted(found.keys() - want.keys(), key=repr)[:5]:
-            out.append(f"{table}: version {extra} not in the model")
-        for at in want.keys() & found.keys():
-            i, r = want[at], found[at]
-            to = None if r[h.TO_POSITION] is None else int(r[h.TO_POSITION])
-            got = (to, _ms(r[h.VALID_FROM]), _ms(r[h.VALID_TO]), r[h.IS_CURRENT])
-            expected = (i.to_position, i.from_ms, i.to_ms, i.to_position is None)
-            if got != expected:
-                out.append(f"{table}: version {at}: interval {got}, model {expected}")
-            for col in schema.columns:
-                a, b = normalize(i.row.get(col.name), col.type), normalize(r[col.name], col.type)
-                if a != b:
-                    out.append(f"{table}: version {at}: {col.name} {b!r}, model {a!r}")
-    return out
+from tests.integration.scd2 import history_differences, with_history
 
 
 @pytest.mark.long
