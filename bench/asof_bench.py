@@ -80,7 +80,12 @@ def main() -> None:
     workload = generate(7, args.events, tables=[TABLE], key_space=args.key_space)
     started = time.perf_counter()
     for number, part in enumerate(plan_rounds(workload, args.rounds, 7, late_rate=0.05)):
-        deliver(part, pipeline.config.resolved_path(config.transport.path), seed=number, files=2)
+        # Files of about 2,000 events, as capture's rolled files are: the file source
+        # reads a landing file whole (a round of 375,000 events in two files did not fit
+        # in a 4-GB heap).
+        files = max(2, len(part.events) // 2000)
+        landing = pipeline.config.resolved_path(config.transport.path)
+        deliver(part, landing, seed=number, files=files)
         LedgerStage(spark, pipeline).start(once=True).awaitTermination()
         MergeStage(spark, pipeline).run_once()
     print(
