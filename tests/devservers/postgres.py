@@ -208,6 +208,22 @@ class PostgresServer(LocalServer):
                 )
                 time.sleep(0.1)
 
+    def source_entry(self, db: str, slot: str, **settings: Any) -> dict[str, Any]:
+        """Database ``db`` of this server as an entry of a pipeline config's ``sources:``
+        (type ``postgres``, named ``db``), read through replication slot and publication
+        ``slot``, with ``settings`` added (``heartbeat`` …)."""
+        return {
+            "name": db,
+            "type": "postgres",
+            "host": "127.0.0.1",
+            "port": self.port,
+            "user": "postgres",
+            "database": db,
+            "slot": slot,
+            "publication": slot,
+            **settings,
+        }
+
     def create_database(self, name: str) -> None:
         """Create database ``name`` unless it exists."""
         if self.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[name]):

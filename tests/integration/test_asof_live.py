@@ -108,16 +108,7 @@ def live_source(
     slot = f"{db}_{os.getpid()}"
     postgres.create_database(db)
     postgres.execute(DDL[engine].format(t=TABLE), db)
-    entry = {
-        "name": db,
-        "type": "postgres",
-        "host": "127.0.0.1",
-        "port": postgres.port,
-        "user": "postgres",
-        "database": db,
-        "slot": slot,
-        "publication": slot,
-    }
+    entry = postgres.source_entry(db, slot)
     try:
         yield entry, f"public.{TABLE}"
     finally:

@@ -385,16 +385,7 @@ def test_postgres_bootstrap_and_capture_store_every_type_identically(
     postgres.execute(PG_TOUCH.format(name="copied"), db)
     columns = [*TYPES_SCHEMA["columns"], *pg_schema_columns(len(TYPES_SCHEMA["columns"]) + 1)]
     schemas = {t: {**TYPES_SCHEMA, "table": t, "columns": columns} for t in ("copied", "captured")}
-    source = {
-        "name": db,
-        "type": "postgres",
-        "host": "127.0.0.1",
-        "port": postgres.port,
-        "user": "postgres",
-        "database": db,
-        "slot": slot,
-        "publication": slot,
-    }
+    source = postgres.source_entry(db, slot)
     pipe = _pipeline(tmp_path, warehouse, spark, source, schemas, "public")
     # Onboarding's catalog read maps every array column as the schema above declares it
     # (depth from attndims, a domain's array by its base type, hints of the elements).

@@ -80,17 +80,7 @@ def test_postgres_changes_converge_and_an_ambiguous_rename_is_held(
     postgres.create_database(db)
     for statement in TABLES:
         postgres.execute(statement, db)
-    source = {
-        "name": db,
-        "type": "postgres",
-        "host": "127.0.0.1",
-        "port": postgres.port,
-        "user": "postgres",
-        "database": db,
-        "slot": slot,
-        "publication": slot,
-        "heartbeat": "1s",
-    }
+    source = postgres.source_entry(db, slot, heartbeat="1s")
     tables = {t: f"public.{t}" for t in [*FLOWING, "t_rename"]}
     policy = {"t_rename": {"evolution": {"sensitive": ["ssn"]}}}
     config = write_config(tmp_path, warehouse, db, source, tables, policy)
