@@ -249,6 +249,16 @@ def lineage_of(current: int | None, listed: Iterable[Snapshot]) -> Iterator[Snap
         current = snapshot.parent_id
 
 
+def newest_carrying(lineage: Iterable[Snapshot], key: str) -> Snapshot | None:
+    """The newest snapshot of ``lineage`` (newest first) whose summary carries ``key``,
+    or None.
+
+    >>> newest_carrying([Snapshot(3, 2, {}), Snapshot(2, 1, {"w": "5"})], "w").snapshot_id
+    2
+    """
+    return next((s for s in lineage if key in s.summary), None)
+
+
 def lineage_summaries(
     spark: SparkSession, table: TableName, loaded: Any = None
 ) -> Iterator[Mapping[str, str]]:

@@ -30,17 +30,19 @@ datetime.datetime(2026, 1, 9, 23, 0, tzinfo=datetime.timezone.utc)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING
 
 from icetide.lake.tables import (
+    Snapshot,
     iceberg_table,
     lineage_of,
     lineage_snapshots,
     metadata_snapshots,
+    newest_carrying,
     table_exists,
 )
 from icetide.schema.contract import history as h
@@ -94,6 +96,38 @@ def expiry_due(spark: SparkSession, table: TableName, older_than: datetime, keep
     return any(s.timestamp_ms < cut and s.snapshot_id not in kept for s in snapshots)
 
 
+@dataclass(frozen=True)
+class Lineages:
+    """What the cut-offs of one table depend on, read from its tables' metadata once
+    (:func:`read_lineages`) and decided on by :func:`plan_keeps` without Spark."""
+
+    base: Sequence[Snapshot]
+    """The base's current lineage, newest first (empty: no base yet)."""
+    ledger_times: Mapping[int, int]
+    """Every snapshot of the ledger in its metadata: id to commit time (ms)."""
+    history: Sequence[Snapshot] | None = None
+    """The history's current lineage, newest first; None: no history table."""
+
+
+def read_lineages(
+    spark: SparkSession, base: TableName, ledger: TableName, history: TableName | None = None
+) -> Lineages:
+    """Each table's metadata loaded once (no Spark job)."""
+    ledger_times: dict[int, int] = {}
+    if table_exists(spark, ledger):
+        _, snapshots = metadata_snapshots(spark, iceberg_table(spark, ledger))
+        ledger_times = {s.snapshot_id: s.timestamp_ms for s in snapshots}
+    return Lineages(
+        base=list(lineage_snapshots(spark, base)) if table_exists(spark, base) else [],
+        ledger_times=ledger_times,
+        history=(
+            list(lineage_snapshots(spark, history))
+            if history is not None and table_exists(spark, history)
+            else None
+        ),
+    )
+
+
 def keep_for(
     spark: SparkSession,
     config: Config,
@@ -103,70 +137,75 @@ def keep_for(
     history: TableName | None = None,
 ) -> tuple[Keep, Keep, Keep | None]:
     """The expiry cut-offs of one table's base, ledger and history (None: ``history``
-    is None or not created) tables."""
-    retention = config.maintenance.snapshots.max_age
-    windows = [retention, config.merge.tombstone_retention]
+    is None or not created) tables: :func:`plan_keeps` over :func:`read_lineages`."""
+    lineages = read_lineages(spark, base, ledger, history)
+    return plan_keeps(
+        lineages,
+        (base, ledger, history),
+        max_age=config.maintenance.snapshots.max_age,
+        tombstone_window=config.merge.tombstone_retention,
+        now=now,
+    )
+
+
+def plan_keeps(
+    lineages: Lineages,
+    tables: tuple[TableName, TableName, TableName | None],
+    *,
+    max_age: timedelta,
+    tombstone_window: timedelta,
+    now: datetime,
+) -> tuple[Keep, Keep, Keep | None]:
+    """The cut-offs of the ``tables`` (base, ledger, history) from their ``lineages``
+    (see the module): the base keeps its newest watermark and bootstrap snapshots, the
+    history its newest watermark snapshot, and the ledger every snapshot from the older
+    of the two watermarks (all of it while the history holds none of the ledger, and
+    all of it when no watermark is known or its snapshot is gone)."""
+    base, ledger, history = tables
+    windows = [max_age, tombstone_window]
+    window_reasons = ("max_age", "merge.tombstone_retention")
     base_needed: list[datetime] = []
-    reasons = ["max_age", "merge.tombstone_retention"]
-    # The base's lineage, read once: the newest snapshots carrying the watermark and the
-    # bootstrap state.
-    lineage = list(lineage_snapshots(spark, base)) if table_exists(spark, base) else []
-    newest = {
-        key: next((s for s in lineage if key in s.summary), None)
-        for key in (WATERMARK_PROPERTY, BOOTSTRAP_STATE)
-    }
-    for key, why in ((WATERMARK_PROPERTY, "watermark"), (BOOTSTRAP_STATE, "bootstrap")):
-        carrying = newest[key]
+    reasons = list(window_reasons)
+    marked = newest_carrying(lineages.base, WATERMARK_PROPERTY)
+    for carrying, why in (
+        (marked, "watermark"),
+        (newest_carrying(lineages.base, BOOTSTRAP_STATE), "bootstrap"),
+    ):
         if carrying is not None:
             base_needed.append(_millis_to_utc(carrying.timestamp_ms))
             reasons.append(f"newest {why} snapshot")
     base_keep = Keep(base, expire_before(now, windows, base_needed), tuple(reasons))
-    marked = newest[WATERMARK_PROPERTY]
     watermarks = [int(marked.summary[WATERMARK_PROPERTY])] if marked is not None else []
-    history_keep, whole_ledger = None, False
-    if history is not None and table_exists(spark, history):
-        history_keep, behind = _history_keep(spark, config, history, now)
-        if behind == h.NO_WATERMARK:
-            whole_ledger = True  # the history reads the ledger from its start next
-        elif behind is not None:
-            watermarks.append(int(behind))
-    moments = [snapshot_time(spark, ledger, w) for w in watermarks]
-    if whole_ledger:
-        ledger_keep = Keep(ledger, None, ("the history holds no ledger snapshot yet",))
-    elif not moments or None in moments:
+    history_keep = None
+    if history is not None and lineages.history is not None:
+        carrying = newest_carrying(lineages.history, h.WATERMARK_PROPERTY)
+        if carrying is None:  # created, never seeded: nothing it reads back
+            history_keep = Keep(history, now - max_age, ("max_age",))
+        else:
+            history_keep = Keep(
+                history,
+                min(now - max_age, _millis_to_utc(carrying.timestamp_ms)),
+                ("max_age", "newest history watermark snapshot"),
+            )
+            _, behind = h.history_watermark([carrying.summary])
+            if behind is None:  # the history reads the ledger from its start next
+                return (
+                    base_keep,
+                    Keep(ledger, None, ("the history holds no ledger snapshot yet",)),
+                    history_keep,
+                )
+            watermarks.append(behind)
+    moments = [lineages.ledger_times.get(w) for w in watermarks]
+    if not moments or None in moments:
         # Never merged (or the watermark's snapshot is already gone, when the merge
         # replays the whole ledger): nothing is provably unneeded.
-        ledger_keep = Keep(ledger, None, ("no merge watermark",))
-    else:
-        ledger_keep = Keep(
-            ledger,
-            expire_before(now, windows, [m for m in moments if m is not None]),
-            ("max_age", "merge.tombstone_retention")
-            + tuple(f"watermark snapshot {w}" for w in watermarks),
-        )
+        return base_keep, Keep(ledger, None, ("no merge watermark",)), history_keep
+    ledger_keep = Keep(
+        ledger,
+        expire_before(now, windows, [_millis_to_utc(m) for m in moments if m is not None]),
+        window_reasons + tuple(f"watermark snapshot {w}" for w in watermarks),
+    )
     return base_keep, ledger_keep, history_keep
-
-
-def _history_keep(
-    spark: SparkSession, config: Config, history: TableName, now: datetime
-) -> tuple[Keep, str | None]:
-    """The history's cut-off (its newest snapshot carrying the history's watermark is
-    kept), and that watermark: the ledger snapshot the history holds up to,
-    :data:`~icetide.schema.contract.history.NO_WATERMARK` when it holds none of the
-    ledger yet, None when it was never seeded (it is seeded from the base, then)."""
-    carrying = next(
-        (s for s in lineage_snapshots(spark, history) if h.WATERMARK_PROPERTY in s.summary), None
-    )
-    max_age = now - config.maintenance.snapshots.max_age
-    if carrying is None:  # created, never seeded: nothing it reads back
-        return Keep(history, max_age, ("max_age",)), None
-    value = carrying.summary[h.WATERMARK_PROPERTY]
-    keep = Keep(
-        history,
-        min(max_age, _millis_to_utc(carrying.timestamp_ms)),
-        ("max_age", "newest history watermark snapshot"),
-    )
-    return keep, value
 
 
 def keep_plain(config: Config, table: TableName, now: datetime) -> Keep:

@@ -132,11 +132,7 @@ def history_enabled(pipeline: Pipeline, name: str) -> bool:
 def read_history_watermark(spark: SparkSession, table: TableName) -> tuple[bool, int | None]:
     """``(seeded, watermark)``: whether the history has been seeded, and the last ledger
     snapshot it holds (None: none yet, the ledger from its start comes next)."""
-    for summary in lineage_summaries(spark, table):
-        value = summary.get(h.WATERMARK_PROPERTY)
-        if value is not None:
-            return True, None if value == h.NO_WATERMARK else int(value)
-    return False, None
+    return h.history_watermark(lineage_summaries(spark, table))
 
 
 class HistoryKeeper:

@@ -15,6 +15,7 @@ query's key or position predicate skips row groups by their bounds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from icetide.schema.contract import base as b
@@ -53,6 +54,26 @@ history holds (the same meaning as the base's
 :data:`~icetide.schema.contract.base.WATERMARK_PROPERTY`). ``none``: it holds the base
 as it was before any merge (a bootstrap's copy), and the ledger from its start is to come."""
 NO_WATERMARK = "none"
+
+
+def history_watermark(summaries: Iterable[Mapping[str, str]]) -> tuple[bool, int | None]:
+    """``(seeded, watermark)`` from the history's snapshot summaries, newest first:
+    whether it has been seeded, and the last ledger snapshot it holds (None: none yet,
+    the ledger from its start comes next). The newest summary carrying
+    :data:`WATERMARK_PROPERTY` tells; a compaction's commit carries none.
+
+    >>> history_watermark([{}, {WATERMARK_PROPERTY: "7"}, {WATERMARK_PROPERTY: "3"}])
+    (True, 7)
+    >>> history_watermark([{WATERMARK_PROPERTY: NO_WATERMARK}])
+    (True, None)
+    >>> history_watermark([{}])
+    (False, None)
+    """
+    for summary in summaries:
+        value = summary.get(WATERMARK_PROPERTY)
+        if value is not None:
+            return True, None if value == NO_WATERMARK else int(value)
+    return False, None
 
 
 def history_ddl(contract: TableContract, table: TableName) -> str:
