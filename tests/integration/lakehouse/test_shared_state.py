@@ -54,10 +54,10 @@ from tests.unit.pipeline.test_schema_state import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 _runs = itertools.count(1)
 TIMEOUT = 300.0
-SETTLED = 5.0
-"""Seconds a base's snapshot stays put before the comparison reads it whole."""
 """Seconds to wait for writes or for the bases: a few on a quiet machine; first merges
 on a cold JVM took minutes with a load average of 35 on 2 cores (2026-12-02)."""
+SETTLED = 5.0
+"""Seconds a base's snapshot stays put before the comparison reads it whole."""
 KEY_ENV = ("SHARED_STATE_S3_KEY", "SHARED_STATE_S3_SECRET")
 
 
