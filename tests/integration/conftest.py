@@ -61,13 +61,9 @@ def class_archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The run's own class-archive folder, for this process and the commands it starts:
     every run begins without one, whatever earlier runs left in ~/.cache."""
     folder = tmp_path_factory.mktemp("class-archives")
-    before = os.environ.get(ARCHIVE_DIR_ENV)
-    os.environ[ARCHIVE_DIR_ENV] = str(folder)
-    yield folder
-    if before is None:
-        os.environ.pop(ARCHIVE_DIR_ENV, None)
-    else:
-        os.environ[ARCHIVE_DIR_ENV] = before
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(ARCHIVE_DIR_ENV, str(folder))
+        yield folder
 
 
 JAVA_OPTIONS_ENV = "JDK_JAVA_OPTIONS"
@@ -85,13 +81,9 @@ and keeps the JVM's default."""
 def child_jvm_options() -> Iterator[str]:
     """:data:`CHILD_JVM_OPTIONS` for the JVMs started from here on, through
     ``JDK_JAVA_OPTIONS`` (read by the ``java`` launcher; it notes so on stderr)."""
-    before = os.environ.get(JAVA_OPTIONS_ENV)
-    os.environ[JAVA_OPTIONS_ENV] = " ".join(filter(None, (before, CHILD_JVM_OPTIONS)))
-    yield os.environ[JAVA_OPTIONS_ENV]
-    if before is None:
-        os.environ.pop(JAVA_OPTIONS_ENV, None)
-    else:
-        os.environ[JAVA_OPTIONS_ENV] = before
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(JAVA_OPTIONS_ENV, CHILD_JVM_OPTIONS, prepend=" ")
+        yield os.environ[JAVA_OPTIONS_ENV]
 
 
 @pytest.fixture(scope="session")
@@ -106,12 +98,9 @@ def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     from icetide.spark.session import build_session
 
     seed = Pipeline.create(tmp_path_factory.mktemp("session"), warehouse, "session")
-    children = os.environ.pop(JAVA_OPTIONS_ENV, None)  # not for this long-lived JVM
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(JAVA_OPTIONS_ENV, raising=False)  # not for this long-lived JVM
         session = build_session(seed.config)
-    finally:
-        if children is not None:
-            os.environ[JAVA_OPTIONS_ENV] = children
     yield session
     session.stop()
 
