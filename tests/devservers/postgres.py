@@ -211,7 +211,7 @@ class PostgresServer(LocalServer):
     def source_entry(self, db: str, slot: str, **settings: Any) -> dict[str, Any]:
         """Database ``db`` of this server as an entry of a pipeline config's ``sources:``
         (type ``postgres``, named ``db``), read through replication slot and publication
-        ``slot``, with ``settings`` added (``heartbeat`` …)."""
+        ``slot``, with ``settings`` added or overriding (``heartbeat``, ``name`` …)."""
         return {
             "name": db,
             "type": "postgres",

@@ -527,16 +527,7 @@ def test_bootstrap_reads_hostile_column_names_on_both_sources(
         "spark": {"master": "local[2]", "shuffle_partitions": 4},
         "sources": [
             mariadb.source_entry("maria", server_id=4712, tables=["my_hostile"]),
-            {
-                "name": "pg",
-                "type": "postgres",
-                "port": postgres.port,
-                "user": "postgres",
-                "database": db,
-                "slot": slot,
-                "publication": slot,
-                "tables": ["pg_hostile"],
-            },
+            postgres.source_entry(db, slot, name="pg", tables=["pg_hostile"]),
         ],
         "tables": [
             {"name": "my_hostile", "source": f"{db}.Hostile", "buckets": 2},

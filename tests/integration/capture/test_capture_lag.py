@@ -143,16 +143,9 @@ def test_status_shows_capture_lag_per_source_and_unknown_for_an_unreachable_one(
         tmp_path,
         [
             {**_mysql_source(mariadb), "tables": ["t"]},
-            {
-                "name": "pg",
-                "type": "postgres",
-                "port": postgres.port,
-                "user": "postgres",
-                "database": db,
-                "slot": slot,
-                "publication": "lag_status_pub",
-                "tables": ["docs"],
-            },
+            postgres.source_entry(
+                db, slot, name="pg", publication="lag_status_pub", tables=["docs"]
+            ),
             {**_mysql_source(mariadb, "down"), "port": down, "tables": ["gone"]},
         ],
         {"t": f"{db}.t", "docs": "public.docs", "gone": "x.gone"},

@@ -181,17 +181,9 @@ def make_pipeline(
         },
         "spark": {"master": "local[2]", "shuffle_partitions": 4},
         "sources": [
-            {
-                "name": "shop",
-                "type": "postgres",
-                "host": "127.0.0.1",
-                "port": server.port,
-                "user": "postgres",
-                "database": database,
-                "slot": slot,
-                "publication": publication,
-                "heartbeat": "1s",
-            }
+            server.source_entry(
+                database, slot, name="shop", publication=publication, heartbeat="1s"
+            )
         ],
         "transport": {"type": "files", "path": "./landing", "roll_interval": "2s"},
         "tables": [{"name": name, "source": f"public.{name}", "buckets": 2} for name in schemas],

@@ -53,17 +53,7 @@ def _pipeline(root: Path, warehouse: Path, spark: SparkSession, postgres: Postgr
         "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": DB},
         "spark": {"master": "local[2]", "shuffle_partitions": 4},
         "artifacts": {"refresh": "off"},
-        "sources": [
-            {
-                "name": "pg",
-                "type": "postgres",
-                "port": postgres.port,
-                "user": "postgres",
-                "database": DB,
-                "slot": f"{DB}_{os.getpid()}",
-                "publication": DB,
-            }
-        ],
+        "sources": [postgres.source_entry(DB, f"{DB}_{os.getpid()}", name="pg", publication=DB)],
         "transport": {"type": "files", "path": "./landing", "roll_interval": "1s"},
         "tables": [{"name": "labels", "source": "public.labels", "buckets": 2}],
     }

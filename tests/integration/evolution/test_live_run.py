@@ -369,18 +369,7 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
             mariadb.source_entry(
                 db, server_id=5900 + os.getpid() % 1000, heartbeat="1s", tables=list(MARIADB)
             ),
-            {
-                "name": pgdb,
-                "type": "postgres",
-                "host": "127.0.0.1",
-                "port": postgres.port,
-                "user": "postgres",
-                "database": pgdb,
-                "slot": slot,
-                "publication": slot,
-                "heartbeat": "1s",
-                "tables": list(POSTGRES),
-            },
+            postgres.source_entry(pgdb, slot, heartbeat="1s", tables=list(POSTGRES)),
         ]
         path = write_pipeline(tmp_path, warehouse, db, sources)
         pipeline = Pipeline(load_config(path), reporter=Reporter(lambda _: None))

@@ -199,18 +199,7 @@ def pipeline_files(
             mariadb.source_entry(
                 my, server_id=6100 + os.getpid() % 1000, heartbeat="1s", tables=["m_items"]
             ),
-            {
-                "name": pg,
-                "type": "postgres",
-                "host": "127.0.0.1",
-                "port": postgres.port,
-                "user": "postgres",
-                "database": pgdb,
-                "slot": slot,
-                "publication": slot,
-                "heartbeat": "1s",
-                "tables": ["p_items"],
-            },
+            postgres.source_entry(pgdb, slot, name=pg, heartbeat="1s", tables=["p_items"]),
         ],
         "transport": {
             "type": "kafka",
