@@ -1,8 +1,13 @@
-"""Freshness benchmark: a steady event rate through the files transport into ``icetide run``,
-and how long each change takes from its source commit to being visible in the base table.
+"""Freshness benchmark: a steady event rate through the files transport or a Kafka broker
+into ``icetide run``, and how long each change takes from its source commit to being
+visible in the base table.
 
-The demo workload's events (three tables, realistic Debezium messages) are landed at
-``--rate`` events per second, one file per second, for ``--seconds``; each message's
+The demo workload's events (three tables, realistic Debezium messages) are delivered at
+``--rate`` events per second, once a second, for ``--seconds``: one landing file a
+second, or (``--transport kafka``) produced to a private single-node broker started for
+the run, one topic per table as Debezium names them (``<server>.<db>.<table>``; the
+transaction markers on ``<server>.transaction``), and read by the ledger's Kafka source.
+Each message's
 ``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
 time"; the messages are serialised before the run, so landing them costs the machine
 little: until 875274c each was serialised as it landed, ~6% of the two cores).
@@ -26,11 +31,14 @@ took one to four minutes to drain), when the first events reached the ledger and
 
     python bench/freshness_bench.py --rate 2000 --seconds 600
     python bench/freshness_bench.py --rate 2000 --seconds 120   # a quick look
+    python bench/freshness_bench.py --rate 10000 --transport kafka
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import platform
 import signal
@@ -44,13 +52,16 @@ from typing import Any
 
 import yaml
 from landing_run import (
+    Deliver,
     Stampable,
     class_archive_state,
     event_visibility,
+    files_delivery,
     run_load,
     wait_until_running,
 )
 
+from icetide.capture.transport.kafka import topic_name
 from icetide.config import load_config
 from icetide.demo.run import write_pipeline
 from icetide.demo.workload import generate
@@ -182,9 +193,76 @@ def main(argv: list[str] | None = None) -> int:
         help="a Spark setting for the run (spark.conf), repeatable; e.g. "
         "--spark-conf spark.driver.memory=4g",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("files", "kafka"),
+        default="files",
+        help="landing files (default), or a private Kafka broker started for the run",
+    )
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
+    with contextlib.ExitStack() as stack:
+        deliver, transport = _transport(args.transport, work, stack)
+        return _run(args, work, deliver, transport)
+
+
+def _transport(kind: str, work: Path, stack: contextlib.ExitStack) -> tuple[Deliver, Any]:
+    """How the run's events reach ``icetide run``: a landing folder's files, or a broker
+    (started here, stopped by ``stack``) with the ``transport:`` section that reads it."""
+    landing = work / "landing"
+    landing.mkdir(exist_ok=True)
+    if kind == "files":
+        return files_delivery(landing), None
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' servers
+    from confluent_kafka import Producer
+
+    from tests.devservers.kafka import KafkaServer
+
+    kafka = stack.enter_context(KafkaServer(work / "kafka"))
+    topics = sorted({topic_of(line) for line in _probe_lines()})
+    producers = [
+        Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "acks": "all"})
+    ]
+    stack.callback(producers.clear)  # gone before the broker stops: no reconnect noise
+
+    def deliver(index: int, lines: list[str]) -> None:
+        producer = producers[0]
+        for line in lines:
+            producer.produce(topic_of(line), line.encode("utf-8"))
+            producer.poll(0)
+        producer.flush(30)
+
+    section = {
+        "type": "kafka",
+        "bootstrap_servers": kafka.bootstrap_servers,
+        "topics": topics,
+        "starting_offsets": "earliest",
+    }
+    return deliver, section
+
+
+def _probe_lines() -> list[str]:
+    """A sample of the workload's lines, enough to see every topic it writes to."""
+    return [Stampable(e.message).line for e in generate(11, 5000, key_space=5000).events]
+
+
+def topic_of(line: str) -> str:
+    """The Debezium topic of one NDJSON line: ``<server>.<db or schema>.<table>`` for a change,
+    ``<server>.transaction`` for a transaction marker, one topic for anything else."""
+    message = json.loads(line)
+    payload = message.get("payload", message) if isinstance(message, dict) else None
+    source = payload.get("source") if isinstance(payload, dict) else None
+    if isinstance(source, dict) and source.get("table"):
+        # PostgreSQL's connector names its topics by schema, MySQL's by database.
+        scope = source.get("schema") if source.get("connector") == "postgresql" else None
+        return topic_name(str(source.get("name")), str(scope or source.get("db")), source["table"])
+    if isinstance(payload, dict) and payload.get("status") in ("BEGIN", "END"):
+        return "freshness.transaction"
+    return "freshness.other"
+
+
+def _run(args: argparse.Namespace, work: Path, deliver: Deliver, transport: Any) -> int:
     config_path = write_pipeline(
         work,
         buckets=4,
@@ -196,8 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             "merge": {"parallel_tables": args.parallel_tables},
         },
     )
-    if args.compact_every is not None or args.spark_conf:
+    if args.compact_every is not None or args.spark_conf or transport is not None:
         doc = yaml.safe_load(config_path.read_text())
+        if transport is not None:
+            doc["transport"] = transport
         if args.compact_every is not None:
             for table in doc["tables"]:
                 table.setdefault("merge", {})["compact_every"] = args.compact_every
@@ -205,8 +285,6 @@ def main(argv: list[str] | None = None) -> int:
             key, _, value = setting.partition("=")
             doc.setdefault("spark", {}).setdefault("conf", {})[key.strip()] = value.strip()
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    landing = work / "landing"
-    landing.mkdir(exist_ok=True)
     total = args.rate * args.seconds
     print(f"freshness: generating {total:,} events", file=sys.stderr, flush=True)
     messages = [Stampable(e.message) for e in generate(11, total, key_space=5000).events]
@@ -223,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             wait_until_running(log, run)
-            on_time = run_load(landing, messages, args.rate, args.seconds)
+            on_time = run_load(deliver, messages, args.rate, args.seconds)
             time.sleep(args.drain)
         finally:
             run.send_signal(signal.SIGTERM)
@@ -250,7 +328,8 @@ def render(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     lines = [
-        f"# Freshness: {args.rate:,} events/s for {args.seconds} s through the files transport",
+        f"# Freshness: {args.rate:,} events/s for {args.seconds} s through "
+        + ("the files transport" if args.transport == "files" else "a Kafka broker"),
         "",
         f"Machine: {platform.machine()} {os.cpu_count()} cores, commit {commit}, load average "
         f"{load0:.1f} at start, {load1:.1f} at the end (shared machine). Schedule: stream "
@@ -266,7 +345,8 @@ def render(
         lines.append(f"No event became visible ({r.get('never_visible', 0):,} not visible).")
     else:
         lines += [
-            f"- events visible: {r['events']:,} (not visible by the end: {r['never_visible']:,})",
+            f"- events delivered: {args.rate * args.seconds:,}; visible: {r['events']:,} (in "
+            f"the ledger but not visible by the end: {r['never_visible']:,})",
             f"- p50 {r['p50_s']:.1f} s, p99 {r['p99_s']:.1f} s, max {r['max_s']:.1f} s "
             "(visible in the base table − source commit time)",
             f"- of which in the ledger: p50 {r['ledger_p50_s']:.1f} s, p99 "

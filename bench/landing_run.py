@@ -1,6 +1,6 @@
 """What the benchmarks that feed a running ``icetide run`` share: messages stamped with
-their source commit time as they land, landing them at a rate through the files
-transport, waiting for the run to start, and reading back from the tables' metadata
+their source commit time as they land, delivering them at a rate (landing files, or a
+Kafka broker), waiting for the run to start, and reading back from the tables' metadata
 when each event became visible in its base table.
 
 Used by bench/freshness_bench.py and bench/tables_bench.py.
@@ -69,11 +69,21 @@ def land(landing: Path, index: int, lines: list[str]) -> None:
     os.replace(tmp, landing / name)
 
 
+Deliver = Callable[[int, list[str]], None]
+"""Hands one second's lines (the tick's number from 1, the lines) to the transport."""
+
+
+def files_delivery(landing: Path) -> Deliver:
+    """Each second's lines as one landing file."""
+    return lambda index, lines: land(landing, index, lines)
+
+
 def land_every_second(
-    landing: Path, seconds: int, lines_at: Callable[[int, int], list[str]]
+    deliver: Path | Deliver, seconds: int, lines_at: Callable[[int, int], list[str]]
 ) -> float:
-    """Land one file a second for ``seconds``, its lines ``lines_at(tick, now_ms)``; the
-    share of ticks kept on time."""
+    """Deliver one batch a second for ``seconds`` (a landing folder: one file each), its
+    lines ``lines_at(tick, now_ms)``; the share of ticks kept on time."""
+    send = files_delivery(deliver) if isinstance(deliver, Path) else deliver
     start = time.monotonic()
     late = 0
     for tick in range(seconds):
@@ -83,17 +93,17 @@ def land_every_second(
             time.sleep(wait)
         else:
             late += 1
-        land(landing, tick + 1, lines_at(tick, int(time.time() * 1000)))
+        send(tick + 1, lines_at(tick, int(time.time() * 1000)))
     return 1 - late / max(seconds, 1)
 
 
-def run_load(landing: Path, messages: list[Stampable], rate: int, seconds: int) -> float:
-    """Land ``rate`` events per second for ``seconds``; the share of ticks kept on time."""
+def run_load(deliver: Path | Deliver, messages: list[Stampable], rate: int, seconds: int) -> float:
+    """Deliver ``rate`` events per second for ``seconds``; the share of ticks kept on time."""
 
     def lines_at(tick: int, now_ms: int) -> list[str]:
         return [m.at(now_ms) for m in messages[tick * rate : (tick + 1) * rate]]
 
-    return land_every_second(landing, seconds, lines_at)
+    return land_every_second(deliver, seconds, lines_at)
 
 
 def wait_until_running(log: Path, run: subprocess.Popen[bytes], timeout: float = 180) -> None:
