@@ -11,6 +11,9 @@ Each message's
 ``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
 time"; the messages are serialised before the run, so landing them costs the machine
 little: until 875274c each was serialised as it landed, ~6% of the two cores).
+A run longer than ``--pool`` events delivers the pool again, each round's source positions
+moved past the last (:func:`moved_on`): generating the demo's events costs ~0.4 ms each,
+so 10 minutes at 20,000 events/s could not be generated up front.
 ``icetide run --no-capture`` runs the stream and merge stages on the schedule given; the
 landing starts when it says it is running (its Spark session is up; until
 a45cffc it started 5 s after the command). After the run (and a drain of up to
@@ -41,12 +44,14 @@ import contextlib
 import json
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +62,7 @@ from landing_run import (
     class_archive_state,
     event_visibility,
     files_delivery,
-    run_load,
+    land_every_second,
     wait_until_running,
 )
 
@@ -199,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
         default="files",
         help="landing files (default), or a private Kafka broker started for the run",
     )
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=1_200_000,
+        help="distinct events generated before the run (~0.4 ms and ~2.5 KB each); a run "
+        "longer than the pool delivers it again with its source positions moved on "
+        "(default 1,200,000: 10 minutes at 2,000 events/s)",
+    )
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
@@ -240,6 +253,52 @@ def _transport(kind: str, work: Path, stack: contextlib.ExitStack) -> tuple[Deli
         "starting_offsets": "earliest",
     }
     return deliver, section
+
+
+_BINLOG_FILE = re.compile(r'"file":"mysql-bin\.(\d+)"')
+_LSN = re.compile(r'"lsn":(\d+)')
+
+
+def moved_on(line: str, cycle: int) -> str:
+    """``line`` as delivered in the pool's ``cycle``-th round: its source position moved
+    past every earlier round's (the binlog file number up by 1,000 a round, the LSN by
+    2^40), so the merge's version guard takes each round as newer changes, as a longer
+    workload's would be, instead of skipping them as stale.
+
+    >>> moved_on('{"file":"mysql-bin.000008","pos":4}', 2)
+    '{"file":"mysql-bin.002008","pos":4}'
+    >>> moved_on('{"sequence":"[null,\\\\"16\\\\"]","lsn":16,"txId":16}', 1)
+    '{"sequence":"[null,\\\\"1099511627792\\\\"]","lsn":1099511627792,"txId":16}'
+    """
+    if not cycle:
+        return line
+    found = _BINLOG_FILE.search(line)
+    if found:
+        number = int(found.group(1)) + 1000 * cycle
+        return line.replace(found.group(0), f'"file":"mysql-bin.{number:06d}"', 1)
+    found = _LSN.search(line)
+    if found:
+        lsn = found.group(1)
+        moved = str(int(lsn) + (cycle << 40))
+        # The LSN is also in Debezium's ``sequence``, as a string in a JSON string.
+        return line.replace(found.group(0), f'"lsn":{moved}', 1).replace(
+            f'\\"{lsn}\\"', f'\\"{moved}\\"'
+        )
+    return line
+
+
+def cycled(messages: list[Stampable], rate: int) -> Callable[[int, int], list[str]]:
+    """Each second's ``rate`` lines, the pool of ``messages`` delivered round after round
+    (:func:`moved_on`)."""
+
+    def lines_at(tick: int, now_ms: int) -> list[str]:
+        first = tick * rate
+        return [
+            moved_on(messages[i % len(messages)].at(now_ms), i // len(messages))
+            for i in range(first, first + rate)
+        ]
+
+    return lines_at
 
 
 def _probe_lines() -> list[str]:
@@ -286,8 +345,9 @@ def _run(args: argparse.Namespace, work: Path, deliver: Deliver, transport: Any)
             doc.setdefault("spark", {}).setdefault("conf", {})[key.strip()] = value.strip()
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     total = args.rate * args.seconds
-    print(f"freshness: generating {total:,} events", file=sys.stderr, flush=True)
-    messages = [Stampable(e.message) for e in generate(11, total, key_space=5000).events]
+    pool = min(total, args.pool)
+    print(f"freshness: generating {pool:,} events", file=sys.stderr, flush=True)
+    messages = [Stampable(e.message) for e in generate(11, pool, key_space=5000).events]
     archive = class_archive_state(config_path)
     load_at_start = os.getloadavg()[0]
     log = work / "run.log"
@@ -301,7 +361,7 @@ def _run(args: argparse.Namespace, work: Path, deliver: Deliver, transport: Any)
         )
         try:
             wait_until_running(log, run)
-            on_time = run_load(deliver, messages, args.rate, args.seconds)
+            on_time = land_every_second(deliver, args.seconds, cycled(messages, args.rate))
             time.sleep(args.drain)
         finally:
             run.send_signal(signal.SIGTERM)

@@ -97,15 +97,6 @@ def land_every_second(
     return 1 - late / max(seconds, 1)
 
 
-def run_load(deliver: Path | Deliver, messages: list[Stampable], rate: int, seconds: int) -> float:
-    """Deliver ``rate`` events per second for ``seconds``; the share of ticks kept on time."""
-
-    def lines_at(tick: int, now_ms: int) -> list[str]:
-        return [m.at(now_ms) for m in messages[tick * rate : (tick + 1) * rate]]
-
-    return land_every_second(deliver, seconds, lines_at)
-
-
 def wait_until_running(log: Path, run: subprocess.Popen[bytes], timeout: float = 180) -> None:
     """Until ``icetide run`` says it runs its stages (its Spark session is up and the
     stream starting): events landed before that would time the start of a JVM."""
