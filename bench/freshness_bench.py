@@ -5,15 +5,14 @@ visible in the base table.
 The demo workload's events (three tables, realistic Debezium messages) are delivered at
 ``--rate`` events per second, once a second, for ``--seconds``: one landing file a
 second, or (``--transport kafka``) produced to a private single-node broker started for
-the run, one topic per table as Debezium names them (``<server>.<db>.<table>``; the
-transaction markers on ``<server>.transaction``), and read by the ledger's Kafka source.
-Each message's
-``source.ts_ms`` is stamped with the wall clock when its file lands (its "source commit
-time"; the messages are serialised before the run, so landing them costs the machine
-little: until 875274c each was serialised as it landed, ~6% of the two cores).
-A run longer than ``--pool`` events delivers the pool again, each round's source positions
-moved past the last (:func:`moved_on`): generating the demo's events costs ~0.4 ms each,
-so 10 minutes at 20,000 events/s could not be generated up front.
+the run, one topic per table as Debezium names them (``<server>.<db or schema>.<table>``),
+and read by the ledger's Kafka source. Each message's ``source.ts_ms`` is stamped with
+the wall clock when it is delivered (its "source commit time"; the messages are
+serialised before the run, so delivering them costs the machine little: until 875274c
+each was serialised as it landed, ~6% of the two cores). A run longer than ``--pool``
+events delivers the pool again, each round's source positions moved past the last
+(:func:`moved_on`): generating the demo's events costs ~0.4 ms each, so 10 minutes at
+20,000 events/s could not be generated up front.
 ``icetide run --no-capture`` runs the stream and merge stages on the schedule given; the
 landing starts when it says it is running (its Spark session is up; until
 a45cffc it started 5 s after the command). After the run (and a drain of up to
