@@ -1,12 +1,11 @@
 .PHONY: help install install-tests demo test unit integration lint bench
 PY ?= python3
-# Four pytest workers (pytest-xdist) on two cores: the longest tests spend most of
+# Three pytest workers (pytest-xdist) on two cores: the longest tests spend most of
 # their time waiting on schedules (a merge every second, a capture child restarted, a
-# wall-clock run of a crash loop); with three, the two cores were a fifth idle over a
-# whole run (per-test CPU read from /proc, 2026-12-03), so a fourth fills them. The
+# wall-clock run of a crash loop), so a third worker fills the cores meanwhile. The
 # tests of one shared server stay in one worker (tests/integration/conftest.py
 # SHARED_SERVERS).
-PYTEST_WORKERS ?= -n 4 --dist loadgroup
+PYTEST_WORKERS ?= -n 3 --dist loadgroup
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' Makefile | sed 's/:.*## /\t/'
