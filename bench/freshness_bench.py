@@ -214,14 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
+    pool = min(args.rate * args.seconds, args.pool)
+    print(f"freshness: generating {pool:,} events", file=sys.stderr, flush=True)
+    messages = [Stampable(e.message) for e in generate(11, pool, key_space=5000).events]
     with contextlib.ExitStack() as stack:
-        deliver, transport = _transport(args.transport, work, stack)
-        return _run(args, work, deliver, transport)
+        deliver, transport = _transport(args.transport, work, stack, messages)
+        return _run(args, work, messages, deliver, transport)
 
 
-def _transport(kind: str, work: Path, stack: contextlib.ExitStack) -> tuple[Deliver, Any]:
+def _transport(
+    kind: str, work: Path, stack: contextlib.ExitStack, messages: list[Stampable]
+) -> tuple[Deliver, Any]:
     """How the run's events reach ``icetide run``: a landing folder's files, or a broker
-    (started here, stopped by ``stack``) with the ``transport:`` section that reads it."""
+    (started here, stopped by ``stack``) with the ``transport:`` section that reads the
+    topics ``messages`` go to."""
     landing = work / "landing"
     landing.mkdir(exist_ok=True)
     if kind == "files":
@@ -232,7 +238,7 @@ def _transport(kind: str, work: Path, stack: contextlib.ExitStack) -> tuple[Deli
     from tests.devservers.kafka import KafkaServer
 
     kafka = stack.enter_context(KafkaServer(work / "kafka"))
-    topics = sorted({topic_of(line) for line in _probe_lines()})
+    topics = sorted({topic_of(m.line) for m in messages})
     producers = [
         Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "acks": "all"})
     ]
@@ -300,14 +306,9 @@ def cycled(messages: list[Stampable], rate: int) -> Callable[[int, int], list[st
     return lines_at
 
 
-def _probe_lines() -> list[str]:
-    """A sample of the workload's lines, enough to see every topic it writes to."""
-    return [Stampable(e.message).line for e in generate(11, 5000, key_space=5000).events]
-
-
 def topic_of(line: str) -> str:
-    """The Debezium topic of one NDJSON line: ``<server>.<db or schema>.<table>`` for a change,
-    ``<server>.transaction`` for a transaction marker, one topic for anything else."""
+    """The Debezium topic of one NDJSON line: ``<server>.<db or schema>.<table>`` for a
+    change; a transaction marker or anything else on a topic of its own."""
     message = json.loads(line)
     payload = message.get("payload", message) if isinstance(message, dict) else None
     source = payload.get("source") if isinstance(payload, dict) else None
@@ -320,7 +321,13 @@ def topic_of(line: str) -> str:
     return "freshness.other"
 
 
-def _run(args: argparse.Namespace, work: Path, deliver: Deliver, transport: Any) -> int:
+def _run(
+    args: argparse.Namespace,
+    work: Path,
+    messages: list[Stampable],
+    deliver: Deliver,
+    transport: Any,
+) -> int:
     config_path = write_pipeline(
         work,
         buckets=4,
@@ -343,10 +350,6 @@ def _run(args: argparse.Namespace, work: Path, deliver: Deliver, transport: Any)
             key, _, value = setting.partition("=")
             doc.setdefault("spark", {}).setdefault("conf", {})[key.strip()] = value.strip()
         config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    total = args.rate * args.seconds
-    pool = min(total, args.pool)
-    print(f"freshness: generating {pool:,} events", file=sys.stderr, flush=True)
-    messages = [Stampable(e.message) for e in generate(11, pool, key_space=5000).events]
     archive = class_archive_state(config_path)
     load_at_start = os.getloadavg()[0]
     log = work / "run.log"
