@@ -53,13 +53,20 @@ class Child:
             self._new.put(line)
         self._new.put(None)
 
-    def wait_for_line(self, pattern: str) -> None:
-        """Block until a line matching ``pattern`` has been printed."""
+    def wait_for_line(self, pattern: str, timeout: float = START_TIMEOUT) -> None:
+        """Block until a line matching ``pattern`` has been printed; after ``timeout``
+        seconds without one, fail with the child's last lines (what it was doing)."""
         if any(re.search(pattern, line) for line in self.lines):
             return
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + timeout
         while True:
-            line = self._new.get(timeout=max(deadline - time.monotonic(), 0.01))
+            try:
+                line = self._new.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(
+                    f"no line matching {pattern!r} within {timeout:g} s; the last lines:\n"
+                    + "\n".join(self.lines[-80:])
+                ) from None
             assert line is not None, f"exited before {pattern!r}:\n{self.output}"
             if re.search(pattern, line):
                 return

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import queue
 import random
 import re
 import signal
@@ -387,13 +386,8 @@ def test_schema_changes_under_icetide_run_with_writes_throughout(
         trickle = Trickle(mariadb, db, postgres, pgdb)
         with child(args, pause) as run:
             try:
-                for table in SEEDED_FIRST:
-                    try:
-                        run.wait_for_line(rf"^merge {table}: [1-9]")
-                    except queue.Empty:  # with what the run said meanwhile
-                        raise AssertionError(
-                            f"no merge of {table}'s seed rows:\n" + "\n".join(run.lines[-80:])
-                        ) from None
+                for table in SEEDED_FIRST:  # a timeout says what the run said meanwhile
+                    run.wait_for_line(rf"^merge {table}: [1-9]")
                 trickle.start()
                 recorded: list[Recording] = []
 
