@@ -79,11 +79,10 @@ def files_delivery(landing: Path) -> Deliver:
 
 
 def land_every_second(
-    deliver: Path | Deliver, seconds: int, lines_at: Callable[[int, int], list[str]]
+    deliver: Deliver, seconds: int, lines_at: Callable[[int, int], list[str]]
 ) -> float:
-    """Deliver one batch a second for ``seconds`` (a landing folder: one file each), its
-    lines ``lines_at(tick, now_ms)``; the share of ticks kept on time."""
-    send = files_delivery(deliver) if isinstance(deliver, Path) else deliver
+    """Deliver one batch a second for ``seconds`` (:func:`files_delivery`: one landing
+    file each), its lines ``lines_at(tick, now_ms)``; the share of ticks kept on time."""
     start = time.monotonic()
     late = 0
     for tick in range(seconds):
@@ -93,7 +92,7 @@ def land_every_second(
             time.sleep(wait)
         else:
             late += 1
-        send(tick + 1, lines_at(tick, int(time.time() * 1000)))
+        deliver(tick + 1, lines_at(tick, int(time.time() * 1000)))
     return 1 - late / max(seconds, 1)
 
 

@@ -63,6 +63,7 @@ from landing_run import (
     Stampable,
     class_archive_state,
     event_visibility,
+    files_delivery,
     land_every_second,
     wait_until_running,
 )
@@ -497,7 +498,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
     try:
         wait_until_running(log, run, timeout=600)
         running = time.time()
-        on_time = land_every_second(landing, args.seconds, lines_at)
+        on_time = land_every_second(files_delivery(landing), args.seconds, lines_at)
         landed = time.time()
         drain_until_stored(records, args.rate * args.seconds, landed + args.drain)
         # The idle window: no event lands; what does keeping the tables cost?
