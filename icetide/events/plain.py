@@ -194,13 +194,17 @@ class Refuse(Exception):
 Converter = Callable[[Any], Any]
 
 
-def _converter(column: Column, logical: str | None, stored: Column | None = None) -> Converter:
+def _converter(
+    column: Column, logical: str | None, stored: Column | None = None, typed: bool = False
+) -> Converter:
     """``value -> typed value in Arrow's form`` for one column, as
     :func:`icetide.events.project.coerce_value` then
     :func:`icetide.schema.convert.spark.arrow_value` type it; raises :class:`Refuse`
-    for a value that path must read (a float outside float columns, a nested value, a
-    value the column refuses). ``stored``: the layout's column, whose type gives the
-    Arrow form (the column itself when not given)."""
+    for a value that path must read (a value the column refuses; unless ``typed``, a
+    float outside float columns or a nested value, whose digits or form only the
+    general parse keeps). ``stored``: the layout's column, whose type gives the Arrow
+    form (the column itself when not given). ``typed``: values already decoded by the
+    message's own schema (a ``Decimal``, a ``datetime``), taken as they are."""
     ctype = column.type
     arrow = (stored or column).type
     slot = Slot(column.name, ctype, logical)
@@ -208,7 +212,7 @@ def _converter(column: Column, logical: str | None, stored: Column | None = None
 
     def general(value: Any) -> Any:
         kind = type(value)
-        if kind is not str and kind is not int and kind is not bool:
+        if not typed and kind is not str and kind is not int and kind is not bool:
             raise Refuse
         try:
             return arrow_value(coercer(value, slot), arrow)
@@ -260,14 +264,18 @@ class ImageProjector:
 
 
 def image_projector(
-    schema: TableSchema, layout: TableSchema, hints: Mapping[int, str] | None
+    schema: TableSchema,
+    layout: TableSchema,
+    hints: Mapping[int, str] | None,
+    typed: bool = False,
 ) -> ImageProjector:
     """The typing of ``schema``'s columns into ``layout``'s row shape (a layout column
-    the value schema does not have yet stays None), built once per table and batch."""
+    the value schema does not have yet stays None), built once per table and batch
+    (``typed``: see :func:`_converter`)."""
     hints = schema.sink.logical if hints is None else hints
     by_name = schema.by_name
     slots = tuple(
-        (c.name, _converter(by_name[c.name], hints.get(by_name[c.name].id), c))
+        (c.name, _converter(by_name[c.name], hints.get(by_name[c.name].id), c, typed))
         if c.name in by_name
         else (c.name, None)
         for c in layout.columns
@@ -291,5 +299,5 @@ def image_projector(
         frozenset(schema.by_name),
         tuple(c.name for c in schema.value_columns if not c.nullable),
         tuple(c.name for c in schema.value_columns),
-        tuple((c.name, _converter(c, hints.get(c.id))) for c in schema.key_columns),
+        tuple((c.name, _converter(c, hints.get(c.id), typed=typed)) for c in schema.key_columns),
     )

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
+from icetide.events.inline import InlineSchemas, read_inline
 from icetide.events.model import ChangeEvent
 from icetide.events.plain import (
     PlainRow,
@@ -212,16 +213,32 @@ def _route_plain(row: PlainRow, routes: Routes) -> Classified:
     return found, ROW, "", ""
 
 
+def _general_key(raw: bytes) -> str | None:
+    """:func:`schema_key` of a JSON message as the general path reads it (raises when
+    that path cannot parse it)."""
+    return schema_key(raw, parse_json(message_text(raw)))
+
+
+_INLINE = InlineSchemas(_general_key)
+"""The inline schema blocks this worker has read (:mod:`icetide.events.inline`)."""
+
+
 def _classify(
     raw: bytes, routes: Routes, wire: Wire | None = None
 ) -> tuple[Classified, str | None]:
-    # The usual message, read once (icetide.events.plain); a bare envelope carries no
-    # schema, so it has no schema key. A registry frame read by its prepared reader
+    # The usual messages, read once: a bare envelope (icetide.events.plain: no schema, so
+    # no schema key) or one with an inline schema block (icetide.events.inline: the
+    # block's key found once). A registry frame read by its prepared reader
     # (icetide.events.wire_prepared) to a bare envelope is routed the same way. Anything
     # else: the general path below.
-    plain = read_plain(parse(raw))
+    doc = parse(raw)
+    plain = read_plain(doc)
     if plain is not None:
         return _route_plain(plain, routes), None
+    inline = read_inline(doc)
+    if inline is not None and (block := _INLINE.get(inline.schema, raw)) is not None:
+        classified = _route_plain(inline.row, routes)
+        return classified, block.key if classified[1] == ROW else None
     framed = wire.framed(raw) if wire is not None else None
     if framed is not None and wire is not None:
         plain = read_plain(read_framed(framed, wire.schemas))
@@ -532,14 +549,39 @@ def _project(
 def _plain_rows(
     projection: Projection, refused: Refused | None
 ) -> Callable[[bytes], dict[str, Any] | None] | None:
-    """The ledger row of a bare row envelope (:mod:`icetide.events.plain`), exactly as
-    :func:`_project` makes it, or None for a message it must read: built once per table
-    and batch. None when this projection needs the general path for every message
-    (renames in progress, every message refused)."""
-    if refused and (ALL_MESSAGES in refused or "" in refused):
-        return None  # a bare envelope has no schema key: only "" or ALL would refuse it
-    rows = _document_rows(projection, typed=False)
-    return None if rows is None else lambda raw: rows(parse(raw))
+    """The ledger row of a bare row envelope (:mod:`icetide.events.plain`) or of one with
+    an inline schema block (:mod:`icetide.events.inline`), exactly as :func:`_project`
+    makes it, or None for a message it must read: built once per table and batch. None
+    when this projection needs the general path for every message (renames in progress,
+    every message refused)."""
+    if refused and ALL_MESSAGES in refused:
+        return None
+    bare = None if refused and "" in refused else _document_rows(projection, typed=False)
+    typed = _document_rows(projection, typed=True)
+    if bare is None and typed is None:
+        return None
+
+    def run(raw: bytes) -> dict[str, Any] | None:
+        doc = parse(raw)
+        plain = read_plain(doc)
+        if plain is not None:  # a bare envelope has no schema key: only "" refuses it
+            return None if bare is None else bare(plain)
+        inline = read_inline(doc)
+        if inline is None or typed is None:
+            return None
+        block = _INLINE.get(inline.schema, raw)
+        if block is None or (refused and (block.key or "") in refused):
+            return None  # a refused version: said by the general path
+        row = inline.row
+        try:
+            decoded = row._replace(
+                before=block.reader.image(row.before), after=block.reader.image(row.after)
+            )
+        except Refuse:
+            return None
+        return typed(decoded)
+
+    return run
 
 
 def _framed_rows(
@@ -560,16 +602,18 @@ def _framed_rows(
         framed = wire.framed(raw)
         if framed is None or (refused and _registry_key(framed) in refused):
             return None  # not a frame, or a refused version: said by the general path
-        return rows(read_framed(framed, schemas))
+        plain = read_plain(read_framed(framed, schemas))
+        return None if plain is None else rows(plain)
 
     return run
 
 
 def _document_rows(
     projection: Projection, typed: bool
-) -> Callable[[Any], dict[str, Any] | None] | None:
-    """The ledger row of a parsed bare row envelope (``typed``: read from a registry
-    frame), or None: what :func:`_plain_rows` and :func:`_framed_rows` share."""
+) -> Callable[[PlainRow], dict[str, Any] | None] | None:
+    """The ledger row of a read row envelope (``typed``: its values typed by the
+    message's own schema, inline or in the registry), or None: what :func:`_plain_rows`
+    and :func:`_framed_rows` share."""
     schema, layout = projection.value_schema, projection.layout
     if projection.aliases:
         return None
@@ -578,14 +622,11 @@ def _document_rows(
     hints = projection.hints
     if typed:  # as project_event reads an event its own schema typed
         hints = typed_hints(schema, schema.sink.logical if hints is None else hints)
-    images = image_projector(schema, layout, hints)
+    images = image_projector(schema, layout, hints, typed=typed)
     project, names, keys = images.project, images.names, images.keys
     required, values, earlier = images.required, images.values, projection.earlier
 
-    def run(doc: Any) -> dict[str, Any] | None:
-        plain = read_plain(doc)
-        if plain is None:
-            return None
+    def run(plain: PlainRow) -> dict[str, Any] | None:
         position = plain.position
         if earlier and projection.era_at(position.key) is not None:
             return None  # written under an earlier version: its names and hints

@@ -1,0 +1,187 @@
+"""The common message with an inline Connect schema, read in one pass.
+
+Kafka Connect's JsonConverter with ``schemas.enable=true`` (its default) wraps every row
+envelope as ``{"schema": {…}, "payload": {…}}``: the schema block, about 3 kB for a
+ten-column table, comes again with every message, and the values in the payload are in
+the schema's forms (a ``Decimal`` as base64 of its unscaled bytes, a ``Timestamp`` as
+epoch milliseconds). The general decoder (:mod:`icetide.events.envelope`) reads the whole
+schema block of each message to decode its values; on 2026-12-03 that made such
+messages four times as slow through the ledger as bare envelopes.
+
+A stream repeats very few schema blocks, so here each distinct block is read once
+(:class:`InlineSchemas`): its row struct becomes one decoder per field, and the general
+path's schema key is computed once. The payload is then the bare envelope
+:func:`icetide.events.plain.read_plain` checks, and its images are decoded by the same
+functions :func:`icetide.events.logical_types.decode_struct` calls.
+
+The rule of :mod:`icetide.events.plain` holds: this path only *accepts*. A block whose
+``before`` and ``after`` structs differ or are missing, a block holding a fractional
+number (two parsers may disagree on it), a nested or placeholder value, a fractional
+number anywhere but in a ``float32``/``float64`` field, a value its decoder refuses:
+the general decoder reads that message from its bytes again and says what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import orjson
+
+from icetide.events.envelope import is_unavailable
+from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS
+from icetide.events.plain import PlainRow, Refuse, read_plain
+from icetide.schema.convert.connect import plain_type
+
+_FLOAT_DECODER = TYPE_DECODERS["float64"]
+_MAX_SCHEMAS = 64
+"""Distinct schema blocks remembered per worker (a stream has a few per table)."""
+
+
+class InlineRow(NamedTuple):
+    """A ``{"schema", "payload"}`` message whose payload is a bare row envelope."""
+
+    row: PlainRow
+    """The payload's envelope, images still in the schema's forms."""
+    schema: dict[str, Any]
+    """The message's schema block, as parsed."""
+
+
+def read_inline(doc: Any) -> InlineRow | None:
+    """The envelope of a parsed ``{"schema", "payload"}`` row message, checked as
+    :func:`icetide.events.envelope.decode_document` checks it; None for any other.
+
+    >>> row = read_inline({"schema": {"name": "s.inv.t.Envelope"}, "payload": {"op": "c",
+    ...     "after": {"id": 1}, "source": {"connector": "mysql", "db": "inv", "table": "t",
+    ...     "file": "binlog.000003", "pos": 4}}})
+    >>> row.row.op, row.schema["name"]
+    ('c', 's.inv.t.Envelope')
+    """
+    if type(doc) is not dict or len(doc) != 2:
+        return None
+    schema, payload = doc.get("schema"), doc.get("payload")
+    if type(schema) is not dict or type(payload) is not dict:
+        return None
+    name = schema.get("name")
+    if type(name) is str and name.endswith("Key"):
+        return None  # a key message: the general decoder skips it
+    row = read_plain(payload)
+    return None if row is None else InlineRow(row, schema)
+
+
+FieldDecoder = Callable[[Any], Any]
+
+
+def _field_decoder(field: Mapping[str, Any], path: str) -> tuple[FieldDecoder | None, bool]:
+    """``value -> decoded value`` for one field, as
+    :func:`~icetide.events.logical_types.decode_value` decodes it (None: the value stays
+    as it is), and whether a fractional number may come to it."""
+    decoder = LOGICAL_DECODERS.get(str(field.get("name"))) or TYPE_DECODERS.get(
+        plain_type(field) or ""
+    )
+    if decoder is None:
+        return None, False
+    return (lambda value: decoder(value, field, path)), decoder is _FLOAT_DECODER
+
+
+@dataclass(frozen=True)
+class StructReader:
+    """A row image decoded by its inline struct (:meth:`image`), built once per block."""
+
+    fields: Mapping[str, tuple[FieldDecoder | None, bool]]
+
+    def image(self, values: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``values`` decoded as ``decode_struct`` decodes them; raises :class:`Refuse`
+        for a value the general decoder must read (see module doc)."""
+        if values is None:
+            return None
+        out: dict[str, Any] = {}
+        fields = self.fields
+        for name, value in values.items():
+            if value is None:
+                out[name] = None
+                continue
+            kind = type(value)
+            if kind is dict or kind is list or (kind is str and is_unavailable(value)):
+                raise Refuse
+            decoder, floats = fields.get(name, (None, False))
+            if kind is float and not floats:
+                raise Refuse
+            if decoder is None:
+                out[name] = value
+                continue
+            try:
+                out[name] = decoder(value)
+            except Exception:
+                raise Refuse from None
+        return out
+
+
+def _struct_field(schema: Mapping[str, Any], name: str) -> Any:
+    for field in schema.get("fields") or ():
+        if type(field) is dict and field.get("field") == name:
+            return field
+    return None
+
+
+def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
+    """The reader of a schema block's row images, or None when the general decoder must
+    read its messages (``before`` and ``after`` not the same struct)."""
+    after, before = _struct_field(schema, "after"), _struct_field(schema, "before")
+    if not isinstance(after, dict) or not isinstance(before, dict):
+        return None
+    inner_after, inner_before = after.get("fields"), before.get("fields")
+    if type(inner_after) is not list or inner_after != inner_before:
+        return None
+    fields: dict[str, tuple[FieldDecoder | None, bool]] = {}
+    for field in inner_after:
+        if type(field) is not dict or type(field.get("field")) is not str:
+            return None
+        if field["field"] in fields:
+            return None  # the general decoder takes the last of two: let it
+        fields[field["field"]] = _field_decoder(field, field["field"])
+    return StructReader(fields)
+
+
+def _has_float(value: Any) -> bool:
+    if type(value) is float:
+        return True
+    if type(value) is dict:
+        return any(_has_float(v) for v in value.values())
+    if type(value) is list:
+        return any(_has_float(v) for v in value)
+    return False
+
+
+@dataclass(frozen=True)
+class InlineSchema:
+    """What one distinct schema block gives: its general schema key, and its reader."""
+
+    key: str | None
+    reader: StructReader
+
+
+class InlineSchemas:
+    """The distinct schema blocks a worker has read, by their exact text.
+
+    ``key_of(raw)`` gives the general path's schema key of a message carrying the block,
+    computed once per block. A block is looked up by ``orjson``'s text of it, so ``1``
+    and ``1.0`` are two blocks; a block with a fractional number is never taken."""
+
+    def __init__(self, key_of: Callable[[bytes], str | None]) -> None:
+        self._key_of = key_of
+        self._known: dict[bytes, InlineSchema | None] = {}
+
+    def get(self, schema: dict[str, Any], raw: bytes) -> InlineSchema | None:
+        """The block's reader and key, or None: the general decoder reads the message."""
+        text = orjson.dumps(schema)
+        if text in self._known:
+            return self._known[text]
+        found = None
+        if not _has_float(schema) and (reader := struct_reader(schema)) is not None:
+            found = InlineSchema(self._key_of(raw), reader)
+        if len(self._known) >= _MAX_SCHEMAS:
+            self._known.clear()
+        self._known[text] = found
+        return found
