@@ -30,11 +30,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from icetide.events.envelope import is_unavailable
-from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS
+from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS, integer_range
 from icetide.events.plain import PlainRow, Refuse, read_plain
 from icetide.schema.convert.connect import plain_type
 
 _FLOAT_DECODER = TYPE_DECODERS["float64"]
+_INTEGER_DECODER = TYPE_DECODERS["int64"]
+_STRING_DECODER = TYPE_DECODERS["string"]
 _MAX_SCHEMAS = 64
 """Distinct schema blocks remembered per worker (a stream has a few per table)."""
 
@@ -82,6 +84,17 @@ def _field_decoder(field: Mapping[str, Any], path: str) -> tuple[FieldDecoder | 
     )
     if decoder is None:
         return None, False
+    if decoder is _INTEGER_DECODER:  # the usual values first: what the decoder returns
+        low, high = integer_range(field)
+
+        def integer(value: Any) -> Any:
+            if type(value) is int and low <= value <= high:
+                return value
+            return decoder(value, field, path)
+
+        return integer, False
+    if decoder is _STRING_DECODER:
+        return (lambda value: value if type(value) is str else decoder(value, field, path)), False
     return (lambda value: decoder(value, field, path)), decoder is _FLOAT_DECODER
 
 

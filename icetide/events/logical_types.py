@@ -355,10 +355,19 @@ LOGICAL_DECODERS: dict[str, Decoder] = {
 # --- plain Connect types ----------------------------------------------------------------
 
 
+def integer_range(schema: Schema) -> tuple[int, int]:
+    """The values a Connect integer field (``int8`` … ``int64``) holds.
+
+    >>> integer_range({"type": "int16"})
+    (-32768, 32767)
+    """
+    return _INT_RANGES[plain_type(schema) or "int64"]
+
+
 def _integer(value: Any, schema: Schema, path: str) -> int:
     kind = plain_type(schema) or "int64"
     number = _int(value, path, f"an integer ({kind})")
-    low, high = _INT_RANGES[kind]
+    low, high = integer_range(schema)
     if not low <= number <= high:
         raise bad_value(path, f"an integer in {kind} range", value)
     return number
