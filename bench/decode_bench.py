@@ -10,7 +10,9 @@ landing-file reader makes) in one process, so the figure is per core, for the sa
 * JSON Schema with a registry frame (payload validated by ``jsonschema``),
 * Protobuf with a registry frame and message indexes,
 * Avro again with the ``price`` column a ``decimal(12,2)`` (Avro's ``decimal`` logical
-  type, as Confluent's AvroConverter writes a Connect Decimal): ``avro_decimal``.
+  type, as Confluent's AvroConverter writes a Connect Decimal): ``avro_decimal``;
+* JSON with the inline Connect schema block JsonConverter writes by default
+  (``schemas.enable=true``; ~2 kB of schema beside each row): ``json_inline``.
 
 Rates are per CPU-second of this process (``time.process_time``), not per wall second:
 on a shared machine a process waits for a core for as long as it runs, and the figure
@@ -42,6 +44,8 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from icetide.capture.envelope import envelope_schema
+from icetide.capture.mysql.reader import SOURCE as MYSQL
 from icetide.events.wire import AVRO, JSON_SCHEMA, PROTOBUF, WriterSchema, frame
 from icetide.ledger.decode import ROW, Routes, classify_batches, project_batches
 from icetide.ledger.registry_decode import Wire
@@ -110,6 +114,16 @@ def event(i: int) -> dict[str, Any]:
         "ts_ms": 1_700_000_000_000 + i,
     }
     return {"before": None, "after": row, "source": source, "op": "c", "ts_ms": i}
+
+
+CONNECT_TYPES = {"long": "int64", "string": "string", "double": "float64", "boolean": "boolean"}
+
+
+def inline(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` as JsonConverter writes it with ``schemas.enable=true``: the envelope's
+    Connect schema (as icetide's capture writes it) beside the payload."""
+    fields = [{"field": n, "type": CONNECT_TYPES[t], "optional": n != "id"} for n, t in COLUMNS]
+    return {"schema": envelope_schema("shop.inv.items", fields, MYSQL), "payload": doc}
 
 
 def avro_schema() -> dict[str, Any]:
@@ -248,6 +262,7 @@ def messages(events: int) -> dict[str, Case]:
         "json_schema": ([frame(2, json.dumps(d).encode()) for d in docs], wire, SCHEMA),
         "protobuf": (pb, wire, SCHEMA),
         "avro_decimal": (avro_decimal, wire, DECIMAL_SCHEMA),
+        "json_inline": ([json.dumps(inline(d)).encode() for d in docs], None, SCHEMA),
     }
 
 

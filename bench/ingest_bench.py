@@ -18,6 +18,7 @@ and the ledger's rate as a share of the floor's. Never pass/fail on time: machin
 are small and shared; the load average is printed beside the figures.
 
     python bench/ingest_bench.py --sizes 20000,200000 --repeat 3
+    python bench/ingest_bench.py --form inline   # with JsonConverter's schema blocks
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decode_bench import SCHEMA, event  # noqa: E402
+from decode_bench import SCHEMA, event, inline  # noqa: E402
 
 from icetide.config.model import Config  # noqa: E402
 from icetide.ledger.stage import LedgerStage  # noqa: E402
@@ -79,16 +80,21 @@ def config(work: Path, run: str, landing: Path, catalog: dict[str, object] | Non
     return Config.model_validate(doc)
 
 
-def land(folder: Path, events: int, per_file: int) -> None:
-    """``events`` NDJSON Debezium events in files of ``per_file`` lines."""
+def land(folder: Path, events: int, per_file: int, form: str = "bare") -> None:
+    """``events`` NDJSON Debezium events in files of ``per_file`` lines (``form``:
+    bare envelopes, or with JsonConverter's inline schema block)."""
     folder.mkdir(parents=True)
+    wrap = inline if form == "inline" else (lambda doc: doc)
     for start in range(0, events, per_file):
-        lines = (json.dumps(event(i)) for i in range(start, min(events, start + per_file)))
+        stop = min(events, start + per_file)
+        lines = (json.dumps(wrap(event(i))) for i in range(start, stop))
         (folder / f"events-{start:09d}.json").write_text("\n".join(lines) + "\n")
 
 
-def floor(spark: SparkSession, landing: Path, run: str) -> Callable[[], None]:
-    """Spark alone: parse with the explicit schema, keep the columns, position and line."""
+def floor(spark: SparkSession, landing: Path, run: str, form: str = "bare") -> Callable[[], None]:
+    """Spark alone: parse with the explicit schema, keep the columns, position and line
+    (an inline-schema message: its payload parsed, its schema block skipped)."""
+    envelope = ENVELOPE_SCHEMA if form == "bare" else f"payload STRUCT<{ENVELOPE_SCHEMA}>"
     table = f"{CATALOG}.{run}.items_floor"
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{run}")
     spark.sql(
@@ -99,8 +105,10 @@ def floor(spark: SparkSession, landing: Path, run: str) -> Callable[[], None]:
 
     def go() -> None:
         parsed = spark.read.text(str(landing)).select(
-            F.from_json("value", ENVELOPE_SCHEMA).alias("e"), F.col("value").alias("raw")
+            F.from_json("value", envelope).alias("e"), F.col("value").alias("raw")
         )
+        if form == "inline":
+            parsed = parsed.select(F.col("e.payload").alias("e"), "raw")
         parsed.select(
             "e.after.*",
             F.col("e.op").alias("op"),
@@ -170,13 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--lines-per-file", type=int, default=10_000)
     parser.add_argument("--label", default="", help="what code ran (printed with the figures)")
+    parser.add_argument(
+        "--form",
+        choices=("bare", "inline"),
+        default="bare",
+        help="bare envelopes (default), or each with JsonConverter's inline schema block",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="icetide-ingest-", dir="/tmp"))
     landings = {}
     for size in sizes:
         landings[size] = work / f"landing-{size}"
-        land(landings[size], size, args.lines_per_file)
+        land(landings[size], size, args.lines_per_file, args.form)
     spark = build_session(config(work, "warm", landings[sizes[0]]))
     spark.sparkContext.setLogLevel("ERROR")
     commit = subprocess.run(
@@ -192,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         runs += 1
         name = f"r{runs}"
         go = (
-            floor(spark, landings[size], name)
+            floor(spark, landings[size], name, args.form)
             if kind == "floor"
             else ledger(spark, work, landings[size], name)
         )
@@ -219,8 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in ("floor", "ledger")
     }
     print(
-        f"ingest {args.label or commit} (commit {commit}, python {sys.version.split()[0]}, "
-        f"{os.cpu_count()} cores, local[2]), median of {args.repeat}"
+        f"ingest {args.label or commit}, {args.form} JSON (commit {commit}, "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores, local[2]), "
+        f"median of {args.repeat}"
     )
     print(f"  load at start: {started}")
     print(f"  load at end:   {ended}")
