@@ -38,7 +38,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decode_bench import SCHEMA, event, inline  # noqa: E402
+from decode_bench import SCHEMA, compact, event, inline  # noqa: E402
 
 from icetide.config.model import Config  # noqa: E402
 from icetide.ledger.stage import LedgerStage  # noqa: E402
@@ -82,12 +82,15 @@ def config(work: Path, run: str, landing: Path, catalog: dict[str, object] | Non
 
 def land(folder: Path, events: int, per_file: int, form: str = "bare") -> None:
     """``events`` NDJSON Debezium events in files of ``per_file`` lines (``form``:
-    bare envelopes, or with JsonConverter's inline schema block)."""
+    bare envelopes, or with JsonConverter's inline schema block, compact as it writes
+    them)."""
     folder.mkdir(parents=True)
-    wrap = inline if form == "inline" else (lambda doc: doc)
     for start in range(0, events, per_file):
         stop = min(events, start + per_file)
-        lines = (json.dumps(wrap(event(i))) for i in range(start, stop))
+        lines = (
+            compact(inline(event(i))).decode() if form == "inline" else json.dumps(event(i))
+            for i in range(start, stop)
+        )
         (folder / f"events-{start:09d}.json").write_text("\n".join(lines) + "\n")
 
 

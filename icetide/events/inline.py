@@ -31,7 +31,7 @@ import orjson
 
 from icetide.events.envelope import is_unavailable
 from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS, integer_range
-from icetide.events.plain import PlainRow, Refuse, read_plain
+from icetide.events.plain import PlainRow, Refuse, parse, read_plain
 from icetide.schema.convert.connect import plain_type
 
 _FLOAT_DECODER = TYPE_DECODERS["float64"]
@@ -39,6 +39,8 @@ _INTEGER_DECODER = TYPE_DECODERS["int64"]
 _STRING_DECODER = TYPE_DECODERS["string"]
 _MAX_SCHEMAS = 64
 """Distinct schema blocks remembered per worker (a stream has a few per table)."""
+_OPENING, _PAYLOAD = b'{"schema":', b',"payload":'
+"""How a compact message begins, and what stands between its block and its payload."""
 
 
 class InlineRow(NamedTuple):
@@ -179,12 +181,44 @@ class InlineSchemas:
     """The distinct schema blocks a worker has read, by their exact text.
 
     ``key_of(raw)`` gives the general path's schema key of a message carrying the block,
-    computed once per block. A block is looked up by ``orjson``'s text of it, so ``1``
-    and ``1.0`` are two blocks; a block with a fractional number is never taken."""
+    computed once per block (raising when the general path cannot parse the message:
+    then nothing is remembered). A block is looked up by ``orjson``'s text of it, so
+    ``1`` and ``1.0`` are two blocks; a block with a fractional number is never taken.
+
+    A message written compactly (``{"schema":<block>,"payload":<envelope>}``, as Kafka
+    Connect and icetide's capture write it) whose block text is one already read is
+    split instead (:meth:`known`): only its payload is parsed."""
 
     def __init__(self, key_of: Callable[[bytes], str | None]) -> None:
         self._key_of = key_of
         self._known: dict[bytes, InlineSchema | None] = {}
+
+    def known(self, raw: bytes) -> tuple[PlainRow, InlineSchema] | None:
+        """A compact message of a block already read: its payload's envelope and the
+        block's reader, with the block's text compared, not parsed; None for any other
+        (then :meth:`read` parses the message whole).
+
+        When ``raw[10:end]`` is the text of a block read before, that text is a
+        complete JSON value, so it is exactly the message's ``schema``; when the rest
+        between ``,"payload":`` and the closing brace parses as one object, that is
+        exactly its ``payload`` and the message has no other member."""
+        if raw[:10] != _OPENING or raw[-1:] != b"}":
+            return None
+        end = raw.find(_PAYLOAD, 10)
+        block = self._known.get(raw[10:end]) if end > 0 else None
+        if block is None:
+            return None
+        row = read_plain(parse(raw[end + len(_PAYLOAD) : -1]))
+        return None if row is None else (row, block)
+
+    def read(self, doc: Any, raw: bytes) -> tuple[PlainRow, InlineSchema] | None:
+        """A parsed message's envelope (:func:`read_inline`) and its block's reader, or
+        None: the general decoder reads the message."""
+        inline = read_inline(doc)
+        if inline is None:
+            return None
+        block = self.get(inline.schema, raw)
+        return None if block is None else (inline.row, block)
 
     def get(self, schema: dict[str, Any], raw: bytes) -> InlineSchema | None:
         """The block's reader and key, or None: the general decoder reads the message."""
@@ -193,7 +227,10 @@ class InlineSchemas:
             return self._known[text]
         found = None
         if not _has_float(schema) and (reader := struct_reader(schema)) is not None:
-            found = InlineSchema(self._key_of(raw), reader)
+            try:
+                found = InlineSchema(self._key_of(raw), reader)
+            except Exception:  # the general path's error for this message, not the block's
+                return None
         if len(self._known) >= _MAX_SCHEMAS:
             self._known.clear()
         self._known[text] = found

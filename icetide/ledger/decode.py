@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
-from icetide.events.inline import InlineSchemas, read_inline
+from icetide.events.inline import InlineSchemas
 from icetide.events.model import ChangeEvent
 from icetide.events.plain import (
     PlainRow,
@@ -231,14 +231,16 @@ def _classify(
     # block's key found once). A registry frame read by its prepared reader
     # (icetide.events.wire_prepared) to a bare envelope is routed the same way. Anything
     # else: the general path below.
-    doc = parse(raw)
-    plain = read_plain(doc)
-    if plain is not None:
-        return _route_plain(plain, routes), None
-    inline = read_inline(doc)
-    if inline is not None and (block := _INLINE.get(inline.schema, raw)) is not None:
-        classified = _route_plain(inline.row, routes)
-        return classified, block.key if classified[1] == ROW else None
+    inline = _INLINE.known(raw)
+    if inline is None:
+        doc = parse(raw)
+        plain = read_plain(doc)
+        if plain is not None:
+            return _route_plain(plain, routes), None
+        inline = _INLINE.read(doc, raw)
+    if inline is not None:
+        classified = _route_plain(inline[0], routes)
+        return classified, inline[1].key if classified[1] == ROW else None
     framed = wire.framed(raw) if wire is not None else None
     if framed is not None and wire is not None:
         plain = read_plain(read_framed(framed, wire.schemas))
@@ -562,17 +564,18 @@ def _plain_rows(
         return None
 
     def run(raw: bytes) -> dict[str, Any] | None:
-        doc = parse(raw)
-        plain = read_plain(doc)
-        if plain is not None:  # a bare envelope has no schema key: only "" refuses it
-            return None if bare is None else bare(plain)
-        inline = read_inline(doc)
+        inline = _INLINE.known(raw)
+        if inline is None:
+            doc = parse(raw)
+            plain = read_plain(doc)
+            if plain is not None:  # a bare envelope has no schema key: only "" refuses it
+                return None if bare is None else bare(plain)
+            inline = _INLINE.read(doc, raw)
         if inline is None or typed is None:
             return None
-        block = _INLINE.get(inline.schema, raw)
-        if block is None or (refused and (block.key or "") in refused):
+        row, block = inline
+        if refused and (block.key or "") in refused:
             return None  # a refused version: said by the general path
-        row = inline.row
         try:
             decoded = row._replace(
                 before=block.reader.image(row.before), after=block.reader.image(row.after)

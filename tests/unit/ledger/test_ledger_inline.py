@@ -83,6 +83,21 @@ def hostile_schema(schema: dict[str, Any], rnd: random.Random) -> dict[str, Any]
     return schema
 
 
+def compact_twist(text: str, rnd: random.Random) -> str:
+    """A compact message whose text a split at ``,"payload":`` would misread: a member
+    after the payload (JSON keeps the last of two), no payload object, trailing text."""
+    other = json.dumps(connect(PLAIN_FIELDS, POSTGRES), separators=(",", ":"))
+    return rnd.choice(
+        [
+            text[:-1] + ',"schema":' + other + "}",
+            text[:-1] + ',"payload":{"op":"c"}}',
+            text[: text.index(',"payload":')] + ',"payload":null}',
+            text + " ",
+            text + "}",
+        ]
+    )
+
+
 def corpus(count: int, seed: int = 20261204) -> list[bytes]:
     """``count`` inline-schema messages, about a fifth of them hostile."""
     rnd = random.Random(seed)
@@ -106,6 +121,8 @@ def corpus(count: int, seed: int = 20261204) -> list[bytes]:
         if rnd.random() < 0.03 and isinstance(body.get("after"), dict):
             body["after"][rnd.choice(list(TYPES))] = "@num"
             text = json.dumps(doc).replace('"@num"', rnd.choice(NUMBERS_AS_TEXT), 1)
+        elif compact and rnd.random() < 0.06:
+            text = compact_twist(text, rnd)
         out.append(text.encode())
     return out
 
