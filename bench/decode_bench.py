@@ -120,11 +120,18 @@ def event(i: int) -> dict[str, Any]:
 CONNECT_TYPES = {"long": "int64", "string": "string", "double": "float64", "boolean": "boolean"}
 
 
+INLINE_SCHEMA = envelope_schema(
+    "shop.inv.items",
+    [{"field": n, "type": CONNECT_TYPES[t], "optional": n != "id"} for n, t in COLUMNS],
+    MYSQL,
+)
+"""The envelope's Connect schema, as icetide's capture writes it."""
+
+
 def inline(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` as JsonConverter writes it with ``schemas.enable=true``: the envelope's
-    Connect schema (as icetide's capture writes it) beside the payload."""
-    fields = [{"field": n, "type": CONNECT_TYPES[t], "optional": n != "id"} for n, t in COLUMNS]
-    return {"schema": envelope_schema("shop.inv.items", fields, MYSQL), "payload": doc}
+    Connect schema beside the payload."""
+    return {"schema": INLINE_SCHEMA, "payload": doc}
 
 
 def compact(doc: dict[str, Any]) -> bytes:

@@ -221,7 +221,7 @@ def _row_event(payload: dict[str, Any], schema: Mapping[str, Any], images: bool)
     where = f" (table {table.qualified})" if table else ""
     before, _ = _image(payload, "before", schema, where, images)
     after, unavailable = _image(payload, "after", schema, where, images)
-    typed = bool(images and (_field_schema(schema, "after") or _field_schema(schema, "before")))
+    typed = bool(images and (image_struct(schema, "after") or image_struct(schema, "before")))
     if op in ("c", "r", "u") and after is None:
         raise _bad(f"op {op!r} event has no 'after' object{where}")
     if op == "d" and before is None:
@@ -258,11 +258,13 @@ def _image(
         return raw, frozenset()
     missing = frozenset(k for k, v in raw.items() if is_unavailable(v))
     kept = {k: v for k, v in raw.items() if k not in missing}
-    struct = _field_schema(schema, name)
+    struct = image_struct(schema, name)
     return (decode_struct(kept, struct, name) if struct else kept), missing
 
 
-def _field_schema(schema: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+def image_struct(schema: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The struct field ``name`` (``before``/``after``) of an envelope's Connect schema,
+    when it lists its fields; None otherwise (its image is then left as it is)."""
     fields = schema.get("fields")
     if not isinstance(fields, list):
         return None

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from icetide.events.envelope import is_unavailable
+from icetide.events.envelope import image_struct, is_unavailable
 from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS, integer_range
 from icetide.events.plain import PlainRow, Refuse, parse, read_plain
 from icetide.schema.convert.connect import plain_type
@@ -134,21 +134,14 @@ class StructReader:
         return out
 
 
-def _struct_field(schema: Mapping[str, Any], name: str) -> Any:
-    for field in schema.get("fields") or ():
-        if type(field) is dict and field.get("field") == name:
-            return field
-    return None
-
-
 def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
     """The reader of a schema block's row images, or None when the general decoder must
     read its messages (``before`` and ``after`` not the same struct)."""
-    after, before = _struct_field(schema, "after"), _struct_field(schema, "before")
-    if not isinstance(after, dict) or not isinstance(before, dict):
+    after, before = image_struct(schema, "after"), image_struct(schema, "before")
+    if after is None or before is None:
         return None
-    inner_after, inner_before = after.get("fields"), before.get("fields")
-    if type(inner_after) is not list or inner_after != inner_before:
+    inner_after = after["fields"]
+    if inner_after != before["fields"]:
         return None
     fields: dict[str, tuple[FieldDecoder | None, bool]] = {}
     for field in inner_after:
@@ -178,6 +171,13 @@ class InlineSchema:
     reader: StructReader
 
 
+class InlineMessage(NamedTuple):
+    """A row message with an inline schema block: its envelope and its block's reader."""
+
+    row: PlainRow
+    block: InlineSchema
+
+
 class InlineSchemas:
     """The distinct schema blocks a worker has read, by their exact text.
 
@@ -194,7 +194,7 @@ class InlineSchemas:
         self._key_of = key_of
         self._known: dict[bytes, InlineSchema | None] = {}
 
-    def known(self, raw: bytes) -> tuple[PlainRow, InlineSchema] | None:
+    def known(self, raw: bytes) -> InlineMessage | None:
         """A compact message of a block already read: its payload's envelope and the
         block's reader, with the block's text compared, not parsed; None for any other
         (then :meth:`read` parses the message whole).
@@ -210,16 +210,16 @@ class InlineSchemas:
         if block is None:
             return None
         row = read_plain(parse(raw[end + len(_PAYLOAD) : -1]))
-        return None if row is None else (row, block)
+        return None if row is None else InlineMessage(row, block)
 
-    def read(self, doc: Any, raw: bytes) -> tuple[PlainRow, InlineSchema] | None:
+    def read(self, doc: Any, raw: bytes) -> InlineMessage | None:
         """A parsed message's envelope (:func:`read_inline`) and its block's reader, or
         None: the general decoder reads the message."""
         inline = read_inline(doc)
         if inline is None:
             return None
         block = self.get(inline.schema, raw)
-        return None if block is None else (inline.row, block)
+        return None if block is None else InlineMessage(inline.row, block)
 
     def get(self, schema: dict[str, Any], raw: bytes) -> InlineSchema | None:
         """The block's reader and key, or None: the general decoder reads the message."""

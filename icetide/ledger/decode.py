@@ -239,8 +239,8 @@ def _classify(
             return _route_plain(plain, routes), None
         inline = _INLINE.read(doc, raw)
     if inline is not None:
-        classified = _route_plain(inline[0], routes)
-        return classified, inline[1].key if classified[1] == ROW else None
+        classified = _route_plain(inline.row, routes)
+        return classified, inline.block.key if classified[1] == ROW else None
     framed = wire.framed(raw) if wire is not None else None
     if framed is not None and wire is not None:
         plain = read_plain(read_framed(framed, wire.schemas))
