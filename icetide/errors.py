@@ -106,6 +106,12 @@ class StageError(IcetideError, Terminal):
     """A stage (ledger, merge) failed in a way that needs the user's attention."""
 
 
+class GaveUp(StageError):
+    """A failure that will not go away by itself (a configuration error, a lock another
+    process holds, a Spark JVM that has exited): ``icetide run``'s supervisor says so
+    once and stops the whole run instead of restarting the stage."""
+
+
 class CommitConflictError(IcetideError, Transient):
     """Another writer committed first and Iceberg refused our commit (a maintenance
     rewrite racing a merge): nothing of ours was committed, so redoing the step is safe."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from icetide.errors import StageError, failure_line
+from icetide.errors import GaveUp, failure_line
 from icetide.stopping import Stop, Stopped
 
 Report = Callable[..., None]
@@ -95,11 +95,6 @@ class Task:
         }
 
 
-class GaveUp(StageError):
-    """A task's failure that will not go away by itself (a configuration error, a lock
-    another process holds): the supervisor says so once and stops the whole run."""
-
-
 def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
     """Seconds to wait after ``failures`` failures in a row.
 
@@ -142,13 +137,19 @@ class Supervisor:
         *,
         first_backoff: float = 1.0,
         max_backoff: float = 60.0,
+        diagnose: Callable[[BaseException], GaveUp | None] | None = None,
     ) -> None:
         self.stop = stop
         self.report = report
         self.first_backoff = first_backoff
         self.max_backoff = max_backoff
+        self.diagnose = diagnose
+        """Looks at a task's failure for a cause no restart can mend (the process's Spark
+        JVM has exited: every task fails alike from then on) and returns it as the
+        :class:`GaveUp` that ends the run; None: restart the task as usual."""
         self.tasks: list[Task] = []
         self._threads: list[threading.Thread] = []
+        self._giving_up = threading.Lock()
         self.gave_up: GaveUp | None = None
         """The failure that stopped the run, if one did (:class:`GaveUp`)."""
 
@@ -204,6 +205,30 @@ class Supervisor:
         except Exception as exc:  # noqa: BLE001 - reported; the task is restarted anyway
             self.report("run", f"run: closing {task.name} failed: {describe(exc)}", stage=task.name)
 
+    def _gave_up(self, failure: Exception) -> Exception:
+        """``failure`` itself, or the :class:`GaveUp` :attr:`diagnose` finds behind it."""
+        if isinstance(failure, GaveUp) or self.diagnose is None:
+            return failure
+        return self.diagnose(failure) or failure
+
+    def _failed(self, task: Task, exc: Exception) -> float:
+        """Report a failed round and close the task; the seconds to wait before its
+        restart (the backoff)."""
+        task.failures += 1
+        task.restarts += 1
+        pause = backoff(task.failures, self.first_backoff, self.max_backoff)
+        task.enter("backing off", describe(exc), pause)
+        self.report(
+            "run",
+            f"run: {task.name} failed ({describe(exc)}); restarting in "
+            f"{pause:.0f}s (failure {task.failures} in a row)",
+            restarted=task.name,
+            error=describe(exc),
+            backoff_seconds=pause,
+        )
+        self._close(task)
+        return pause
+
     def _loop(self, task: Task) -> None:
         started = False
         started_at = time.monotonic()
@@ -230,38 +255,31 @@ class Supervisor:
                     )
                 except Stopped:
                     break
-                except GaveUp as exc:
-                    self.report(
-                        "run",
-                        f"run: {task.name} cannot go on: {exc.render()}; stopping icetide run "
-                        "(fix the cause, then start it again)",
-                        gave_up=task.name,
-                        error=describe(exc),
-                    )
+                except Exception as failure:  # noqa: BLE001 - every failure restarts the task
+                    exc = self._gave_up(failure)
+                    if not isinstance(exc, GaveUp):
+                        # The stop is requested from a signal handler or another task's
+                        # thread, which mypy's narrowing by the loop condition cannot see.
+                        if self.stop.requested:
+                            break  # type: ignore[unreachable]  # abandoned by a second signal
+                        pause = self._failed(task, exc)
+                        started = False
+                        self._wait(pause)
+                        continue
+                    with self._giving_up:
+                        # Said once: a cause like a JVM gone fails every task alike.
+                        first, self.gave_up = self.gave_up is None, self.gave_up or exc
+                    if first:
+                        self.report(
+                            "run",
+                            f"run: {task.name} cannot go on: {exc.render()}; stopping icetide "
+                            "run (fix the cause, then start it again)",
+                            gave_up=task.name,
+                            error=describe(exc),
+                        )
+                        self.stop.request(f"{task.name} gave up")
                     task.enter("failed", describe(exc))
-                    self.gave_up = self.gave_up or exc
-                    self.stop.request(f"{task.name} gave up")
                     break
-                except Exception as exc:  # noqa: BLE001 - every failure restarts the task
-                    # The stop is requested from a signal handler or another task's thread,
-                    # which mypy's narrowing by the loop condition cannot see.
-                    if self.stop.requested:
-                        break  # type: ignore[unreachable]  # abandoned by a second signal
-                    task.failures += 1
-                    task.restarts += 1
-                    pause = backoff(task.failures, self.first_backoff, self.max_backoff)
-                    task.enter("backing off", describe(exc), pause)
-                    self.report(
-                        "run",
-                        f"run: {task.name} failed ({describe(exc)}); restarting in "
-                        f"{pause:.0f}s (failure {task.failures} in a row)",
-                        restarted=task.name,
-                        error=describe(exc),
-                        backoff_seconds=pause,
-                    )
-                    self._close(task)
-                    started = False
-                    self._wait(pause)
         except Stopped:
             pass
         finally:

@@ -19,10 +19,9 @@ from collections.abc import Sequence
 import icetide.cli.context as context
 from icetide import __version__
 from icetide.cli.context import log, stopped_line
-from icetide.errors import IcetideError, Terminal
+from icetide.errors import GaveUp, IcetideError, Terminal
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import Stop, Stopped
-from icetide.supervisor import GaveUp
 
 GROUPS = (
     "icetide.cli.setup",

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
-from icetide.errors import StageError, failure_line
+from icetide.errors import GaveUp, StageError, failure_line
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import SUPERVISOR_ENV
-from icetide.supervisor import GaveUp, Supervisor, Task
+from icetide.supervisor import Supervisor, Task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -263,6 +263,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from icetide.merge.stage import MergeStage
     from icetide.observe.board import StatusBoard
     from icetide.progress import Reporter
+    from icetide.spark.errors import jvm_behind
 
     pipeline = context.load_pipeline(args)
     config = pipeline.config
@@ -280,7 +281,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Observations go to the metrics and the page only (they come every few seconds).
     quiet = Reporter(*[s for s in pipeline.reporter.sinks if s is not pipeline.reporter.sinks[0]])
     spark = context.spark_session(config, writes_class_archive=True)
-    supervisor = Supervisor(context.state.stop, pipeline.report, max_backoff=args.max_backoff)
+    supervisor = Supervisor(
+        context.state.stop,
+        pipeline.report,
+        max_backoff=args.max_backoff,
+        # A JVM gone (out of memory, killed) fails every stage alike, restart or not.
+        diagnose=lambda failure: jvm_behind(failure, "icetide run"),
+    )
     board.stage_states = supervisor.states  # every task listed, reported or not
     names: list[str] = []
     if captured:

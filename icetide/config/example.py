@@ -88,6 +88,9 @@ transport:
   options: {}
   # files: at most this many files per stream trigger. Default: 100
   max_files_per_trigger: 100
+  # kafka: at most this many messages per stream trigger (a backlog is taken in
+  # several batches, each held in the driver's memory while stored). Default: 100000
+  max_messages_per_trigger: 100000
   # capture: make records durable (close a landing file, flush the Kafka producer) once
   # this many bytes are buffered. Default: 16777216 (16 MiB)
   roll_bytes: 16777216

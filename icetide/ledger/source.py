@@ -158,6 +158,7 @@ def kafka_messages(
             json.dumps(starting) if starting is not None else transport.starting_offsets,
         )
         .option("failOnDataLoss", "true")
+        .option("maxOffsetsPerTrigger", transport.max_messages_per_trigger)
     )
     if transport.topic_pattern:
         reader = reader.option("subscribePattern", transport.topic_pattern)

@@ -9,6 +9,8 @@ unreachable catalog comes back, a read-only warehouse does not until someone fix
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,6 +18,7 @@ from icetide.errors import (
     CatalogError,
     CatalogUnavailableError,
     CommitConflictError,
+    GaveUp,
     IcetideError,
     StageError,
 )
@@ -197,6 +200,102 @@ def is_commit_conflict(text: str) -> bool:
     return "ValidationException" in text and any(sign in text for sign in _CONFLICT_VALIDATION)
 
 
+SPARK_OOM_EXIT = 52
+"""The exit code of a Spark JVM that an ``OutOfMemoryError`` ended (``SparkExitCode.OOM``:
+Spark's handler of uncaught errors exits with it)."""
+
+
+JVM_EXIT_WAIT = 2.0
+"""Seconds to wait for the JVM's exit status after a failure on py4j's socket: a killed
+JVM's sockets close a moment before its exit can be read, so the first failures of a
+JVM being killed would otherwise pass for an outage."""
+
+
+def jvm_exit_code(wait: float = 0.0) -> int | None:
+    """The exit status of the Spark JVM this process started, once it has exited (waiting
+    up to ``wait`` seconds for it); None while it runs, or when no JVM was started here
+    (``Popen``'s status: a signal's number, negated, for a JVM a signal ended)."""
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is None:
+        return None
+    try:
+        return int(proc.wait(wait)) if wait > 0 else proc.poll()
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def jvm_exit_reason(code: int) -> tuple[str, str]:
+    """Why a Spark JVM that exited with ``code`` did, and what to do: for people.
+
+    >>> jvm_exit_reason(52)[0]
+    'code 52: it ran out of memory (OutOfMemoryError)'
+    >>> jvm_exit_reason(-9)[0]
+    'killed by SIGKILL'
+    """
+    again = "everything committed is kept, and a restart resumes where it stopped"
+    if code == SPARK_OOM_EXIT:
+        return (
+            f"code {code}: it ran out of memory (OutOfMemoryError)",
+            "give the driver more memory (spark.conf: {spark.driver.memory: 4g} in the "
+            "config; Spark's default is 1g, which a local master's executors share) or "
+            "make micro-batches smaller (transport.max_messages_per_trigger or "
+            f"max_files_per_trigger); {again}",
+        )
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return (
+            f"killed by {name}",
+            "something outside icetide ended it (the kernel's out-of-memory killer sends "
+            f"SIGKILL: see dmesg); {again}",
+        )
+    return f"code {code}", f"the JVM's own lines above say why; {again}"
+
+
+def jvm_exited(action: str, wait: float = 0.0) -> GaveUp | None:
+    """The failure to report when this process's Spark JVM has exited (waiting up to
+    ``wait`` seconds for that), else None.
+
+    Every later call into Spark fails alike (``Connection refused`` on py4j's socket,
+    which reads like a catalog outage) and no restart inside this process brings the JVM
+    back: a long-running command must end, saying why.
+    """
+    code = jvm_exit_code(wait)
+    if code is None:
+        return None
+    reason, hint = jvm_exit_reason(code)
+    return GaveUp(f"{action}: the Spark JVM has exited ({reason})", hint=hint)
+
+
+def on_py4j_socket(exc: BaseException) -> bool:
+    """True when ``exc``, or an error it was raised from, is a failure of py4j's socket
+    (not a Java exception the JVM sent back): what a call into a JVM that has gone sees.
+
+    >>> on_py4j_socket(ValueError("x")), on_py4j_socket(ConnectionRefusedError(111, "no"))
+    (False, True)
+    """
+    from py4j.protocol import Py4JNetworkError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, Py4JNetworkError | OSError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def jvm_behind(failure: BaseException, action: str) -> GaveUp | None:
+    """:func:`jvm_exited` when ``failure`` is one a JVM that has gone causes (waiting
+    :data:`JVM_EXIT_WAIT` for its exit status then), else None at once."""
+    return jvm_exited(action, JVM_EXIT_WAIT if on_py4j_socket(failure) else 0.0)
+
+
 @contextmanager
 def jvm_boundary(action: str) -> Iterator[None]:
     """Run a block of Spark work; re-raise JVM failures as icetide errors."""
@@ -208,6 +307,9 @@ def jvm_boundary(action: str) -> Iterator[None]:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
 
+        gone = jvm_behind(exc, action) if on_py4j_socket(exc) else None
+        if gone is not None:
+            raise gone from exc
         if isinstance(exc, Py4JError | PySparkException):
             raise translate(exc, action) from exc
         raise

@@ -326,6 +326,14 @@ def stop_session(session: SparkSession, timeout: float = 60) -> Path | None:
 
     gateway = SparkContext._gateway
     archive = _ARCHIVE_WRITERS.pop(id(session.sparkContext), None)
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is not None:
+        # The JVM exited already (killed, out of memory): nothing to stop or save, and
+        # every py4j call would only fail.
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        return None
     written = None
     if archive is not None:
         pid = int(jvm_class("java.lang.ProcessHandle").current().pid())
@@ -337,7 +345,6 @@ def stop_session(session: SparkSession, timeout: float = 60) -> Path | None:
         if class_archive.write(archive, dump):
             written = archive.final
     session.stop()
-    proc = getattr(gateway, "proc", None)
     if gateway is None or proc is None:
         return written
     try:

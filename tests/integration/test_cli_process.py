@@ -73,6 +73,10 @@ class Child:
 
     def group(self) -> list[str]:
         """Command lines of every live process in the child's process group."""
+        return [cmdline for _, cmdline in self.members()]
+
+    def members(self) -> list[tuple[int, str]]:
+        """(pid, command line) of every live process in the child's process group."""
         found = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
@@ -81,7 +85,7 @@ class Child:
             except (OSError, IndexError):
                 continue
             if int(fields[2]) == self.proc.pid and fields[0] != "Z":
-                found.append(cmdline.decode(errors="replace"))
+                found.append((int(stat.parent.name), cmdline.decode(errors="replace")))
         return found
 
     def in_jvm_call(self) -> bool:
@@ -166,6 +170,25 @@ def test_a_signal_during_start_up_stops_run_and_its_jvm(pipeline: Pipeline, sig:
         wait_until(run.jvm_started, "the Spark JVM")
         os.kill(run.proc.pid, sig)
         assert_stopped_cleanly(run, signal.Signals(sig).name)
+
+
+def test_a_spark_jvm_that_dies_ends_run_at_once_saying_why(pipeline: Pipeline) -> None:
+    """The Spark JVM killed under a running ``icetide run`` (as the kernel's out-of-memory
+    killer would): every stage's next call into it fails, and no restart brings it back.
+    The run ends at once, exit 2, with one error naming the JVM's end and what to do; no
+    stage is restarted against the dead JVM, no traceback, nothing left running."""
+    with child(["run", "-c", str(pipeline.config_path)]) as run:
+        run.wait_for_line(r"^running: ")
+        [jvm] = [pid for pid, cmd in run.members() if "java" in cmd and "SparkSubmit" in cmd]
+        os.kill(jvm, signal.SIGKILL)
+        returncode = run.finish(timeout=60)
+    output = run.output
+    assert returncode == 2, output
+    errors = [line for line in run.lines if line.startswith("icetide: error: ")]
+    assert len(errors) == 1 and "the Spark JVM has exited (killed by SIGKILL)" in errors[0], output
+    assert "out-of-memory killer" in output, output  # the hint
+    assert "restarting in" not in output and "Traceback" not in output, output
+    assert run.group() == [], "processes outlived icetide run:\n" + "\n".join(run.group())
 
 
 # SIGINT only: SIGTERM takes the same handler (icetide/stopping.py, SIGNALS), and

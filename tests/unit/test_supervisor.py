@@ -167,7 +167,7 @@ def test_a_child_that_dies_before_getting_going_backs_off_more_each_time() -> No
 
 
 def test_a_failure_that_cannot_go_away_stops_the_run_once_with_what_to_do() -> None:
-    from icetide.supervisor import GaveUp
+    from icetide.errors import GaveUp
 
     stop = Stop()
     reports: list[tuple[str, dict[str, Any]]] = []
@@ -190,6 +190,54 @@ def test_a_failure_that_cannot_go_away_stops_the_run_once_with_what_to_do() -> N
     assert sup.tasks[0].last_error == "another capture of source 'shop' is writing"
     said = [m for m, f in reports if f.get("gave_up") == "capture shop"]
     assert len(said) == 1 and "stop the other one" in said[0] and "start it again" in said[0]
+
+
+def test_a_failure_diagnosed_as_permanent_ends_the_run_once_for_every_task() -> None:
+    """A cause behind every task's failure (the process's Spark JVM gone): what
+    ``diagnose`` makes of a failure ends the run, said once, instead of each task
+    restarting with backoff for ever; a failure it does not recognise is restarted."""
+    from icetide.errors import GaveUp
+
+    stop = Stop()
+    reports: list[tuple[str, dict[str, Any]]] = []
+    gone = threading.Event()
+    calls = {"stream": 0, "merge": 0}
+
+    def stream() -> None:
+        calls["stream"] += 1
+        if calls["stream"] > 10:  # restarted for ever: end the test, which then fails
+            stop.request("test")
+        if calls["stream"] < 3:
+            raise OSError("a hiccup")  # not diagnosed: restarted
+        gone.set()
+        raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    def merge() -> None:
+        calls["merge"] += 1
+        if gone.is_set():
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    def diagnose(failure: BaseException) -> GaveUp | None:
+        return (
+            GaveUp("the Spark JVM has exited (code 52)", hint="more memory")
+            if gone.is_set()
+            else None
+        )
+
+    sup = Supervisor(
+        stop, lambda s, m, **f: reports.append((m, f)), first_backoff=0.001, diagnose=diagnose
+    )
+    sup.add(Task("stream", stream, 0.0))
+    sup.add(Task("merge", merge, 0.0))
+    with pytest.raises(GaveUp, match="JVM has exited"):
+        sup.run()
+    assert calls["stream"] == 3  # two restarts, then the diagnosed failure: no more
+    restarts = [f["restarted"] for m, f in reports if "restarted" in f]
+    assert restarts == ["stream", "stream"], reports
+    said = [m for m, f in reports if "gave_up" in f]
+    assert len(said) == 1 and "more memory" in said[0], reports
+    assert "failed" in [t.state for t in sup.tasks]
+    assert all(t.state in ("failed", "stopped") for t in sup.tasks)
 
 
 def test_each_task_says_its_state_running_idle_backing_off_then_stopped() -> None:

@@ -162,3 +162,52 @@ def test_capture_through_a_real_broker_reaches_the_base_table_exactly_once(
         (6, "after restart", 60),
         (7, "avro", 70),
     ]
+
+
+def test_a_backlog_is_taken_in_micro_batches_no_larger_than_the_bound(
+    tmp_path: Path, warehouse: Path, kafka: KafkaServer, spark: SparkSession
+) -> None:
+    """``transport.max_messages_per_trigger`` bounds every micro-batch of the Kafka
+    source, ``--once`` included: a backlog of 7 messages with a bound of 3 is stored by
+    three appends of 3, 3 and 1 (unbounded, one batch holds the whole backlog)."""
+    from confluent_kafka import Producer
+
+    from tests.integration.events import ITEMS as ROWS
+    from tests.integration.events import mysql
+
+    namespace = f"kafka{next(_runs)}"
+    topic = f"{namespace}.items"
+    dump_schema_file(ROWS, tmp_path / "schemas" / "items.yaml")
+    doc = {
+        "pipeline": namespace,
+        "state_dir": "./state",
+        "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
+        "spark": {"master": "local[2]", "shuffle_partitions": 4},
+        "transport": {
+            "type": "kafka",
+            "bootstrap_servers": kafka.bootstrap_servers,
+            "topics": [topic],
+            "max_messages_per_trigger": 3,
+        },
+        "tables": [{"name": "items", "source": "shop.items", "schema": "schemas/items.yaml"}],
+    }
+    path = tmp_path / "icetide.yaml"
+    path.write_text(json.dumps(doc))
+    config = load_config(path)
+    pipe = Pipeline(tmp_path, path, config, load_table_schemas(config), spark)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "log_level": "3"})
+    for i in range(7):
+        producer.produce(topic, mysql("c", 100 + i, after={"id": i, "name": f"n{i}", "qty": i}))
+    assert producer.flush(30) == 0
+
+    ledger_stage(spark, pipe.pipeline).start(once=True).awaitTermination()
+    cdc = pipe.refs("items").cdc
+    added = [
+        int(row.summary["added-records"])
+        for row in spark.sql(
+            f"SELECT operation, summary FROM {cdc.sql}.snapshots ORDER BY committed_at"
+        ).collect()
+        if row.operation == "append"
+    ]
+    assert added == [3, 3, 1], added
+    assert sorted(r["id"] for r in pipe.rows(cdc.sql)) == list(range(7))

@@ -96,7 +96,7 @@ def test_a_run_whose_task_gave_up_exits_non_zero_with_the_reason(
 
     from icetide.cli import context
     from icetide.cli.main import _run
-    from icetide.supervisor import GaveUp
+    from icetide.errors import GaveUp
 
     stop = Stop()
     monkeypatch.setattr(context.state, "stop", stop)

@@ -304,6 +304,21 @@ def test_unknown_key_without_a_close_one_lists_the_allowed(fail: Fail) -> None:
     assert "bootstrap_servers" in error.message and "max_files_per_trigger" in error.message
 
 
+def test_the_kafka_micro_batch_is_bounded_and_set_in_one_place(load: Load, fail: Fail) -> None:
+    """Unbounded, a micro-batch after a pause takes the whole backlog into the driver's
+    heap; the bound has its own field, and the Spark option it becomes is refused in
+    ``options`` (Spark reads option names in any case) so it is set in one place."""
+    assert load(MINIMAL).transport.max_messages_per_trigger == 100_000
+    config = load(MINIMAL + "transport: {max_messages_per_trigger: 5000}\n")
+    assert config.transport.max_messages_per_trigger == 5000
+    error = fail(MINIMAL + "transport: {options: {MAXOFFSETSPERTRIGGER: 10}}\n")
+    assert error.path == "transport.options", error.message
+    assert "transport.max_messages_per_trigger" in error.message
+    assert fail(MINIMAL + "transport: {max_messages_per_trigger: 0}\n").path == (
+        "transport.max_messages_per_trigger"
+    )
+
+
 def test_passthrough_maps_accept_any_key(load: Load) -> None:
     config = load(MINIMAL + "catalog: {properties: {anything-goes: 1, 2: on}}\n")
     assert config.catalog.properties_plain() == {"anything-goes": "1", "2": "true"}
