@@ -236,7 +236,26 @@ def raw_pgoutput(server: Any) -> Variant:
 
     import psycopg2.extras
 
+    def slot_free() -> None:
+        # The server ends the last read's walsender a moment after its connection closes;
+        # until then the slot is active and a new stream is refused (ObjectInUse).
+        deadline = time.monotonic() + 30
+        check = psycopg2.connect(server.dsn(DB))
+        try:
+            with check.cursor() as cur:
+                while time.monotonic() < deadline:
+                    cur.execute(
+                        "SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                        (PG_SLOTS["raw"],),
+                    )
+                    if not cur.fetchone()[0]:
+                        return
+                    time.sleep(0.05)
+        finally:
+            check.close()
+
     def read() -> int:
+        slot_free()
         conn = psycopg2.connect(
             server.dsn(DB), connection_factory=psycopg2.extras.LogicalReplicationConnection
         )
