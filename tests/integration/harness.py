@@ -134,8 +134,10 @@ class Pipeline:
         sources: dict[str, str],
         spark: SparkSession,
         mode: str = "merge-on-read",
+        transport: dict[str, Any] | None = None,
     ) -> Pipeline:
-        """A pipeline over hand-written ``schemas`` (table → schema, table → source)."""
+        """A pipeline over hand-written ``schemas`` (table → schema, table → source);
+        ``transport`` replaces the default landing folder (a Kafka broker's topics)."""
         tables = []
         for name, schema in schemas.items():
             dump_schema_file(schema, root / "schemas" / f"{name}.yaml")
@@ -155,6 +157,8 @@ class Pipeline:
             "spark": {"master": "local[2]", "shuffle_partitions": 4},
             "tables": tables,
         }
+        if transport is not None:
+            doc["transport"] = transport
         path = root / "icetide.yaml"
         path.write_text(json.dumps(doc))
         config = load_config(path)

@@ -177,24 +177,21 @@ def test_a_backlog_is_taken_in_micro_batches_no_larger_than_the_bound(
 
     namespace = f"kafka{next(_runs)}"
     topic = f"{namespace}.items"
-    dump_schema_file(ROWS, tmp_path / "schemas" / "items.yaml")
-    doc = {
-        "pipeline": namespace,
-        "state_dir": "./state",
-        "catalog": {"name": "lake", "warehouse": str(warehouse), "namespace": namespace},
-        "spark": {"master": "local[2]", "shuffle_partitions": 4},
-        "transport": {
-            "type": "kafka",
-            "bootstrap_servers": kafka.bootstrap_servers,
-            "topics": [topic],
-            "max_messages_per_trigger": 3,
-        },
-        "tables": [{"name": "items", "source": "shop.items", "schema": "schemas/items.yaml"}],
+    transport = {
+        "type": "kafka",
+        "bootstrap_servers": kafka.bootstrap_servers,
+        "topics": [topic],
+        "max_messages_per_trigger": 3,
     }
-    path = tmp_path / "icetide.yaml"
-    path.write_text(json.dumps(doc))
-    config = load_config(path)
-    pipe = Pipeline(tmp_path, path, config, load_table_schemas(config), spark)
+    pipe = Pipeline.custom(
+        tmp_path,
+        warehouse,
+        namespace,
+        {"items": ROWS},
+        {"items": "shop.items"},
+        spark,
+        transport=transport,
+    )
     producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "log_level": "3"})
     for i in range(7):
         producer.produce(topic, mysql("c", 100 + i, after={"id": i, "name": f"n{i}", "qty": i}))
