@@ -238,8 +238,9 @@ def jvm_exit_reason(code: int) -> tuple[str, str]:
     if code == SPARK_OOM_EXIT:
         return (
             f"code {code}: it ran out of memory (OutOfMemoryError)",
-            "give the driver more memory (spark.conf: {spark.driver.memory: 4g} in the "
-            "config; Spark's default is 1g, which a local master's executors share) or "
+            "give the driver more memory (spark.conf: {spark.driver.memory: 8g} in the "
+            "config; a local master's default is a quarter of the machine's memory, at "
+            "most 4g, shared with its executors) or "
             "make micro-batches smaller (transport.max_messages_per_trigger or "
             f"max_files_per_trigger); {again}",
         )
@@ -283,7 +284,7 @@ def on_py4j_socket(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, Py4JNetworkError | OSError):
+        if isinstance(current, Py4JNetworkError | ConnectionError):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
@@ -307,7 +308,7 @@ def jvm_boundary(action: str) -> Iterator[None]:
         from py4j.protocol import Py4JError
         from pyspark.errors import PySparkException
 
-        gone = jvm_behind(exc, action) if on_py4j_socket(exc) else None
+        gone = jvm_behind(exc, action)
         if gone is not None:
             raise gone from exc
         if isinstance(exc, Py4JError | PySparkException):
