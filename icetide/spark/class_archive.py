@@ -196,7 +196,13 @@ def write(done: Plan, dump: Callable[[Path], None]) -> bool:
     except Exception:  # noqa: BLE001 - the run is stopping; an archive is only a speed-up
         return False
     finally:
-        for leftover in (done.writing, done.lock):
+        release(done)
+
+
+def release(done: Plan) -> None:
+    """Remove a writer's partial file and lock, the archive unwritten (its JVM is gone)."""
+    for leftover in (done.writing, done.lock):
+        if leftover is not None:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 

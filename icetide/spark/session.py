@@ -363,6 +363,8 @@ def stop_session(session: SparkSession, timeout: float = 60) -> Path | None:
     if proc is not None and proc.poll() is not None:
         # The JVM exited already (killed, out of memory): nothing to stop or save, and
         # every py4j call would only fail.
+        if archive is not None:
+            class_archive.release(archive)
         SparkContext._gateway = None
         SparkContext._jvm = None
         SparkContext._active_spark_context = None
