@@ -27,6 +27,13 @@ own (``-XX:+AutoCreateSharedArchive`` came in JDK 19), so this module does that 
 - **Quiet:** the JVM's ``cds`` log is off, since the JVM's stdout is the command's (where
   results go, ``status --output json``) and an archive it cannot use is no error.
 - **Only on a local master:** on a cluster the executors are other JVMs, on other hosts.
+- **Not beside a class-file hook.** A Java agent that transforms classes (the monitoring
+  agents of OpenTelemetry, Datadog and the like), a JVMTI agent, or a flight recording
+  started with the JVM (``-XX:StartFlightRecording``) installs a class-file load hook,
+  and JDK 17 then dies of SIGSEGV at start-up as it maps the archive's first class
+  (``KlassFactory::check_shared_class_file_load_hook``; seen with 17.0.15, a plain
+  ``-javaagent`` whose transformer changes nothing is enough). Such a JVM starts without
+  the archive: slower to start, never dead.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +62,14 @@ MIN_TRAINING_SECONDS = 30.0
 beyond start-up, and an archive, once written, is kept."""
 
 _USER_FLAGS = ("-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit", "-Xshare:off")
+"""The user's own choice of class sharing: theirs wins."""
+
+CLASS_FILE_HOOKS = ("-javaagent", "-agentlib", "-agentpath", "StartFlightRecording")
+"""Options that install a class-file load hook, with which JDK 17 cannot map a dynamic
+archive (see the module's doc)."""
+
+JAVA_OPTIONS_ENV = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+"""Environment variables every JVM started here reads options from."""
 
 
 def default_folder() -> Path:
@@ -239,11 +254,25 @@ def _prune(folder: Path, keep: Path) -> None:
                 stale.unlink()
 
 
-def for_session(conf: dict[str, str], *, write: bool, folder: Path | None = None) -> Plan | None:
+def for_session(
+    conf: dict[str, str],
+    *,
+    write: bool,
+    folder: Path | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Plan | None:
     """The archive plan for a session of this Spark ``conf`` (a local master's), or None
-    where the user's own flags already choose class sharing or no ``java`` is found."""
-    options = conf.get("spark.driver.extraJavaOptions", "")
-    if any(flag in options for flag in _USER_FLAGS):
+    where the user's own flags already choose class sharing, where the JVM will have a
+    class-file hook (:data:`CLASS_FILE_HOOKS`, in the driver's options or in ``environ``'s
+    :data:`JAVA_OPTIONS_ENV`), or where no ``java`` is found."""
+    options = " ".join(
+        [
+            conf.get("spark.driver.defaultJavaOptions", ""),
+            conf.get("spark.driver.extraJavaOptions", ""),
+            *(environ.get(name, "") for name in JAVA_OPTIONS_ENV),
+        ]
+    )
+    if any(flag in options for flag in (*_USER_FLAGS, *CLASS_FILE_HOOKS)):
         return None
     java = java_binary()
     if java is None:

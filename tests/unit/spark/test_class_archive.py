@@ -126,6 +126,33 @@ def test_the_users_own_class_sharing_flags_win(tmp_path: Path, flags: str) -> No
     assert class_archive.for_session({}, write=True, folder=tmp_path) is not None
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "-javaagent:/opt/otel/opentelemetry-javaagent.jar",
+        "-agentpath:/opt/profiler/libasyncProfiler.so=start",
+        "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n",
+        "-XX:StartFlightRecording=filename=/tmp/run.jfr",
+    ],
+)
+def test_a_jvm_with_a_class_file_hook_starts_without_the_archive(
+    tmp_path: Path, flags: str
+) -> None:
+    """JDK 17 dies of SIGSEGV mapping a dynamic archive beside a class-file load hook:
+    an agent or a flight recording, in the driver's options or in the environment the
+    JVM reads options from."""
+    for conf, environ in [
+        ({"spark.driver.extraJavaOptions": f"-Duser.timezone=UTC {flags}"}, {}),
+        ({"spark.driver.defaultJavaOptions": flags}, {}),
+        ({}, {"JAVA_TOOL_OPTIONS": flags}),
+        ({}, {"JDK_JAVA_OPTIONS": flags}),
+    ]:
+        found = class_archive.for_session(conf, write=True, folder=tmp_path, environ=environ)
+        assert found is None, (conf, environ)
+    plain = {"JAVA_TOOL_OPTIONS": "-Dfile.encoding=UTF-8"}
+    assert class_archive.for_session({}, write=True, folder=tmp_path, environ=plain) is not None
+
+
 def config(**spark: Any) -> Config:
     return Config.model_validate(
         {"pipeline": "p", "tables": [{"name": "t", "source": "db.t"}], "spark": spark},
