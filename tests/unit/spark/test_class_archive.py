@@ -7,14 +7,13 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from icetide.config.model import Config
 from icetide.spark import class_archive
 from icetide.spark.class_archive import Plan, archive_key, plan, write
 from icetide.spark.session import uses_class_archive
+from tests.unit.spark.spark_configs import config
 
 KEY = "0123456789abcdef"
 
@@ -151,13 +150,6 @@ def test_a_jvm_with_a_class_file_hook_starts_without_the_archive(
         assert found is None, (conf, environ)
     plain = {"JAVA_TOOL_OPTIONS": "-Dfile.encoding=UTF-8"}
     assert class_archive.for_session({}, write=True, folder=tmp_path, environ=plain) is not None
-
-
-def config(**spark: Any) -> Config:
-    return Config.model_validate(
-        {"pipeline": "p", "tables": [{"name": "t", "source": "db.t"}], "spark": spark},
-        context={"config_dir": Path("/p")},
-    )
 
 
 def test_only_a_local_master_with_the_setting_on_uses_an_archive() -> None:

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from icetide.config.model import Config
 from icetide.spark.session import local_driver_memory, machine_memory, spark_conf
+from tests.unit.spark.spark_configs import config
 
 MEMORY = "spark.driver.memory"
-
-
-def config(**spark: Any) -> Config:
-    return Config.model_validate(
-        {"pipeline": "p", "tables": [{"name": "t", "source": "db.t"}], "spark": spark},
-        context={"config_dir": Path("/p")},
-    )
 
 
 def test_a_local_master_gets_a_quarter_of_the_machine_within_1g_and_4g() -> None:

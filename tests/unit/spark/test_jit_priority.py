@@ -8,18 +8,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from icetide.config.model import Config
 from icetide.spark.jit_priority import FIXED_COMPILER_THREADS, lower_compiler_priority
 from icetide.spark.session import spark_conf
+from tests.unit.spark.spark_configs import config
 
 OPTIONS = "spark.driver.extraJavaOptions"
-
-
-def config(**spark: Any) -> Config:
-    return Config.model_validate(
-        {"pipeline": "p", "tables": [{"name": "t", "source": "db.t"}], "spark": spark},
-        context={"config_dir": Path("/p")},
-    )
 
 
 def test_a_local_master_starts_every_compiler_thread_with_the_jvm() -> None:
