@@ -33,13 +33,14 @@ _UNREACHABLE = (
     "Connection reset",
     "NoHttpResponseException",
     "RESTException",
-    # The REST catalog answered 5xx: its own store or a proxy in front of it is down.
-    "ServiceFailureException",
-    "ServiceUnavailableException",
     # The server went away during a commit: reading the progress again says whether
     # the commit landed, so the step is redone, never assumed lost or done.
     "CommitStateUnknownException",
 )
+_SERVER_FAILED = ("ServiceFailureException", "ServiceUnavailableException")
+"""The REST catalog answered 5xx: it was reached, and it (or its store, or a proxy in
+front of it) failed. Retried as an outage is, but said as what it is: the catalog
+server's log, not the network, says why."""
 _REFUSED = (
     "AccessDeniedException",
     "Permission denied",
@@ -159,6 +160,13 @@ def translate(exc: BaseException, action: str) -> IcetideError:
             hint="make catalog.warehouse writable for this user (or fix the credentials in "
             "catalog.properties); nothing was committed by the failed step, and a rerun "
             "after the fix resumes where it stopped — rerunning before would fail again",
+        )
+    if any(sign in text for sign in _SERVER_FAILED):
+        return CatalogUnavailableError(
+            f"{action}: the Iceberg catalog answered with a server error: {cause}",
+            hint="the catalog server, or a store or proxy behind it, failed (its log says "
+            "why); nothing was lost, and the step is retried with backoff (or rerun the "
+            "command once the catalog answers again)",
         )
     if any(sign in text for sign in _UNREACHABLE):
         return CatalogUnavailableError(

@@ -29,6 +29,25 @@ def test_unreachable_catalog_becomes_a_transient_catalog_error_with_the_fix() ->
     assert err.hint is not None and "catalog.uri" in err.hint and "nothing was lost" in err.hint
 
 
+def test_a_catalog_server_error_is_retried_and_said_as_a_server_error() -> None:
+    """A REST catalog that answered 500 or 503 was reached: the error says it failed
+    (its log says why), not that the network lost it; it is retried all the same."""
+    for java, http in [
+        ("ServiceFailureException: Server error: SQLException: database is locked", 500),
+        ("ServiceUnavailableException: Service unavailable: try later", 503),
+    ]:
+        exc = RuntimeError(
+            f"An error occurred while calling o70.sql.\n: org.apache.iceberg.exceptions.{java}\n"
+        )
+        err = translate(exc, "merge of items")
+        assert isinstance(err, CatalogUnavailableError) and isinstance(err, Transient), http
+        assert (
+            err.message
+            == f"merge of items: the Iceberg catalog answered with a server error: {java}"
+        )
+        assert err.hint is not None and "its log says why" in err.hint and "retried" in err.hint
+
+
 def test_other_failures_become_stage_errors_naming_the_first_line() -> None:
     err = translate(ValueError("boom happened\n  at some.java.Frame"), "merge")
     assert isinstance(err, StageError)
