@@ -64,6 +64,35 @@ _CONFLICT_VALIDATION = (
     "could not be found in the latest snapshot",  # rewrite_manifests racing an append
 )
 
+_CATALOG_FAILURES: tuple[tuple[tuple[str, ...], type[IcetideError], str, str], ...] = (
+    (
+        _REFUSED,
+        CatalogError,
+        "the Iceberg catalog or its storage refuses to be written",
+        "make catalog.warehouse writable for this user (or fix the credentials in "
+        "catalog.properties); nothing was committed by the failed step, and a rerun after "
+        "the fix resumes where it stopped — rerunning before would fail again",
+    ),
+    (
+        _SERVER_FAILED,
+        CatalogUnavailableError,
+        "the Iceberg catalog answered with a server error",
+        "the catalog server, or a store or proxy behind it, failed (its log says why); "
+        "nothing was lost, and the step is retried with backoff (or rerun the command once "
+        "the catalog answers again)",
+    ),
+    (
+        _UNREACHABLE,
+        CatalogUnavailableError,
+        "the Iceberg catalog or its storage is not reachable",
+        "check catalog.uri / catalog.warehouse and the network; nothing was lost, and the "
+        "step is retried with backoff (or rerun the command once the catalog is back)",
+    ),
+)
+"""The catalog's failures told by a sign in the error's text, in the order they are
+looked for (a refusal first: no retry helps it; a 5xx before a lost connection, as
+the server was reached): the error, what it says happened, and what to do."""
+
 _PY4J_HEADER = re.compile(r"^An error occurred while calling \S+\.?$")
 _CAUSED_BY = "Caused by: "
 _JAVA_CLASS = re.compile(r"^((?:[a-z_$][\w$]*\.)+)([A-Z][\w$]*(?:Exception|Error|Throwable)\b.*)$")
@@ -154,27 +183,9 @@ def translate(exc: BaseException, action: str) -> IcetideError:
         return exc
     text = str(exc)
     cause = without_userinfo(root_cause(exc))
-    if any(sign in text for sign in _REFUSED):
-        return CatalogError(
-            f"{action}: the Iceberg catalog or its storage refuses to be written: {cause}",
-            hint="make catalog.warehouse writable for this user (or fix the credentials in "
-            "catalog.properties); nothing was committed by the failed step, and a rerun "
-            "after the fix resumes where it stopped — rerunning before would fail again",
-        )
-    if any(sign in text for sign in _SERVER_FAILED):
-        return CatalogUnavailableError(
-            f"{action}: the Iceberg catalog answered with a server error: {cause}",
-            hint="the catalog server, or a store or proxy behind it, failed (its log says "
-            "why); nothing was lost, and the step is retried with backoff (or rerun the "
-            "command once the catalog answers again)",
-        )
-    if any(sign in text for sign in _UNREACHABLE):
-        return CatalogUnavailableError(
-            f"{action}: the Iceberg catalog or its storage is not reachable: {cause}",
-            hint="check catalog.uri / catalog.warehouse and the network; nothing was lost, "
-            "and the step is retried with backoff (or rerun the command once the catalog "
-            "is back)",
-        )
+    for signs, kind, what, hint in _CATALOG_FAILURES:
+        if any(sign in text for sign in signs):
+            return kind(f"{action}: {what}: {cause}", hint=hint)
     if is_commit_conflict(text):
         return CommitConflictError(
             f"{action}: a concurrent commit won the race: {cause}",
