@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import icetide.cli.context as context
 from icetide import __version__
@@ -80,10 +82,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = ScrubbedStream(sys.stderr, state.scrub)
     state.stop.install()
     try:
-        return _run(args)
+        with console_logging():
+            return _run(args)
     finally:
         state.stop.restore()
         sys.stdout, sys.stderr = streams
+
+
+class ConsoleWarnings(logging.Handler):
+    """The command's handler on the root logger: a warning or error logged by icetide or
+    a library prints as its bare message (and traceback, if any) on the command's
+    stderr, as Python prints it with no logging set up; py4j's records never do.
+
+    Why a handler: py4j logs a failed call into the JVM with ``logging.exception`` on
+    the root logger, which sets logging up (``basicConfig``) when the root has none;
+    from then on every record printed as ``ERROR:root:…`` with its traceback, and a
+    JVM killed under ``icetide run`` printed one per stage in flight. Each such call
+    also fails to its caller, which says what the failure means once, so py4j's own
+    records are left out.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(logging.Formatter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("py4j") or _from_py4j(record):
+            return
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging's own rule: never raise from a handler
+            self.handleError(record)
+
+
+def _from_py4j(record: logging.LogRecord) -> bool:
+    """True for a record py4j logged on the root logger (its name is then ``root``)."""
+    return "py4j" in record.pathname.replace("\\", "/").split("/")
+
+
+@contextmanager
+def console_logging() -> Iterator[ConsoleWarnings]:
+    """:class:`ConsoleWarnings` on the root logger while a command runs."""
+    root = logging.getLogger()
+    handler = ConsoleWarnings()
+    root.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ unreachable catalog comes back, a read-only warehouse does not until someone fix
 
 from __future__ import annotations
 
-import logging
 import re
 import signal
 import subprocess
@@ -334,32 +333,3 @@ def jvm_boundary(action: str) -> Iterator[None]:
         if isinstance(exc, Py4JError | PySparkException):
             raise translate(exc, action) from exc
         raise
-
-
-_PY4J_SEND_FAILURES = (
-    "Exception while sending command.",
-    "KeyboardInterrupt while sending command.",
-)
-
-
-class _Py4jSendFailures(logging.Filter):
-    """Drops py4j's own report of a call that failed on its socket.
-
-    py4j logs that on the root logger, with the traceback, and then fails the call: the
-    caller gets the error, and :func:`jvm_boundary` says what it means once (the JVM has
-    exited, or the catalog is unreachable). Left alone, a JVM killed under a run would
-    print a traceback per stage in flight before the one line that explains it.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.msg in _PY4J_SEND_FAILURES and "py4j" in record.pathname)
-
-
-_SEND_FAILURES = _Py4jSendFailures()
-
-
-def quiet_py4j_send_failures() -> None:
-    """Install the filter of :class:`_Py4jSendFailures` on the root logger (once)."""
-    root = logging.getLogger()
-    if _SEND_FAILURES not in root.filters:
-        root.addFilter(_SEND_FAILURES)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from icetide.errors import ConfigError
 from icetide.spark import class_archive, worker_daemon
 from icetide.spark import jars as maven
-from icetide.spark.errors import quiet_py4j_send_failures
 from icetide.spark.jit_priority import FIXED_COMPILER_THREADS, lower_compiler_priority
 from icetide.spark.jvm import jvm_class, pin_pyspark_names
 from icetide.spark.local_fs import local_fs_conf
@@ -328,7 +327,6 @@ def build_session(config: Config, *, writes_class_archive: bool = False) -> Spar
     if archive is not None and archive.writing is not None:
         _ARCHIVE_WRITERS[id(session.sparkContext)] = archive
     session.sparkContext.setLogLevel("ERROR")
-    quiet_py4j_send_failures()
     # Every ``pyspark.sql.functions`` call asks the JVM for ``functions`` (and many for
     # ``PythonUtils``) by its short name, each ask searching every jar; pinned, they are
     # answered in Python (icetide/spark/jvm.py).

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from icetide.errors import (
@@ -143,45 +141,3 @@ def test_credentials_in_a_url_of_the_message_are_masked() -> None:
     )
     err = translate(RuntimeError(text), "merge of t")
     assert "s3cret" not in err.render() and "http://***@cat:8181" in err.message
-
-
-def test_py4j_own_report_of_a_failed_call_is_dropped_and_the_call_still_fails(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A peer that takes py4j's connection and closes it without answering, as a JVM
-    being killed does: py4j logs the failure with its traceback on the root logger, then
-    fails the call. With the filter the call still fails and nothing is logged; other
-    root errors still are."""
-    import socket
-    import threading
-
-    from py4j.java_gateway import GatewayClient, GatewayParameters
-    from py4j.protocol import Py4JError
-
-    from icetide.spark import errors
-
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def hang_up() -> None:
-        peer, _ = listener.accept()
-        peer.close()
-
-    root = logging.getLogger()
-    root.removeFilter(errors._SEND_FAILURES)
-    errors.quiet_py4j_send_failures()
-    errors.quiet_py4j_send_failures()  # once only
-    assert root.filters.count(errors._SEND_FAILURES) == 1
-    threading.Thread(target=hang_up, daemon=True).start()
-    client = GatewayClient(
-        gateway_parameters=GatewayParameters(port=listener.getsockname()[1], auto_close=True)
-    )
-    with caplog.at_level(logging.WARNING):
-        answer = client.send_command("c\nt\nf\ne\n", retry=False)
-        logging.getLogger().error("another error")
-    listener.close()
-    assert answer.startswith("x")  # py4j's error answer: the caller raises on it
-    with pytest.raises(Py4JError):
-        from py4j.protocol import get_return_value
-
-        get_return_value(answer, client)
-    assert [r.getMessage() for r in caplog.records] == ["another error"]
