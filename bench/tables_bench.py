@@ -422,11 +422,16 @@ def follow(stream: Any, log: Path, records: list[tuple[float, dict[str, Any]]]) 
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds of the driver and every live descendant."""
+    """CPU seconds of the driver and every live descendant, each with the children it
+    has reaped: Spark's Python daemon forks a worker per task and reaps it, so a sum of
+    the live processes alone fell when a worker ended (a negative idle cost)."""
+    tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for p in _tree(pid):
         try:
-            total += _stat(p)[0]
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
         except (OSError, ValueError, IndexError):
             continue
     return total
