@@ -13,7 +13,10 @@ landing-file reader makes) in one process, so the figure is per core, for the sa
   type, as Confluent's AvroConverter writes a Connect Decimal): ``avro_decimal``;
 * JSON with the inline Connect schema block JsonConverter writes by default
   (``schemas.enable=true``; ~2 kB of schema beside each row, compact as it writes it):
-  ``json_inline``.
+  ``json_inline``;
+* plain JSON again with three nested columns more (a ``list<string>``, a
+  ``map<string, long>`` and a ``struct<city: string, zip: int>``, as a PostgreSQL
+  array, an hstore or a composite arrive): ``json_nested``.
 
 Rates are per CPU-second of this process (``time.process_time``), not per wall second:
 on a shared machine a process waits for a core for as long as it runs, and the figure
@@ -85,6 +88,36 @@ DECIMAL_SCHEMA = schema_from_dict(
         ],
     }
 )  # fmt: skip
+NESTED_SCHEMA = schema_from_dict(
+    {
+        "table": "items",
+        "primary_key": ["id"],
+        "columns": [
+            *({"id": i, "name": n, "type": t, "nullable": n != "id"}
+              for i, (n, t) in enumerate(COLUMNS, 1)),
+            {"id": 20, "name": "tags", "type": {"list": {"element_id": 21, "element": "string"}}},
+            {"id": 22, "name": "attrs",
+             "type": {"map": {"key_id": 23, "key": "string", "value_id": 24, "value": "long"}}},
+            {"id": 25, "name": "addr", "type": {"struct": [
+                {"id": 26, "name": "city", "type": "string"},
+                {"id": 27, "name": "zip", "type": "int"},
+            ]}},
+        ],
+    }
+)  # fmt: skip
+
+
+def nested(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with values for :data:`NESTED_SCHEMA`'s nested columns."""
+    i = doc["after"]["id"]
+    extra = {
+        "tags": [f"t{i % 7}", "sale"],
+        "attrs": {"views": i % 1000, "likes": i % 13},
+        "addr": {"city": "Lisbon", "zip": 1000 + i % 900},
+    }
+    return doc | {"after": doc["after"] | extra}
+
+
 SOURCE_FIELDS = [
     ("name", "string"),
     ("db", "string"),
@@ -276,6 +309,7 @@ def messages(events: int) -> dict[str, Case]:
         "protobuf": (pb, wire, SCHEMA),
         "avro_decimal": (avro_decimal, wire, DECIMAL_SCHEMA),
         "json_inline": ([compact(inline(d)) for d in docs], None, SCHEMA),
+        "json_nested": ([json.dumps(nested(d)).encode() for d in docs], None, NESTED_SCHEMA),
     }
 
 

@@ -11,10 +11,13 @@ envelope and values are checked and typed by code built once per table
 The rule that keeps results identical: this path only *accepts*. Whatever it does not
 recognise for certain — another JSON shape, a float where the exact digits matter (only
 ``orjson`` floats in ``float``/``double`` columns are taken: both parsers round the same
-digits to the same double), a nested or placeholder value, a column the schema lacks, a
-value its column refuses, anything unusual in the envelope — makes it return ``None``,
-and the general decoder reads that message from its bytes again, so every dead letter
-and every unusual value still comes from one place with the same reason and text.
+digits to the same double), a nested value holding a float anywhere, a placeholder
+value, a column the schema lacks, a value its column refuses, anything unusual in the
+envelope — makes it return ``None``, and the general decoder reads that message from its
+bytes again, so every dead letter and every unusual value still comes from one place
+with the same reason and text. A nested value (a list, map or struct column's) of
+strings, integers, booleans and nulls only is taken: both parsers read it alike, and
+the same coercer types it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from icetide.events.envelope import _PLACEHOLDERS
+from icetide.events.envelope import is_unavailable
 from icetide.events.position import Position, binlog_position, lsn_position, parse_lsn
 from icetide.events.project import COERCERS, Slot
 from icetide.schema.convert.spark import arrow_value
@@ -43,7 +46,6 @@ _MAX_OPENERS = 256
 """More ``[``/``{`` than this and the general decoder reads the message: ``orjson`` reads
 deeper nesting than Python's ``json`` (which fails near 1,000 levels, fewer inside a
 worker's stack), and such a message must be the dead letter the general decoder says."""
-_PLACEHOLDER_TEXT = frozenset(p for p in _PLACEHOLDERS if isinstance(p, str))
 
 
 class PlainRow(NamedTuple):
@@ -187,6 +189,19 @@ def read_plain(doc: Any) -> PlainRow | None:
     return PlainRow(op, source, before, after, position, source_ms, tx_id)
 
 
+def _holds_float(value: Any) -> bool:
+    """Whether a parsed JSON value holds a fractional number anywhere in it (where the
+    general parse has a ``Decimal`` of its digits and ``orjson`` a ``float``)."""
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is list:
+        return any(_holds_float(v) for v in value)
+    if kind is dict:
+        return any(_holds_float(v) for v in value.values())
+    return False
+
+
 class Refuse(Exception):
     """Internal: the value is not for this path; the general decoder reads the message."""
 
@@ -201,7 +216,7 @@ def _converter(
     :func:`icetide.events.project.coerce_value` then
     :func:`icetide.schema.convert.spark.arrow_value` type it; raises :class:`Refuse`
     for a value that path must read (a value the column refuses; unless ``typed``, a
-    float outside float columns or a nested value, whose digits or form only the
+    float outside float columns, alone or inside a nested value, whose digits only the
     general parse keeps). ``stored``: the layout's column, whose type gives the Arrow
     form (the column itself when not given). ``typed``: values already decoded by the
     message's own schema (a ``Decimal``, a ``datetime``), taken as they are."""
@@ -213,7 +228,8 @@ def _converter(
     def general(value: Any) -> Any:
         kind = type(value)
         if not typed and kind is not str and kind is not int and kind is not bool:
-            raise Refuse
+            if (kind is not list and kind is not dict) or _holds_float(value):
+                raise Refuse
         try:
             return arrow_value(coercer(value, slot), arrow)
         except Exception:
@@ -289,7 +305,7 @@ def image_projector(
             if value is None or convert is None:
                 out[name] = None
                 continue
-            if type(value) is str and value in _PLACEHOLDER_TEXT:
+            if is_unavailable(value):  # text, or a list for an array column
                 raise Refuse
             out[name] = convert(value)
         return out
