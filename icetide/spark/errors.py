@@ -295,19 +295,35 @@ def on_py4j_socket(exc: BaseException) -> bool:
     """True when ``exc``, or an error it was raised from, is a failure of py4j's socket
     (not a Java exception the JVM sent back): what a call into a JVM that has gone sees.
 
+    That is a network error, or py4j's bare ``Py4JError`` for a call that got no answer:
+    py4j catches the socket's error itself (and logs it), answers the call with its
+    error code alone, and raises only "An error occurred while calling o71.catalog",
+    with no Java trace and no cause.
+
+    >>> from py4j.protocol import Py4JError
     >>> on_py4j_socket(ValueError("x")), on_py4j_socket(ConnectionRefusedError(111, "no"))
     (False, True)
+    >>> on_py4j_socket(Py4JError("An error occurred while calling o71.catalog"))
+    True
+    >>> on_py4j_socket(Py4JError("An error occurred while calling o7.x. Trace: boom"))
+    False
     """
-    from py4j.protocol import Py4JNetworkError
+    from py4j.protocol import Py4JError, Py4JNetworkError
 
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, Py4JNetworkError | ConnectionError):
             return True
+        if type(current) is Py4JError and _NO_ANSWER.fullmatch(str(current)):
+            return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
+
+
+_NO_ANSWER = re.compile(r"An error occurred while calling \S+")
+"""py4j's message for a call its gateway answered with the error code alone."""
 
 
 def jvm_behind(failure: BaseException, action: str) -> GaveUp | None:
