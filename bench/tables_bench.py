@@ -344,14 +344,16 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _stat(pid: int) -> tuple[float, int, str]:
-    """(CPU seconds, resident bytes, command name) of one process."""
+def _stat(pid: int, reaped: bool = False) -> tuple[float, int, str]:
+    """(CPU seconds, resident bytes, command name) of one process; ``reaped``: its CPU
+    with that of the children it has reaped."""
     with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     name = text[text.index("(") + 1 : text.rindex(")")]
     fields = text.rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / tick
+    # utime and stime, then cutime and cstime (the reaped children's)
+    cpu = sum(int(v) for v in fields[11 : 15 if reaped else 13]) / tick
     return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), name
 
 
@@ -425,13 +427,10 @@ def tree_cpu(pid: int) -> float:
     """CPU seconds of the driver and every live descendant, each with the children it
     has reaped: Spark's Python daemon forks a worker per task and reaps it, so a sum of
     the live processes alone fell when a worker ended (a negative idle cost)."""
-    tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for p in _tree(pid):
         try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+            total += _stat(p, reaped=True)[0]
         except (OSError, ValueError, IndexError):
             continue
     return total

@@ -315,15 +315,11 @@ def on_py4j_socket(exc: BaseException) -> bool:
     while current is not None and id(current) not in seen:
         if isinstance(current, Py4JNetworkError | ConnectionError):
             return True
-        if type(current) is Py4JError and _NO_ANSWER.fullmatch(str(current)):
+        if type(current) is Py4JError and _PY4J_HEADER.match(str(current)):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False
-
-
-_NO_ANSWER = re.compile(r"An error occurred while calling \S+")
-"""py4j's message for a call its gateway answered with the error code alone."""
 
 
 def jvm_behind(failure: BaseException, action: str) -> GaveUp | None:
