@@ -32,6 +32,15 @@ class BatchSummary:
         kept.extend(s for s in samples if s not in kept)
         del kept[10:]
 
+    def absorb(self, part: BatchSummary) -> None:
+        """Add what ``part`` counted: one table's share of this batch, stored in a thread
+        of its own (its ``skipped`` is not counted: the batch counts those itself)."""
+        self.rows.update(part.rows)
+        for table, reasons in part.dead_by_table.items():
+            for reason, count in reasons.items():
+                self.add_dead(reason, count, part.samples.get(reason, []), table or None)
+        self.extra_columns.update(part.extra_columns)
+
     def render(self) -> str:
         """One log line, e.g. ``ledger batch 3: 120 events (customers 100, …)``."""
         total = sum(self.rows.values())

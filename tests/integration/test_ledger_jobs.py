@@ -15,7 +15,7 @@ from icetide.schema.contract import ledger as c
 from tests.integration.harness import Pipeline
 
 
-def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
+def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_table(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     stage = LedgerStage(spark, pipeline.pipeline)
@@ -24,13 +24,14 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     deliver(generate(4, 300), pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
     query = stage.start(once=True)
     query.awaitTermination()
-    # A streaming query runs its micro-batches in a job group named by its run id.
+    # A streaming query runs its micro-batches in a job group named by its run id; the
+    # tables' jobs, run in threads of their own, are in it too.
     jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
     tables = [table.name for table in pipeline.config.tables]
     assert len(tables) == 3
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
-    # Classify, the three tables' projections and figures, one append per table.
-    assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
+    # Classify, then per table its projection with its figures, and its append.
+    assert len(jobs) == 1 + 2 * len(tables), sorted(jobs)
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append
     # anew: 6 classes a batch before f130073).
