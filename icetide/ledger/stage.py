@@ -87,6 +87,7 @@ from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy, classify, retry_step
+from icetide.spark.session import LEDGER_POOL
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
@@ -370,18 +371,18 @@ class LedgerStage:
 
     def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
+        # This thread's jobs, and its tables' threads', share the task slots fairly with
+        # the merge's (icetide/spark/scheduler_pools.xml).
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
         self._wire = wire_for(self.config, batch)
-        classified = (
-            batch.mapInArrow(
-                classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
-            )
-            .withColumn("seq", F.monotonically_increasing_id())
-        )
+        classified = batch.mapInArrow(
+            classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
+        ).withColumn("seq", F.monotonically_increasing_id())
         if len(self.config.tables) > 1:
             # Each table's messages together in the cache: the statistics of its batches
             # then let a table's scan skip every other table's (arrival order kept).

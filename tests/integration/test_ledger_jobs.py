@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from icetide.demo.workload import deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
+from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
 
 
@@ -32,6 +33,8 @@ def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_ta
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
     # Classify, then per table its projection with its figures, and its append.
     assert len(jobs) == 1 + 2 * len(tables), sorted(jobs)
+    # All in the ledger's pool of the fair scheduler, so the merge's jobs get their share.
+    assert pools_of(spark, jobs) == {LEDGER_POOL}
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append
     # anew: 6 classes a batch before f130073).
@@ -48,6 +51,18 @@ def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_ta
         assert len(times) == 3, (name, times)  # the three batches
         newest = max(times).replace(tzinfo=None)
         assert started.replace(tzinfo=None) <= newest <= ended.replace(tzinfo=None), (name, times)
+
+
+def pools_of(spark: SparkSession, jobs: list[int]) -> set[str]:
+    """The fair scheduler pools the stages of ``jobs`` ran in (Spark's status store)."""
+    store = spark.sparkContext._jsc.sc().statusStore()  # type: ignore[union-attr]
+    tracker = spark.sparkContext.statusTracker()
+    pools: set[str] = set()
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        assert info is not None, job
+        pools |= {str(store.lastStageAttempt(s).schedulingPool()) for s in info.stageIds}
+    return pools
 
 
 def codegen_compilations(spark: SparkSession) -> int:
