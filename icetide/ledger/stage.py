@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
+from functools import partial, reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -104,14 +104,23 @@ four; 35, 17 and 16 ms a table when they all exist (a restart). Two, as the merg
 commits two tables at once by default (``merge.parallel_tables``): every catalog
 already takes that many commits at a time."""
 
+CHUNK_TABLES = 8
+"""Tables of a micro-batch whose projections and figures are one Spark job (a union of
+one branch per table), before their appends. One job for a few tables saves each its
+job's fixed cost; but every task of that job deserializes the whole union's plan, a
+cost that grows with the square of the tables in it (a 100-table union: 85–100 ms a
+task, 400 tasks), so a batch of more tables is stored in chunks of this many."""
+
 STORE_THREADS = 4
-"""Tables whose part of a micro-batch (schema phases, projection, figures, appends) is
-stored at once, in threads of the one SparkSession. A table's part is a few small Spark
-jobs and catalog commits whose fixed costs (planning, task set-up, metadata files) are
-most of its time when it has few events, so a hundred tables one after another spent
-most of a batch waiting on them. ``tables_bench``'s 100 generated tables, one 75,000-event
-micro-batch, stored in 45 s with 2 threads, 34–36 s with 4 and 36 s with 8 (2-core
-machine, 2026-12-05): four, beyond which the two cores are the limit."""
+"""Chunks of a micro-batch (:data:`CHUNK_TABLES`) stored at once, in threads of the one
+SparkSession, with the batch's jobs in the ledger's own scheduler pool so that the
+merge's are not queued behind them (icetide/spark/scheduler_pools.xml). A chunk is a few
+small Spark jobs and catalog commits whose fixed costs (planning, task set-up, metadata
+files) are most of its time when its tables have few events. A batch of one chunk is
+stored in the batch's own thread and pool, as one job after another."""
+
+SHARE = "_share"
+"""The column naming the table in a chunk's combined projection counts."""
 
 SMALL_SHARE = 30_000
 """A table with at most this many row events in a micro-batch is projected in one task:
@@ -371,9 +380,6 @@ class LedgerStage:
 
     def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        # This thread's jobs, and its tables' threads', share the task slots fairly with
-        # the merge's (icetide/spark/scheduler_pools.xml).
-        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
         now = datetime.now(UTC)
         summary = BatchSummary(batch_id)
         if self.watch is not None:
@@ -383,7 +389,7 @@ class LedgerStage:
         classified = batch.mapInArrow(
             classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
         ).withColumn("seq", F.monotonically_increasing_id())
-        if len(self.config.tables) > 1:
+        if len(self.config.tables) > CHUNK_TABLES:
             # Each table's messages together in the cache: the statistics of its batches
             # then let a table's scan skip every other table's (arrival order kept).
             classified = classified.sortWithinPartitions("table", "seq")
@@ -597,46 +603,62 @@ class LedgerStage:
         routed_dead: set[str],
         refused: Mapping[str, Refused],
     ) -> list[ChangeSignal]:
-        """Project each table's messages and append them, :data:`STORE_THREADS` tables at
-        once; the tables' counts and change signals in name order. The first failure is
-        raised once every table under way has ended: each table's append is skipped on
-        a rerun once there (:meth:`_append`), so a table stored before the failure is not
-        stored twice."""
+        """Project each table's messages and append them, :data:`CHUNK_TABLES` tables a
+        chunk and :data:`STORE_THREADS` chunks at once; the tables' counts and change
+        signals in name order. The first failure is raised once every chunk under way
+        has ended: each table's append is skipped on a rerun once there
+        (:meth:`_append`), so a table stored before the failure is not stored twice."""
 
-        def store(name: str) -> tuple[BatchSummary, list[ChangeSignal]]:
+        def store(chunk: Sequence[str]) -> tuple[BatchSummary, list[ChangeSignal]]:
             part = BatchSummary(batch_id)
-            share = self._share(
-                name, row_events.get(name, 0), classified, refused.get(name), batch_id, now
-            )
-            try:
-                signals = self._store(
-                    share, self._share_stats(share), batch_id, now, part, name in routed_dead
+            shares = [
+                self._share(
+                    name, row_events.get(name, 0), classified, refused.get(name), batch_id, now
                 )
-                switch_to = share.plan.switch_to
-                if switch_to is not None:  # phase 2, once its rows are stored
-                    self._retried(
-                        f"ledger batch {batch_id}: schema phase 2 of {name}",
-                        partial(record_projection, self.spark, self.pipeline, name, switch_to),
-                        name,
+                for name in chunk
+            ]
+            signals: list[ChangeSignal] = []
+            try:
+                stats = self._share_stats(shares)
+                for share in shares:
+                    name = share.name
+                    signals += self._store(
+                        share, stats.get(name, []), batch_id, now, part, name in routed_dead
                     )
+                    switch_to = share.plan.switch_to
+                    if switch_to is not None:  # phase 2, once its rows are stored
+                        self._retried(
+                            f"ledger batch {batch_id}: schema phase 2 of {name}",
+                            partial(record_projection, self.spark, self.pipeline, name, switch_to),
+                            name,
+                        )
             finally:
-                share.projected.unpersist()
+                for share in shares:
+                    share.projected.unpersist()
             return part, signals
 
-        if not names:
-            return []
-        # The batch's job properties (its query and batch id) go with its jobs' threads.
-        task = inheritable_thread_target(store)
-        with ThreadPoolExecutor(
-            min(STORE_THREADS, len(names)), thread_name_prefix="icetide-ledger"
-        ) as pool:
-            futures = [pool.submit(task, name) for name in names]
-            wait(futures)
+        chunks = [names[i : i + CHUNK_TABLES] for i in range(0, len(names), CHUNK_TABLES)]
+        if len(chunks) <= 1:
+            parts = [store(chunk) for chunk in chunks]
+        else:
+            sc = self.spark.sparkContext
+            sc.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
+            try:
+                # The batch's job properties (its query and batch id, the pool) go with
+                # its chunks' threads.
+                task = inheritable_thread_target(store)
+                with ThreadPoolExecutor(
+                    min(STORE_THREADS, len(chunks)), thread_name_prefix="icetide-ledger"
+                ) as pool:
+                    futures = [pool.submit(task, chunk) for chunk in chunks]
+                    wait(futures)
+                parts = [future.result() for future in futures]
+            finally:
+                sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         signals: list[ChangeSignal] = []
-        for future in futures:
-            part, table_signals = future.result()
+        for part, chunk_signals in parts:
             summary.absorb(part)
-            signals += table_signals
+            signals += chunk_signals
         return signals
 
     def _share(
@@ -680,10 +702,11 @@ class LedgerStage:
         ).persist()
         return _Share(name, plan, mine, projected, TableContract(plan.layout).target)
 
-    def _share_stats(self, share: _Share) -> list[Any]:
-        """One table's projection counts by status and reason, with the merge's figures
-        (they land in the append's own snapshot summary; lake/ledger_figures.py)."""
-        return (
+    def _share_stats(self, shares: Sequence[_Share]) -> dict[str, list[Any]]:
+        """Each table's projection counts by status and reason, with the merge's figures
+        (they land in the append's own snapshot summary; lake/ledger_figures.py): one job
+        over the projections of ``shares``."""
+        frames = [
             share.projected.groupBy(STATUS, REASON)
             .agg(
                 F.count(F.lit(1)).alias("n"),
@@ -699,8 +722,15 @@ class LedgerStage:
                     self.config.table(share.name).buckets,
                 ),
             )
-            .collect()
-        )
+            .select(F.lit(share.name).alias(SHARE), "*")
+            for share in shares
+        ]
+        if not frames:
+            return {}
+        stats: dict[str, list[Any]] = {}
+        for row in reduce(DataFrame.unionByName, frames).collect():
+            stats.setdefault(row[SHARE], []).append(row)
+        return stats
 
     def _store(
         self,

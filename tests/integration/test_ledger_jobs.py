@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from pyspark.sql import SparkSession
 
+import icetide.ledger.stage as ledger_stage
 from icetide.demo.workload import deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
@@ -16,7 +18,7 @@ from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
 
 
-def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_table(
+def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     stage = LedgerStage(spark, pipeline.pipeline)
@@ -25,16 +27,15 @@ def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_ta
     deliver(generate(4, 300), pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
     query = stage.start(once=True)
     query.awaitTermination()
-    # A streaming query runs its micro-batches in a job group named by its run id; the
-    # tables' jobs, run in threads of their own, are in it too.
+    # A streaming query runs its micro-batches in a job group named by its run id.
     jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
     tables = [table.name for table in pipeline.config.tables]
     assert len(tables) == 3
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
-    # Classify, then per table its projection with its figures, and its append.
-    assert len(jobs) == 1 + 2 * len(tables), sorted(jobs)
-    # All in the ledger's pool of the fair scheduler, so the merge's jobs get their share.
-    assert pools_of(spark, jobs) == {LEDGER_POOL}
+    # Classify, the three tables' projections and figures, one append per table: one
+    # chunk (CHUNK_TABLES), stored in the batch's own thread and scheduler pool.
+    assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
+    assert pools_of(spark, jobs) == {"default"}
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append
     # anew: 6 classes a batch before f130073).
@@ -51,6 +52,30 @@ def test_a_micro_batch_over_three_tables_runs_a_figures_job_and_an_append_per_ta
         assert len(times) == 3, (name, times)  # the three batches
         newest = max(times).replace(tzinfo=None)
         assert started.replace(tzinfo=None) <= newest <= ended.replace(tzinfo=None), (name, times)
+
+
+def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_pool(
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ledger_stage, "CHUNK_TABLES", 1)  # three chunks of one table
+    stage = LedgerStage(spark, pipeline.pipeline)
+    first, second = generate(3, 300), generate(4, 300)
+    deliver(first, pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
+    stage.start(once=True).awaitTermination()
+    deliver(second, pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
+    query = stage.start(once=True)
+    query.awaitTermination()
+    # The chunks' threads carry the batch's job group, so their jobs are found in it.
+    jobs = sorted(spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId)))
+    tables = [table.name for table in pipeline.config.tables]
+    # Classify, then per chunk its projection with its figures, and its append.
+    assert len(jobs) == 1 + 2 * len(tables), jobs
+    # The chunks' jobs in the ledger's pool, so the merge's get their share of the slots.
+    assert pools_of(spark, jobs[:1]) == {"default"}
+    assert pools_of(spark, jobs[1:]) == {LEDGER_POOL}
+    for name in tables:  # every event of both batches, in its own table's ledger
+        sent = sum(e.table == name for e in first.events + second.events)
+        assert len(pipeline.rows(pipeline.refs(name).cdc)) == sent, name
 
 
 def pools_of(spark: SparkSession, jobs: list[int]) -> set[str]:
