@@ -123,9 +123,11 @@ SHARE = "_share"
 """The column naming the table in a chunk's combined projection counts."""
 
 SMALL_SHARE = 30_000
-"""A table with at most this many row events in a micro-batch is projected in one task:
-its figures then need no shuffle, and each of its jobs is one task, not one per input
-partition (a partition holding none of its events still cost a task)."""
+"""In a micro-batch of several chunks, a table with at most this many row events is
+projected in one task: its figures then need no shuffle, and each of its jobs is one
+task, not one per input partition (a partition holding none of its events still cost a
+task). A batch of one chunk keeps its input's partitions: its few tables' projections
+are most of its work, on every core."""
 
 
 @dataclass(frozen=True)
@@ -609,11 +611,18 @@ class LedgerStage:
         has ended: each table's append is skipped on a rerun once there
         (:meth:`_append`), so a table stored before the failure is not stored twice."""
 
+        chunks = [names[i : i + CHUNK_TABLES] for i in range(0, len(names), CHUNK_TABLES)]
+
         def store(chunk: Sequence[str]) -> tuple[BatchSummary, list[ChangeSignal]]:
             part = BatchSummary(batch_id)
             shares = [
                 self._share(
-                    name, row_events.get(name, 0), classified, refused.get(name), batch_id, now
+                    name,
+                    len(chunks) > 1 and row_events.get(name, 0) <= SMALL_SHARE,
+                    classified,
+                    refused.get(name),
+                    batch_id,
+                    now,
                 )
                 for name in chunk
             ]
@@ -637,7 +646,6 @@ class LedgerStage:
                     share.projected.unpersist()
             return part, signals
 
-        chunks = [names[i : i + CHUNK_TABLES] for i in range(0, len(names), CHUNK_TABLES)]
         if len(chunks) <= 1:
             parts = [store(chunk) for chunk in chunks]
         else:
@@ -664,13 +672,14 @@ class LedgerStage:
     def _share(
         self,
         name: str,
-        row_events: int,
+        one_task: bool,
         classified: DataFrame,
         refused: Refused | None,
         batch_id: int,
         now: datetime,
     ) -> _Share:
-        """One table's part of the batch, projected (lazily, persisted once computed)."""
+        """One table's part of the batch, projected (lazily, persisted once computed);
+        ``one_task``: in one task (:data:`SMALL_SHARE`)."""
 
         def phases() -> Projection:
             # Each step is a no-op once done, so a retry redoes only what is left.
@@ -695,7 +704,7 @@ class LedgerStage:
             plan = Projection(self.pipeline.schema(name))
         mine = classified.where(F.col("table") == name)
         rows = mine.where(F.col("status") == ROW).select("message_id", "raw")
-        if row_events <= SMALL_SHARE:
+        if one_task:
             rows = rows.coalesce(1)
         projected = rows.mapInArrow(
             project_batches(plan, now, self._wire, refused), projected_spark_schema(plan)

@@ -49,7 +49,7 @@ _DEBIAN_JDBC_ARTIFACTS = {
 SCHEDULER_POOLS = Path(__file__).with_name("scheduler_pools.xml")
 """Spark's fair scheduler pools: the ledger's, beside Spark's default one."""
 LEDGER_POOL = "ledger"
-"""The pool the ledger's micro-batches run their jobs in (named in :data:`SCHEDULER_POOLS`)."""
+"""The pool of a ledger micro-batch's concurrent chunks (named in :data:`SCHEDULER_POOLS`)."""
 CODEGEN_CACHE_ENTRIES = 1000
 """Spark's cache of compiled query code, in classes (see :func:`spark_conf`)."""
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -259,9 +259,9 @@ def spark_conf(config: Config) -> dict[str, str]:
         # A stream's stop interrupts its micro-batch and waits at most this long: a batch
         # blocked on a transport that stopped answering must not hold a Ctrl-C.
         "spark.sql.streaming.stopTimeout": "10s",
-        # The ledger's jobs in a pool of their own (scheduler_pools.xml): it stores a
-        # micro-batch's tables several at once, and first come, first served would queue
-        # the merge's jobs behind all of them.
+        # The ledger's concurrent jobs in a pool of their own (scheduler_pools.xml): it
+        # stores a large micro-batch's tables in chunks, several at once, and first come,
+        # first served would queue the merge's jobs behind all of them.
         "spark.scheduler.mode": "FAIR",
         "spark.scheduler.allocation.file": str(SCHEDULER_POOLS),
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
