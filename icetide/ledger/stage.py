@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
@@ -26,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.util import inheritable_thread_target
 
 from icetide.config import Config
 from icetide.errors import IcetideError, SchemaError, failure_line
@@ -88,6 +86,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy, classify, retry_step
 from icetide.spark.session import LEDGER_POOL
+from icetide.spark.threads import run_all
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
@@ -257,8 +256,7 @@ class LedgerStage:
             self.spark.sql(TableContract.dead_letter_ddl(refs.dead_letters))
 
         names = [table.name for table in self.config.tables]
-        with ThreadPoolExecutor(min(CREATE_THREADS, len(names) or 1)) as pool:
-            list(pool.map(ensure, names))  # the first failure is raised here
+        run_all(ensure, names, CREATE_THREADS, "icetide-create")
         self.spark.sql(TableContract.dead_letter_ddl(self.unrouted_dlt))
 
     # -- idempotent appends ------------------------------------------------------------
@@ -654,13 +652,7 @@ class LedgerStage:
             try:
                 # The batch's job properties (its query and batch id, the pool) go with
                 # its chunks' threads.
-                task = inheritable_thread_target(store)
-                with ThreadPoolExecutor(
-                    min(STORE_THREADS, len(chunks)), thread_name_prefix="icetide-ledger"
-                ) as pool:
-                    futures = [pool.submit(task, chunk) for chunk in chunks]
-                    wait(futures)
-                parts = [future.result() for future in futures]
+                parts = run_all(store, chunks, STORE_THREADS, "icetide-ledger", True)
             finally:
                 sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         signals: list[ChangeSignal] = []

@@ -32,7 +32,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +54,7 @@ from icetide.merge.phases import MergeVersion, version_of
 from icetide.schema.contract import phases as ph
 from icetide.schema.contract.builder import TableContract
 from icetide.spark.errors import jvm_boundary
+from icetide.spark.threads import run_all
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -163,13 +163,12 @@ class MergeRounds:
         names = [t.name for t in self.config.tables] if self.due is None else self.due.take()
         turn = self.turns.open_round()
         try:
-            workers = min(self.config.merge.parallel_tables, len(names))
-            if workers <= 1:
-                return [merge(name, turn) for name in names]
-            with ThreadPoolExecutor(workers, thread_name_prefix="icetide-merge") as pool:
-                futures = [pool.submit(merge, name, turn) for name in names]
-                wait(futures)
-            return [future.result() for future in futures]
+            return run_all(
+                lambda name: merge(name, turn),
+                names,
+                self.config.merge.parallel_tables,
+                "icetide-merge",
+            )
         except BaseException:
             if self.due is not None:
                 self.due.give_back(names)

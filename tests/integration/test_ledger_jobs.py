@@ -9,24 +9,34 @@ from datetime import UTC, datetime
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
 import icetide.ledger.stage as ledger_stage
-from icetide.demo.workload import deliver, generate
+from icetide.demo.workload import Envelope, deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
 from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
 
 
+def second_batch(stage: LedgerStage, pipeline: Pipeline) -> tuple[StreamingQuery, list[Envelope]]:
+    """Two micro-batches of the demo's three tables, one query each: the first reads each
+    table's last stored batch, so the second runs only the jobs of a steady state. The
+    second's query, and the events of both."""
+    first, second = generate(3, 300), generate(4, 300)
+    deliver(first, pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
+    stage.start(once=True).awaitTermination()
+    deliver(second, pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
+    query = stage.start(once=True)
+    query.awaitTermination()
+    return query, first.events + second.events
+
+
 def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     stage = LedgerStage(spark, pipeline.pipeline)
-    deliver(generate(3, 300), pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
-    stage.start(once=True).awaitTermination()  # the first reads each table's last batch
-    deliver(generate(4, 300), pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
-    query = stage.start(once=True)
-    query.awaitTermination()
+    query, _ = second_batch(stage, pipeline)
     # A streaming query runs its micro-batches in a job group named by its run id.
     jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId))
     tables = [table.name for table in pipeline.config.tables]
@@ -59,12 +69,7 @@ def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_po
 ) -> None:
     monkeypatch.setattr(ledger_stage, "CHUNK_TABLES", 1)  # three chunks of one table
     stage = LedgerStage(spark, pipeline.pipeline)
-    first, second = generate(3, 300), generate(4, 300)
-    deliver(first, pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
-    stage.start(once=True).awaitTermination()
-    deliver(second, pipeline.landing, seed=4, files=1, duplicate_rate=0.0)
-    query = stage.start(once=True)
-    query.awaitTermination()
+    query, events = second_batch(stage, pipeline)
     # The chunks' threads carry the batch's job group, so their jobs are found in it.
     jobs = sorted(spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId)))
     tables = [table.name for table in pipeline.config.tables]
@@ -74,7 +79,7 @@ def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_po
     assert pools_of(spark, jobs[:1]) == {"default"}
     assert pools_of(spark, jobs[1:]) == {LEDGER_POOL}
     for name in tables:  # every event of both batches, in its own table's ledger
-        sent = sum(e.table == name for e in first.events + second.events)
+        sent = sum(e.table == name for e in events)
         assert len(pipeline.rows(pipeline.refs(name).cdc)) == sent, name
 
 
