@@ -14,6 +14,9 @@ landing-file reader makes) in one process, so the figure is per core, for the sa
 * JSON with the inline Connect schema block JsonConverter writes by default
   (``schemas.enable=true``; ~2 kB of schema beside each row, compact as it writes it):
   ``json_inline``;
+* plain JSON again with the ``price`` column a ``decimal(12,2)``, each value a JSON
+  number with two decimals (as a connector with ``decimal.handling.mode=double`` writes
+  it): ``json_decimal``;
 * plain JSON again with three nested columns more (a ``list<string>``, a
   ``map<string, long>`` and a ``struct<city: string, zip: int>``, as a PostgreSQL
   array, an hstore or a composite arrive): ``json_nested``.
@@ -310,7 +313,14 @@ def messages(events: int) -> dict[str, Case]:
         "avro_decimal": (avro_decimal, wire, DECIMAL_SCHEMA),
         "json_inline": ([compact(inline(d)) for d in docs], None, SCHEMA),
         "json_nested": ([json.dumps(nested(d)).encode() for d in docs], None, NESTED_SCHEMA),
+        "json_decimal": ([json.dumps(in_cents(d)).encode() for d in docs], None, DECIMAL_SCHEMA),
     }
+
+
+def in_cents(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its price rounded to cents: the double a decimal(12,2) column's value
+    is written as by ``decimal.handling.mode=double``."""
+    return doc | {"after": doc["after"] | {"price": round(doc["after"]["price"], 2)}}
 
 
 BATCH = 4096

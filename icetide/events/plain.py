@@ -10,8 +10,10 @@ envelope and values are checked and typed by code built once per table
 
 The rule that keeps results identical: this path only *accepts*. Whatever it does not
 recognise for certain — another JSON shape, a float where the exact digits matter (only
-``orjson`` floats in ``float``/``double`` columns are taken: both parsers round the same
-digits to the same double), a nested value holding a float anywhere, a placeholder
+``orjson`` floats in ``float``/``double`` columns are taken, where both parsers round the
+same digits to the same double, and in ``decimal`` columns those written with at most 15
+significant digits: :func:`exact_decimals`), a nested value holding a float anywhere, a
+placeholder
 value, a column the schema lacks, a value its column refuses, anything unusual in the
 envelope — makes it return ``None``, and the general decoder reads that message from its
 bytes again, so every dead letter and every unusual value still comes from one place
@@ -22,6 +24,7 @@ the same coercer types it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,6 +49,61 @@ _MAX_OPENERS = 256
 """More ``[``/``{`` than this and the general decoder reads the message: ``orjson`` reads
 deeper nesting than Python's ``json`` (which fails near 1,000 levels, fewer inside a
 worker's stack), and such a message must be the dead letter the general decoder says."""
+
+
+_LONG_NUMBER = re.compile(rb"[0-9.]{16,}(?:[eE][+-]?[0-9]+)?")
+"""A run of 16 or more digits and dots, with its exponent: every number written with
+more than 15 significant digits is one (so are some runs inside strings, and long
+integers)."""
+
+
+def long_numbers(raw: bytes) -> frozenset[float]:
+    """The magnitudes, as doubles, of the numbers message ``raw`` writes with 16 or more
+    digits and dots (whatever reads as one: runs inside strings too).
+
+    >>> sorted(long_numbers(b'{"a": -0.30000000000000004, "b": 1.5, "c": "1.2.3.4.5.6.7.8"}'))
+    [0.30000000000000004]
+    """
+    found = set()
+    for match in _LONG_NUMBER.finditer(raw):
+        try:
+            found.add(float(match.group()))
+        except ValueError:  # text in a string, such as a version "1.2.3.4…"
+            continue
+    return frozenset(found)
+
+
+def exact_decimals(row: PlainRow, names: tuple[str, ...], raw: bytes) -> bool:
+    """Whether every float in decimal columns ``names`` of ``row`` (read from ``raw``) was
+    written with at most 15 significant digits, so that ``Decimal(repr(float))`` has the
+    value of the digits as written.
+
+    Any decimal of at most 15 significant digits is the one such decimal its nearest
+    double rounds back to, and ``repr`` gives the shortest text that rounds to that
+    double, which can be no longer: the general parse (``Decimal`` of the digits) and
+    this one then type the value alike, to the same value or the same refusal. (Below
+    the normal doubles, near 1e-308, fewer digits survive, but there any value but zero
+    has more fraction digits than a decimal's scale, at most 38, and both refuse it.) A
+    float equal to any long number's double (:func:`long_numbers`) may have been written
+    long, and is not taken.
+
+    >>> row = PlainRow("c", {}, None, {"id": 1, "d": 2.5}, None, None, None)
+    >>> exact_decimals(row, ("d",), b'{"d": 2.5}')
+    True
+    >>> exact_decimals(row, ("d",), b'{"d": 2.5000000000000000001}')
+    False
+    """
+    taken = [
+        value
+        for image in (row.before, row.after)
+        if image
+        for name in names
+        if type(value := image.get(name)) is float
+    ]
+    if not taken:
+        return True
+    long = long_numbers(raw)
+    return not any(abs(value) in long for value in taken)
 
 
 class PlainRow(NamedTuple):
@@ -210,7 +268,11 @@ Converter = Callable[[Any], Any]
 
 
 def _converter(
-    column: Column, logical: str | None, stored: Column | None = None, typed: bool = False
+    column: Column,
+    logical: str | None,
+    stored: Column | None = None,
+    typed: bool = False,
+    decimal_floats: bool = False,
 ) -> Converter:
     """``value -> typed value in Arrow's form`` for one column, as
     :func:`icetide.events.project.coerce_value` then
@@ -219,7 +281,9 @@ def _converter(
     float outside float columns, alone or inside a nested value, whose digits only the
     general parse keeps). ``stored``: the layout's column, whose type gives the Arrow
     form (the column itself when not given). ``typed``: values already decoded by the
-    message's own schema (a ``Decimal``, a ``datetime``), taken as they are."""
+    message's own schema (a ``Decimal``, a ``datetime``), taken as they are.
+    ``decimal_floats``: a ``decimal`` column takes a float (checked by
+    :func:`exact_decimals` first)."""
     ctype = column.type
     arrow = (stored or column).type
     slot = Slot(column.name, ctype, logical)
@@ -260,6 +324,17 @@ def _converter(
         return floating
     if name == "boolean":
         return lambda value: value if value is True or value is False else general(value)
+    if name == "decimal" and decimal_floats:
+
+        def decimal(value: Any) -> Any:
+            if type(value) is not float:
+                return general(value)
+            try:
+                return arrow_value(coercer(value, slot), arrow)
+            except Exception:
+                raise Refuse from None
+
+        return decimal
     return general
 
 
@@ -284,14 +359,18 @@ def image_projector(
     layout: TableSchema,
     hints: Mapping[int, str] | None,
     typed: bool = False,
+    decimal_floats: bool = False,
 ) -> ImageProjector:
     """The typing of ``schema``'s columns into ``layout``'s row shape (a layout column
     the value schema does not have yet stays None), built once per table and batch
-    (``typed``: see :func:`_converter`)."""
+    (``typed`` and ``decimal_floats``: see :func:`_converter`)."""
     hints = schema.sink.logical if hints is None else hints
     by_name = schema.by_name
     slots = tuple(
-        (c.name, _converter(by_name[c.name], hints.get(by_name[c.name].id), c, typed))
+        (
+            c.name,
+            _converter(by_name[c.name], hints.get(by_name[c.name].id), c, typed, decimal_floats),
+        )
         if c.name in by_name
         else (c.name, None)
         for c in layout.columns
@@ -315,5 +394,13 @@ def image_projector(
         frozenset(schema.by_name),
         tuple(c.name for c in schema.value_columns if not c.nullable),
         tuple(c.name for c in schema.value_columns),
-        tuple((c.name, _converter(c, hints.get(c.id), typed=typed)) for c in schema.key_columns),
+        tuple(
+            (c.name, _converter(c, hints.get(c.id), typed=typed, decimal_floats=decimal_floats))
+            for c in schema.key_columns
+        ),
     )
+
+
+def decimal_names(schema: TableSchema) -> tuple[str, ...]:
+    """``schema``'s ``decimal`` columns (not those inside a nested type)."""
+    return tuple(c.name for c in schema.columns if c.type.name == "decimal")

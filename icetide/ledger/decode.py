@@ -38,6 +38,8 @@ from icetide.events.model import ChangeEvent
 from icetide.events.plain import (
     PlainRow,
     Refuse,
+    decimal_names,
+    exact_decimals,
     image_projector,
     parse,
     read_plain,
@@ -559,6 +561,13 @@ def _plain_rows(
     if refused and ALL_MESSAGES in refused:
         return None
     bare = None if refused and "" in refused else _document_rows(projection, typed=False)
+    # The same, its decimal columns taking floats: for a message whose digits allow it.
+    decimals = decimal_names(projection.value_schema)
+    floats = (
+        _document_rows(projection, typed=False, decimal_floats=True)
+        if bare is not None and decimals
+        else None
+    )
     typed = _document_rows(projection, typed=True)
     if bare is None and typed is None:
         return None
@@ -569,6 +578,8 @@ def _plain_rows(
             doc = parse(raw)
             plain = read_plain(doc)
             if plain is not None:  # a bare envelope has no schema key: only "" refuses it
+                if floats is not None and exact_decimals(plain, decimals, raw):
+                    return floats(plain)
                 return None if bare is None else bare(plain)
             inline = _INLINE.read(doc, raw)
         if inline is None or typed is None:
@@ -612,11 +623,12 @@ def _framed_rows(
 
 
 def _document_rows(
-    projection: Projection, typed: bool
+    projection: Projection, typed: bool, decimal_floats: bool = False
 ) -> Callable[[PlainRow], dict[str, Any] | None] | None:
     """The ledger row of a read row envelope (``typed``: its values typed by the
-    message's own schema, inline or in the registry), or None: what :func:`_plain_rows`
-    and :func:`_framed_rows` share."""
+    message's own schema, inline or in the registry; ``decimal_floats``: its decimal
+    columns take floats, :func:`~icetide.events.plain.exact_floats`), or None: what
+    :func:`_plain_rows` and :func:`_framed_rows` share."""
     schema, layout = projection.value_schema, projection.layout
     if projection.aliases:
         return None
@@ -625,7 +637,7 @@ def _document_rows(
     hints = projection.hints
     if typed:  # as project_event reads an event its own schema typed
         hints = typed_hints(schema, schema.sink.logical if hints is None else hints)
-    images = image_projector(schema, layout, hints, typed=typed)
+    images = image_projector(schema, layout, hints, typed=typed, decimal_floats=decimal_floats)
     project, names, keys = images.project, images.names, images.keys
     required, values, earlier = images.required, images.values, projection.earlier
 

@@ -255,7 +255,8 @@ def test_a_refused_or_renaming_projection_reads_every_message_the_general_way() 
 
 
 def test_a_float_keeps_its_digits_outside_float_columns() -> None:
-    # orjson reads 1.10 as the float 1.1: a decimal, string or JSON column needs the digits.
+    # orjson reads 1.10 as the float 1.1: a string or JSON column needs the digits (a
+    # decimal column needs their value only: test_decimal_columns_take_floats_...).
     raw = (
         b'{"op": "c", "after": {"id": 1, "name": "a", "amount": 1.10, "doc": {"k": 1.10},'
         b' "price": 1.10}, "source": {"connector": "mysql", "db": "shop", "table": "things",'
@@ -405,3 +406,80 @@ def test_nested_values_taken_in_one_pass_give_what_the_general_decoder_gives() -
         assert any(
             (row := plain(raw)) is not None and (row["_after"] or {}).get(name) for raw in taken
         ), name
+
+
+DECIMAL_TEXTS = [
+    "0.0", "-0.0", "12.5", "12.50", "-7.25", "99999999.99", "100000000.00", "1.234", "0.005",
+    "1e2", "1.5E3", "-2.5e-1", "1e-320", "1e20", "1e400", "1234567890.12345", "0.1",
+    "12345678.123456789", "0.30000000000000004", "2.5000000000000000001",
+    "0.1000000000000000055511151231257827", "99999999.990000000001", "1.00000000000000000000",
+]  # fmt: skip
+"""Decimal column values as JSON numbers: short ones, over the scale or the precision,
+subnormal, overflowing, and ones with more digits than a double keeps (whose float is
+that of a short one: 2.5000000000000000001 reads as 2.5)."""
+
+
+def decimal_corpus(count: int, seed: int) -> list[bytes]:
+    """Row events whose decimal column ``amount`` holds a JSON number of every shape, in
+    the after image, the before image or both; the double column ``price`` often holds a
+    long number, sometimes the very one ``amount`` holds."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(count):
+        doc = envelope(rnd)
+        texts = {
+            "@a": rnd.choice(
+                [
+                    rnd.choice(DECIMAL_TEXTS),
+                    f"{rnd.randint(-(10**8), 10**8) / 100}",
+                    repr(rnd.uniform(-1e8, 1e8)),
+                ]
+            ),
+            "@b": rnd.choice(DECIMAL_TEXTS),
+            "@p": rnd.choice(["@a", repr(rnd.uniform(-1e9, 1e9)), "3.5"]),
+        }
+        texts["@p"] = texts.get(texts["@p"], texts["@p"])
+        for image, key in ((doc["after"], "@a"), (doc["before"], "@b")):
+            if image is not None:
+                image["amount"] = key
+                image["price"] = "@p"
+        text = json.dumps(doc)
+        for key, value in texts.items():
+            text = text.replace(f'"{key}"', value)
+        out.append(text.encode())
+    return out
+
+
+def test_decimal_columns_take_floats_written_with_digits_a_double_keeps() -> None:
+    """A decimal column's JSON number is taken in the one pass when it was written with
+    at most 15 significant digits, and typed exactly as the general decoder types its
+    digits (to the same value or the same dead letter); a longer one, or one whose
+    double some long number in the message shares, is left to the general decoder."""
+    raws = decimal_corpus(4000, seed=20261205)
+    for projection in PROJECTIONS:
+        plain = _plain_rows(projection, None)
+        assert plain is not None
+        taken = [raw for raw in raws if plain(raw) is not None]
+        for raw in taken:
+            assert repr(plain(raw)) == repr(general(raw, projection)), raw
+        assert len(raws) * 0.1 < len(taken) < len(raws) * 0.9, len(taken)
+        rows = [plain(raw) for raw in taken]
+        amounts = {row["_after"]["amount"] for row in rows if row and row["_after"]}
+        assert {Decimal("12.50"), Decimal("-0.25"), Decimal("100.00")} <= amounts, amounts
+
+
+def test_a_decimal_written_longer_than_a_double_keeps_is_read_from_its_digits() -> None:
+    """2.5000000000000000001 reads as the double 2.5: taken, it would be stored as 2.50,
+    where its digits do not fit the column's scale."""
+    for amount in (b"2.5000000000000000001", b"0.1000000000000000055511151231257827"):
+        raw = (
+            b'{"op": "c", "after": {"id": 1, "name": "a", "amount": ' + amount + b"}, "
+            b'"source": {"connector": "mysql", "db": "shop", "table": "things",'
+            b' "file": "b.000001", "pos": 4}}'
+        )
+        assert _plain_rows(Projection(SCHEMA), None)(raw) is None  # type: ignore[misc]
+        row = row_projector(Projection(SCHEMA))(raw)
+        assert row[STATUS] == DEAD, row
+    short = raw.replace(amount, b"0.10")
+    row = _plain_rows(Projection(SCHEMA), None)(short)  # type: ignore[misc]
+    assert row is not None and row["_after"]["amount"] == Decimal("0.10")
