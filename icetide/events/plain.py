@@ -13,13 +13,12 @@ recognise for certain — another JSON shape, a float where the exact digits mat
 ``orjson`` floats in ``float``/``double`` columns are taken, where both parsers round the
 same digits to the same double, and in ``decimal`` columns those written with at most 15
 significant digits: :func:`exact_decimals`), a nested value holding a float anywhere, a
-placeholder
-value, a column the schema lacks, a value its column refuses, anything unusual in the
-envelope — makes it return ``None``, and the general decoder reads that message from its
-bytes again, so every dead letter and every unusual value still comes from one place
-with the same reason and text. A nested value (a list, map or struct column's) of
-strings, integers, booleans and nulls only is taken: both parsers read it alike, and
-the same coercer types it.
+placeholder value, a column the schema lacks, a value its column refuses, anything
+unusual in the envelope — makes it return ``None``, and the general decoder reads that
+message from its bytes again, so every dead letter and every unusual value still comes
+from one place with the same reason and text. A nested value (a list, map or struct
+column's) of strings, integers, booleans and nulls only is taken: both parsers read it
+alike, and the same coercer types it.
 """
 
 from __future__ import annotations

@@ -627,7 +627,7 @@ def _document_rows(
 ) -> Callable[[PlainRow], dict[str, Any] | None] | None:
     """The ledger row of a read row envelope (``typed``: its values typed by the
     message's own schema, inline or in the registry; ``decimal_floats``: its decimal
-    columns take floats, :func:`~icetide.events.plain.exact_floats`), or None: what
+    columns take floats, :func:`~icetide.events.plain.exact_decimals`), or None: what
     :func:`_plain_rows` and :func:`_framed_rows` share."""
     schema, layout = projection.value_schema, projection.layout
     if projection.aliases:
