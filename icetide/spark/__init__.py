@@ -6,5 +6,6 @@ the JVM packages ``jars`` resolves by Maven coordinates; ``class_archive``,
 fast on few cores; ``jvm`` names JVM classes without py4j reflection; ``errors`` is the
 one boundary where JVM errors become icetide errors, ``retry`` redoes a step that lost
 a commit race, and ``threads`` runs one step for several items in threads of the one
-session (the merge's tables, the ledger's chunks). What the stages read and write in the tables lives in :mod:`icetide.lake`.
+session (the merge's tables, the ledger's chunks). What the stages read and write in the
+tables lives in :mod:`icetide.lake`.
 """
