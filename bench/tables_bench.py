@@ -25,8 +25,11 @@ Measured, per table count:
   ``--hot`` hottest tables and over ``--cold`` tables drawn from the colder half, read
   back from the tables' metadata after the run;
 * CPU per idle table: after the landing and a drain, ``--idle`` seconds with no event,
-  the CPU of the whole process tree (driver, JVM, Python workers) over that window per
-  table and minute, and the merge rounds run meanwhile.
+  the CPU the whole machine spent busy over that window (``/proc/stat``, less this
+  bench's own) per table and minute, and the merge rounds run meanwhile. Run it on an
+  otherwise quiet machine: any other work is counted too. (A sum over the run's process
+  tree came out negative: a worker ending in the window took its CPU with it whenever
+  no process of the tree reaped it.)
 
 The load average goes with every figure (the machine is shared). Never pass/fail.
 
@@ -344,16 +347,14 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _stat(pid: int, reaped: bool = False) -> tuple[float, int, str]:
-    """(CPU seconds, resident bytes, command name) of one process; ``reaped``: its CPU
-    with that of the children it has reaped."""
+def _stat(pid: int) -> tuple[float, int, str]:
+    """(CPU seconds, resident bytes, command name) of one process."""
     with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     name = text[text.index("(") + 1 : text.rindex(")")]
     fields = text.rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
-    # utime and stime, then cutime and cstime (the reaped children's)
-    cpu = sum(int(v) for v in fields[11 : 15 if reaped else 13]) / tick
+    cpu = sum(int(v) for v in fields[11:13]) / tick  # utime and stime
     return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), name
 
 
@@ -423,17 +424,14 @@ def follow(stream: Any, log: Path, records: list[tuple[float, dict[str, Any]]]) 
                     pass
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds of the driver and every live descendant, each with the children it
-    has reaped: Spark's Python daemon forks a worker per task and reaps it, so a sum of
-    the live processes alone fell when a worker ended (a negative idle cost)."""
-    total = 0.0
-    for p in _tree(pid):
-        try:
-            total += _stat(p, reaped=True)[0]
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+def busy_cpu() -> float:
+    """CPU seconds the machine has spent busy since it started (``/proc/stat``: user,
+    nice, system, irq, softirq and steal over every core), less this process's own."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return busy - time.process_time()
 
 
 def drain_until_stored(
@@ -506,9 +504,9 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         landed = time.time()
         drain_until_stored(records, args.rate * args.seconds, landed + args.drain)
         # The idle window: no event lands; what does keeping the tables cost?
-        cpu0, t0 = tree_cpu(run.pid), time.time()
+        cpu0, t0 = busy_cpu(), time.time()
         time.sleep(args.idle)
-        cpu1, t1 = tree_cpu(run.pid), time.time()
+        cpu1, t1 = busy_cpu(), time.time()
         idle = {"cpu_s": cpu1 - cpu0, "seconds": t1 - t0, "from": t0, "to": t1}
     finally:
         run.send_signal(signal.SIGTERM)
@@ -558,7 +556,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         (result["jobs_per_batch"].get(b, 0), n) for b, n in batch_tables.items()
     ]
     if idle:
-        result["idle_cpu_ms_per_table_minute"] = (
+        result["idle_busy_ms_per_table_minute"] = (
             idle["cpu_s"] * 1000 / tables / (idle["seconds"] / 60)
         )
         result["idle_cpu_share"] = idle["cpu_s"] / idle["seconds"]
@@ -777,7 +775,9 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
             f"{_gb(r['driver_rss'])} / {_gb(r['jvm_rss'])} / {_gb(r['heap_used'])} "
             f"({_gb(r['heap_max'])}) | "
             + (
-                f"{_s(r.get('idle_cpu_ms_per_table_minute'), '{:.0f}')}, "
+                # Runs before 2026-12-05 summed the process tree (not comparable, and
+                # negative in several): their figure is not shown.
+                f"{_s(r.get('idle_busy_ms_per_table_minute'), '{:.0f}')}, "
                 f"{r.get('idle_rounds', '–')}, {_s(r.get('idle_round_median_s'))} s, "
                 f"{_s(r.get('idle_load'))} |"
                 if r.get("stored", 0) >= r["events"]
@@ -833,8 +833,7 @@ def stored_all(result: dict[str, Any]) -> bool:
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
     """Cost against table count (log x): start-up, ledger batch, merge round, idle rounds,
-    memory. (Not the idle window's CPU: the count of reaped children it relies on misses
-    some, and it came out negative in several runs.)"""
+    memory."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -865,12 +864,19 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
         marker="o",
         label="a round visiting every table, none merged (median)",
     )
-    if any(full):
+    busy = [r.get("idle_busy_ms_per_table_minute") if stored_all(r) else None for r in results]
+    axes[1].plot(
+        xs,
+        [v if v is not None else float("nan") for v in busy],
+        marker="s",
+        label="CPU ms per idle table-minute (idle window)",
+    )
+    if any(full) or any(v for v in busy if v):
         axes[1].set_yscale("log")
     else:
-        axes[1].text(0.5, 0.5, "no round of these runs\nvisited every table idle",
+        axes[1].text(0.5, 0.5, "no idle figures\nin these runs",
                      ha="center", va="center", transform=axes[1].transAxes)  # fmt: skip
-    axes[1].set_ylabel("seconds")
+    axes[1].set_ylabel("seconds / ms")
     axes[1].set_title("idle tables")
     axes[1].legend(fontsize=7)
     for key, label in (
