@@ -28,8 +28,8 @@ Measured, per table count:
   the CPU the whole machine spent busy over that window (``/proc/stat``, less this
   bench's own) per table and minute, and the merge rounds run meanwhile. Run it on an
   otherwise quiet machine: any other work is counted too. (A sum over the run's process
-  tree came out negative: a worker ending in the window took its CPU with it whenever
-  no process of the tree reaped it.)
+  tree came out negative in several runs, most likely from processes that ended in the
+  window with no process of the tree reaping them.)
 
 The load average goes with every figure (the machine is shared). Never pass/fail.
 
