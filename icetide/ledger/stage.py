@@ -644,16 +644,16 @@ class LedgerStage:
                     share.projected.unpersist()
             return part, signals
 
-        if len(chunks) <= 1:
-            parts = [store(chunk) for chunk in chunks]
-        else:
-            sc = self.spark.sparkContext
+        # One chunk runs in this thread and pool; several, in the ledger's pool, with the
+        # batch's job properties (its query and batch id, the pool) in their threads.
+        several = len(chunks) > 1
+        sc = self.spark.sparkContext
+        if several:
             sc.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
-            try:
-                # The batch's job properties (its query and batch id, the pool) go with
-                # its chunks' threads.
-                parts = run_all(store, chunks, STORE_THREADS, "icetide-ledger", True)
-            finally:
+        try:
+            parts = run_all(store, chunks, STORE_THREADS, "icetide-ledger", True)
+        finally:
+            if several:
                 sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         signals: list[ChangeSignal] = []
         for part, chunk_signals in parts:
@@ -706,7 +706,7 @@ class LedgerStage:
     def _share_stats(self, shares: Sequence[_Share]) -> dict[str, list[Any]]:
         """Each table's projection counts by status and reason, with the merge's figures
         (they land in the append's own snapshot summary; lake/ledger_figures.py): one job
-        over the projections of ``shares``."""
+        over the projections of ``shares`` (a chunk: never none)."""
         frames = [
             share.projected.groupBy(STATUS, REASON)
             .agg(
@@ -726,8 +726,6 @@ class LedgerStage:
             .select(F.lit(share.name).alias(SHARE), "*")
             for share in shares
         ]
-        if not frames:
-            return {}
         stats: dict[str, list[Any]] = {}
         for row in reduce(DataFrame.unionByName, frames).collect():
             stats.setdefault(row[SHARE], []).append(row)
