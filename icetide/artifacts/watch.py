@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.artifacts.refresh import RefreshReport
 from icetide.artifacts.workspace import known_versions, on_table_changed
 from icetide.lake.alter import int_property, table_properties
-from icetide.lake.tables import table_exists
+from icetide.lake.tables import iceberg_table_if_exists
 from icetide.schema.contract import phases as p
 
 if TYPE_CHECKING:
@@ -41,9 +41,10 @@ def data_version(spark: SparkSession, pipeline: Pipeline, table: str) -> int | N
     """The schema version whose data the base table of ``table`` holds (None: no base
     table, or no merge has run on it yet)."""
     base = pipeline.refs(table).base
-    if not table_exists(spark, base):
+    loaded = iceberg_table_if_exists(spark, base)  # one load, where asking first is two
+    if loaded is None:
         return None
-    return int_property(table_properties(spark, base), p.DATA_VERSION)
+    return int_property(table_properties(spark, base, loaded), p.DATA_VERSION)
 
 
 @dataclass

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,8 +61,14 @@ class TableRefs:
 
 
 def table_exists(spark: SparkSession, table: TableName) -> bool:
-    """True when ``table`` exists in its catalog."""
-    return bool(spark.catalog.tableExists(table.sql))
+    """True when ``table`` exists in its catalog (inside :func:`loaded_once`, by the
+    one load of it that the scope keeps)."""
+    kept = _kept()
+    if kept is None:
+        return bool(spark.catalog.tableExists(table.sql))
+    if table.sql not in kept:
+        kept[table.sql] = iceberg_table_if_exists(spark, table)
+    return kept[table.sql] is not None
 
 
 def current_snapshot_id(spark: SparkSession, table: TableName) -> int | None:
@@ -200,8 +209,23 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
     """The current snapshot id and every snapshot of a loaded Iceberg ``table`` (see
     :func:`iceberg_table`), read from its current metadata as Iceberg's own JSON of it
     (:func:`_jvm_json`): no Spark job and no call per snapshot, however long the
-    lineage."""
+    lineage.
+
+    Kept by the table's UUID and its metadata file's location (:data:`KEPT_METADATA`
+    of them): a file once written never changes, and readers that ask every few seconds
+    (the observer, a merge round's look at each table) mostly find a table as they left
+    it. The UUID, because a table dropped and created again under a Hadoop catalog
+    starts over at ``v1.metadata.json`` in the same folder. Metadata with no file of its
+    own (not committed) is read each time."""
     metadata = table.operations().current()
+    file = metadata.metadataFileLocation()
+    key = None if file is None else f"{metadata.uuid()} {file}"
+    if key is not None:
+        with _metadata_lock:
+            found = _metadata_kept.get(key)
+            if found is not None:
+                _metadata_kept.move_to_end(key)
+                return found[0], list(found[1])
 
     def write(stream: Any) -> None:
         generator = jvm_class("org.apache.iceberg.util.JsonUtil").factory().createGenerator(stream)
@@ -210,7 +234,7 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
 
     parsed = _jvm_json(write)
     current = parsed.get("current-snapshot-id")
-    snapshots = [
+    snapshots = tuple(
         Snapshot(
             int(s["snapshot-id"]),
             None if s.get("parent-snapshot-id") is None else int(s["parent-snapshot-id"]),
@@ -218,8 +242,22 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
             int(s.get("timestamp-ms", 0)),
         )
         for s in parsed.get("snapshots", [])
-    ]
-    return (None if current in (None, -1) else int(current)), snapshots
+    )
+    answer = (None if current in (None, -1) else int(current)), snapshots
+    if key is not None:
+        with _metadata_lock:
+            _metadata_kept[key] = answer
+            while len(_metadata_kept) > KEPT_METADATA:
+                _metadata_kept.popitem(last=False)
+    return answer[0], list(snapshots)
+
+
+KEPT_METADATA = 4096
+"""Metadata files whose snapshots :func:`metadata_snapshots` keeps, the most recently
+asked first: about a pipeline's tables times their kinds (base, ledger, dead letters,
+history) at a thousand tables."""
+_metadata_kept: OrderedDict[str, tuple[int | None, tuple[Snapshot, ...]]] = OrderedDict()
+_metadata_lock = threading.Lock()
 
 
 def lineage_snapshots(
@@ -278,7 +316,18 @@ def base_rows(spark: SparkSession, table: TableName) -> int:
 
 def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     """The Iceberg ``Table`` object of ``table`` (a py4j proxy), loaded through Spark's
-    catalog: its metadata as of now, read without a Spark job."""
+    catalog: its metadata as of now, read without a Spark job (inside
+    :func:`loaded_once`, as of the scope's first load of it)."""
+    kept = _kept()
+    loaded = kept.get(table.sql) if kept is not None else None
+    if loaded is None:
+        loaded = _load(spark, table)
+        if kept is not None:
+            kept[table.sql] = loaded
+    return loaded
+
+
+def _load(spark: SparkSession, table: TableName) -> Any:
     # Spark3Util resolves the catalog in the conf of the calling JVM thread's active
     # session, which a thread of its own (a merge round's) has not got: the catalog
     # would read as undefined and its name as a namespace of the session catalog
@@ -294,12 +343,43 @@ def iceberg_table_if_exists(spark: SparkSession, table: TableName) -> Any | None
     (on a REST catalog, two round trips)."""
     from pyspark.errors import AnalysisException
 
+    kept = _kept()
+    if kept is not None and table.sql in kept:
+        return kept[table.sql]
     try:
         return iceberg_table(spark, table)
     except AnalysisException as exc:
         if exc.getErrorClass() == TABLE_NOT_FOUND:
             return None
         raise
+
+
+_scope = threading.local()
+
+
+def _kept() -> dict[str, Any] | None:
+    """The tables :func:`loaded_once` keeps in this thread (None: no such scope)."""
+    return getattr(_scope, "tables", None)
+
+
+@contextmanager
+def loaded_once() -> Iterator[None]:
+    """Inside, in this thread, each table is loaded from its catalog once: every later
+    :func:`iceberg_table` and :func:`table_exists` of it answers from that load.
+
+    For readers that ask many things of a few tables and change none of them: the
+    observer asks about a table's base, ledger and dead letters a dozen times a look
+    (watermark, snapshot, lag, files, schema phase), each a load that reads and parses
+    the table's metadata file again, for every table every few seconds. Other threads
+    (the merge, the ledger) load as before. Scopes nest: the outermost one keeps."""
+    if _kept() is not None:
+        yield
+        return
+    _scope.tables = {}
+    try:
+        yield
+    finally:
+        _scope.tables = None
 
 
 TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"

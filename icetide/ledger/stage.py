@@ -212,6 +212,10 @@ class LedgerStage:
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
         """Table → the last batch this process appended there or found there."""
+        self._settled: dict[str, int] = {}
+        """Table → the schema version the ledger has been seen projecting whole (phase 2
+        done): :meth:`tick` has nothing to do for the table until its schema file names
+        a newer version."""
         self._query_id: str | None = None
         self.failure: IcetideError | None = None
         """The error that ended a micro-batch, and so the query (a catalog outage past
@@ -353,16 +357,26 @@ class LedgerStage:
         same steps for every table it writes, and the caller is ``icetide run``'s merge
         thread, which would otherwise start its next round only once the batch is
         stored (5–13 s a batch while a cold pipeline works off its backlog; the merge
-        leg of every event's latency grew by that wait). True when it ran."""
+        leg of every event's latency grew by that wait). True when it ran.
+
+        A table whose ledger already projects every column of its current schema
+        version is not looked at: nothing is left for a tick to do there until the
+        schema changes, and each look loads the ledger and the base tables again: four
+        metadata reads a table after every merge round."""
         if not self._lock.acquire(blocking=False):
             return False
         try:
             for table in self.config.tables:
+                name = table.name
+                if self._settled.get(name) == self.pipeline.schema(name).version:
+                    continue
                 try:
-                    alter_ledger(self.spark, self.pipeline, table.name)
-                    projection(self.spark, self.pipeline, table.name)
+                    alter_ledger(self.spark, self.pipeline, name)
+                    plan = projection(self.spark, self.pipeline, name)
                 except SchemaError:  # said by the next batch that holds its messages
                     continue
+                if plan.values is None:
+                    self._settled[name] = plan.layout.version
         finally:
             self._lock.release()
         return True

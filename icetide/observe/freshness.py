@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from pyspark.sql import functions as F
 
 from icetide.lake.progress import events_after, read_watermark
-from icetide.lake.tables import TableRefs, current_snapshot_id, table_exists
+from icetide.lake.tables import TableRefs, current_snapshot_id, loaded_once, table_exists
 from icetide.maintenance.files import file_counts
 from icetide.observe.convergence import table_convergence
 from icetide.observe.display import Verdict, verdict
@@ -155,8 +155,13 @@ def dead_letters_by_reason(spark: SparkSession, refs: TableRefs) -> dict[str, in
 def observe_table(
     spark: SparkSession, config: Config, name: str, now: datetime | None = None
 ) -> TableHealth:
-    """Measure one table now."""
-    now = now or datetime.now(UTC)
+    """Measure one table now: each of its tables loaded from the catalog once
+    (:func:`~icetide.lake.tables.loaded_once`), however many things are asked of it."""
+    with loaded_once():
+        return _observe_table(spark, config, name, now or datetime.now(UTC))
+
+
+def _observe_table(spark: SparkSession, config: Config, name: str, now: datetime) -> TableHealth:
     refs = TableRefs.of(config, name)
     sla = config.table(name).freshness_sla
     has_base = table_exists(spark, refs.base)

@@ -103,3 +103,69 @@ def test_a_batch_that_starts_projecting_a_version_records_it_once_its_rows_are_s
     pipe.merge()
     assert {r["id"]: r["tag"] for r in pipe.base("t")} == {1: "x", 2: "x", 3: "y"}
     assert pipe.dead_letters(pipe.refs("t").dead_letters) == []
+
+
+def test_a_tick_looks_again_only_at_a_table_whose_schema_moved(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between batches the tick takes a schema change as far as the ledger can; a table
+    whose ledger already projects its whole current version is left alone (no catalog
+    load) until its schema file names a newer one, and then taken through phase 1 and,
+    once the merge acknowledges, phase 2."""
+    import icetide.ledger.stage as stage_module
+    from icetide.lake.alter import int_property, table_properties
+    from icetide.ledger.stage import LedgerStage
+    from icetide.schema.contract import ledger as c
+    from icetide.schema.contract import phases as p
+    from icetide.schema.file import schema_from_dict
+
+    items = ITEMS.with_columns(ITEMS.columns, version=1)
+    pipe = Pipeline.custom(
+        tmp_path, warehouse, "tick_settled", {"items": items}, {"items": "shop.items"}, spark
+    )
+    pipe.land([mysql("c", 100, after={"id": 1, "name": "a", "qty": 1})])
+    pipe.stream()
+    pipe.merge()
+    looks: list[str] = []
+    alter = stage_module.alter_ledger
+
+    def counted(spark: SparkSession, pipeline: Any, table: str) -> TableSchema:
+        looks.append(table)
+        return alter(spark, pipeline, table)
+
+    monkeypatch.setattr(stage_module, "alter_ledger", counted)
+    stage = LedgerStage(spark, pipe.pipeline)
+    ledger = pipe.refs("items").cdc
+
+    def ledger_property(key: str) -> int | None:
+        return int_property(table_properties(spark, ledger), key)
+
+    assert stage.tick() and stage.tick()
+    assert looks == ["items"]  # settled at version 1 by the first look
+
+    grown = schema_from_dict(
+        {
+            "table": "items",
+            "version": 2,
+            "primary_key": ["id"],
+            "columns": [
+                {"id": 1, "name": "id", "type": "long", "nullable": False},
+                {"id": 2, "name": "name", "type": "string"},
+                {"id": 3, "name": "qty", "type": "int"},
+                {"id": 4, "name": "note", "type": "string"},
+            ],
+        }
+    )
+    dump_schema_file(grown, pipe.config.resolved_path(pipe.config.table("items").schema_file))
+    pipe.schemas = load_table_schemas(pipe.config)  # the merge's, below
+    stage.tick()
+    assert looks == ["items"] * 2
+    assert ledger_property(c.SCHEMA_VERSION_PROPERTY) == 2  # phase 1 on the ledger
+    assert ledger_property(p.PROJECTION_VERSION) == 1  # the merge has not acknowledged
+    stage.tick()  # not settled: the merge may acknowledge at any round
+    assert looks == ["items"] * 3
+    pipe.merge()  # phase 1 on the base, and the acknowledgement
+    stage.tick()
+    assert ledger_property(p.PROJECTION_VERSION) == 2  # phase 2, with no new event
+    stage.tick()
+    assert looks == ["items"] * 4

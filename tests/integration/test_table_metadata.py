@@ -17,7 +17,13 @@ from py4j import clientserver
 from pyspark.sql import SparkSession
 
 from icetide.lake.commit import append_with_properties
-from icetide.lake.tables import iceberg_table, metadata_snapshots
+from icetide.lake.tables import (
+    current_snapshot_id,
+    iceberg_table,
+    loaded_once,
+    metadata_snapshots,
+    table_exists,
+)
 from icetide.schema.contract.names import TableName
 from tests.integration.harness import Pipeline
 
@@ -64,3 +70,52 @@ def test_metadata_of_many_commits_comes_over_whole_in_small_answers(
     assert snapshots[-1].summary["note"] == f"23: {note}"
     assert answers and max(answers) < SOCKET_WRITE, max(answers)
     assert not list(scratch.iterdir())  # the JVM's file is gone
+
+
+def test_metadata_read_again_is_the_tables_own_after_a_commit_and_after_a_drop(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """Snapshots are kept by metadata file, never served for another file or table: a
+    commit's new file is read, and a table dropped and created again (whose first files
+    a Hadoop catalog names as the old table's were) is not read as the old one."""
+    table = TableName("lake", pipeline.config.catalog.namespace, "created_again")
+
+    def create_and_append(note: str) -> tuple[str, list[Any]]:
+        spark.sql(f"CREATE TABLE {table.sql} (id BIGINT) USING iceberg")
+        append_with_properties(spark.createDataFrame([(1,)], "id BIGINT"), table, {"n": note})
+        loaded = iceberg_table(spark, table)
+        current, snapshots = metadata_snapshots(spark, loaded)
+        assert metadata_snapshots(spark, loaded) == (current, snapshots)  # kept, equal
+        return str(loaded.operations().current().metadataFileLocation()), snapshots
+
+    first_file, first = create_and_append("first")
+    append_with_properties(spark.createDataFrame([(2,)], "id BIGINT"), table, {"n": "more"})
+    _, more = metadata_snapshots(spark, iceberg_table(spark, table))
+    assert [s.summary["n"] for s in more] == ["first", "more"]
+    spark.sql(f"DROP TABLE {table.sql} PURGE")
+    again_file, again = create_and_append("again")
+    if pipeline.config.catalog.type == "hadoop":
+        assert again_file == first_file  # the case a file's name alone would get wrong
+    assert [s.summary["n"] for s in again] == ["again"]
+    assert again[0].snapshot_id != first[0].snapshot_id
+
+
+def test_inside_loaded_once_each_table_is_loaded_once(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """The observer's scope: every look at a table inside answers from one load (a
+    commit made meanwhile is seen only after it), a missing table included."""
+    namespace = pipeline.config.catalog.namespace
+    table = TableName("lake", namespace, "loaded_once")
+    missing = TableName("lake", namespace, "loaded_once_missing")
+    spark.sql(f"CREATE TABLE {table.sql} (id BIGINT) USING iceberg")
+    with loaded_once():
+        assert current_snapshot_id(spark, table) is None
+        assert not table_exists(spark, missing)
+        spark.sql(f"INSERT INTO {table.sql} VALUES (1)")
+        spark.sql(f"CREATE TABLE {missing.sql} (id BIGINT) USING iceberg")
+        assert current_snapshot_id(spark, table) is None
+        assert iceberg_table(spark, table) is iceberg_table(spark, table)
+        assert not table_exists(spark, missing)
+    assert current_snapshot_id(spark, table) is not None
+    assert table_exists(spark, missing)
