@@ -434,20 +434,66 @@ def column_upper_bound(
         if row["unbounded"]:
             return UpperBound(False)
         return UpperBound(True, row["newest"])
-    field_id, field_type = field.fieldId(), field.type()
-    conversions = jvm_class("org.apache.iceberg.types.Conversions")
+    read = _BoundReader(field)
     tasks = table.newScan().includeColumnStats().planFiles()
-    newest: Any = None
     try:
         files = tasks.iterator()
         while files.hasNext():  # not `for`: py4j's iterator ends in a converted exception
-            task = files.next()
-            bounds = task.file().upperBounds()
-            raw = None if bounds is None else bounds.get(field_id)
-            if raw is None:
+            if not read.file(files.next().file()):
                 return UpperBound(False)
-            value = conversions.fromByteBuffer(field_type, raw)
-            newest = value if newest is None or value > newest else newest
     finally:
         tasks.close()
-    return UpperBound(True, newest)
+    return UpperBound(True, read.newest)
+
+
+ADDED_SNAPSHOTS = 64
+"""Snapshots :func:`added_upper_bound` walks back at most before it gives up."""
+
+
+def added_upper_bound(table: Any, column: str, newest: int, since: int) -> UpperBound:
+    """The largest value of top-level ``column`` among the data files the snapshots after
+    ``since`` up to ``newest`` added (of the loaded Iceberg ``table``), from the bounds
+    their manifests keep: no data read, a few JVM calls per added file.
+
+    For a reader that knew the answer at ``since`` and wants it at ``newest`` of an
+    append-only table (the ledger): the larger of the two is the answer there. Not known
+    when ``since`` is not among ``newest``'s nearest :data:`ADDED_SNAPSHOTS` ancestors
+    (expired, rolled back, another table under the same name) or a file has no bound;
+    ``value`` None when the snapshots added no file."""
+    field = table.schema().findField(column)
+    if field is None:
+        return UpperBound(False)
+    read = _BoundReader(field)
+    io = table.io()
+    snapshot = table.snapshot(newest)
+    for _ in range(ADDED_SNAPSHOTS):
+        if snapshot is None:
+            return UpperBound(False)
+        if int(snapshot.snapshotId()) == since:
+            return UpperBound(True, read.newest)
+        files = snapshot.addedDataFiles(io).iterator()
+        while files.hasNext():
+            if not read.file(files.next()):
+                return UpperBound(False)
+        parent = snapshot.parentId()
+        snapshot = None if parent is None else table.snapshot(parent)
+    return UpperBound(False)
+
+
+class _BoundReader:
+    """The largest upper bound of one field over the data files it is shown."""
+
+    def __init__(self, field: Any) -> None:
+        self.field_id, self.field_type = field.fieldId(), field.type()
+        self.conversions = jvm_class("org.apache.iceberg.types.Conversions")
+        self.newest: Any = None
+
+    def file(self, data_file: Any) -> bool:
+        """Take ``data_file``'s bound; False when it has none."""
+        bounds = data_file.upperBounds()
+        raw = None if bounds is None else bounds.get(self.field_id)
+        if raw is None:
+            return False
+        value = self.conversions.fromByteBuffer(self.field_type, raw)
+        self.newest = value if self.newest is None or value > self.newest else self.newest
+        return True
