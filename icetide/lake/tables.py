@@ -211,21 +211,22 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
     (:func:`_jvm_json`): no Spark job and no call per snapshot, however long the
     lineage.
 
-    Kept by the table's UUID and its metadata file's location (:data:`KEPT_METADATA`
-    of them): a file once written never changes, and readers that ask every few seconds
-    (the observer, a merge round's look at each table) mostly find a table as they left
-    it. The UUID, because a table dropped and created again under a Hadoop catalog
-    starts over at ``v1.metadata.json`` in the same folder. Metadata with no file of its
-    own (not committed) is read each time."""
+    The newest answer of each table is kept (:data:`KEPT_TABLES` tables), by the table's
+    UUID with its metadata file's location: a file once written never changes, and
+    readers that ask every few seconds (the observer, a merge round's look at each
+    table) mostly find a table as they left it. The UUID, because a table dropped and
+    created again under a Hadoop catalog starts over at ``v1.metadata.json`` in the same
+    folder; one answer a table, because a ledger's metadata holds hundreds of snapshots
+    with their summaries. Metadata with no file or UUID (not committed) is read each
+    time."""
     metadata = table.operations().current()
-    file = metadata.metadataFileLocation()
-    key = None if file is None else f"{metadata.uuid()} {file}"
-    if key is not None:
+    file, uuid = metadata.metadataFileLocation(), metadata.uuid()
+    if file is not None and uuid is not None:
         with _metadata_lock:
-            found = _metadata_kept.get(key)
-            if found is not None:
-                _metadata_kept.move_to_end(key)
-                return found[0], list(found[1])
+            found = _metadata_kept.get(str(uuid))
+            if found is not None and found[0] == file:
+                _metadata_kept.move_to_end(str(uuid))
+                return found[1], list(found[2])
 
     def write(stream: Any) -> None:
         generator = jvm_class("org.apache.iceberg.util.JsonUtil").factory().createGenerator(stream)
@@ -234,6 +235,7 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
 
     parsed = _jvm_json(write)
     current = parsed.get("current-snapshot-id")
+    current_id = None if current in (None, -1) else int(current)
     snapshots = tuple(
         Snapshot(
             int(s["snapshot-id"]),
@@ -243,20 +245,20 @@ def metadata_snapshots(spark: SparkSession, table: Any) -> tuple[int | None, lis
         )
         for s in parsed.get("snapshots", [])
     )
-    answer = (None if current in (None, -1) else int(current)), snapshots
-    if key is not None:
+    if file is not None and uuid is not None:
         with _metadata_lock:
-            _metadata_kept[key] = answer
-            while len(_metadata_kept) > KEPT_METADATA:
+            _metadata_kept[str(uuid)] = (str(file), current_id, snapshots)
+            _metadata_kept.move_to_end(str(uuid))
+            while len(_metadata_kept) > KEPT_TABLES:
                 _metadata_kept.popitem(last=False)
-    return answer[0], list(snapshots)
+    return current_id, list(snapshots)
 
 
-KEPT_METADATA = 4096
-"""Metadata files whose snapshots :func:`metadata_snapshots` keeps, the most recently
-asked first: about a pipeline's tables times their kinds (base, ledger, dead letters,
+KEPT_TABLES = 4096
+"""Tables whose newest snapshots :func:`metadata_snapshots` keeps, the most recently
+asked first: a pipeline's tables times their kinds (base, ledger, dead letters,
 history) at a thousand tables."""
-_metadata_kept: OrderedDict[str, tuple[int | None, tuple[Snapshot, ...]]] = OrderedDict()
+_metadata_kept: OrderedDict[str, tuple[str, int | None, tuple[Snapshot, ...]]] = OrderedDict()
 _metadata_lock = threading.Lock()
 
 
