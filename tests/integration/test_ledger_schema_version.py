@@ -117,7 +117,7 @@ def test_a_tick_looks_again_only_at_a_table_whose_schema_moved(
     from icetide.ledger.stage import LedgerStage
     from icetide.schema.contract import ledger as c
     from icetide.schema.contract import phases as p
-    from icetide.schema.file import schema_from_dict
+    from icetide.schema.types import Column, StringType
 
     items = ITEMS.with_columns(ITEMS.columns, version=1)
     pipe = Pipeline.custom(
@@ -143,19 +143,7 @@ def test_a_tick_looks_again_only_at_a_table_whose_schema_moved(
     assert stage.tick() and stage.tick()
     assert looks == ["items"]  # settled at version 1 by the first look
 
-    grown = schema_from_dict(
-        {
-            "table": "items",
-            "version": 2,
-            "primary_key": ["id"],
-            "columns": [
-                {"id": 1, "name": "id", "type": "long", "nullable": False},
-                {"id": 2, "name": "name", "type": "string"},
-                {"id": 3, "name": "qty", "type": "int"},
-                {"id": 4, "name": "note", "type": "string"},
-            ],
-        }
-    )
+    grown = items.with_columns((*items.columns, Column(4, "note", StringType())), version=2)
     dump_schema_file(grown, pipe.config.resolved_path(pipe.config.table("items").schema_file))
     pipe.schemas = load_table_schemas(pipe.config)  # the merge's, below
     stage.tick()
