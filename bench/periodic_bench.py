@@ -40,7 +40,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from landing_run import land  # noqa: E402
-from tables_bench import message_pool, table_schema, write_pipeline, zipf_weights  # noqa: E402
+from tables_bench import (  # noqa: E402
+    _stat,
+    message_pool,
+    table_schema,
+    write_pipeline,
+    zipf_weights,
+)
 
 from icetide.artifacts.watch import VersionWatch  # noqa: E402
 from icetide.config import load_config, load_table_schemas  # noqa: E402
@@ -53,8 +59,7 @@ from icetide.spark.session import build_session  # noqa: E402
 
 
 def _jvm_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _stat(pid)[0]
 
 
 def _own_seconds() -> float:

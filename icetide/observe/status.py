@@ -22,6 +22,7 @@ from icetide.lake.tables import (
     TableRefs,
     current_snapshot_id,
     lineage_summaries,
+    loaded_once,
     table_exists,
 )
 from icetide.ledger.landing import Change, changed_files
@@ -102,8 +103,15 @@ def table_status(
     capture: CaptureLag | None = None,
     now: datetime | None = None,
 ) -> TableStatus:
-    """Read the status of one table from its three Iceberg tables."""
-    now = now or datetime.now(UTC)
+    """Read the status of one table from its three Iceberg tables, each loaded from the
+    catalog once (:func:`~icetide.lake.tables.loaded_once`)."""
+    with loaded_once():
+        return _table_status(spark, config, name, capture, now or datetime.now(UTC))
+
+
+def _table_status(
+    spark: SparkSession, config: Config, name: str, capture: CaptureLag | None, now: datetime
+) -> TableStatus:
     refs = TableRefs.of(config, name)
     ledger_events = _count(spark, refs.cdc)
     watermark = read_watermark(spark, refs.base) if table_exists(spark, refs.base) else None
