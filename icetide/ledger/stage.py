@@ -79,7 +79,7 @@ from icetide.ledger.signals import (
 )
 from icetide.ledger.source import raw_messages, subscribed_partitions
 from icetide.ledger.stored import after_failure, stored_batch
-from icetide.ledger.summary import BatchSummary
+from icetide.ledger.summary import PROGRESS_SECONDS, BatchProgress, BatchSummary
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -621,9 +621,23 @@ class LedgerStage:
         chunk and :data:`STORE_THREADS` chunks at once; the tables' counts and change
         signals in name order. The first failure is raised once every chunk under way
         has ended: each table's append is skipped on a rerun once there
-        (:meth:`_append`), so a table stored before the failure is not stored twice."""
+        (:meth:`_append`), so a table stored before the failure is not stored twice.
+        A batch of several chunks says how far it is as its chunks end
+        (:class:`~icetide.ledger.summary.BatchProgress`)."""
 
         chunks = [names[i : i + CHUNK_TABLES] for i in range(0, len(names), CHUNK_TABLES)]
+        progress = BatchProgress(
+            batch_id, len(names), sum(row_events.values()), time.monotonic(), PROGRESS_SECONDS
+        )
+        counting = threading.Lock()
+
+        def stored(chunk: Sequence[str]) -> None:
+            with counting:
+                line = progress.stored(
+                    len(chunk), sum(row_events.get(n, 0) for n in chunk), time.monotonic()
+                )
+                if line is not None:
+                    self.pipeline.report("ledger", line, **progress.figures())
 
         def store(chunk: Sequence[str]) -> tuple[BatchSummary, list[ChangeSignal]]:
             part = BatchSummary(batch_id)
@@ -656,6 +670,7 @@ class LedgerStage:
             finally:
                 for share in shares:
                     share.projected.unpersist()
+            stored(chunk)
             return part, signals
 
         # One chunk runs in this thread and pool; several, in the ledger's pool, with the

@@ -4,6 +4,12 @@ message ids, and event columns the schema does not have (kept in ``_rescued``, c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+PROGRESS_SECONDS = 15.0
+"""A micro-batch storing its tables in chunks says how far it is at most this often. At
+a thousand tables one micro-batch can store for many minutes (bench/results/tables.md),
+and its one line came only at its end."""
 
 
 @dataclass
@@ -65,3 +71,56 @@ class BatchSummary:
                     "(the mirror gets them once the schema has them)"
                 )
         return "; ".join(parts)
+
+
+@dataclass
+class BatchProgress:
+    """How far a micro-batch of many tables is in storing them, counted chunk by chunk.
+
+    :meth:`stored` counts one chunk and answers the line to report, when one is due: at
+    most one every ``every`` seconds, and none for the last chunk (the batch's own line
+    follows it). Times are the caller's (a monotonic clock), so the rule is checked
+    without waiting.
+
+    >>> progress = BatchProgress(7, tables=20, events=9_000, started=0.0, every=10.0)
+    >>> progress.stored(8, 6_000, now=4.0) is None  # not yet due
+    True
+    >>> progress.stored(8, 2_500, now=12.0)
+    'ledger batch 7: 16 of 20 tables stored (8,500 of 9,000 events) in 12 s'
+    >>> progress.stored(4, 500, now=30.0) is None  # the last chunk: the batch line says it
+    True
+    """
+
+    batch_id: int
+    tables: int
+    events: int
+    started: float
+    every: float = PROGRESS_SECONDS
+    stored_tables: int = 0
+    stored_events: int = 0
+    last: float | None = None
+    """When the last line was due (None: none yet; the first counts from ``started``)."""
+
+    def stored(self, tables: int, events: int, now: float) -> str | None:
+        """Count a chunk of ``tables`` stored with ``events`` row events; the line due."""
+        self.stored_tables += tables
+        self.stored_events += events
+        since = self.started if self.last is None else self.last
+        if self.stored_tables >= self.tables or now - since < self.every:
+            return None
+        self.last = now
+        return (
+            f"ledger batch {self.batch_id}: {self.stored_tables:,} of {self.tables:,} tables "
+            f"stored ({self.stored_events:,} of {self.events:,} events) "
+            f"in {now - self.started:.0f} s"
+        )
+
+    def figures(self) -> dict[str, Any]:
+        """The line's figures (``storing``, not ``batch``: that key marks a stored batch)."""
+        return {
+            "storing": self.batch_id,
+            "tables_stored": self.stored_tables,
+            "tables": self.tables,
+            "events_stored": self.stored_events,
+            "events_total": self.events,
+        }

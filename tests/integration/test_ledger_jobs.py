@@ -68,6 +68,7 @@ def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_po
     pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ledger_stage, "CHUNK_TABLES", 1)  # three chunks of one table
+    monkeypatch.setattr(ledger_stage, "PROGRESS_SECONDS", 0.0)  # a line after each chunk
     stage = LedgerStage(spark, pipeline.pipeline)
     query, events = second_batch(stage, pipeline)
     # The chunks' threads carry the batch's job group, so their jobs are found in it.
@@ -81,6 +82,15 @@ def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_po
     for name in tables:  # every event of both batches, in its own table's ledger
         sent = sum(e.table == name for e in events)
         assert len(pipeline.rows(pipeline.refs(name).cdc)) == sent, name
+    # While a batch stores its chunks it says how far it is, then its own line says all.
+    second = [line for line in pipeline.logs if line.startswith("ledger batch 1:")]
+    assert [line.split(" tables stored")[0] for line in second[:2]] == [
+        "ledger batch 1: 1 of 3",
+        "ledger batch 1: 2 of 3",
+    ], second
+    assert all(" of 300 events) in " in line for line in second[:2]), second
+    assert second[2].startswith("ledger batch 1: 300 events ("), second
+    assert len(second) == 3, second
 
 
 def pools_of(spark: SparkSession, jobs: list[int]) -> set[str]:
