@@ -204,15 +204,39 @@ class Observer:
                 log(f"{health.render()} (recovered)")
 
 
+STORED_FIGURES = ("events", "stored")
+"""The figures of a ledger record that map tables to the row events it stored: a
+micro-batch's (``events``, at its end) and a long one's progress (``stored``: the
+tables stored since its last line, ledger/summary.py ``BatchProgress``)."""
+
+
+def stored_rows(record: Progress) -> list[str]:
+    """The tables a ledger record says rows were stored for (none for another stage).
+
+    >>> from icetide.progress import Progress
+    >>> stored_rows(Progress("ledger", "l", figures={"events": {"a": 2, "b": 0}}))
+    ['a']
+    >>> stored_rows(Progress("ledger", "l", figures={"storing": 3, "stored": {"c": 9}}))
+    ['c']
+    """
+    if record.stage != "ledger":
+        return []
+    tables: list[str] = []
+    for key in STORED_FIGURES:
+        counts = record.figures.get(key)
+        if isinstance(counts, dict):
+            tables += [str(table) for table, n in counts.items() if n]
+    return tables
+
+
 def wakes_on_stored_rows(wake: threading.Event) -> Sink:
-    """A progress sink that sets ``wake`` when the ledger reports a micro-batch that
-    stored rows: the merge then starts its next round at once if it was resting after
-    an idle one (:attr:`~icetide.supervisor.Task.wake`). A batch of dead letters only
-    leaves nothing to merge."""
+    """A progress sink that sets ``wake`` when the ledger reports rows stored (by a
+    micro-batch, or so far by a long one): the merge then starts its next round at once
+    if it was resting after an idle one (:attr:`~icetide.supervisor.Task.wake`). A batch
+    of dead letters only leaves nothing to merge."""
 
     def sink(record: Progress) -> None:
-        events = record.figures.get("events")
-        if record.stage == "ledger" and isinstance(events, dict) and any(events.values()):
+        if stored_rows(record):
             wake.set()
 
     return sink
@@ -224,15 +248,14 @@ MARKING_STAGES = frozenset({"ledger", "evolution", "bootstrap", "dlt"})
 
 def marks_due_tables(due: TablesDue) -> Sink:
     """A progress sink that marks for the next merge round (:class:`TablesDue`) each
-    table a ledger micro-batch stored rows for, and each table a record of the ledger,
+    table a ledger micro-batch stored rows for (at its end, or in a long one's progress
+    lines as it goes), and each table a record of the ledger,
     the schema evolution, a bootstrap or a dead-letter replay names."""
 
     def sink(record: Progress) -> None:
         if record.stage not in MARKING_STAGES:
             return
-        events = record.figures.get("events")
-        if record.stage == "ledger" and isinstance(events, dict):
-            due.mark(str(table) for table, n in events.items() if n)
+        due.mark(stored_rows(record))
         if record.table is not None:
             due.mark([record.table])
 

@@ -633,11 +633,9 @@ class LedgerStage:
 
         def stored(chunk: Sequence[str]) -> None:
             with counting:
-                line = progress.stored(
-                    len(chunk), sum(row_events.get(n, 0) for n in chunk), time.monotonic()
-                )
-                if line is not None:
-                    self.pipeline.report("ledger", line, **progress.figures())
+                due = progress.stored({n: row_events.get(n, 0) for n in chunk}, time.monotonic())
+                if due is not None:
+                    self.pipeline.report("ledger", due[0], **due[1])
 
         def store(chunk: Sequence[str]) -> tuple[BatchSummary, list[ChangeSignal]]:
             part = BatchSummary(batch_id)

@@ -1,8 +1,10 @@
 """The batch-end summary line: events per table, dead letters by reason with sample
-message ids, and event columns the schema does not have (kept in ``_rescued``, counted)."""
+message ids, and event columns the schema does not have (kept in ``_rescued``, counted);
+and the lines a batch of many tables says while it stores them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,17 +79,22 @@ class BatchSummary:
 class BatchProgress:
     """How far a micro-batch of many tables is in storing them, counted chunk by chunk.
 
-    :meth:`stored` counts one chunk and answers the line to report, when one is due: at
-    most one every ``every`` seconds, and none for the last chunk (the batch's own line
-    follows it). Times are the caller's (a monotonic clock), so the rule is checked
-    without waiting.
+    :meth:`stored` counts one chunk (its tables' row events) and answers the line to
+    report with its figures, when one is due: at most one every ``every`` seconds, and
+    none for the last chunk (the batch's own line follows it). The figures name the
+    tables stored since the last line (``stored``: table → row events), so that
+    ``icetide run``'s merge visits them while the batch stores the rest. Times are the
+    caller's (a monotonic clock), so the rule is checked without waiting.
 
     >>> progress = BatchProgress(7, tables=20, events=9_000, started=0.0, every=10.0)
-    >>> progress.stored(8, 6_000, now=4.0) is None  # not yet due
+    >>> progress.stored({"a": 6_000, "b": 0}, now=4.0) is None  # not yet due
     True
-    >>> progress.stored(8, 2_500, now=12.0)
-    'ledger batch 7: 16 of 20 tables stored (8,500 of 9,000 events) in 12 s'
-    >>> progress.stored(4, 500, now=30.0) is None  # the last chunk: the batch line says it
+    >>> line, figures = progress.stored({"c": 2_500}, now=12.0)
+    >>> line
+    'ledger batch 7: 3 of 20 tables stored (8,500 of 9,000 events) in 12 s'
+    >>> figures["stored"], figures["tables_stored"]
+    ({'a': 6000, 'c': 2500}, 3)
+    >>> progress.stored({f"t{i}": 25 for i in range(17)}, now=30.0) is None  # the last
     True
     """
 
@@ -100,27 +107,32 @@ class BatchProgress:
     stored_events: int = 0
     last: float | None = None
     """When the last line was due (None: none yet; the first counts from ``started``)."""
+    unsaid: dict[str, int] = field(default_factory=dict)
+    """Tables with row events stored since the last line, and how many."""
 
-    def stored(self, tables: int, events: int, now: float) -> str | None:
-        """Count a chunk of ``tables`` stored with ``events`` row events; the line due."""
-        self.stored_tables += tables
-        self.stored_events += events
+    def stored(self, events: Mapping[str, int], now: float) -> tuple[str, dict[str, Any]] | None:
+        """Count a chunk stored: ``events`` maps each of its tables to its row events.
+        The line due and its figures (``storing``, not ``batch``: that key marks a
+        stored batch), or None."""
+        self.stored_tables += len(events)
+        self.stored_events += sum(events.values())
+        self.unsaid.update((table, n) for table, n in events.items() if n)
         since = self.started if self.last is None else self.last
         if self.stored_tables >= self.tables or now - since < self.every:
             return None
         self.last = now
-        return (
+        line = (
             f"ledger batch {self.batch_id}: {self.stored_tables:,} of {self.tables:,} tables "
             f"stored ({self.stored_events:,} of {self.events:,} events) "
             f"in {now - self.started:.0f} s"
         )
-
-    def figures(self) -> dict[str, Any]:
-        """The line's figures (``storing``, not ``batch``: that key marks a stored batch)."""
-        return {
+        figures = {
             "storing": self.batch_id,
             "tables_stored": self.stored_tables,
             "tables": self.tables,
             "events_stored": self.stored_events,
             "events_total": self.events,
+            "stored": dict(sorted(self.unsaid.items())),
         }
+        self.unsaid.clear()
+        return line, figures

@@ -141,6 +141,9 @@ def test_the_merge_is_woken_by_a_ledger_batch_that_stored_rows_only() -> None:
     assert not wake.is_set()
     reporter.report("ledger", "batch 5: 2 events", batch=5, events={"a": 0, "customers": 2})
     assert wake.is_set()
+    wake.clear()  # a long batch's progress line, with rows stored so far, wakes it too
+    reporter.report("ledger", "batch 6: 8 of 20 tables stored", storing=6, stored={"a": 4})
+    assert wake.is_set()
 
 
 def test_a_child_that_dies_before_getting_going_backs_off_more_each_time() -> None:

@@ -64,3 +64,6 @@ def test_ledger_batches_mark_the_tables_they_stored_rows_for_and_table_records_m
     report("merge", "merge d: 4 events", table="d", events=4)  # its own records mark nothing
     report("observe", "d fresh", table="d")
     assert due.take() == ["a", "c"]
+    # A long batch's progress marks the tables it stored so far, before the batch ends.
+    report("ledger", "ledger batch 4: 2 of 3 tables stored", storing=4, stored={"d": 7})
+    assert due.take() == ["d"]
