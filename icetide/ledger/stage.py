@@ -105,7 +105,8 @@ already takes that many commits at a time."""
 
 CHUNK_TABLES = 8
 """Tables of a micro-batch whose projections and figures are one Spark job (a union of
-one branch per table), before their appends. One job for a few tables saves each its
+one branch per table), before their appends (fewer once a chunk's row events reach
+:data:`SMALL_SHARE`: :func:`chunks_of`). One job for a few tables saves each its
 job's fixed cost; but every task of that job deserializes the whole union's plan, a
 cost that grows with the square of the tables in it (a 100-table union: 85–100 ms a
 task, 400 tasks), so a batch of more tables is stored in chunks of this many."""
@@ -181,6 +182,34 @@ def storing_order(names: Iterable[str], row_events: Mapping[str, int]) -> list[s
     ['c', 'b', 'd', 'a']
     """
     return sorted(names, key=lambda name: (-row_events.get(name, 0), name))
+
+
+def chunks_of(names: Sequence[str], row_events: Mapping[str, int]) -> list[list[str]]:
+    """``names`` (in :func:`storing_order`) in chunks of :data:`CHUNK_TABLES` tables. A
+    batch of more tables than one chunk also ends a chunk once its row events reach
+    :data:`SMALL_SHARE`: a busy table is stored in a chunk of its own, in the first
+    chunks under way, and is merged sooner, where in a chunk of the eight busiest it was
+    stored with the slowest chunk. A batch of one chunk stays one.
+
+    >>> events = {"a": 70_000, "b": 31_000, "c": 20_000, "d": 9_000, "e": 5, "f": 5}
+    >>> chunks_of(["a", "b", "c", "d", "e", "f"], events)  # one chunk: kept whole
+    [['a', 'b', 'c', 'd', 'e', 'f']]
+    >>> events |= {f"t{i}": 1 for i in range(9)}
+    >>> chunks_of(storing_order(events, events), events)[:4]
+    [['a'], ['b'], ['c', 'd', 'e', 'f', 't0', 't1', 't2', 't3'], ['t4', 't5', 't6', 't7', 't8']]
+    """
+    if len(names) <= CHUNK_TABLES:
+        return [list(names)] if names else []
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    load = 0
+    for name in names:
+        chunk.append(name)
+        load += row_events.get(name, 0)
+        if len(chunk) == CHUNK_TABLES or load >= SMALL_SHARE:
+            chunks.append(chunk)
+            chunk, load = [], 0
+    return chunks + ([chunk] if chunk else [])
 
 
 def routes_of(config: Config) -> Routes:
@@ -637,7 +666,7 @@ class LedgerStage:
         A batch of several chunks says how far it is as its chunks end
         (:class:`~icetide.ledger.summary.BatchProgress`)."""
 
-        chunks = [names[i : i + CHUNK_TABLES] for i in range(0, len(names), CHUNK_TABLES)]
+        chunks = chunks_of(names, row_events)
         progress = BatchProgress(
             batch_id, len(names), sum(row_events.values()), time.monotonic(), PROGRESS_SECONDS
         )
