@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.cli import context
 from icetide.cli.context import command_parser, log, positive_seconds, with_config, with_metrics
 from icetide.errors import GaveUp, StageError, failure_line
+from icetide.ledger.summary import STORED_ROWS
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import SUPERVISOR_ENV
 from icetide.supervisor import Supervisor, Task
@@ -204,14 +205,9 @@ class Observer:
                 log(f"{health.render()} (recovered)")
 
 
-STORED_FIGURES = ("events", "stored")
-"""The figures of a ledger record that map tables to the row events it stored: a
-micro-batch's (``events``, at its end) and a long one's progress (``stored``: the
-tables stored since its last line, ledger/summary.py ``BatchProgress``)."""
-
-
 def stored_rows(record: Progress) -> list[str]:
-    """The tables a ledger record says rows were stored for (none for another stage).
+    """The tables a ledger record says rows were stored for (none for another stage),
+    from its :data:`~icetide.ledger.summary.STORED_ROWS` figures.
 
     >>> from icetide.progress import Progress
     >>> stored_rows(Progress("ledger", "l", figures={"events": {"a": 2, "b": 0}}))
@@ -222,7 +218,7 @@ def stored_rows(record: Progress) -> list[str]:
     if record.stage != "ledger":
         return []
     tables: list[str] = []
-    for key in STORED_FIGURES:
+    for key in STORED_ROWS:
         counts = record.figures.get(key)
         if isinstance(counts, dict):
             tables += [str(table) for table, n in counts.items() if n]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
@@ -184,8 +184,8 @@ def storing_order(names: Iterable[str], row_events: Mapping[str, int]) -> list[s
     return sorted(names, key=lambda name: (-row_events.get(name, 0), name))
 
 
-def chunks_of(names: Sequence[str], row_events: Mapping[str, int]) -> list[list[str]]:
-    """``names`` (in :func:`storing_order`) in chunks of :data:`CHUNK_TABLES` tables. A
+def chunks_of(names: Iterable[str], row_events: Mapping[str, int]) -> list[list[str]]:
+    """``names`` in :func:`storing_order`, in chunks of :data:`CHUNK_TABLES` tables. A
     batch of more tables than one chunk also ends a chunk once its row events reach
     :data:`SMALL_SHARE`: a busy table is stored in a chunk of its own, in the first
     chunks under way, and is merged sooner, where in a chunk of the eight busiest it was
@@ -195,15 +195,16 @@ def chunks_of(names: Sequence[str], row_events: Mapping[str, int]) -> list[list[
     >>> chunks_of(["a", "b", "c", "d", "e", "f"], events)  # one chunk: kept whole
     [['a', 'b', 'c', 'd', 'e', 'f']]
     >>> events |= {f"t{i}": 1 for i in range(9)}
-    >>> chunks_of(storing_order(events, events), events)[:4]
+    >>> chunks_of(events, events)[:4]
     [['a'], ['b'], ['c', 'd', 'e', 'f', 't0', 't1', 't2', 't3'], ['t4', 't5', 't6', 't7', 't8']]
     """
-    if len(names) <= CHUNK_TABLES:
-        return [list(names)] if names else []
+    ordered = storing_order(names, row_events)
+    if len(ordered) <= CHUNK_TABLES:
+        return [ordered] if ordered else []
     chunks: list[list[str]] = []
     chunk: list[str] = []
     load = 0
-    for name in names:
+    for name in ordered:
         chunk.append(name)
         load += row_events.get(name, 0)
         if len(chunk) == CHUNK_TABLES or load >= SMALL_SHARE:
@@ -497,7 +498,7 @@ class LedgerStage:
                 if r.status == ROW:
                     row_events[str(r.table)] = row_events.get(str(r.table), 0) + r.n
             signals += self._tables_batch(
-                storing_order(row_events.keys() | routed_dead, row_events),
+                row_events.keys() | routed_dead,
                 row_events,
                 classified,
                 batch_id,
@@ -648,7 +649,7 @@ class LedgerStage:
 
     def _tables_batch(
         self,
-        names: Sequence[str],
+        names: Collection[str],
         row_events: Mapping[str, int],
         classified: DataFrame,
         batch_id: int,
@@ -658,8 +659,8 @@ class LedgerStage:
         refused: Mapping[str, Refused],
     ) -> list[ChangeSignal]:
         """Project each table's messages and append them, :data:`CHUNK_TABLES` tables a
-        chunk and :data:`STORE_THREADS` chunks at once, in the order of ``names``
-        (:func:`storing_order`); the tables' counts, and their change signals in name
+        chunk and :data:`STORE_THREADS` chunks at once, busiest first
+        (:func:`chunks_of`); the tables' counts, and their change signals in name
         order. The first failure is raised once every chunk under way
         has ended: each table's append is skipped on a rerun once there
         (:meth:`_append`), so a table stored before the failure is not stored twice.

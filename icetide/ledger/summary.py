@@ -8,6 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+STORED_ROWS = ("events", "stored")
+"""The figures of a ledger record that map tables to the row events it stored: a
+micro-batch's ``events`` (at its end), and ``stored`` in a long one's progress lines
+(:class:`BatchProgress`: the tables stored since its last line)."""
+
 PROGRESS_SECONDS = 15.0
 """A micro-batch storing its tables in chunks says how far it is at most this often. At
 a thousand tables one micro-batch can store for many minutes (bench/results/tables.md),
@@ -132,7 +137,7 @@ class BatchProgress:
             "tables": self.tables,
             "events_stored": self.stored_events,
             "events_total": self.events,
-            "stored": dict(sorted(self.unsaid.items())),
+            STORED_ROWS[1]: dict(sorted(self.unsaid.items())),
         }
         self.unsaid.clear()
         return line, figures
