@@ -93,6 +93,9 @@ looked for (a refusal first: no retry helps it; a 5xx before a lost connection, 
 the server was reached): the error, what it says happened, and what to do."""
 
 _PY4J_HEADER = re.compile(r"^An error occurred while calling \S+\.?$")
+_PY4J_MISSING = re.compile(r"^[\w.$]+ does not exist in the JVM$")
+"""py4j's answer to a look-up of a class or member that got no answer: its reflection
+call fails the same way when the JVM has gone as when the name is missing."""
 _CAUSED_BY = "Caused by: "
 _JAVA_CLASS = re.compile(r"^((?:[a-z_$][\w$]*\.)+)([A-Z][\w$]*(?:Exception|Error|Throwable)\b.*)$")
 
@@ -298,7 +301,10 @@ def on_py4j_socket(exc: BaseException) -> bool:
     That is a network error, or py4j's bare ``Py4JError`` for a call that got no answer:
     py4j catches the socket's error itself (and logs it), answers the call with its
     error code alone, and raises only "An error occurred while calling o71.catalog",
-    with no Java trace and no cause.
+    with no Java trace and no cause; or, for a look-up of a class or its member
+    (``jvm.org.….Spark3Util.loadIcebergTable``), "… does not exist in the JVM". A name
+    that is really missing reads the same: :func:`jvm_behind` then waits for an exit
+    that does not come, and the failure is handled as any other.
 
     >>> from py4j.protocol import Py4JError
     >>> on_py4j_socket(ValueError("x")), on_py4j_socket(ConnectionRefusedError(111, "no"))
@@ -307,6 +313,8 @@ def on_py4j_socket(exc: BaseException) -> bool:
     True
     >>> on_py4j_socket(Py4JError("An error occurred while calling o7.x. Trace: boom"))
     False
+    >>> on_py4j_socket(Py4JError("org.example.Util.load does not exist in the JVM"))
+    True
     """
     from py4j.protocol import Py4JError, Py4JNetworkError
 
@@ -315,7 +323,9 @@ def on_py4j_socket(exc: BaseException) -> bool:
     while current is not None and id(current) not in seen:
         if isinstance(current, Py4JNetworkError | ConnectionError):
             return True
-        if type(current) is Py4JError and _PY4J_HEADER.match(str(current)):
+        if type(current) is Py4JError and (
+            _PY4J_HEADER.match(str(current)) or _PY4J_MISSING.match(str(current))
+        ):
             return True
         seen.add(id(current))
         current = current.__cause__ or current.__context__
