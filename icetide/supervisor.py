@@ -39,7 +39,8 @@ class Task:
     name: str
     step: Callable[[], object]
     """One round of work; raising means the task failed and is restarted. What it
-    returns matters only with ``catch_up``: true when the round found work to do."""
+    returns matters only with ``catch_up``: true when the round found work to do,
+    :data:`BEHIND` when it also left work it knows of for the next round."""
     interval: float
     """Seconds to wait after a round before the next (but see ``catch_up``)."""
     start: Callable[[], None] | None = None
@@ -104,9 +105,25 @@ def backoff(failures: int, first: float = 1.0, ceiling: float = 60.0) -> float:
     return min(ceiling, first * 2 ** (failures - 1))
 
 
-def pause_after(round_seconds: float, interval: float, busy: bool = True) -> float:
+class Behind:
+    """The type of :data:`BEHIND`."""
+
+    def __repr__(self) -> str:
+        return "BEHIND"
+
+
+BEHIND = Behind()
+"""What a ``catch_up`` task's ``step`` returns when its round found work and left some
+it already knows of for the next (a merge round that took fewer tables than were due):
+the next round starts at once, whatever the interval."""
+
+
+def pause_after(
+    round_seconds: float, interval: float, busy: bool = True, behind: bool = False
+) -> float:
     """Seconds to wait after a round of ``round_seconds`` of a ``catch_up`` task (and of
-    ``icetide merge``'s loop), ``busy`` when it found work.
+    ``icetide merge``'s loop), ``busy`` when it found work, ``behind`` when it left work
+    it knows of (:data:`BEHIND`): none.
 
     Busy rounds start every ``interval`` (a fixed rate, like the stream's processing-time
     trigger), and one longer than that is followed at once: with "merge every 5s" a
@@ -116,9 +133,11 @@ def pause_after(round_seconds: float, interval: float, busy: bool = True) -> flo
 
     >>> pause_after(2.0, 5.0), pause_after(7.5, 5.0), pause_after(0.0, 0.0)
     (3.0, 0.0, 0.0)
-    >>> pause_after(2.0, 5.0, busy=False)
-    5.0
+    >>> pause_after(2.0, 5.0, busy=False), pause_after(2.0, 5.0, behind=True)
+    (5.0, 0.0)
     """
+    if behind:
+        return 0.0
     return max(0.0, interval - round_seconds) if busy else interval
 
 
@@ -248,9 +267,10 @@ class Supervisor:
                     if time.monotonic() - started_at >= task.healthy_after:
                         task.failures = 0
                     busy = task.catch_up and bool(found)
+                    behind = task.catch_up and found is BEHIND
                     task.enter("idle")
                     self._wait(
-                        pause_after(time.monotonic() - began, task.interval, busy),
+                        pause_after(time.monotonic() - began, task.interval, busy, behind),
                         None if busy else task.wake,
                     )
                 except Stopped:

@@ -28,7 +28,7 @@ from icetide.errors import GaveUp, StageError, failure_line
 from icetide.ledger.summary import STORED_ROWS
 from icetide.progress import ERROR_STAGE
 from icetide.stopping import SUPERVISOR_ENV
-from icetide.supervisor import Supervisor, Task
+from icetide.supervisor import BEHIND, Supervisor, Task
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -205,23 +205,26 @@ class Observer:
                 log(f"{health.render()} (recovered)")
 
 
-def stored_rows(record: Progress) -> list[str]:
-    """The tables a ledger record says rows were stored for (none for another stage),
-    from its :data:`~icetide.ledger.summary.STORED_ROWS` figures.
+def stored_rows(record: Progress) -> dict[str, int]:
+    """The tables a ledger record says rows were stored for, each with its row events
+    (none for another stage), from its :data:`~icetide.ledger.summary.STORED_ROWS`
+    figures.
 
     >>> from icetide.progress import Progress
     >>> stored_rows(Progress("ledger", "l", figures={"events": {"a": 2, "b": 0}}))
-    ['a']
+    {'a': 2}
     >>> stored_rows(Progress("ledger", "l", figures={"storing": 3, "stored": {"c": 9}}))
-    ['c']
+    {'c': 9}
     """
     if record.stage != "ledger":
-        return []
-    tables: list[str] = []
+        return {}
+    tables: dict[str, int] = {}
     for key in STORED_ROWS:
         counts = record.figures.get(key)
         if isinstance(counts, dict):
-            tables += [str(table) for table, n in counts.items() if n]
+            for table, n in counts.items():
+                if n:
+                    tables[str(table)] = tables.get(str(table), 0) + int(n)
     return tables
 
 
@@ -243,9 +246,9 @@ MARKING_STAGES = frozenset({"ledger", "evolution", "bootstrap", "dlt"})
 
 
 def marks_due_tables(due: TablesDue) -> Sink:
-    """A progress sink that marks for the next merge round (:class:`TablesDue`) each
-    table a ledger micro-batch stored rows for (at its end, or in a long one's progress
-    lines as it goes), and each table a record of the ledger,
+    """A progress sink that marks for a coming merge round (:class:`TablesDue`) each
+    table a ledger micro-batch stored rows for, with their row events (at its end, or in
+    a long one's progress lines as it goes), and each table a record of the ledger,
     the schema evolution, a bootstrap or a dead-letter replay names."""
 
     def sink(record: Progress) -> None:
@@ -327,14 +330,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))
     merge = MergeStage(spark, pipeline)
     # The ledger runs here: a round visits the tables it stored events for (merge/round.py).
-    merge.rounds.due = TablesDue([t.name for t in config.tables])
-    pipeline.reporter.sinks = (*pipeline.reporter.sinks, marks_due_tables(merge.rounds.due))
+    due = TablesDue([t.name for t in config.tables], limit=config.merge.round_tables)
+    merge.rounds.due = due
+    pipeline.reporter.sinks = (*pipeline.reporter.sinks, marks_due_tables(due))
     merge_every = config.schedule.merge_interval.total_seconds()
 
-    def merge_round() -> bool:
+    def merge_round() -> object:
         merged = any(result.events for result in merge_all(merge))
         stream.tick()
-        return merged
+        # Tables left for a later round (merge.round_tables): the next round at once.
+        return BEHIND if due.waiting else merged
 
     merge_wake = threading.Event()
     supervisor.add(Task("merge", merge_round, merge_every, catch_up=True, wake=merge_wake))

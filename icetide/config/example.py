@@ -116,6 +116,10 @@ merge:
   # How many tables a merge round merges at once (threads of one Spark session); 1
   # merges them one after the other, in config order. Default: 2
   parallel_tables: 2
+  # In `icetide run`, the most tables a merge round takes of those with new events: a
+  # quarter the busiest, the rest those waiting longest; the others go to the next
+  # round, which starts at once. Default: 32
+  round_tables: 32
 
 maintenance:
   # How often `icetide run` maintains every table (compaction, delete-file rewrite,

@@ -227,6 +227,12 @@ class MergeConfig(Section):
     """How many tables a merge round merges at once, in threads of one SparkSession: one
     merge's driver work (planning, commits) overlaps another's tasks. 1: one after the
     other, in config order."""
+    round_tables: int = Field(32, ge=1)
+    """In ``icetide run``, the most tables a merge round takes of those the ledger stored
+    events for: a quarter the busiest, the rest those waiting longest; the others wait
+    for the next round, which starts at once. Each table costs a round about the same
+    (planning its MERGE, a commit), so with many tables a capped round keeps the busy
+    ones merged every few seconds instead of once per round of every table."""
 
 
 class SnapshotRetention(Section):

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icetide.bootstrap.resnapshot import resnapshot_round
@@ -68,16 +68,70 @@ SWEEP_AFTER = 60.0
 """Seconds after which :class:`TablesDue` visits a table nothing marked."""
 SWEEP_SHARE = 12
 """A round visits at most one in this many of the tables nothing marked (at least one)."""
+BUSIEST_SHARE = 4
+"""Of a capped round's marked tables, one in this many are its busiest (the rest the
+longest waiting): see :func:`capped_round`."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A table marked for a merge round and not yet taken by one: since when (the first
+    mark since its last visit, on :class:`TablesDue`'s clock) and how many row events the
+    ledger has stored for it since."""
+
+    since: float
+    events: int = 0
+
+    def joined(self, other: Waiting) -> Waiting:
+        """Both marks as one: the earlier start, the events of both."""
+        return Waiting(min(self.since, other.since), self.events + other.events)
+
+
+def capped_round(waiting: Mapping[str, Waiting], limit: int | None) -> list[str]:
+    """Which of the ``waiting`` tables a round of at most ``limit`` takes, busiest first.
+
+    All of them when they fit (``limit`` None: no cap). Otherwise a quarter of the round
+    (:data:`BUSIEST_SHARE`, at least one) goes to the tables with the most row events
+    waiting, and the rest to the tables waiting longest. A round's cost is about the
+    same for every table it merges (planning a MERGE, a commit), so the busiest tables
+    merged in every round keep the freshness of most events low; the longest-waiting
+    share bounds every other table's wait to a few rounds' worth of them, so none
+    starves behind busy ones. The order: the most events first (ties: waiting longest,
+    then by name).
+
+    >>> w = {"a": Waiting(0, 5), "b": Waiting(1, 900), "c": Waiting(2, 1), "d": Waiting(3, 70)}
+    >>> capped_round(w, None), capped_round(w, 4)
+    (['b', 'd', 'a', 'c'], ['b', 'd', 'a', 'c'])
+    >>> capped_round(w, 2)  # the busiest, then the one waiting longest
+    ['b', 'a']
+    """
+
+    def busiest(name: str) -> tuple[int, float, str]:
+        return (-waiting[name].events, waiting[name].since, name)
+
+    if limit is None or len(waiting) <= limit:
+        return sorted(waiting, key=busiest)
+    busy = max(1, limit // BUSIEST_SHARE)
+    chosen = sorted(waiting, key=busiest)[:busy]
+    rest = sorted((n for n in waiting if n not in chosen), key=lambda n: (waiting[n].since, n))
+    return sorted(chosen + rest[: limit - busy], key=busiest)
 
 
 class TablesDue:
     """The tables the next merge round visits: every table in the first round; after
-    it, those marked since the last round took its tables (the ledger stored events for
-    them, or said something of them), and a sweep of the tables no round visited for
-    ``sweep_after`` seconds, longest unvisited first, at most one in ``share`` of the
-    tables a round. So every table is visited within about ``sweep_after`` seconds and
-    ``share`` rounds, and a round of 1,000 tables adds at most 84 idle visits, where a
-    round of every table would add 1,000.
+    it, those marked since a round last took them (the ledger stored events for them, or
+    said something of them), at most ``limit`` of them a round (:func:`capped_round`:
+    the busiest, then those waiting longest; the others stay marked for the next
+    rounds), and a sweep of the tables no round visited for ``sweep_after`` seconds,
+    longest unvisited first, at most one in ``share`` of the tables a round. So every
+    table is visited within about ``sweep_after`` seconds and ``share`` rounds, and a
+    round of 1,000 tables adds at most 84 idle visits, where a round of every table
+    would add 1,000.
+
+    Why a cap: a round merges its tables a few at a time, and each costs about the same
+    (planning a MERGE, a commit) whatever its events. Uncapped, a round of the 1,000
+    tables a long ledger batch stored ran for many minutes, and a busy table waited for
+    all of it before its next merge.
 
     >>> now = [0.0]
     >>> due = TablesDue(["a", "b", "c"], sweep_after=60, clock=lambda: now[0])
@@ -87,6 +141,8 @@ class TablesDue:
     (['a', 'c'], [])
     >>> now[0] = 70.0; due.take(), due.take()  # b first: unvisited longest
     (['b'], ['a'])
+    >>> due.limit = 1; due.mark({"a": 2, "c": 50}); due.take(), due.waiting, due.take()
+    (['c'], 1, ['a'])
     """
 
     def __init__(
@@ -94,30 +150,54 @@ class TablesDue:
         names: Sequence[str],
         sweep_after: float = SWEEP_AFTER,
         share: int = SWEEP_SHARE,
+        limit: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.names = list(names)
+        self._order = {name: i for i, name in enumerate(self.names)}
         self.sweep_after = sweep_after
         self.per_round = max(1, -(-len(self.names) // share))
+        self.limit = limit
+        """The most marked tables a round takes (None: all of them)."""
         self.clock = clock
-        self._marked: set[str] = set()
+        self._marked: dict[str, Waiting] = {}
+        self._taken: dict[str, Waiting] = {}
         self._visited: dict[str, float] | None = None
         self._lock = threading.Lock()
 
-    def mark(self, tables: Iterable[str]) -> None:
-        """The next round visits ``tables`` (called from the ledger's thread)."""
+    def mark(self, tables: Mapping[str, int] | Iterable[str]) -> None:
+        """A coming round visits ``tables`` (called from the ledger's thread): names, or
+        each name with the row events stored for it."""
+        counts = tables if isinstance(tables, Mapping) else dict.fromkeys(tables, 0)
         with self._lock:
-            self._marked.update(tables)
+            now = self.clock()
+            for name, events in counts.items():
+                self._add(name, Waiting(now, events))
+
+    def _add(self, name: str, waiting: Waiting) -> None:
+        known = self._marked.get(name)
+        self._marked[name] = waiting if known is None else known.joined(waiting)
+
+    @property
+    def waiting(self) -> int:
+        """How many marked tables the rounds so far left for a later one."""
+        with self._lock:
+            return len(self._marked)
 
     def take(self) -> list[str]:
-        """The tables of a round starting now, in config order; the marks are cleared
-        before it reads any table, so events stored during the round mark it again."""
+        """The tables of a round starting now, in the order to merge them: the most row
+        events waiting first, then config order (the first round: config order). Their
+        marks are cleared before the round reads any table, so events stored during the
+        round mark them again."""
         with self._lock:
             now = self.clock()
             if self._visited is None:
                 chosen = list(self.names)
+                self._taken = self._marked
+                self._marked = {}
             else:
                 visited = self._visited
+                taken = capped_round(self._marked, self.limit)
                 stale = sorted(
                     (
                         n
@@ -126,15 +206,24 @@ class TablesDue:
                     ),
                     key=visited.__getitem__,
                 )[: self.per_round]
-                swept = set(stale) | self._marked
-                chosen = [n for n in self.names if n in swept]
+                self._taken = {n: self._marked.pop(n) for n in taken}
+                chosen = sorted(
+                    {*taken, *stale},
+                    key=lambda n: (-self._events_of(n), self._order[n]),
+                )
             self._visited = {**(self._visited or {}), **dict.fromkeys(chosen, now)}
-            self._marked.clear()
             return chosen
 
+    def _events_of(self, name: str) -> int:
+        taken = self._taken.get(name)
+        return 0 if taken is None else taken.events
+
     def give_back(self, tables: Iterable[str]) -> None:
-        """A round that failed: its tables are due again."""
-        self.mark(tables)
+        """A round that failed: its tables are due again, as they were before it."""
+        with self._lock:
+            now = self.clock()
+            for name in tables:
+                self._add(name, self._taken.get(name, Waiting(now)))
 
 
 class MergeRounds:

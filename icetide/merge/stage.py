@@ -232,14 +232,17 @@ class MergeStage:
         results = self.rounds.run(one)
         seconds = time.monotonic() - began
         merged = sum(1 for r in results if r.events)
+        waiting = 0 if self.rounds.due is None else self.rounds.due.waiting
         if merged or seconds >= 1.0:  # an idle round is worth a line once it costs a second
+            later = f"; {waiting:,} waiting for the next round" if waiting else ""
             self.pipeline.report(
                 "merge",
                 f"merge round: {merged} of {len(results)} table(s) visited merged events "
-                f"in {seconds:.1f}s ({len(self.config.tables)} configured)",
+                f"in {seconds:.1f}s ({len(self.config.tables):,} configured{later})",
                 round_seconds=round(seconds, 3),
                 merged=merged,
                 visited=len(results),
+                waiting=waiting,
             )
         return results
 

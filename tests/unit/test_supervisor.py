@@ -127,6 +127,30 @@ def test_a_wake_ends_the_rest_after_an_idle_round_but_not_the_cadence_after_a_bu
     assert after_busy >= 0.45, f"a wake cut a busy round's cadence to {after_busy:.2f} s"
 
 
+def test_a_round_that_left_known_work_behind_is_followed_at_once() -> None:
+    """A ``catch_up`` task whose short round returns BEHIND (a merge round that took
+    fewer tables than were due) starts the next at once, not at the interval."""
+    import time
+
+    from icetide.supervisor import BEHIND
+
+    stop = Stop()
+    starts: list[float] = []
+
+    def step() -> object:
+        starts.append(time.monotonic())
+        if len(starts) == 3:
+            stop.request("test")
+        return BEHIND
+
+    sup = Supervisor(stop, lambda *_, **__: None)
+    sup.add(Task("merge", step, 60.0, catch_up=True))
+    with pytest.raises(Stopped):
+        sup.run()
+    assert len(starts) == 3
+    assert starts[2] - starts[0] < 5, "a round left behind waited out the 60-s interval"
+
+
 def test_the_merge_is_woken_by_a_ledger_batch_that_stored_rows_only() -> None:
     """``icetide run``'s sink: a ledger report with stored rows wakes the merge; one of
     dead letters only, an empty batch or another stage's report does not."""

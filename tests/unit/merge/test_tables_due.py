@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from icetide.cli.run import marks_due_tables
-from icetide.merge.round import TablesDue
+from icetide.merge.round import BUSIEST_SHARE, TablesDue
 from icetide.progress import Reporter
 
 NAMES = ["a", "b", "c", "d"]
@@ -67,3 +67,59 @@ def test_ledger_batches_mark_the_tables_they_stored_rows_for_and_table_records_m
     # A long batch's progress marks the tables it stored so far, before the batch ends.
     report("ledger", "ledger batch 4: 2 of 3 tables stored", storing=4, stored={"d": 7})
     assert due.take() == ["d"]
+
+
+def test_a_capped_round_takes_the_busiest_and_the_longest_waiting_and_starves_none() -> None:
+    """1,000 tables, a round of at most 32: every round merges the five busy tables
+    (a stored batch marks all of them, most with few events), busiest first; the rest
+    of the round goes to those waiting longest, so every marked table is taken within
+    a bounded number of rounds, each once, and the others stay marked meanwhile."""
+    now = [0.0]
+    names = [f"t{i:04d}" for i in range(1000)]
+    hot = {"t0500": 9000, "t0007": 4000, "t0999": 3000, "t0123": 2000, "t0042": 1000}
+    due = TablesDue(names, sweep_after=3600, limit=32, clock=lambda: now[0])
+    due.take()
+    now[0] = 1.0
+    due.mark(dict.fromkeys(names, 1) | hot)
+    rounds = []
+    for second in range(2, 200):
+        now[0] = second
+        due.mark(dict(hot))  # the busy tables get events in every batch
+        rounds.append(due.take())
+        if not due.waiting:
+            break
+    assert all(len(r) == 32 for r in rounds[:-1])
+    assert all(r[:5] == list(hot) for r in rounds)  # the busiest first, every round
+    assert len(hot) <= 32 // BUSIEST_SHARE  # they fit in the busiest quarter
+    cold = [t for r in rounds for t in r if t not in hot]
+    assert len(cold) == len(set(cold)) == 995  # each once, every one within the rounds
+    assert len(rounds) == -(-995 // (32 - len(hot)))  # 27 a round: no visit wasted
+    assert cold[:3] == ["t0000", "t0001", "t0002"]  # ties: waiting longest, then name
+
+
+def test_a_table_marked_again_keeps_its_place_and_adds_its_events() -> None:
+    now = [0.0]
+    due = TablesDue(NAMES, sweep_after=3600, limit=2, clock=lambda: now[0])
+    due.take()
+    now[0] = 1.0
+    due.mark({"a": 1})
+    now[0] = 2.0
+    due.mark({"b": 3, "c": 2, "d": 1})
+    now[0] = 3.0
+    due.mark({"c": 5, "a": 1})  # c: 7 events in all, a: waiting since 1 s
+    assert due.take() == ["c", "a"]  # the busiest, then the one waiting longest
+    assert due.waiting == 2
+    assert due.take() == ["b", "d"]
+
+
+def test_a_failed_capped_rounds_tables_are_due_again_with_their_events() -> None:
+    now = [0.0]
+    due = TablesDue(NAMES, sweep_after=3600, limit=1, clock=lambda: now[0])
+    due.take()
+    due.mark({"a": 2, "b": 50})
+    taken = due.take()
+    assert taken == ["b"]
+    now[0] = 5.0
+    due.mark({"c": 10})
+    due.give_back(taken)
+    assert due.take() == ["b"]  # still the busiest: its 50 events were given back
