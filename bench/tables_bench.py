@@ -295,7 +295,7 @@ def write_pipeline(work: Path, schemas: Sequence[TableSchema], args: argparse.Na
             "stream_interval": args.stream_interval,
             "merge_interval": args.merge_interval,
         },
-        "merge": {"parallel_tables": args.parallel_tables},
+        "merge": {"parallel_tables": args.parallel_tables, "round_tables": args.round_tables},
         "tables": [
             {
                 "name": s.table,
@@ -538,7 +538,7 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
     result["params"] = {
         k: getattr(args, k)
         for k in ("rate", "seconds", "zipf", "drain", "idle", "settle", "stream_interval")
-        + ("merge_interval", "parallel_tables", "buckets", "hot", "cold")
+        + ("merge_interval", "parallel_tables", "round_tables", "buckets", "hot", "cold")
     }
     result["stored"] = sum(
         sum((r.get("events") or {}).values())
@@ -744,7 +744,8 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
         f"Machine: {platform.machine()} {os.cpu_count()} cores (shared), commit {commit}, "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Events Zipf(s={args.zipf}) over the "
         f"tables (rates and lengths below); stream every {args.stream_interval}, merge every "
-        f"{args.merge_interval}, {args.parallel_tables} table(s) merged at a time, "
+        f"{args.merge_interval}, {args.parallel_tables} table(s) merged at a time, at most "
+        f"{args.round_tables} a round, "
         f"{args.buckets} bucket(s) a table"
         + "".join(f", {c}" for c in args.spark_conf)
         + ". Freshness = visible in the base − source commit time; "
@@ -919,6 +920,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-interval", default="2s")
     parser.add_argument("--merge-interval", default="5s")
     parser.add_argument("--parallel-tables", type=int, default=2)
+    parser.add_argument(
+        "--round-tables", type=int, default=32, help="merge.round_tables: most tables a round"
+    )
     parser.add_argument("--buckets", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE")
