@@ -22,10 +22,11 @@ process (``icetide run``) and says which tables it stored events for
 (:class:`TablesDue`): then a round visits those, at most ``merge.round_tables`` of
 them (the busiest, then those waiting longest: :func:`capped_round`), and sweeps a
 share of the others, so that each is visited about once a minute (what nothing
-reports: a small-file packing deferred, a ledger written by another process). A table with no new events costs no
-Spark job either way (tests/integration/test_merge_parallel.py); what a visit costs is
-the driver's reads of its tables' metadata, which adds up over many idle tables
-(bench/tables_bench.py, bench/results/tables.md).
+reports: a small-file packing deferred, a ledger written by another process). A
+table with no new events costs no Spark job either way
+(tests/integration/test_merge_parallel.py); what a visit costs is the driver's reads
+of its tables' metadata, which adds up over many idle tables (bench/tables_bench.py,
+bench/results/tables.md).
 """
 
 from __future__ import annotations
@@ -124,10 +125,13 @@ class TablesDue:
     said something of them), at most ``limit`` of them a round (:func:`capped_round`:
     the busiest, then those waiting longest; the others stay marked for the next
     rounds), and a sweep of the tables no round visited for ``sweep_after`` seconds,
-    longest unvisited first, at most one in ``share`` of the tables a round. So every
-    table is visited within about ``sweep_after`` seconds and ``share`` rounds, and a
-    round of 1,000 tables adds at most 84 idle visits, where a round of every table
-    would add 1,000.
+    longest unvisited first, at most one in ``share`` of the tables a round (and with a
+    ``limit``, only as many as the round has room for, but at least one). So every table
+    is visited within about ``sweep_after`` seconds and ``share`` rounds (more rounds
+    while a backlog fills them), and a round of 1,000 tables adds at most 84 idle
+    visits, where a round of every table would add 1,000. The sweep counts within the
+    cap because a swept table is not always idle: one the ledger stores while the round
+    runs is merged at its visit, at the cost of a marked one.
 
     Why a cap: a round merges its tables a few at a time, and each costs about the same
     (planning a MERGE, a commit) whatever its events. Uncapped, a round of the 1,000
@@ -199,6 +203,9 @@ class TablesDue:
             else:
                 visited = self._visited
                 taken = capped_round(self._marked, self.limit)
+                sweep = self.per_round
+                if self.limit is not None:  # within the cap, but never none
+                    sweep = min(sweep, max(1, self.limit - len(taken)))
                 stale = sorted(
                     (
                         n
@@ -206,7 +213,7 @@ class TablesDue:
                         if n not in self._marked and now - visited[n] >= self.sweep_after
                     ),
                     key=visited.__getitem__,
-                )[: self.per_round]
+                )[:sweep]
                 self._taken = {n: self._marked.pop(n) for n in taken}
                 chosen = sorted(
                     {*taken, *stale},

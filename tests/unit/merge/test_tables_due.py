@@ -123,3 +123,22 @@ def test_a_failed_capped_rounds_tables_are_due_again_with_their_events() -> None
     due.mark({"c": 10})
     due.give_back(taken)
     assert due.take() == ["b"]  # still the busiest: its 50 events were given back
+
+
+def test_the_sweep_fills_a_capped_round_only_as_far_as_it_has_room_but_never_none() -> None:
+    """A swept table the ledger stored events for meanwhile is merged at its visit, so the
+    sweep counts within ``limit``: one table at least, so nothing goes unswept under a
+    backlog."""
+    now = [0.0]
+    names = [f"t{i:03d}" for i in range(100)]
+    due = TablesDue(names, sweep_after=60, share=12, limit=8, clock=lambda: now[0])
+    due.take()
+    now[0] = 61.0
+    assert len(due.take()) == 8  # idle: nine a round by share, eight by the cap
+    now[0] = 130.0
+    due.mark(dict.fromkeys(names[90:96], 5))
+    assert due.take() == names[90:96] + names[8:10]  # six marked, two swept
+    now[0] = 200.0
+    due.mark(dict.fromkeys(names[80:90], 5))
+    taken = due.take()
+    assert taken[:8] == names[80:88] and len(taken) == 9  # full: one swept all the same
