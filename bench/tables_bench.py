@@ -572,8 +572,39 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
     result["cold_events_per_s"] = [
         args.rate * weights[int(name[1:])] for name in cold
     ]  # the table's index is its name's number
+    result |= merge_waits(records, {"hot": hot, "cold": cold})
     result |= freshness(config_path, {"hot": hot, "cold": cold}, args.settle)
     return result
+
+
+def merge_waits(
+    records: list[tuple[float, dict[str, Any]]], groups: dict[str, list[str]]
+) -> dict[str, Any]:
+    """The merge's share of freshness: for each table of each group, the seconds from
+    the ledger storing rows for it (a long batch's progress line naming it, or the
+    batch's own line) to the end of its next merge that merged events; median and max
+    per group (``<group>_merge_wait_s``).
+
+    >>> merge_waits([(0, {"stage": "ledger", "stored": {"a": 5}}),
+    ...              (3, {"stage": "ledger", "events": {"a": 1, "b": 2}}),
+    ...              (9, {"stage": "merge", "table": "a", "events": 6}),
+    ...              (12, {"stage": "merge", "table": "b", "events": 2})], {"hot": ["a", "b"]})
+    {'hot_merge_wait_s': [9.0, 9]}
+    """
+    of = {table: group for group, tables in groups.items() for table in tables}
+    first_stored: dict[str, float] = {}
+    waits: dict[str, list[float]] = {group: [] for group in groups}
+    for t, r in records:
+        if r.get("stage") == "ledger":
+            for key in ("stored", "events"):
+                for table, n in (r.get(key) or {}).items():
+                    if n and table in of:
+                        first_stored.setdefault(table, t)
+        elif r.get("stage") == "merge" and r.get("events") and r.get("table") in first_stored:
+            waits[of[r["table"]]].append(t - first_stored.pop(r["table"]))
+    return {
+        f"{group}_merge_wait_s": [statistics.median(w), max(w)] for group, w in waits.items() if w
+    }
 
 
 def timings(
@@ -814,6 +845,16 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
                 f"  - {len(full)} rounds after the first visited every table and merged none: "
                 f"median {statistics.median(full):.1f} s ({min(full):.1f}–{max(full):.1f}), "
                 f"{statistics.median(full) / r['tables'] * 1000:.0f} ms a table"
+            )
+        waits = [
+            f"{group} median {w[0]:.1f} s, max {w[1]:.1f} s"
+            for group in ("hot", "cold")
+            if (w := r.get(f"{group}_merge_wait_s"))
+        ]
+        if waits:
+            lines.append(
+                "  - from the ledger storing a table's rows to the end of its next merge: "
+                + "; ".join(waits)
             )
         pairs = r.get("batch_jobs_tables") or []
         if pairs:
