@@ -8,10 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-STORED_ROWS = ("events", "stored")
-"""The figures of a ledger record that map tables to the row events it stored: a
-micro-batch's ``events`` (at its end), and ``stored`` in a long one's progress lines
-(:class:`BatchProgress`: the tables stored since its last line)."""
+PROGRESS_ROWS = "stored"
+"""A long micro-batch's progress figure (:class:`BatchProgress`) mapping each table
+stored since its last line to its row events."""
+STORED_ROWS = ("events", PROGRESS_ROWS)
+"""The figures of a ledger record that map tables to the row events it stored: the
+micro-batch's own ``events`` (at its end, as every stage's record counts its events)
+and :data:`PROGRESS_ROWS`."""
 
 PROGRESS_SECONDS = 15.0
 """A micro-batch storing its tables in chunks says how far it is at most this often. At
@@ -137,7 +140,7 @@ class BatchProgress:
             "tables": self.tables,
             "events_stored": self.stored_events,
             "events_total": self.events,
-            STORED_ROWS[1]: dict(sorted(self.unsaid.items())),
+            PROGRESS_ROWS: dict(sorted(self.unsaid.items())),
         }
         self.unsaid.clear()
         return line, figures
