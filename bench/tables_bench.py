@@ -72,6 +72,7 @@ from landing_run import (
 )
 
 from icetide.config import load_config
+from icetide.ledger.summary import STORED_ROWS
 from icetide.schema.file import dump_schema_file
 from icetide.schema.model import TableSchema
 from icetide.schema.types import (
@@ -596,7 +597,7 @@ def merge_waits(
     waits: dict[str, list[float]] = {group: [] for group in groups}
     for t, r in records:
         if r.get("stage") == "ledger":
-            for key in ("stored", "events"):
+            for key in STORED_ROWS:
                 for table, n in (r.get(key) or {}).items():
                     if n and table in of:
                         first_stored.setdefault(table, t)
