@@ -19,6 +19,7 @@ from icetide.spark.jvm import jvm_class
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
     from icetide.config import Config
     from icetide.schema.contract.builder import TableContract
@@ -337,6 +338,19 @@ def _load(spark: SparkSession, table: TableName) -> Any:
     jvm_class("org.apache.spark.sql.SparkSession").setActiveSession(spark._jsparkSession)
     spark3 = jvm_class("org.apache.iceberg.spark.Spark3Util")
     return spark3.loadIcebergTable(spark._jsparkSession, table.sql)
+
+
+def spark_schema(spark: SparkSession, table: TableName) -> StructType:
+    """The Spark schema of ``table``'s current Iceberg schema, as ``spark.table`` gives
+    it (Iceberg's ``SparkSchemaUtil`` is the conversion behind both), without making a
+    DataFrame: each one made is analysed and given a row encoder in the JVM, which the
+    ledger paid once per table and batch only to read the columns its append aligns to."""
+    from pyspark.sql.types import StructType
+
+    converted = jvm_class("org.apache.iceberg.spark.SparkSchemaUtil").convert(
+        iceberg_table(spark, table).schema()
+    )
+    return StructType.fromJson(json.loads(converted.json()))
 
 
 def iceberg_table_if_exists(spark: SparkSession, table: TableName) -> Any | None:

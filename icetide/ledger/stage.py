@@ -33,7 +33,12 @@ from icetide.faults import crash_point
 from icetide.lake.align import align_to
 from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.lake.payload import payload_b64
-from icetide.lake.tables import TableRefs, ensure_namespace, latest_snapshot_property
+from icetide.lake.tables import (
+    TableRefs,
+    ensure_namespace,
+    latest_snapshot_property,
+    spark_schema,
+)
 from icetide.ledger.decode import (
     ALL_MESSAGES,
     CLASSIFIED_SCHEMA,
@@ -132,12 +137,13 @@ are most of its work, on every core."""
 
 @dataclass(frozen=True)
 class _Share:
-    """One table's part of a micro-batch: its classified messages, their projection
-    (persisted while the batch is stored) and the ledger layout they are written in."""
+    """One table's part of a micro-batch: the batch's classified messages (the table's
+    own are filtered where used), the projection of its rows (persisted while the batch
+    is stored) and the ledger layout they are written in."""
 
     name: str
     plan: Projection
-    mine: DataFrame
+    classified: DataFrame
     projected: DataFrame
     stored: TableSchema
 
@@ -345,7 +351,7 @@ class LedgerStage:
                     batch=batch_id,
                 )
                 return
-            rows = align_to(frame, self.spark.table(table.sql).schema) if aligned else frame
+            rows = align_to(frame, spark_schema(self.spark, table)) if aligned else frame
             writer = (
                 rows.writeTo(table.sql)
                 .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
@@ -763,22 +769,25 @@ class LedgerStage:
             self.pipeline.report("ledger", f"schema {name}: held: {why}", table=name)
             refused = {ALL_MESSAGES: (SCHEMA_CHANGE_FAILED, why[:500])}
             plan = Projection(self.pipeline.schema(name))
-        mine = classified.where(F.col("table") == name)
-        rows = mine.where(F.col("status") == ROW).select("message_id", "raw")
+        # One filter for the table and the status: each DataFrame made here is analysed
+        # (and given an encoder) in the JVM, a cost paid per table and batch that at
+        # hundreds of tables was most of the driver's work.
+        rows = classified.where((F.col("table") == name) & (F.col("status") == ROW)).select(
+            "message_id", "raw"
+        )
         if one_task:
             rows = rows.coalesce(1)
         projected = rows.mapInArrow(
             project_batches(plan, now, self._wire, refused), projected_spark_schema(plan)
         ).persist()
-        return _Share(name, plan, mine, projected, TableContract(plan.layout).target)
+        return _Share(name, plan, classified, projected, TableContract(plan.layout).target)
 
     def _share_stats(self, shares: Sequence[_Share]) -> dict[str, list[Any]]:
         """Each table's projection counts by status and reason, with the merge's figures
         (they land in the append's own snapshot summary; lake/ledger_figures.py): one job
         over the projections of ``shares`` (a chunk: never none)."""
         frames = [
-            share.projected.groupBy(STATUS, REASON)
-            .agg(
+            share.projected.groupBy(F.lit(share.name).alias(SHARE), STATUS, REASON).agg(
                 F.count(F.lit(1)).alias("n"),
                 # Samples of dead letters only: a ROW group's ids (the whole batch) would
                 # all be buffered and shuffled, then cut to ten and never read.
@@ -792,11 +801,12 @@ class LedgerStage:
                     self.config.table(share.name).buckets,
                 ),
             )
-            .select(F.lit(share.name).alias(SHARE), "*")
             for share in shares
         ]
         stats: dict[str, list[Any]] = {}
-        for row in reduce(DataFrame.unionByName, frames).collect():
+        # Every frame has the same columns in the same order: a positional union, not
+        # one by name (a projection more per table to analyse).
+        for row in reduce(DataFrame.union, frames).collect():
             stats.setdefault(row[SHARE], []).append(row)
         return stats
 
@@ -854,17 +864,19 @@ class LedgerStage:
                 properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(extra, sort_keys=True)
             # Soft-deleted columns stay in the ledger's row images: written as NULL.
             self._append(rows, refs.cdc, batch_id, properties, aligned=True, of=name)
-        dead_projected = projected.where(F.col(STATUS) == DEAD).select(
-            F.col(c.MESSAGE_ID).alias("message_id"),
-            F.lit(name).alias("table"),
-            F.col(REASON).alias("reason"),
-            F.col(ERROR).alias("error"),
-            F.col(RAW).alias("raw"),
-        )
-        dead_routed = share.mine.where(F.col("status") == DEAD).select(
-            "message_id", "table", "reason", "error", "raw"
-        )
         if has_routed_dead or any(r[STATUS] == DEAD for r in stats):
+            # Built only here: most tables have no dead letter in a batch, and each frame
+            # costs an analysis in the JVM.
+            dead_projected = projected.where(F.col(STATUS) == DEAD).select(
+                F.col(c.MESSAGE_ID).alias("message_id"),
+                F.lit(name).alias("table"),
+                F.col(REASON).alias("reason"),
+                F.col(ERROR).alias("error"),
+                F.col(RAW).alias("raw"),
+            )
+            dead_routed = share.classified.where(
+                (F.col("table") == name) & (F.col("status") == DEAD)
+            ).select("message_id", "table", "reason", "error", "raw")
             self._append(
                 self._dead_frame(dead_projected.unionByName(dead_routed), now),
                 refs.dead_letters,

@@ -22,6 +22,7 @@ from icetide.lake.tables import (
     iceberg_table,
     loaded_once,
     metadata_snapshots,
+    spark_schema,
     table_exists,
 )
 from icetide.schema.contract.names import TableName
@@ -119,3 +120,26 @@ def test_inside_loaded_once_each_table_is_loaded_once(
         assert not table_exists(spark, missing)
     assert current_snapshot_id(spark, table) is not None
     assert table_exists(spark, missing)
+
+
+def test_spark_schema_is_the_one_spark_table_gives_after_alters(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """The ledger aligns each append to :func:`spark_schema`, read without a DataFrame:
+    it must be the schema ``spark.table`` shows, required fields, nested ids and all,
+    and the table's new one as soon as an ALTER lands."""
+    table = TableName("lake", pipeline.config.catalog.namespace, "spark_schema")
+    spark.sql(
+        f"CREATE TABLE {table.sql} (id BIGINT NOT NULL, d DECIMAL(12, 2), at TIMESTAMP, "
+        "tags ARRAY<STRING>, m MAP<STRING, BIGINT>, s STRUCT<city: STRING, zip: INT>, "
+        "day DATE, b BINARY) USING iceberg"
+    )
+    assert spark_schema(spark, table) == spark.table(table.sql).schema
+    spark.sql(f"ALTER TABLE {table.sql} ADD COLUMN s.country STRING")
+    spark.sql(f"ALTER TABLE {table.sql} ALTER COLUMN s.zip TYPE BIGINT")
+    spark.sql(f"ALTER TABLE {table.sql} DROP COLUMN b")
+    after = spark_schema(spark, table)
+    assert after == spark.table(table.sql).schema
+    assert "b" not in after.fieldNames()
+    assert [f.name for f in after["s"].dataType.fields] == ["city", "zip", "country"]
+    assert not after["id"].nullable
