@@ -59,10 +59,9 @@ from icetide.lake.align import align_to
 from icetide.lake.tables import iceberg_table, spark_schema
 from icetide.ledger.decode import ROW, STATUS, Projection, project_batches, projected_spark_schema
 from icetide.ledger.phases import projection
-from icetide.ledger.stage import CHUNK_TABLES, SMALL_SHARE, LedgerStage
+from icetide.ledger.stage import CHUNK_TABLES, SMALL_SHARE, LedgerStage, ledger_rows
 from icetide.pipeline import Pipeline
 from icetide.schema.contract import ledger as c
-from icetide.schema.contract.builder import TableContract
 from icetide.spark.jvm import jvm_class
 from icetide.spark.session import build_session
 
@@ -127,12 +126,9 @@ def per_table(
         if len(pipeline.config.tables) > CHUNK_TABLES and events[table.name] <= SMALL_SHARE:
             rows = rows.coalesce(1)  # as the stage projects a small table: one task
         projected = rows.mapInArrow(project_batches(plan, now), projected_spark_schema(plan))
-        written = projected.where(F.col(STATUS) == ROW).select(
-            *TableContract(plan.layout).ledger_projected_columns(),
-            F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
-        )
         ledger = pipeline.refs(table.name).cdc
-        align_to(written, spark_schema(spark, ledger)).writeTo(ledger.sql).append()
+        rows = ledger_rows(projected, plan)
+        align_to(rows, spark_schema(spark, ledger)).writeTo(ledger.sql).append()
 
 
 Job = tuple[Projection, str, str, int]

@@ -137,13 +137,11 @@ are most of its work, on every core."""
 
 @dataclass(frozen=True)
 class _Share:
-    """One table's part of a micro-batch: the batch's classified messages (the table's
-    own are filtered where used), the projection of its rows (persisted while the batch
-    is stored) and the ledger layout they are written in."""
+    """One table's part of a micro-batch: the projection of its rows (persisted while
+    the batch is stored) and the ledger layout they are written in."""
 
     name: str
     plan: Projection
-    classified: DataFrame
     projected: DataFrame
     stored: TableSchema
 
@@ -217,6 +215,16 @@ def chunks_of(names: Iterable[str], row_events: Mapping[str, int]) -> list[list[
             chunks.append(chunk)
             chunk, load = [], 0
     return chunks + ([chunk] if chunk else [])
+
+
+def ledger_rows(projected: DataFrame, plan: Projection) -> DataFrame:
+    """What a ledger append writes of a table's projected messages
+    (:func:`~icetide.ledger.decode.project_batches`): the rows, in the ledger's projected
+    columns, stamped with the schema version they were projected by."""
+    return projected.where(F.col(STATUS) == ROW).select(
+        *TableContract(plan.layout).ledger_projected_columns(),
+        F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
+    )
 
 
 def routes_of(config: Config) -> Routes:
@@ -704,7 +712,13 @@ class LedgerStage:
                 for share in shares:
                     name = share.name
                     signals += self._store(
-                        share, stats.get(name, []), batch_id, now, part, name in routed_dead
+                        share,
+                        classified,
+                        stats.get(name, []),
+                        batch_id,
+                        now,
+                        part,
+                        name in routed_dead,
                     )
                     switch_to = share.plan.switch_to
                     if switch_to is not None:  # phase 2, once its rows are stored
@@ -780,7 +794,7 @@ class LedgerStage:
         projected = rows.mapInArrow(
             project_batches(plan, now, self._wire, refused), projected_spark_schema(plan)
         ).persist()
-        return _Share(name, plan, classified, projected, TableContract(plan.layout).target)
+        return _Share(name, plan, projected, TableContract(plan.layout).target)
 
     def _share_stats(self, shares: Sequence[_Share]) -> dict[str, list[Any]]:
         """Each table's projection counts by status and reason, with the merge's figures
@@ -813,6 +827,7 @@ class LedgerStage:
     def _store(
         self,
         share: _Share,
+        classified: DataFrame,
         stats: Sequence[Any],
         batch_id: int,
         now: datetime,
@@ -845,10 +860,7 @@ class LedgerStage:
                         source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
                     )
                 )
-            rows = projected.where(F.col(STATUS) == ROW).select(
-                *TableContract(plan.layout).ledger_projected_columns(),
-                F.lit(plan.value_schema.version).cast("int").alias(c.SCHEMA_VERSION),
-            )
+            rows = ledger_rows(projected, plan)
             appended = [r for r in stats if r[STATUS] == ROW]
             ingested_us = micros(now)
             properties = (
@@ -874,7 +886,7 @@ class LedgerStage:
                 F.col(ERROR).alias("error"),
                 F.col(RAW).alias("raw"),
             )
-            dead_routed = share.classified.where(
+            dead_routed = classified.where(
                 (F.col("table") == name) & (F.col("status") == DEAD)
             ).select("message_id", "table", "reason", "error", "raw")
             self._append(
