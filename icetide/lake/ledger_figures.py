@@ -22,13 +22,15 @@ lacks them (written before this, or by another writer such as a dead-letter repl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import reduce
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -103,8 +105,119 @@ def figure_aggregates(schema: TableSchema, catalog: str, buckets: int) -> list[C
     ]
 
 
+FIGURE_KEYS = (
+    "fig_truncate",
+    "fig_unavailable",
+    "fig_moves",
+    "fig_key_changes",
+    "fig_tombstones",
+    "fig_buckets",
+    "fig_first",
+    "fig_last_tombstone",
+)
+"""The figures :func:`figure_aggregates` computes, by name; :func:`arrow_figures` gives
+the same keys, so :func:`figures_json` takes either."""
+
+Bucketing = Callable[[pa.Array], list[int | None]]
+"""Iceberg's ``bucket(n, …)`` of each value of an Arrow array (:func:`arrow_bucket`)."""
+
+
+def arrow_bucket(buckets: int, iceberg_type: Any) -> Bucketing:
+    """Iceberg's ``bucket(buckets, …)`` of an Arrow array of ``iceberg_type`` (a PyIceberg
+    type), by PyIceberg's transform: the value :func:`bucket_of` gives in Spark, for
+    times, dates and timestamps as the integers Iceberg hashes.
+
+    >>> from pyiceberg.types import IntegerType, StringType
+    >>> arrow_bucket(16, IntegerType())(pa.array([1, -5, None], pa.int32()))
+    [4, 14, None]
+    >>> arrow_bucket(16, StringType())(pa.array(["héllo", ""]))
+    [8, 0]
+    """
+    from pyiceberg.transforms import BucketTransform
+
+    hash_one = BucketTransform(buckets).transform(iceberg_type)
+
+    def bucket(values: pa.Array) -> list[int | None]:
+        if pa.types.is_timestamp(values.type) or pa.types.is_time(values.type):
+            values = values.cast(pa.int64())
+        elif pa.types.is_date(values.type):
+            values = values.cast(pa.int32())
+        return [None if v is None else hash_one(v) for v in values.to_pylist()]
+
+    return bucket
+
+
+def arrow_key_changed(rows: pa.Table, primary_key: Sequence[str]) -> pa.Array:
+    """:func:`key_changed` of each of ``rows`` (ledger rows in Arrow)."""
+    before = rows.column(c.BEFORE).combine_chunks()
+    changed = pc.and_(pc.equal(rows.column(c.OP).combine_chunks(), "u"), before.is_valid())
+    differs = pa.repeat(pa.scalar(False), len(rows))
+    for key in primary_key:
+        old = pc.struct_field(before, key)
+        changed = pc.and_(changed, old.is_valid())
+        same = pc.fill_null(pc.equal(old, rows.column(key).combine_chunks()), False)
+        differs = pc.or_(differs, pc.invert(same))
+    return pc.fill_null(pc.and_(changed, differs), False)
+
+
+def arrow_figures(rows: pa.Table, primary_key: Sequence[str], bucket: Bucketing) -> dict[str, Any]:
+    """:func:`figure_aggregates` of ``rows`` (the appended ledger rows of one task, in
+    Arrow), by the same rules: the same keys, to be combined across tasks with
+    :func:`combine_figures`."""
+    op = rows.column(c.OP).combine_chunks()
+    position = rows.column(c.POSITION).combine_chunks()
+    unavailable = rows.column(c.UNAVAILABLE).combine_chunks()
+    changed = arrow_key_changed(rows, primary_key)
+    placeholders = pc.greater(pc.fill_null(pc.list_value_length(unavailable), 0), 0)
+    move = pc.and_(placeholders, pc.or_(pc.equal(op, "c"), changed))
+    gone = pc.fill_null(pc.or_(pc.is_in(op, pa.array(["d", "t"])), changed), False)
+    first = primary_key[0]
+    old = pc.struct_field(rows.column(c.BEFORE).combine_chunks(), first).filter(changed)
+    touched = {*bucket(rows.column(first).combine_chunks()), *bucket(old)}
+    return {
+        "fig_truncate": pc.max(position.filter(pc.fill_null(pc.equal(op, "t"), False))).as_py(),
+        "fig_unavailable": sorted(set(pc.list_flatten(unavailable).drop_null().to_pylist())),
+        "fig_moves": pc.sum(pc.cast(pc.fill_null(move, False), pa.int64())).as_py() or 0,
+        "fig_key_changes": pc.sum(pc.cast(changed, pa.int64())).as_py() or 0,
+        "fig_tombstones": pc.sum(pc.cast(gone, pa.int64())).as_py() or 0,
+        "fig_buckets": sorted(b for b in touched if b is not None),
+        "fig_first": pc.min(position).as_py(),
+        "fig_last_tombstone": pc.max(position.filter(gone)).as_py(),
+    }
+
+
+def combine_figures(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The figures of the rows of all ``parts`` (:func:`arrow_figures` of each task's).
+
+    >>> a = {"fig_truncate": None, "fig_unavailable": ["x"], "fig_moves": 1,
+    ...      "fig_key_changes": 0, "fig_tombstones": 2, "fig_buckets": [3],
+    ...      "fig_first": Decimal(5), "fig_last_tombstone": Decimal(6)}
+    >>> b = {**a, "fig_truncate": Decimal(9), "fig_unavailable": ["y"], "fig_buckets": [1],
+    ...      "fig_first": Decimal(2), "fig_last_tombstone": None}
+    >>> f = combine_figures([a, b])
+    >>> f["fig_truncate"], f["fig_unavailable"], f["fig_buckets"], f["fig_first"], f["fig_moves"]
+    (Decimal('9'), ['x', 'y'], [1, 3], Decimal('2'), 2)
+    """
+
+    def extreme(key: str, pick: Callable[[list[Any]], Any]) -> Any:
+        present = [Decimal(p[key]) for p in parts if p[key] is not None]
+        return pick(present) if present else None
+
+    return {
+        "fig_truncate": extreme("fig_truncate", max),
+        "fig_unavailable": sorted({n for p in parts for n in p["fig_unavailable"]}),
+        "fig_moves": sum(int(p["fig_moves"]) for p in parts),
+        "fig_key_changes": sum(int(p["fig_key_changes"]) for p in parts),
+        "fig_tombstones": sum(int(p["fig_tombstones"]) for p in parts),
+        "fig_buckets": sorted({int(b) for p in parts for b in p["fig_buckets"]}),
+        "fig_first": extreme("fig_first", min),
+        "fig_last_tombstone": extreme("fig_last_tombstone", max),
+    }
+
+
 def figures_json(row: Any, version: int, buckets: int, ingested_at_us: int) -> str:
-    """The property value for one append, from the row :func:`figure_aggregates` made."""
+    """The property value for one append, from the row :func:`figure_aggregates` made
+    (or the mapping :func:`combine_figures` made)."""
     truncate, first, last_tombstone = (
         row["fig_truncate"],
         row["fig_first"],

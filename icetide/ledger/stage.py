@@ -31,11 +31,13 @@ from icetide.errors import IcetideError, SchemaError, failure_line
 from icetide.events.raw import Wire, message_text
 from icetide.faults import crash_point
 from icetide.lake.align import align_to
+from icetide.lake.data_files import FileTarget, WrittenFile, append_files, file_target
 from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.lake.payload import payload_b64
 from icetide.lake.tables import (
     TableRefs,
     ensure_namespace,
+    iceberg_table,
     latest_snapshot_property,
     spark_schema,
 )
@@ -85,6 +87,14 @@ from icetide.ledger.signals import (
 from icetide.ledger.source import raw_messages, subscribed_partitions
 from icetide.ledger.stored import after_failure, stored_batch
 from icetide.ledger.summary import PROGRESS_SECONDS, BatchProgress, BatchSummary
+from icetide.ledger.table_files import (
+    FILES_DDL,
+    INPUT_COLUMNS,
+    TableJob,
+    collected,
+    write_table_files,
+)
+from icetide.ledger.tally import First
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
 from icetide.schema.contract.names import TableName
@@ -227,6 +237,20 @@ def ledger_rows(projected: DataFrame, plan: Projection) -> DataFrame:
     )
 
 
+def _unknown_fields(name: str, extra: Mapping[str, int], first: First | None) -> ChangeSignal:
+    """The signal of a table's stored events carrying columns its schema lacks
+    (``extra``), at the first of them (position, its text, source time in ms)."""
+    position, text, millis = first or (None, None, None)
+    return ChangeSignal(
+        name,
+        "unknown_fields",
+        columns=tuple(sorted(extra)),
+        position=int(position) if position is not None else None,
+        position_text=text,
+        source_ts_ms=millis,
+    )
+
+
 def routes_of(config: Config) -> Routes:
     """The routing table of ``config``: ``db.table`` → (server or any, table)."""
     tables: dict[str, list[tuple[str | None, str]]] = {}
@@ -345,8 +369,47 @@ class LedgerStage:
         of: str | None = None,
     ) -> None:
         """Append ``frame`` to ``table`` (of configured table ``of``; None: the unrouted
-        dead letters) as batch ``batch_id`` unless the table holds it; ``aligned``: first
-        give it the table's current columns (:func:`~icetide.lake.align.align_to`).
+        dead letters) as batch ``batch_id`` by Spark's writer (:meth:`_once`);
+        ``aligned``: first give it the table's current columns
+        (:func:`~icetide.lake.align.align_to`)."""
+
+        def write(summary: dict[str, str]) -> None:
+            rows = align_to(frame, spark_schema(self.spark, table)) if aligned else frame
+            writer = rows.writeTo(table.sql)
+            for key, value in summary.items():
+                writer = writer.option(f"snapshot-property.{key}", value)
+            writer.append()
+
+        self._once(write, table, batch_id, properties, of)
+
+    def _append_files(
+        self,
+        files: list[WrittenFile],
+        target: FileTarget,
+        table: TableName,
+        batch_id: int,
+        properties: dict[str, str] | None = None,
+        *,
+        of: str,
+    ) -> None:
+        """Commit ``files`` (written by the batch's one job, :mod:`icetide.ledger.table_files`)
+        to ``table`` as batch ``batch_id`` (:meth:`_once`)."""
+
+        def write(summary: dict[str, str]) -> None:
+            append_files(iceberg_table(self.spark, table), files, target.partition, summary)
+
+        self._once(write, table, batch_id, properties, of)
+
+    def _once(
+        self,
+        write: Callable[[dict[str, str]], None],
+        table: TableName,
+        batch_id: int,
+        properties: dict[str, str] | None,
+        of: str | None,
+    ) -> None:
+        """``write`` batch ``batch_id`` to ``table`` in one snapshot whose summary carries
+        the batch and query ids and ``properties``, unless the table holds the batch.
         Redone after a catalog outage, reading the table's batch again first: a commit
         may have landed before the failure."""
 
@@ -359,15 +422,13 @@ class LedgerStage:
                     batch=batch_id,
                 )
                 return
-            rows = align_to(frame, spark_schema(self.spark, table)) if aligned else frame
-            writer = (
-                rows.writeTo(table.sql)
-                .option(f"snapshot-property.{c.BATCH_PROPERTY}", str(batch_id))
-                .option(f"snapshot-property.{c.QUERY_PROPERTY}", self._query_identity())
+            write(
+                {
+                    c.BATCH_PROPERTY: str(batch_id),
+                    c.QUERY_PROPERTY: self._query_identity(),
+                    **(properties or {}),
+                }
             )
-            for key, value in (properties or {}).items():
-                writer = writer.option(f"snapshot-property.{key}", value)
-            writer.append()
             crash_point("ledger.after_first_append")
             self._committed[table] = batch_id
 
@@ -672,26 +733,172 @@ class LedgerStage:
         routed_dead: set[str],
         refused: Mapping[str, Refused],
     ) -> list[ChangeSignal]:
-        """Project each table's messages and append them, :data:`CHUNK_TABLES` tables a
-        chunk and :data:`STORE_THREADS` chunks at once, busiest first
-        (:func:`chunks_of`); the tables' counts, and their change signals in name
-        order. The first failure is raised once every chunk under way
-        has ended: each table's append is skipped on a rerun once there
-        (:meth:`_append`), so a table stored before the failure is not stored twice.
-        A batch of several chunks says how far it is as its chunks end
-        (:class:`~icetide.ledger.summary.BatchProgress`)."""
+        """Project each table's messages and store them, busiest first; the tables'
+        counts, and their change signals in name order.
 
-        chunks = chunks_of(names, row_events)
+        First each table's schema steps (catalog steps, :data:`STORE_THREADS` tables at
+        once). Then every table whose ledger and dead-letter tables are partitioned as
+        icetide creates them is written by one Spark job for all
+        (:meth:`_store_files`); any other by Spark's writer, a job per table
+        (:meth:`_store_chunks`). The first failure is raised once every table under way
+        has ended: each table's append is skipped on a rerun once there
+        (:meth:`_once`), so a table stored before the failure is not stored twice.
+        A batch of many tables says how far it is as its tables are stored
+        (:class:`~icetide.ledger.summary.BatchProgress`)."""
+        ordered = storing_order(names, row_events)
+        plans = run_all(
+            lambda name: self._plan(name, batch_id, refused.get(name)),
+            ordered,
+            STORE_THREADS,
+            "icetide-ledger",
+            True,
+        )
+        planned = dict(zip(ordered, plans, strict=True))
+        day = now.date()
+        jobs: dict[str, TableJob] = {}
+        for name in ordered:
+            plan, table_refused = planned[name]
+            refs = self.refs(name)
+            ledger = file_target(iceberg_table(self.spark, refs.cdc), c.INGESTED_AT, day)
+            dead = file_target(iceberg_table(self.spark, refs.dead_letters), c.DLT_INGESTED_AT, day)
+            if ledger is not None and dead is not None:
+                buckets = self.config.table(name).buckets
+                jobs[name] = TableJob(plan, table_refused, ledger, dead, buckets)
         progress = BatchProgress(
             batch_id, len(names), sum(row_events.values()), time.monotonic(), PROGRESS_SECONDS
         )
         counting = threading.Lock()
 
-        def stored(chunk: Sequence[str]) -> None:
+        def stored(tables: Sequence[str]) -> None:
             with counting:
-                due = progress.stored({n: row_events.get(n, 0) for n in chunk}, time.monotonic())
+                due = progress.stored({n: row_events.get(n, 0) for n in tables}, time.monotonic())
                 if due is not None:
                     self.pipeline.report("ledger", due[0], **due[1])
+
+        signals: list[ChangeSignal] = []
+        if jobs:
+            signals += self._store_files(jobs, classified, batch_id, now, summary, stored)
+        rest = [name for name in ordered if name not in jobs]
+        if rest:
+            signals += self._store_chunks(
+                rest, planned, row_events, classified, batch_id, now, summary, routed_dead, stored
+            )
+        return sorted(signals, key=lambda signal: signal.table)
+
+    def _plan(
+        self, name: str, batch_id: int, refused: Refused | None
+    ) -> tuple[Projection, Refused | None]:
+        """The projection of ``name``'s messages in this batch, with the messages it must
+        refuse, once the table's schema steps are taken."""
+
+        def phases() -> Projection:
+            # Each step is a no-op once done, so a retry redoes only what is left.
+            alter_ledger(self.spark, self.pipeline, name)
+            return projection(self.spark, self.pipeline, name, record=False)
+
+        # At each batch: the schema file may have changed (phase 1, then the projection
+        # the merge has acknowledged; see ledger/phases.py).
+        try:
+            plan = self._retried(f"ledger batch {batch_id}: schema phases of {name}", phases, name)
+        except SchemaError as exc:
+            # This table's ledger cannot take its change: its messages wait in its
+            # dead-letter table (replayable), the batch's other tables flow on, and the
+            # change is tried again next batch.
+            why = (
+                f"table {name}: its schema change could not be applied to the ledger "
+                f"({exc.message}); replay these with `icetide dlt replay {name} --reason "
+                f"{SCHEMA_CHANGE_FAILED}` once it applies"
+            )
+            self.pipeline.report("ledger", f"schema {name}: held: {why}", table=name)
+            return Projection(self.pipeline.schema(name)), {
+                ALL_MESSAGES: (SCHEMA_CHANGE_FAILED, why[:500])
+            }
+        return plan, refused
+
+    def _switched(self, name: str, plan: Projection, batch_id: int) -> None:
+        """Once ``name``'s rows are stored: phase 2, the projection switch, if this batch
+        made it."""
+        if plan.switch_to is not None:
+            self._retried(
+                f"ledger batch {batch_id}: schema phase 2 of {name}",
+                partial(record_projection, self.spark, self.pipeline, name, plan.switch_to),
+                name,
+            )
+
+    def _store_files(
+        self,
+        jobs: Mapping[str, TableJob],
+        classified: DataFrame,
+        batch_id: int,
+        now: datetime,
+        summary: BatchSummary,
+        stored: Callable[[Sequence[str]], None],
+    ) -> list[ChangeSignal]:
+        """Write every table of ``jobs`` in one Spark job (:mod:`icetide.ledger.table_files`),
+        then commit each table's files, :data:`STORE_THREADS` tables at once."""
+        batch = classified.where(
+            F.col("table").isin(list(jobs)) & F.col("status").isin(ROW, DEAD)
+        ).select(*INPUT_COLUMNS)
+        written = collected(
+            batch.mapInArrow(write_table_files(jobs, now, self._wire), FILES_DDL).collect()
+        )
+        ingested_us = micros(now)
+
+        def commit(name: str) -> tuple[BatchSummary, list[ChangeSignal]]:
+            job, part = jobs[name], BatchSummary(batch_id)
+            signals: list[ChangeSignal] = []
+            files = written.get(name)
+            if files is None:  # no message of it reached the job (none in this batch)
+                stored([name])
+                return part, signals
+            refs, tally = self.refs(name), files.tally
+            part.rows[name] = tally.rows
+            for reason, n, samples in tally.dead():
+                part.add_dead(reason, n, samples, name)
+            if files.ledger:
+                properties: dict[str, str] = {}
+                figures = tally.combined_figures()
+                if figures is not None:
+                    version = job.plan.layout.version
+                    properties[FIGURES_PROPERTY] = figures_json(
+                        figures, version, job.buckets, ingested_us
+                    )
+                if tally.extra:
+                    part.extra_columns[name] = dict(tally.extra)
+                    properties[c.EXTRA_COLUMNS_PROPERTY] = json.dumps(tally.extra, sort_keys=True)
+                    signals.append(_unknown_fields(name, tally.extra, tally.first_extra))
+                self._append_files(
+                    files.ledger, job.ledger, refs.cdc, batch_id, properties, of=name
+                )
+            if files.dead:
+                self._append_files(files.dead, job.dead, refs.dead_letters, batch_id, of=name)
+            self._switched(name, job.plan, batch_id)
+            stored([name])
+            return part, signals
+
+        signals: list[ChangeSignal] = []
+        for part, table_signals in run_all(
+            commit, list(jobs), STORE_THREADS, "icetide-ledger", True
+        ):
+            summary.absorb(part)
+            signals += table_signals
+        return signals
+
+    def _store_chunks(
+        self,
+        names: Sequence[str],
+        planned: Mapping[str, tuple[Projection, Refused | None]],
+        row_events: Mapping[str, int],
+        classified: DataFrame,
+        batch_id: int,
+        now: datetime,
+        summary: BatchSummary,
+        routed_dead: set[str],
+        stored: Callable[[Sequence[str]], None],
+    ) -> list[ChangeSignal]:
+        """Append each of ``names`` by Spark's writer, :data:`CHUNK_TABLES` tables a chunk
+        and :data:`STORE_THREADS` chunks at once (:func:`chunks_of`)."""
+        chunks = chunks_of(names, row_events)
 
         def store(chunk: Sequence[str]) -> tuple[BatchSummary, list[ChangeSignal]]:
             part = BatchSummary(batch_id)
@@ -700,8 +907,7 @@ class LedgerStage:
                     name,
                     len(chunks) > 1 and row_events.get(name, 0) <= SMALL_SHARE,
                     classified,
-                    refused.get(name),
-                    batch_id,
+                    *planned[name],
                     now,
                 )
                 for name in chunk
@@ -710,23 +916,16 @@ class LedgerStage:
             try:
                 stats = self._share_stats(shares)
                 for share in shares:
-                    name = share.name
                     signals += self._store(
                         share,
                         classified,
-                        stats.get(name, []),
+                        stats.get(share.name, []),
                         batch_id,
                         now,
                         part,
-                        name in routed_dead,
+                        share.name in routed_dead,
                     )
-                    switch_to = share.plan.switch_to
-                    if switch_to is not None:  # phase 2, once its rows are stored
-                        self._retried(
-                            f"ledger batch {batch_id}: schema phase 2 of {name}",
-                            partial(record_projection, self.spark, self.pipeline, name, switch_to),
-                            name,
-                        )
+                    self._switched(share.name, share.plan, batch_id)
             finally:
                 for share in shares:
                     share.projected.unpersist()
@@ -748,41 +947,19 @@ class LedgerStage:
         for part, chunk_signals in parts:
             summary.absorb(part)
             signals += chunk_signals
-        return sorted(signals, key=lambda signal: signal.table)
+        return signals
 
     def _share(
         self,
         name: str,
         one_task: bool,
         classified: DataFrame,
+        plan: Projection,
         refused: Refused | None,
-        batch_id: int,
         now: datetime,
     ) -> _Share:
         """One table's part of the batch, projected (lazily, persisted once computed);
         ``one_task``: in one task (:data:`SMALL_SHARE`)."""
-
-        def phases() -> Projection:
-            # Each step is a no-op once done, so a retry redoes only what is left.
-            alter_ledger(self.spark, self.pipeline, name)
-            return projection(self.spark, self.pipeline, name, record=False)
-
-        # At each batch: the schema file may have changed (phase 1, then the projection
-        # the merge has acknowledged; see ledger/phases.py).
-        try:
-            plan = self._retried(f"ledger batch {batch_id}: schema phases of {name}", phases, name)
-        except SchemaError as exc:
-            # This table's ledger cannot take its change: its messages wait in its
-            # dead-letter table (replayable), the batch's other tables flow on, and the
-            # change is tried again next batch.
-            why = (
-                f"table {name}: its schema change could not be applied to the ledger "
-                f"({exc.message}); replay these with `icetide dlt replay {name} --reason "
-                f"{SCHEMA_CHANGE_FAILED}` once it applies"
-            )
-            self.pipeline.report("ledger", f"schema {name}: held: {why}", table=name)
-            refused = {ALL_MESSAGES: (SCHEMA_CHANGE_FAILED, why[:500])}
-            plan = Projection(self.pipeline.schema(name))
         # One filter for the table and the status: each DataFrame made here is analysed
         # (and given an encoder) in the JVM, a cost paid per table and batch that at
         # hundreds of tables was most of the driver's work.
@@ -850,16 +1027,8 @@ class LedgerStage:
             if any(r[STATUS] == ROW and r.with_extra for r in stats):
                 extra, first = self._extra_columns(projected)
                 summary.extra_columns[name] = extra
-                signals.append(
-                    ChangeSignal(
-                        name,
-                        "unknown_fields",
-                        columns=tuple(sorted(extra)),
-                        position=int(first[0]) if first[0] is not None else None,
-                        position_text=first[1],
-                        source_ts_ms=int(first[2].timestamp() * 1000) if first[2] else None,
-                    )
-                )
+                millis = int(first[2].timestamp() * 1000) if first[2] else None
+                signals.append(_unknown_fields(name, extra, (first[0], first[1], millis)))
             rows = ledger_rows(projected, plan)
             appended = [r for r in stats if r[STATUS] == ROW]
             ingested_us = micros(now)

@@ -38,8 +38,17 @@ from collections.abc import Callable, Iterable
 
 MODULE = "icetide.spark.worker_daemon"
 """The value of ``spark.python.daemon.module`` that runs this daemon."""
-PRELOAD = ("pyspark.worker", "pyarrow", "icetide.ledger.source", "icetide.ledger.decode")
-"""Modules every ledger worker imports: split, classify and project run in them."""
+PRELOAD = (
+    "pyspark.worker",
+    "pyarrow",
+    "pyarrow.parquet",
+    "icetide.ledger.source",
+    "icetide.ledger.decode",
+    "icetide.ledger.table_files",
+    "pyiceberg.io.pyarrow",
+    "pyiceberg.transforms",
+)
+"""Modules every ledger worker imports: split, classify, project and write run in them."""
 
 
 def spark_archive_dirs() -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import icetide.ledger.stage as ledger_stage
 from icetide.demo.workload import Envelope, deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
+from icetide.schema.quoting import quote
 from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
 
@@ -32,7 +33,7 @@ def second_batch(stage: LedgerStage, pipeline: Pipeline) -> tuple[StreamingQuery
     return query, first.events + second.events
 
 
-def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
+def test_a_micro_batch_stores_all_its_tables_in_one_spark_job(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:
     stage = LedgerStage(spark, pipeline.pipeline)
@@ -42,9 +43,9 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
     tables = [table.name for table in pipeline.config.tables]
     assert len(tables) == 3
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
-    # Classify, the three tables' projections and figures, one append per table: one
-    # chunk (CHUNK_TABLES), stored in the batch's own thread and scheduler pool.
-    assert len(jobs) == 1 + 1 + len(tables), sorted(jobs)
+    # Classify, then one job whose tasks project and write every table's files (the
+    # driver commits them, no Spark job), in the batch's own thread and scheduler pool.
+    assert len(jobs) == 1 + 1, sorted(jobs)
     assert pools_of(spark, jobs) == {"default"}
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append
@@ -64,12 +65,17 @@ def test_a_micro_batch_over_three_tables_runs_one_figures_job_for_all_of_them(
         assert started.replace(tzinfo=None) <= newest <= ended.replace(tzinfo=None), (name, times)
 
 
-def test_a_batch_of_more_tables_than_a_chunk_stores_its_chunks_in_the_ledgers_pool(
+def test_ledgers_partitioned_otherwise_are_appended_by_spark_in_chunks_in_the_ledgers_pool(
     pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ledger_stage, "CHUNK_TABLES", 1)  # three chunks of one table
     monkeypatch.setattr(ledger_stage, "PROGRESS_SECONDS", 0.0)  # a line after each chunk
     stage = LedgerStage(spark, pipeline.pipeline)
+    stage.ensure_tables()
+    for table in pipeline.config.tables:  # a batch's rows may now span partitions
+        key = quote(pipeline.pipeline.schema(table.name).primary_key[0])
+        cdc = pipeline.refs(table.name).cdc
+        spark.sql(f"ALTER TABLE {cdc} ADD PARTITION FIELD bucket(2, {key})")
     query, events = second_batch(stage, pipeline)
     # The chunks' threads carry the batch's job group, so their jobs are found in it.
     jobs = sorted(spark.sparkContext.statusTracker().getJobIdsForGroup(str(query.runId)))

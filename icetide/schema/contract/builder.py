@@ -239,7 +239,7 @@ class TableContract:
         columns = ",\n  ".join(c.DLT_COLUMNS_SQL)
         return (
             f"CREATE TABLE IF NOT EXISTS {table} (\n  {columns}\n) USING iceberg "
-            "PARTITIONED BY (days(ingested_at)) "
+            f"PARTITIONED BY (days({c.DLT_INGESTED_AT})) "
             f"TBLPROPERTIES ('format-version'='2', '{c.KIND_PROPERTY}'='dead-letter')"
         )
 

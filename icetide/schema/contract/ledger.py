@@ -60,11 +60,13 @@ UNAVAILABLE_VALUE_LOST = "unavailable_value_lost"
 columns out and the old row, which held their values, is in neither the batch nor the
 mirror (see :mod:`icetide.merge.inherit`). The change is not applied."""
 
+DLT_INGESTED_AT = "ingested_at"
+"""The dead-letter tables' ingestion time, which they are partitioned by (days)."""
 DLT_COLUMNS_SQL = (
     "message_id STRING",
     "source_table STRING",
     "reason STRING NOT NULL",
     "error STRING",
     "payload_b64 STRING",
-    "ingested_at TIMESTAMP NOT NULL",
+    f"{DLT_INGESTED_AT} TIMESTAMP NOT NULL",
 )

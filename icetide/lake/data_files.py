@@ -1,0 +1,185 @@
+"""Parquet files written by Python tasks and committed to an Iceberg table from the driver.
+
+Spark's Iceberg writer appends one table per Spark job, each with a plan analysed and
+compiled in the JVM: at hundreds of tables a micro-batch, that fixed cost was most of
+the ledger's time (bench/results/tables.md). So the ledger writes a batch's tables in
+one job: its Python tasks write each table's rows as a Parquet file carrying the
+table's field ids (:meth:`FileTarget.write`, through PyIceberg's file IO, so object
+stores are written as Spark would: with the table's own file IO properties), and the
+driver commits each table's files through Iceberg's Java API (:func:`append_files`),
+with the metrics Iceberg reads from each file's footer, as its own writer does.
+
+Only a table partitioned the way icetide creates its ledger and dead-letter tables
+(by the day of one ingestion-time column, or not at all) is written this way
+(:func:`file_target`): every row of a batch then falls in one partition, known before
+the job. Any other table is appended by Spark's writer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icetide.spark.jvm import jvm_class
+
+CODECS = {"uncompressed": "none"}
+"""Iceberg's Parquet codec names that pyarrow spells otherwise (the rest are the same)."""
+DEFAULT_CODEC = "zstd"
+"""``write.parquet.compression-codec``'s default since Iceberg 1.4."""
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A Parquet file a task wrote: where, its size in bytes and its rows."""
+
+    path: str
+    size: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """Where and how a task writes one table's files of a batch (sent to the tasks)."""
+
+    schema_json: str
+    """The table's current Iceberg schema (JSON): the files' columns and field ids."""
+    folder: str
+    """The data location of the batch's files (the table's location provider's, in the
+    batch's partition)."""
+    partition: str | None
+    """The batch's partition path (``_ingested_at_day=2026-12-06``); None: unpartitioned."""
+    io: Mapping[str, str] = field(repr=False)
+    """The table's file IO properties (credentials included: never printed)."""
+    codec: str = DEFAULT_CODEC
+    level: int | None = None
+
+    def arrow_schema(self) -> pa.Schema:
+        """The table's schema in Arrow, each field with its Iceberg field id."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+        from pyiceberg.schema import Schema
+
+        return schema_to_pyarrow(Schema.model_validate_json(self.schema_json))
+
+    def write(self, rows: pa.Table) -> WrittenFile:
+        """Write ``rows`` (of :meth:`arrow_schema`) as a new Parquet file."""
+        from pyiceberg.io import load_file_io
+
+        path = f"{self.folder}/{uuid.uuid4()}.parquet"
+        io = load_file_io(python_io_properties(self.io), path)
+        with io.new_output(path).create(overwrite=False) as stream:
+            pq.write_table(
+                rows,
+                stream,
+                compression=CODECS.get(self.codec, self.codec),
+                compression_level=self.level,
+            )
+            size = stream.tell()
+        return WrittenFile(path, int(size), rows.num_rows)
+
+
+def python_io_properties(java: Mapping[str, str]) -> dict[str, str]:
+    """PyIceberg's file IO properties for a table whose Java file IO has ``java``: the
+    S3 keys are the same but for the region and the addressing style.
+
+    >>> python_io_properties({"client.region": "eu-west-1", "s3.path-style-access": "true"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'client.region': 'eu-west-1', 's3.path-style-access': 'true', 's3.region': 'eu-west-1',
+     's3.force-virtual-addressing': 'false'}
+    """
+    props = dict(java)
+    if "client.region" in props:
+        props.setdefault("s3.region", props["client.region"])
+    if props.get("s3.path-style-access", "").lower() == "true":
+        props.setdefault("s3.force-virtual-addressing", "false")
+    return props
+
+
+def partition_of(spec_fields: list[tuple[str, str, str]], column: str, day: date) -> str | None:
+    """The partition path of a batch ingested on ``day`` in a table whose partition spec
+    has ``spec_fields`` (name, transform, source column), or ``""`` for an unpartitioned
+    table; None when its rows may fall in several partitions (written by Spark then).
+
+    >>> partition_of([("_ingested_at_day", "day", "_ingested_at")], "_ingested_at",
+    ...              date(2026, 12, 6))
+    '_ingested_at_day=2026-12-06'
+    >>> partition_of([], "_ingested_at", date(2026, 12, 6))
+    ''
+    >>> partition_of([("k_bucket", "bucket[4]", "k")], "_ingested_at", date(2026, 12, 6))
+    """
+    if not spec_fields:
+        return ""
+    if len(spec_fields) == 1 and spec_fields[0][1:] == ("day", column):
+        return f"{spec_fields[0][0]}={day.isoformat()}"
+    return None
+
+
+def file_target(table: Any, column: str, day: date) -> FileTarget | None:
+    """How a batch ingested on ``day`` is written to ``table`` (an Iceberg ``Table``,
+    py4j) whose ingestion time is ``column``; None: not in files of its own (its
+    partitioning is not icetide's, or its file IO does not say its properties)."""
+    spec = table.spec()
+    schema = table.schema()
+    fields = [
+        (str(f.name()), str(f.transform()), str(schema.findColumnName(f.sourceId())))
+        for f in spec.fields()
+    ]
+    partition = partition_of(fields, column, day)
+    if partition is None:
+        return None
+    try:
+        io = {str(k): str(v) for k, v in dict(table.io().properties()).items()}
+    except Exception:  # a file IO that does not expose its properties
+        return None
+    locations = table.locationProvider()
+    if partition:
+        data = jvm_class("org.apache.iceberg.DataFiles").data(spec, partition)
+        sample = str(locations.newDataLocation(spec, data, "f"))
+    else:
+        sample = str(locations.newDataLocation("f"))
+    properties = dict(table.properties())
+    level = properties.get("write.parquet.compression-level")
+    return FileTarget(
+        schema_json=str(jvm_class("org.apache.iceberg.SchemaParser").toJson(schema)),
+        folder=sample.removesuffix("/f"),
+        partition=partition or None,
+        io=io,
+        codec=properties.get("write.parquet.compression-codec", DEFAULT_CODEC).lower(),
+        level=int(level) if level else None,
+    )
+
+
+def append_files(
+    table: Any,
+    files: list[WrittenFile],
+    partition: str | None,
+    properties: Mapping[str, str],
+) -> None:
+    """Commit ``files`` (of one partition) to ``table`` in one snapshot carrying
+    ``properties`` in its summary; each file's metrics (counts, bounds) read from its
+    footer as the table's metrics config says, as Iceberg's own writer records them."""
+    metrics_config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(table)
+    parquet = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
+    builder_of = jvm_class("org.apache.iceberg.DataFiles").builder
+    parquet_format = jvm_class("org.apache.iceberg.FileFormat").PARQUET
+    append = table.newAppend()
+    for written in files:
+        metrics = parquet.fileMetrics(table.io().newInputFile(written.path), metrics_config)
+        data_file = (
+            builder_of(table.spec())
+            .withPath(written.path)
+            .withFormat(parquet_format)
+            .withFileSizeInBytes(written.size)
+            .withMetrics(metrics)
+        )
+        if partition:
+            data_file = data_file.withPartitionPath(partition)
+        append = append.appendFile(data_file.build())
+    for key, value in properties.items():
+        append = append.set(key, value)
+    append.commit()

@@ -1,0 +1,221 @@
+"""A micro-batch's tables written by one Spark job: each task projects its part of each
+table and writes it as that table's ledger (and dead-letter) Parquet files.
+
+The ``mapInArrow`` function :func:`write_table_files` takes the batch's classified row
+events and routed dead letters, each table's together within a task (the stage sorts
+them so), projects each table's with the same :func:`~icetide.ledger.decode.project_batches`
+the per-table path uses, and writes, per table and task, one ledger file (the rows, fitted
+to the ledger's current columns and stamped with the schema version) and one dead-letter
+file. It answers one row per table and task (:data:`FILES_DDL`): the files and the
+:class:`~icetide.ledger.tally.Tally` of what it projected. The driver commits each
+table's files (:func:`~icetide.lake.data_files.append_files`).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icetide.events.raw import Wire
+from icetide.lake.align import fit_array
+from icetide.lake.data_files import FileTarget, WrittenFile
+from icetide.lake.ledger_figures import Bucketing, arrow_bucket
+from icetide.ledger.decode import DEAD, ERROR, RAW, REASON, ROW, STATUS, Projection, Refused
+from icetide.ledger.decode import project_batches as projector
+from icetide.ledger.tally import Tally, tally_of
+from icetide.schema.contract import ledger as c
+
+INPUT_COLUMNS = ("table", "status", "message_id", "reason", "error", "raw")
+"""The columns of the classified batch the job reads
+(:data:`~icetide.ledger.decode.CLASSIFIED_SCHEMA`)."""
+
+FILES_DDL = (
+    "table STRING, ledger_path STRING, ledger_size BIGINT, ledger_rows BIGINT, "
+    "dead_path STRING, dead_size BIGINT, dead_rows BIGINT, tally STRING"
+)
+"""What :func:`write_table_files` answers: one row per table and task."""
+FILES_ARROW = pa.schema(
+    [
+        ("table", pa.string()),
+        ("ledger_path", pa.string()),
+        ("ledger_size", pa.int64()),
+        ("ledger_rows", pa.int64()),
+        ("dead_path", pa.string()),
+        ("dead_size", pa.int64()),
+        ("dead_rows", pa.int64()),
+        ("tally", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class TableJob:
+    """One table's part of the job: how its messages are projected and where they go."""
+
+    plan: Projection
+    refused: Refused | None
+    ledger: FileTarget
+    dead: FileTarget
+    buckets: int
+    """The base's bucket count (its partition by the first key column)."""
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """What the tasks wrote of one table: its files and their tally."""
+
+    ledger: list[WrittenFile]
+    dead: list[WrittenFile]
+    tally: Tally
+
+
+def collected(rows: Iterable[Any]) -> dict[str, TableFiles]:
+    """The job's answer (rows of :data:`FILES_DDL`) by table, each task's part added up."""
+    out: dict[str, TableFiles] = {}
+    for row in rows:
+        files = out.setdefault(row.table, TableFiles([], [], Tally()))
+        if row.ledger_path is not None:
+            files.ledger.append(WrittenFile(row.ledger_path, row.ledger_size, row.ledger_rows))
+        if row.dead_path is not None:
+            files.dead.append(WrittenFile(row.dead_path, row.dead_size, row.dead_rows))
+        files.tally.add(Tally.from_json(row.tally))
+    return out
+
+
+def write_table_files(
+    jobs: Mapping[str, TableJob], now: datetime, wire: Wire | None
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function writing each table's part of a task (see the module)."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts: dict[str, list[pa.RecordBatch]] = {}
+        for batch in batches:
+            for name, part in _by_table(batch):
+                parts.setdefault(name, []).append(part)
+        for name, mine in parts.items():
+            yield _table_part(name, jobs[name], pa.Table.from_batches(mine), now, wire)
+
+    return run
+
+
+def _by_table(batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """``batch``'s rows by table, each table's in their order: one stable sort and a
+    slice per table, not a filter of the whole batch per table (a task may hold a
+    thousand tables).
+
+    >>> b = pa.RecordBatch.from_pydict({"table": ["b", "a", "b"], "n": [1, 2, 3]})
+    >>> [(name, part.column("n").to_pylist()) for name, part in _by_table(b)]
+    [('a', [2]), ('b', [1, 3])]
+    """
+    names = batch.column("table")
+    ordered = batch.take(pc.sort_indices(names))
+    counts = pc.value_counts(names).to_pylist()
+    start = 0
+    for entry in sorted(counts, key=lambda e: e["values"]):
+        yield entry["values"], ordered.slice(start, entry["counts"])
+        start += entry["counts"]
+
+
+def _table_part(
+    name: str, job: TableJob, mine: pa.Table, now: datetime, wire: Wire | None
+) -> pa.RecordBatch:
+    status = mine.column("status")
+    rows = mine.filter(pc.equal(status, ROW)).select(["message_id", "raw"])
+    tally, ledger, dead_projected = Tally(), None, None
+    if rows.num_rows:
+        project = projector(job.plan, now, wire, job.refused)
+        projected = pa.Table.from_batches(list(project(iter(rows.to_batches()))))
+        tally = tally_of(projected, job.plan.layout.primary_key, _bucketing(job))
+        stored = projected.filter(pc.equal(projected.column(STATUS), ROW))
+        if stored.num_rows:
+            ledger = job.ledger.write(_ledger_rows(stored, job))
+        dead_projected = projected.filter(pc.equal(projected.column(STATUS), DEAD))
+    dead_rows = _dead_rows(job.dead, name, dead_projected, mine.filter(pc.equal(status, DEAD)), now)
+    dead = job.dead.write(dead_rows) if dead_rows.num_rows else None
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "table": name,
+                "ledger_path": ledger and ledger.path,
+                "ledger_size": ledger and ledger.size,
+                "ledger_rows": ledger and ledger.rows,
+                "dead_path": dead and dead.path,
+                "dead_size": dead and dead.size,
+                "dead_rows": dead and dead.rows,
+                "tally": tally.to_json(),
+            }
+        ],
+        schema=FILES_ARROW,
+    )
+
+
+def _bucketing(job: TableJob) -> Bucketing | None:
+    """The base's bucketing of the first key column, as the ledger types it; None when
+    PyIceberg cannot bucket that type (the merge computes the figures from the rows)."""
+    from pyiceberg.schema import Schema
+
+    key = job.plan.layout.primary_key[0]
+    try:
+        kind = Schema.model_validate_json(job.ledger.schema_json).find_field(key).field_type
+        return arrow_bucket(job.buckets, kind)
+    except (ValueError, TypeError):
+        return None
+
+
+def _ledger_rows(stored: pa.Table, job: TableJob) -> pa.Table:
+    """The stored rows in the ledger's current columns (those the schema dropped NULL,
+    widened ones cast), stamped with the schema version they were projected by: what
+    :func:`~icetide.ledger.stage.ledger_rows` and the append's alignment make in Spark."""
+    target = job.ledger.arrow_schema()
+    version = job.plan.value_schema.version
+    count = stored.num_rows
+    columns = []
+    for field in target:
+        if field.name == c.SCHEMA_VERSION:
+            columns.append(pa.array([version] * count, field.type))
+        elif field.name in stored.column_names and field.name not in _NOT_LEDGER:
+            columns.append(fit_array(stored.column(field.name).combine_chunks(), field.type))
+        else:
+            columns.append(pa.nulls(count, field.type))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+_NOT_LEDGER = frozenset({STATUS, REASON, ERROR, RAW})
+"""Projection columns that are never a ledger column of the same name."""
+
+
+def _dead_rows(
+    target: FileTarget,
+    name: str,
+    projected: pa.Table | None,
+    routed: pa.Table,
+    now: datetime,
+) -> pa.Table:
+    """The dead-letter rows of one table's part: the projection's and the routed ones
+    (the exact delivered bytes as unbroken base64, :mod:`icetide.lake.payload`)."""
+    parts = [routed.select(["message_id", "reason", "error", "raw"])]
+    if projected is not None:
+        parts.insert(0, projected.select([c.MESSAGE_ID, REASON, ERROR, RAW]))
+    ids: list[Any] = [i for p in parts for i in p.column(0).to_pylist()]
+    reasons = [r for p in parts for r in p.column(1).to_pylist()]
+    errors = [e for p in parts for e in p.column(2).to_pylist()]
+    raws: Sequence[bytes | None] = [r for p in parts for r in p.column(3).to_pylist()]
+    schema = target.arrow_schema()
+    values = {
+        "message_id": ids,
+        "source_table": [name] * len(ids),
+        "reason": reasons,
+        "error": errors,
+        "payload_b64": [None if r is None else base64.b64encode(r).decode() for r in raws],
+        "ingested_at": [now] * len(ids),
+    }
+    columns = [
+        pa.array(values[f.name]).cast(f.type) if ids else pa.nulls(0, f.type) for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
