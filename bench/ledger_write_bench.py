@@ -1,19 +1,21 @@
 """A micro-batch of many tables stored in one Spark job, against one append per table.
 
-The ledger stage appends each table's rows of a micro-batch through Spark's Iceberg
-writer: a Spark job (and a DataFrame plan analysed, optimised and compiled in the JVM)
-per table and batch, which at hundreds of tables is most of a batch's time
-(bench/results/tables.md). This benchmark measures the other way before it is built:
+The ledger stage stores a micro-batch's tables in one Spark job: its Python tasks
+project each table's messages and write them as the table's Parquet files, and the
+driver commits each table's files through Iceberg's API (icetide/ledger/table_files.py).
+Before, each table was appended through Spark's Iceberg writer: a Spark job (and a
+DataFrame plan analysed, optimised and compiled in the JVM) per table and batch, which
+at hundreds of tables was most of a batch's time (bench/results/tables.md). This
+benchmark measures the two ways on the same messages:
 
-* ``per_table`` (what the stage does, less its figures job): for each table, its rows
+* ``per_table`` (Spark's writer, the way the stage still appends a ledger partitioned
+  otherwise than icetide creates it, less its figures job): for each table, its rows
   projected by icetide's projection (``project_batches``) and appended with
   ``writeTo(...).append()``, one job each;
-* ``one_job``: one ``mapInArrow`` over the whole batch whose Python tasks project each
-  table's rows the same way and write them as a Parquet file in the table's data folder,
-  with the Iceberg table's field ids (PyIceberg's ``schema_to_pyarrow``); then, from the
-  driver, one Iceberg commit per table (``newFastAppend`` through Iceberg's Java API,
-  each file's metrics read from its footer by ``ParquetUtil.fileMetrics``), four tables
-  at a time: no Spark job per table.
+* ``one_job`` (the stage's way, its own functions): one ``mapInArrow`` over the whole
+  batch (``write_table_files``) whose tasks project each table's rows the same way and
+  write its files with the Iceberg table's field ids; then one commit per table from the
+  driver (``append_files``), four tables at a time: no Spark job per table.
 
 Both store the same messages (``bench/tables_bench.py``'s generated tables, every type,
 Zipf-distributed) into two warehouses of one Spark session, in alternating order each
@@ -38,17 +40,13 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import yaml
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -56,22 +54,24 @@ from tables_bench import message_pool, table_schema, write_pipeline, zipf_weight
 
 from icetide.config import load_config
 from icetide.lake.align import align_to
+from icetide.lake.data_files import append_files, file_target
 from icetide.lake.tables import iceberg_table, spark_schema
-from icetide.ledger.decode import ROW, STATUS, Projection, project_batches, projected_spark_schema
+from icetide.ledger.decode import ROW, project_batches, projected_spark_schema
 from icetide.ledger.phases import projection
 from icetide.ledger.stage import CHUNK_TABLES, SMALL_SHARE, LedgerStage, ledger_rows
+from icetide.ledger.table_files import (
+    FILES_DDL,
+    INPUT_COLUMNS,
+    TableJob,
+    collected,
+    write_table_files,
+)
 from icetide.pipeline import Pipeline
 from icetide.schema.contract import ledger as c
-from icetide.spark.jvm import jvm_class
 from icetide.spark.session import build_session
 
 SECOND_CATALOG = "lakeb"
 COMMIT_THREADS = 4
-FILES_DDL = "table STRING, path STRING, size BIGINT, rows BIGINT"
-"""What ``one_job``'s tasks answer: one row per Parquet file written."""
-FILES_SCHEMA = pa.schema(
-    [("table", pa.string()), ("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64())]
-)
 
 
 def pipelines(work: Path, tables: int, events: int, seed: int) -> tuple[dict[str, Path], list[Any]]:
@@ -131,56 +131,6 @@ def per_table(
         align_to(rows, spark_schema(spark, ledger)).writeTo(ledger.sql).append()
 
 
-Job = tuple[Projection, str, str, int]
-"""A table's projection, Iceberg schema (JSON), data folder and schema version."""
-
-
-def file_writer(
-    jobs: dict[str, Job], now: datetime
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of ``one_job``: each input batch's rows by table,
-    projected, written as one Parquet file per table with the table's field ids; one
-    output row per file."""
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
-        from pyiceberg.schema import Schema
-
-        prepared: dict[str, tuple[Any, pa.Schema, str, int]] = {}
-        for batch in batches:
-            names = batch.column("table")
-            for name in pc.unique(names).to_pylist():
-                if name not in prepared:
-                    plan, schema_json, folder, version = jobs[name]
-                    target = schema_to_pyarrow(Schema.model_validate_json(schema_json))
-                    prepared[name] = (project_batches(plan, now), target, folder, version)
-                project, target, folder, version = prepared[name]
-                mine = batch.filter(pc.equal(names, name)).select(["message_id", "raw"])
-                projected = pa.Table.from_batches(
-                    [b.filter(pc.equal(b.column(STATUS), ROW)) for b in project(iter([mine]))]
-                )
-                count = projected.num_rows
-                if not count:
-                    continue
-                columns = []
-                for field in target:
-                    if field.name == c.SCHEMA_VERSION:
-                        columns.append(pa.array([version] * count, field.type))
-                    elif field.name in projected.column_names:
-                        columns.append(projected.column(field.name).cast(field.type))
-                    else:  # a column the table keeps and the schema dropped: NULL
-                        columns.append(pa.nulls(count, field.type))
-                os.makedirs(folder, exist_ok=True)
-                path = f"{folder}/{uuid.uuid4()}.parquet"
-                pq.write_table(
-                    pa.Table.from_arrays(columns, schema=target), path, compression="zstd"
-                )
-                row = {"table": name, "path": path, "size": os.path.getsize(path), "rows": count}
-                yield pa.RecordBatch.from_pylist([row], schema=FILES_SCHEMA)
-
-    return run
-
-
 def one_job(
     spark: SparkSession,
     pipeline: Pipeline,
@@ -188,58 +138,34 @@ def one_job(
     now: datetime,
     split: dict[str, list[float]],
 ) -> None:
-    """One Spark job writes every table's file; the driver commits each table."""
+    """What the ledger stage does: one Spark job writes every table's files
+    (:func:`~icetide.ledger.table_files.write_table_files`), then the driver commits
+    each table's (:func:`~icetide.lake.data_files.append_files`), four at a time."""
     started = time.monotonic()
-    jobs: dict[str, Job] = {}
-    loaded: dict[str, Any] = {}
-    parser = jvm_class("org.apache.iceberg.SchemaParser")
+    jobs: dict[str, TableJob] = {}
     for table in pipeline.config.tables:
         plan = projection(spark, pipeline, table.name, record=False)
-        ledger = iceberg_table(spark, pipeline.refs(table.name).cdc)
-        loaded[table.name] = ledger
-        field = ledger.spec().fields().get(0)  # the ledger's days(_ingested_at)
-        partition = f"{field.name()}={now.strftime('%Y-%m-%d')}"
-        folder = f"{str(ledger.location()).removeprefix('file:')}/data/{partition}"
-        jobs[table.name] = (
-            plan,
-            str(parser.toJson(ledger.schema())),
-            folder,
-            plan.value_schema.version,
-        )
-    files = batch.mapInArrow(file_writer(jobs, now), FILES_DDL).collect()
+        refs = pipeline.refs(table.name)
+        ledger = file_target(iceberg_table(spark, refs.cdc), c.INGESTED_AT, now.date())
+        dead = file_target(iceberg_table(spark, refs.dead_letters), c.DLT_INGESTED_AT, now.date())
+        assert ledger is not None and dead is not None
+        jobs[table.name] = TableJob(plan, None, ledger, dead, table.buckets)
+    rows = batch.withColumn("status", F.lit(ROW)).withColumn("reason", F.lit(None).cast("string"))
+    rows = rows.withColumn("error", F.lit(None).cast("string")).select(*INPUT_COLUMNS)
+    written = collected(rows.mapInArrow(write_table_files(jobs, now, None), FILES_DDL).collect())
     split.setdefault("job", []).append(time.monotonic() - started)
     started = time.monotonic()
-    by_table: dict[str, list[Any]] = defaultdict(list)
-    for row in files:
-        by_table[row.table].append(row)
-    parquet = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
-    metrics_config = jvm_class("org.apache.iceberg.MetricsConfig")
-    data_files = jvm_class("org.apache.iceberg.DataFiles")
-    parquet_format = jvm_class("org.apache.iceberg.FileFormat").PARQUET
 
     def commit(name: str) -> None:
-        rows = by_table[name]
-        ledger = loaded[name]
-        append = ledger.newFastAppend()
-        config = metrics_config.forTable(ledger)
-        partition = rows[0].path.rsplit("/", 2)[-2]
-        for row in rows:
-            metrics = parquet.fileMetrics(ledger.io().newInputFile(row.path), config)
-            append = append.appendFile(
-                data_files.builder(ledger.spec())
-                .withPath(row.path)
-                .withFormat(parquet_format)
-                .withFileSizeInBytes(row.size)
-                .withMetrics(metrics)
-                .withPartitionPath(partition)
-                .build()
-            )
-        append.commit()
+        files = written[name]
+        job = jobs[name]
+        ledger = iceberg_table(spark, pipeline.refs(name).cdc)
+        append_files(ledger, files.ledger, job.ledger.partition, {})
 
     # Catalog round trips, not Spark jobs: a few tables at once, as the ledger's appends
     # and the merge's commits are.
     with ThreadPoolExecutor(COMMIT_THREADS) as pool:
-        list(pool.map(commit, by_table))
+        list(pool.map(commit, written))
     split.setdefault("commits", []).append(time.monotonic() - started)
 
 

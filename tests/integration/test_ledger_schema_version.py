@@ -89,14 +89,14 @@ def test_a_batch_that_starts_projecting_a_version_records_it_once_its_rows_are_s
             mysql("c", 150, after={"id": 3, "v": "c", "tag": "y"}, table="t"),
         ]
     )
-    store, merged = LedgerStage._store, []
+    store, merged = LedgerStage._once, []
 
     def merge_meanwhile(self: LedgerStage, *args: Any, **kwargs: Any) -> Any:
-        if not merged:  # the batch is projected, its rows not stored yet
+        if not merged:  # the batch is projected, its rows not committed yet
             merged.append(pipe.merge())
         return store(self, *args, **kwargs)
 
-    monkeypatch.setattr(LedgerStage, "_store", merge_meanwhile)
+    monkeypatch.setattr(LedgerStage, "_once", merge_meanwhile)
     pipe.stream()
     monkeypatch.undo()
     assert merged
