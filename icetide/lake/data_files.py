@@ -17,6 +17,8 @@ the job. Any other table is appended by Spark's writer.
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -61,10 +63,11 @@ class FileTarget:
 
     def arrow_schema(self) -> pa.Schema:
         """The table's schema in Arrow, each field with its Iceberg field id."""
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
-        from pyiceberg.schema import Schema
+        return arrow_schema_of(self.schema_json)
 
-        return schema_to_pyarrow(Schema.model_validate_json(self.schema_json))
+    def column_type(self, name: str) -> Any:
+        """PyIceberg's type of the table's top-level column ``name``."""
+        return iceberg_schema_of(self.schema_json).find_field(name).field_type
 
     def write(self, rows: pa.Table) -> WrittenFile:
         """Write ``rows`` (of :meth:`arrow_schema`) as a new Parquet file."""
@@ -81,6 +84,24 @@ class FileTarget:
             )
             size = stream.tell()
         return WrittenFile(path, int(size), rows.num_rows)
+
+
+@functools.lru_cache(maxsize=4096)
+def iceberg_schema_of(schema_json: str) -> Any:
+    """PyIceberg's :class:`~pyiceberg.schema.Schema` of an Iceberg schema's JSON text,
+    parsed once per process (a few milliseconds each, and a batch asks for every table's;
+    a schema changes seldom)."""
+    from pyiceberg.schema import Schema
+
+    return Schema.model_validate_json(schema_json)
+
+
+@functools.lru_cache(maxsize=4096)
+def arrow_schema_of(schema_json: str) -> pa.Schema:
+    """The Arrow schema, with field ids, of an Iceberg schema's JSON text (cached)."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    return schema_to_pyarrow(iceberg_schema_of(schema_json))
 
 
 def python_io_properties(java: Mapping[str, str]) -> dict[str, str]:
@@ -122,18 +143,24 @@ def partition_of(spec_fields: list[tuple[str, str, str]], column: str, day: date
 def file_target(table: Any, column: str, day: date) -> FileTarget | None:
     """How a batch ingested on ``day`` is written to ``table`` (an Iceberg ``Table``,
     py4j) whose ingestion time is ``column``; None: not in files of its own (its
-    partitioning is not icetide's, or its file IO does not say its properties)."""
-    spec = table.spec()
-    schema = table.schema()
+    partitioning is not icetide's, or its file IO does not say its properties).
+
+    Each py4j call is a round trip to the JVM, and this runs for two tables of each
+    table in every batch: the schema, the spec and both property maps come over as one
+    JSON text each (a Java map walked from Python is a call per entry and per value)."""
+    json_of = jvm_class("com.fasterxml.jackson.databind.ObjectMapper")().writeValueAsString
+    schema, spec = table.schema(), table.spec()
+    schema_json = str(jvm_class("org.apache.iceberg.SchemaParser").toJson(schema))
+    names = {f["id"]: f["name"] for f in json.loads(schema_json)["fields"]}
+    spec_fields = json.loads(str(jvm_class("org.apache.iceberg.PartitionSpecParser").toJson(spec)))
     fields = [
-        (str(f.name()), str(f.transform()), str(schema.findColumnName(f.sourceId())))
-        for f in spec.fields()
+        (f["name"], f["transform"], names.get(f["source-id"], "")) for f in spec_fields["fields"]
     ]
     partition = partition_of(fields, column, day)
     if partition is None:
         return None
     try:
-        io = {str(k): str(v) for k, v in dict(table.io().properties()).items()}
+        io = json.loads(str(json_of(table.io().properties())))
     except Exception:  # a file IO that does not expose its properties
         return None
     locations = table.locationProvider()
@@ -142,13 +169,13 @@ def file_target(table: Any, column: str, day: date) -> FileTarget | None:
         sample = str(locations.newDataLocation(spec, data, "f"))
     else:
         sample = str(locations.newDataLocation("f"))
-    properties = dict(table.properties())
+    properties = json.loads(str(json_of(table.properties())))
     level = properties.get("write.parquet.compression-level")
     return FileTarget(
-        schema_json=str(jvm_class("org.apache.iceberg.SchemaParser").toJson(schema)),
+        schema_json=schema_json,
         folder=sample.removesuffix("/f"),
         partition=partition or None,
-        io=io,
+        io={str(k): str(v) for k, v in io.items()},
         codec=properties.get("write.parquet.compression-codec", DEFAULT_CODEC).lower(),
         level=int(level) if level else None,
     )

@@ -746,24 +746,24 @@ class LedgerStage:
         A batch of many tables says how far it is as its tables are stored
         (:class:`~icetide.ledger.summary.BatchProgress`)."""
         ordered = storing_order(names, row_events)
-        plans = run_all(
-            lambda name: self._plan(name, batch_id, refused.get(name)),
-            ordered,
-            STORE_THREADS,
-            "icetide-ledger",
-            True,
-        )
-        planned = dict(zip(ordered, plans, strict=True))
-        day = now.date()
-        jobs: dict[str, TableJob] = {}
-        for name in ordered:
-            plan, table_refused = planned[name]
+
+        def prepared(name: str) -> tuple[Projection, Refused | None, TableJob | None]:
+            plan, table_refused = self._plan(name, batch_id, refused.get(name))
             refs = self.refs(name)
-            ledger = file_target(iceberg_table(self.spark, refs.cdc), c.INGESTED_AT, day)
-            dead = file_target(iceberg_table(self.spark, refs.dead_letters), c.DLT_INGESTED_AT, day)
-            if ledger is not None and dead is not None:
-                buckets = self.config.table(name).buckets
-                jobs[name] = TableJob(plan, table_refused, ledger, dead, buckets)
+            ledger = file_target(iceberg_table(self.spark, refs.cdc), c.INGESTED_AT, now.date())
+            dead = file_target(
+                iceberg_table(self.spark, refs.dead_letters), c.DLT_INGESTED_AT, now.date()
+            )
+            if ledger is None or dead is None:
+                return plan, table_refused, None
+            buckets = self.config.table(name).buckets
+            return plan, table_refused, TableJob(plan, table_refused, ledger, dead, buckets)
+
+        # Catalog reads (schema phases, each table's files' target), not Spark jobs: a few
+        # tables at once.
+        plans = run_all(prepared, ordered, STORE_THREADS, "icetide-ledger", True)
+        planned = {name: (plan, why) for name, (plan, why, _) in zip(ordered, plans, strict=True)}
+        jobs = {name: job for name, (_, _, job) in zip(ordered, plans, strict=True) if job}
         progress = BatchProgress(
             batch_id, len(names), sum(row_events.values()), time.monotonic(), PROGRESS_SECONDS
         )

@@ -158,11 +158,8 @@ def _table_part(
 def _bucketing(job: TableJob) -> Bucketing | None:
     """The base's bucketing of the first key column, as the ledger types it; None when
     PyIceberg cannot bucket that type (the merge computes the figures from the rows)."""
-    from pyiceberg.schema import Schema
-
-    key = job.plan.layout.primary_key[0]
     try:
-        kind = Schema.model_validate_json(job.ledger.schema_json).find_field(key).field_type
+        kind = job.ledger.column_type(job.plan.layout.primary_key[0])
         return arrow_bucket(job.buckets, kind)
     except (ValueError, TypeError):
         return None
