@@ -9,6 +9,11 @@ to the ledger's current columns and stamped with the schema version) and one dea
 file. It answers one row per table and task (:data:`FILES_DDL`): the files and the
 :class:`~icetide.ledger.tally.Tally` of what it projected. The driver commits each
 table's files (:func:`~icetide.lake.data_files.append_files`).
+
+The files are written before any table is committed: a table found to hold the batch
+already (a batch rerun after a crash) or a batch that fails before a table's commit
+leaves that table's files of this attempt unreferenced, as an aborted Spark write
+does; maintenance's orphan removal deletes them.
 """
 
 from __future__ import annotations
