@@ -69,21 +69,41 @@ class FileTarget:
         """PyIceberg's type of the table's top-level column ``name``."""
         return iceberg_schema_of(self.schema_json).find_field(name).field_type
 
-    def write(self, rows: pa.Table) -> WrittenFile:
-        """Write ``rows`` (of :meth:`arrow_schema`) as a new Parquet file."""
+    def open(self) -> FileWriter:
+        """A new Parquet file of this target, written a row group at a time."""
+        return FileWriter(self)
+
+
+class FileWriter:
+    """One Parquet file a task writes for a :class:`FileTarget`: opened through
+    PyIceberg's file IO (local, HDFS or an object store, as the table's location says),
+    each :meth:`write` a row group, :meth:`close` the footer."""
+
+    def __init__(self, target: FileTarget) -> None:
         from pyiceberg.io import load_file_io
 
-        path = f"{self.folder}/{uuid.uuid4()}.parquet"
-        io = load_file_io(python_io_properties(self.io), path)
-        with io.new_output(path).create(overwrite=False) as stream:
-            pq.write_table(
-                rows,
-                stream,
-                compression=CODECS.get(self.codec, self.codec),
-                compression_level=self.level,
-            )
-            size = stream.tell()
-        return WrittenFile(path, int(size), rows.num_rows)
+        self.path = f"{target.folder}/{uuid.uuid4()}.parquet"
+        io = load_file_io(python_io_properties(target.io), self.path)
+        self._stream = io.new_output(self.path).create(overwrite=False)
+        self._writer = pq.ParquetWriter(
+            self._stream,
+            target.arrow_schema(),
+            compression=CODECS.get(target.codec, target.codec),
+            compression_level=target.level,
+        )
+        self.rows = 0
+
+    def write(self, rows: pa.Table) -> None:
+        """Write ``rows`` (of the target's :meth:`~FileTarget.arrow_schema`)."""
+        self._writer.write_table(rows)
+        self.rows += rows.num_rows
+
+    def close(self) -> WrittenFile:
+        """End the file; what was written."""
+        self._writer.close()
+        size = int(self._stream.tell())
+        self._stream.close()
+        return WrittenFile(self.path, size, self.rows)
 
 
 @functools.lru_cache(maxsize=4096)

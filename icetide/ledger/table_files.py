@@ -2,9 +2,9 @@
 table and writes it as that table's ledger (and dead-letter) Parquet files.
 
 The ``mapInArrow`` function :func:`write_table_files` takes the batch's classified row
-events and routed dead letters, each table's together within a task (the stage sorts
-them so), projects each table's with the same :func:`~icetide.ledger.decode.project_batches`
-the per-table path uses, and writes, per table and task, one ledger file (the rows, fitted
+events and routed dead letters, projects each table's with the same
+:func:`~icetide.ledger.decode.project_batches` the per-table path uses, an Arrow batch at
+a time, and writes, per table and task, one ledger file (the rows, fitted
 to the ledger's current columns and stamped with the schema version) and one dead-letter
 file. It answers one row per table and task (:data:`FILES_DDL`): the files and the
 :class:`~icetide.ledger.tally.Tally` of what it projected. The driver commits each
@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from icetide.events.raw import Wire
 from icetide.lake.align import fit_array
-from icetide.lake.data_files import FileTarget, WrittenFile
+from icetide.lake.data_files import FileTarget, FileWriter, WrittenFile
 from icetide.lake.ledger_figures import Bucketing, arrow_bucket
 from icetide.ledger.decode import DEAD, ERROR, RAW, REASON, ROW, STATUS, Projection, Refused
 from icetide.ledger.decode import project_batches as projector
@@ -99,12 +99,15 @@ def write_table_files(
     """The ``mapInArrow`` function writing each table's part of a task (see the module)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts: dict[str, list[pa.RecordBatch]] = {}
+        parts: dict[str, _TablePart] = {}
         for batch in batches:
-            for name, part in _by_table(batch):
-                parts.setdefault(name, []).append(part)
-        for name, mine in parts.items():
-            yield _table_part(name, jobs[name], pa.Table.from_batches(mine), now, wire)
+            for name, rows in _by_table(batch):
+                part = parts.get(name)
+                if part is None:
+                    part = parts[name] = _TablePart(name, jobs[name], now, wire)
+                part.add(rows)
+        for part in parts.values():
+            yield part.close()
 
     return run
 
@@ -127,37 +130,75 @@ def _by_table(batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
         start += entry["counts"]
 
 
-def _table_part(
-    name: str, job: TableJob, mine: pa.Table, now: datetime, wire: Wire | None
-) -> pa.RecordBatch:
-    status = mine.column("status")
-    rows = mine.filter(pc.equal(status, ROW)).select(["message_id", "raw"])
-    tally, ledger, dead_projected = Tally(), None, None
-    if rows.num_rows:
-        project = projector(job.plan, now, wire, job.refused)
-        projected = pa.Table.from_batches(list(project(iter(rows.to_batches()))))
-        tally = tally_of(projected, job.plan.layout.primary_key, _bucketing(job))
-        stored = projected.filter(pc.equal(projected.column(STATUS), ROW))
-        if stored.num_rows:
-            ledger = job.ledger.write(_ledger_rows(stored, job))
-        dead_projected = projected.filter(pc.equal(projected.column(STATUS), DEAD))
-    dead_rows = _dead_rows(job.dead, name, dead_projected, mine.filter(pc.equal(status, DEAD)), now)
-    dead = job.dead.write(dead_rows) if dead_rows.num_rows else None
-    return pa.RecordBatch.from_pylist(
-        [
-            {
-                "table": name,
-                "ledger_path": ledger and ledger.path,
-                "ledger_size": ledger and ledger.size,
-                "ledger_rows": ledger and ledger.rows,
-                "dead_path": dead and dead.path,
-                "dead_size": dead and dead.size,
-                "dead_rows": dead and dead.rows,
-                "tally": tally.to_json(),
-            }
-        ],
-        schema=FILES_ARROW,
-    )
+ROW_GROUP_ROWS = 100_000
+"""Ledger rows a task buffers for a table before writing them as a row group: the
+projection goes a batch of messages at a time (Spark's Arrow batches, 10,000 rows), so
+a task holds about one batch of messages per table, and a busy table's file is not a
+row group per batch."""
+
+
+class _TablePart:
+    """One table's messages in one task: projected an Arrow batch at a time as they
+    come, their rows and dead letters written to a file each, their tally added up."""
+
+    def __init__(self, name: str, job: TableJob, now: datetime, wire: Wire | None) -> None:
+        self.name, self.job, self.now = name, job, now
+        self.project = projector(job.plan, now, wire, job.refused)
+        self.bucket = _bucketing(job)
+        self.tally = Tally()
+        self.pending: list[pa.Table] = []
+        self.ledger: FileWriter | None = None
+        self.dead: FileWriter | None = None
+
+    def add(self, messages: pa.RecordBatch) -> None:
+        """Project ``messages`` (this table's, of :data:`INPUT_COLUMNS`) and write them."""
+        status = messages.column("status")
+        rows = messages.filter(pc.equal(status, ROW)).select(["message_id", "raw"])
+        dead_projected = None
+        if rows.num_rows:
+            projected = pa.Table.from_batches(list(self.project(iter([rows]))))
+            key = self.job.plan.layout.primary_key
+            self.tally.add(tally_of(projected, key, self.bucket))
+            stored = projected.filter(pc.equal(projected.column(STATUS), ROW))
+            if stored.num_rows:
+                self.pending.append(_ledger_rows(stored, self.job))
+                if sum(t.num_rows for t in self.pending) >= ROW_GROUP_ROWS:
+                    self._flush()
+            dead_projected = projected.filter(pc.equal(projected.column(STATUS), DEAD))
+        routed = messages.filter(pc.equal(status, DEAD))
+        dead = _dead_rows(self.job.dead, self.name, dead_projected, routed, self.now)
+        if dead.num_rows:
+            if self.dead is None:
+                self.dead = self.job.dead.open()
+            self.dead.write(dead)
+
+    def _flush(self) -> None:
+        if self.pending:
+            if self.ledger is None:
+                self.ledger = self.job.ledger.open()
+            self.ledger.write(pa.concat_tables(self.pending))
+            self.pending = []
+
+    def close(self) -> pa.RecordBatch:
+        """End the files; the task's answer for this table (a row of :data:`FILES_DDL`)."""
+        self._flush()
+        ledger = self.ledger.close() if self.ledger is not None else None
+        dead = self.dead.close() if self.dead is not None else None
+        return pa.RecordBatch.from_pylist(
+            [
+                {
+                    "table": self.name,
+                    "ledger_path": ledger and ledger.path,
+                    "ledger_size": ledger and ledger.size,
+                    "ledger_rows": ledger and ledger.rows,
+                    "dead_path": dead and dead.path,
+                    "dead_size": dead and dead.size,
+                    "dead_rows": dead and dead.rows,
+                    "tally": self.tally.to_json(),
+                }
+            ],
+            schema=FILES_ARROW,
+        )
 
 
 def _bucketing(job: TableJob) -> Bucketing | None:

@@ -78,7 +78,9 @@ class Tally:
             self.extra[name] = self.extra.get(name, 0) + n
         firsts = [f for f in (self.first_extra, other.first_extra) if f is not None]
         self.first_extra = min(firsts, key=_position_order) if firsts else None
-        self.figures += other.figures
+        # Kept combined: a busy table adds a part for each Arrow batch of its messages.
+        parts = self.figures + other.figures
+        self.figures = [combine_figures(parts)] if len(parts) > 1 else parts
         self.figures_known = self.figures_known and other.figures_known
 
     def to_json(self) -> str:
