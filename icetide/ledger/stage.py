@@ -849,6 +849,7 @@ class LedgerStage:
             signals: list[ChangeSignal] = []
             files = written.get(name)
             if files is None:  # no message of it reached the job (none in this batch)
+                self._switched(name, job.plan, batch_id)
                 stored([name])
                 return part, signals
             refs, tally = self.refs(name), files.tally
