@@ -71,6 +71,8 @@ _PLACEHOLDERS: tuple[Any, ...] = (
 _PLACEHOLDERS_BY_TYPE: dict[type, tuple[Any, ...]] = {
     kind: tuple(p for p in _PLACEHOLDERS if type(p) is kind) for kind in (str, list)
 }
+PLACEHOLDER_TEXTS: tuple[str, ...] = _PLACEHOLDERS_BY_TYPE[str]
+"""The placeholder's text shapes (text, base64 bytes): what a string value is compared to."""
 
 
 def is_unavailable(value: Any) -> bool:

@@ -43,8 +43,8 @@ _MYSQL = ("mysql", "mariadb")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Epoch milliseconds well inside datetime's range (years 2..9998): nearer the edges the
 # general decoder decides (it reports an out-of-range value).
-_MS_RANGE = (-62_100_000_000_000, 253_370_000_000_000)
-_MAX_OPENERS = 256
+MS_RANGE = (-62_100_000_000_000, 253_370_000_000_000)
+MAX_OPENERS = 256
 """More ``[``/``{`` than this and the general decoder reads the message: ``orjson`` reads
 deeper nesting than Python's ``json`` (which fails near 1,000 levels, fewer inside a
 worker's stack), and such a message must be the dead letter the general decoder says."""
@@ -133,7 +133,7 @@ def parse(raw: bytes) -> Any:
     """
     if raw[:1] != b"{":  # a BOM, blank, registry frame or not an object: the general path
         return None
-    if raw.count(b"[") + raw.count(b"{") > _MAX_OPENERS:
+    if raw.count(b"[") + raw.count(b"{") > MAX_OPENERS:
         return None  # maybe nested deeper than Python's json reads: its error, not a row
     try:
         return orjson.loads(raw)
@@ -148,7 +148,7 @@ def _is_int(value: Any) -> bool:
 def _millis(value: Any) -> bool:
     """Whether the decoder reads ``value`` as epoch milliseconds (or none) without fail;
     False also near the range's edges, where the general decoder decides."""
-    return value is None or (type(value) is int and _MS_RANGE[0] < value < _MS_RANGE[1])
+    return value is None or (type(value) is int and MS_RANGE[0] < value < MS_RANGE[1])
 
 
 def _position(source: dict[str, Any]) -> Position | None:

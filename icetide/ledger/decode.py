@@ -28,6 +28,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -51,6 +52,7 @@ from icetide.events.rescue import rescue_json
 from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
 from icetide.events.wire_prepared import read_framed
+from icetide.ledger.plain_block import BlockReader, BlockRows, block_reader
 from icetide.schema.connector import typed_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
@@ -761,28 +763,78 @@ def project_batches(
     stamp = pa.field(c.INGESTED_AT, pa.timestamp("us", tz="UTC"))
     at = pa.scalar(ingested_at, stamp.type)
     project = row_projector(projection, wire, refused)
+    shape = source_arrow if layout.sink.maps else arrow_schema
+    block = _block_reader(projection, refused, shape)
 
     def stamped(batch: pa.RecordBatch) -> pa.RecordBatch:
         columns = [*batch.columns, pa.repeat(at, batch.num_rows)]
         return pa.RecordBatch.from_arrays(columns, schema=batch.schema.append(stamp))
 
+    def projected(ids: list[Any], raws: list[bytes | None]) -> pa.RecordBatch:
+        rows = []
+        for message_id, raw in zip(ids, raws, strict=True):
+            row = project(raw or b"")
+            row[c.MESSAGE_ID] = message_id
+            rows.append(row)
+        return to_arrow(rows, raws, shape)
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             ids = batch.column("message_id").to_pylist()
             raws = batch.column("raw").to_pylist()
-            rows = []
-            for message_id, raw in zip(ids, raws, strict=True):
-                row = project(raw or b"")
-                row[c.MESSAGE_ID] = message_id
-                rows.append(row)
-            if layout.sink.maps:
-                yield stamped(
-                    to_sink(to_arrow(rows, raws, source_arrow), contract, raws, arrow_schema)
-                )
+            read = block(raws) if block is not None else None
+            if read is None:
+                out = projected(ids, raws)
             else:
-                yield stamped(to_arrow(rows, raws, arrow_schema))
+                out = _with_rest(read, batch.column("message_id"), shape, ids, raws, projected)
+            if layout.sink.maps:
+                yield stamped(to_sink(out, contract, raws, arrow_schema))
+            else:
+                yield stamped(out)
 
     return run
+
+
+def _block_reader(
+    projection: Projection, refused: Refused | None, shape: pa.Schema
+) -> BlockReader | None:
+    """The block read of bare envelopes (:mod:`icetide.ledger.plain_block`) where the
+    one-pass read would take them: not while earlier versions or renames are read, nor
+    when bare messages are refused."""
+    if projection.aliases or projection.earlier:
+        return None
+    if refused and (ALL_MESSAGES in refused or "" in refused):
+        return None
+    return block_reader(projection.value_schema, projection.layout, shape)
+
+
+def _with_rest(
+    read: BlockRows,
+    message_ids: pa.Array,
+    shape: pa.Schema,
+    ids: list[Any],
+    raws: list[bytes | None],
+    projected: Callable[[list[Any], list[bytes | None]], pa.RecordBatch],
+) -> pa.RecordBatch:
+    """The block's rows and the other messages' (read one by one), in message order."""
+    count = len(read.taken)
+    given = {
+        **read.columns,
+        c.MESSAGE_ID: message_ids.take(pa.array(read.taken)),
+        STATUS: pa.array([ROW] * count, pa.string()),
+        EXTRA: pa.array([[]] * count, pa.list_(pa.string())),
+    }
+    fast = pa.RecordBatch.from_arrays(
+        [given[f.name] if f.name in given else pa.nulls(count, f.type) for f in shape],
+        schema=shape,
+    )
+    if count == len(ids):
+        return fast
+    rest = np.setdiff1d(np.arange(len(ids)), read.taken, assume_unique=True)
+    slow = projected([ids[i] for i in rest], [raws[i] for i in rest])
+    order = np.argsort(np.concatenate([read.taken, rest]), kind="stable")
+    both = pa.Table.from_batches([fast, slow]).take(pa.array(order))
+    return both.combine_chunks().to_batches()[0]
 
 
 def to_sink(

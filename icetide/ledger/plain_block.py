@@ -1,0 +1,449 @@
+"""A table's bare row envelopes read a block at a time by Arrow's JSON reader.
+
+The one-pass read (:mod:`icetide.events.plain`, then
+:func:`~icetide.ledger.decode.project_batches`' per-message loop) still spends ~16 µs of
+Python per event on the 8-column table of ``bench/decode_bench.py``: a dict per
+message, a call per column value. Here the messages of one Arrow batch are joined into
+one NDJSON block and parsed by ``pyarrow.json`` (C++) with the table's value columns as
+the explicit schema of ``before`` and ``after``; the envelope's checks and the column
+values' typing are then array operations.
+
+The same rule as the one-pass read keeps results identical: this path only *accepts*.
+It takes a message only where it can tell for certain that the one-pass read takes it
+and what row that read makes; every other message of the batch goes the per-message way
+as before (:func:`~icetide.ledger.decode.row_projector`), and any doubt about the whole
+block (Arrow's reader refusing it, a field of an unexpected type, a key the value
+schema lacks) sends all of them there. Where Arrow cannot tell what the per-message read
+can, the message is declined:
+
+* a key present with ``null`` and a key absent read alike here, so an update whose
+  after image has a null value column (absent: unchanged TOAST, listed in
+  ``_unavailable``), an after image with a null required column, and ``file``/``pos``
+  in ``source`` being null (their presence picks the binlog position) are declined;
+* Arrow reads ``NaN`` where ``orjson`` refuses the message, so a message with the text
+  ``NaN`` or ``Infinity`` anywhere is declined;
+* a message with a line break or not starting with ``{`` is declined before the block
+  is built, and a block nesting deeper than the one-pass read takes is not read here.
+
+Only tables whose value columns are all ``long``, ``int``, ``string``, ``boolean``,
+``double`` or ``float`` are read this way (the types whose one-pass converters take a
+JSON value as it is); any other table, a projection reading earlier schema versions or
+renamed columns, and refused bare messages keep the per-message read.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from icetide.events.envelope import PLACEHOLDER_TEXTS
+from icetide.events.plain import MAX_OPENERS, MS_RANGE
+from icetide.events.position import binlog_file_number, lsn_position
+from icetide.schema.contract import ledger as c
+from icetide.schema.model import TableSchema
+
+_JSON_TYPES = {
+    "long": pa.int64(),
+    "int": pa.int64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "double": pa.float64(),
+    "float": pa.float64(),
+}
+"""The column types read in a block, as the JSON reader parses their values (a ``float``
+column's value as a double first, as ``orjson`` reads it, then rounded)."""
+_INT_RANGE = (-(2**31), 2**31 - 1)
+_OPS = ("c", "r", "u", "d")
+_MYSQL = ("mysql", "mariadb")
+_NOT_ENVELOPE = ("payload", "schema", "ddl", "tableChanges")
+_OFFSET, _ROW, _MAX = 10**13, 10**6, 10**38 - 1
+MAX_DEPTH = MAX_OPENERS
+"""A block whose messages nest this deep anywhere goes the per-message way: the one-pass
+read leaves a message with more ``[``/``{`` than this to the general decoder, whose
+parser fails on deep nesting (a dead letter) where Arrow's and ``orjson`` read it."""
+
+
+@dataclass(frozen=True)
+class BlockRows:
+    """What a block read took: the ledger columns of the taken messages, in order."""
+
+    taken: np.ndarray
+    """Indices (into the block's messages) of the messages read here, ascending."""
+    columns: dict[str, pa.Array]
+    """Ledger columns (:data:`~icetide.schema.contract.ledger`) of the taken messages,
+    typed as the target schema has them."""
+
+
+BlockReader = Callable[[Sequence[bytes | None]], BlockRows | None]
+
+
+def block_reader(schema: TableSchema, layout: TableSchema, target: pa.Schema) -> BlockReader | None:
+    """The block read of a table whose values ``schema`` projects onto ``layout``, its
+    rows typed as ``target`` (:func:`~icetide.ledger.decode.projected_arrow_schema`)
+    has them; None when the table is not read this way (see the module)."""
+    if not set(schema.by_name) <= set(layout.by_name):
+        return None
+    if any(col.type.name not in _JSON_TYPES for col in schema.columns):
+        return None
+    image = pa.struct([pa.field(col.name, _JSON_TYPES[col.type.name]) for col in schema.columns])
+    explicit = pa.schema([("before", image), ("after", image), ("op", pa.string())])
+    options = pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+    row_type = target.field(c.AFTER).type
+    keys = [col.name for col in schema.key_columns]
+    required = [col.name for col in schema.value_columns if not col.nullable]
+    values = [col.name for col in schema.value_columns]
+    ints = [col.name for col in schema.columns if col.type.name == "int"]
+    strings = [col.name for col in schema.columns if col.type.name == "string"]
+
+    def part(raws: Sequence[bytes | None], offered: np.ndarray) -> BlockRows | None:
+        """The messages ``offered`` read as one block; None when the block as a whole
+        cannot be read here (then its halves are tried)."""
+        text = b"\n".join(raws[i] for i in offered)
+        try:
+            doc = pj.read_json(io.BytesIO(text), parse_options=options).combine_chunks()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
+            return None  # a message Arrow refuses (or a type it cannot tell) somewhere
+        if doc.num_rows != len(offered) or any(k in doc.column_names for k in _NOT_ENVELOPE):
+            return None
+        if max(_depth(f.type, MAX_DEPTH) for f in doc.schema) >= MAX_DEPTH:
+            return None  # nested deeper than the general decoder reads: its dead letter
+        if doc.schema.field("before").type != image or doc.schema.field("after").type != image:
+            return None  # a column the value schema lacks: rescued per message
+        envelope = _envelope(doc)
+        if envelope is None:
+            return None
+        ok, position, text_of, tx_id, source_ms = envelope
+        op = doc.column("op").combine_chunks()
+        before = doc.column("before").combine_chunks()
+        after = doc.column("after").combine_chunks()
+        deleted = pc.equal(op, "d")
+        ok &= _mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
+        for img in (before, after):
+            ok &= _values_ok(img, ints, strings)
+        not_deleted = ~_mask(deleted)
+        for name in required:
+            ok &= ~(not_deleted & _mask(after.field(name).is_null()))
+        updated = _mask(pc.equal(op, "u"))
+        for name in values:
+            ok &= ~(updated & _mask(after.field(name).is_null()))
+        image_of = {
+            name: pc.if_else(deleted, before.field(name), after.field(name)) for name in keys
+        }
+        for name in keys:
+            ok &= _mask(image_of[name].is_valid())
+        taken = np.flatnonzero(ok)
+        pick = pa.array(taken, pa.int64())
+        keys_out = {name: image_of[name].take(pick).cast(target.field(name).type) for name in keys}
+        ms = source_ms.take(pick)
+        columns: dict[str, pa.Array] = {
+            **keys_out,
+            c.OP: op.take(pick),
+            c.AFTER: _row(after.take(pick), row_type, deleted.take(pick)),
+            c.BEFORE: _row(before.take(pick), row_type, None),
+            c.UNAVAILABLE: pa.array([[]] * len(taken), pa.list_(pa.string())),
+            c.POSITION: pa.array([Decimal(position[i]) for i in taken], pa.decimal128(38, 0)),
+            c.POSITION_TEXT: pa.array([text_of[i] for i in taken], pa.string()),
+            c.SOURCE_TS: pc.if_else(
+                pc.equal(ms, 0), pa.scalar(None, pa.int64()), pc.multiply(ms, 1000)
+            ).cast(pa.timestamp("us", tz="UTC")),
+            c.TX_ID: tx_id.take(pick),
+            c.RESCUED: pa.nulls(len(taken), pa.string()),
+        }
+        return BlockRows(offered[taken], columns)
+
+    def read(raws: Sequence[bytes | None]) -> BlockRows | None:
+        found = _halving(_plain_texts(raws), partial(part, raws))
+        if not found:
+            return None
+        return BlockRows(
+            np.concatenate([f.taken for f in found]),
+            {name: pa.concat_arrays([f.columns[name] for f in found]) for name in found[0].columns},
+        )
+
+    return read
+
+
+SMALLEST_BLOCK = 64
+"""A block Arrow cannot read as a whole is read as two halves, down to this many
+messages; a part this small that still cannot be read goes the per-message way."""
+
+
+def _halving(
+    offered: np.ndarray, read: Callable[[np.ndarray], BlockRows | None]
+) -> list[BlockRows]:
+    """``read`` of the messages ``offered`` as one block, or of its halves (recursively)
+    when the whole cannot be read: one malformed or unusual message costs about one more
+    parse of the block, not the block's speed."""
+    if not len(offered):
+        return []
+    found = read(offered)
+    if found is not None:
+        return [found] if len(found.taken) else []
+    if len(offered) <= SMALLEST_BLOCK:
+        return []
+    middle = len(offered) // 2
+    return _halving(offered[:middle], read) + _halving(offered[middle:], read)
+
+
+def _plain_texts(raws: Sequence[bytes | None]) -> np.ndarray:
+    r"""The indices of the messages of ``raws`` that may go in the block: each one JSON
+    object on one line beginning with ``{`` (as the one-pass read parses it), with no
+    text Arrow reads where ``orjson`` refuses the message (``NaN``, ``Infinity``).
+    Checked on the joined text first (a few scans in C), message by message only when
+    that finds one that may not.
+
+    >>> _plain_texts([b'{"a": 1}', b' {"a": 1}', None, b'{"a": NaN}', b'{"b":\n 2}'])
+    array([0])
+    """
+    count = len(raws)
+    if None not in raws:
+        text = b"\n".join(raws)  # type: ignore[arg-type]
+        if (
+            text[:1] == b"{"
+            and text.count(b"\n") == count - 1
+            and text.count(b"\n{") == count - 1
+            and b"\r" not in text
+            and b"NaN" not in text
+            and b"Infinity" not in text
+        ):
+            return np.arange(count)
+    return np.flatnonzero(np.fromiter((_plain_text(raw) for raw in raws), bool, count))
+
+
+def _plain_text(raw: bytes | None) -> bool:
+    """:func:`_plain_texts` of one message."""
+    return (
+        raw is not None
+        and raw[:1] == b"{"
+        and b"\n" not in raw
+        and b"\r" not in raw
+        and b"NaN" not in raw
+        and b"Infinity" not in raw
+    )
+
+
+def _depth(kind: pa.DataType, limit: int) -> int:
+    """How deep ``kind`` nests (a scalar: 0), counted up to ``limit`` (without recursion:
+    a type may nest a thousand levels).
+
+    >>> _depth(pa.list_(pa.struct([("a", pa.list_(pa.int64()))])), 100)
+    3
+    """
+    deepest, level = 0, [kind]
+    while level and deepest < limit:
+        below: list[pa.DataType] = []
+        for t in level:
+            if pa.types.is_struct(t):
+                below += [f.type for f in t]
+            elif pa.types.is_list(t) or pa.types.is_large_list(t):
+                below.append(t.value_type)
+        if below:
+            deepest += 1
+        level = below
+    return deepest
+
+
+def _mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A boolean array as a numpy mask, null as False."""
+    filled = pc.fill_null(values, False)
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _child(struct: pa.StructArray | None, name: str) -> pa.Array | None:
+    if struct is None or struct.type.get_field_index(name) < 0:
+        return None
+    return struct.field(name)
+
+
+def _is_type(array: pa.Array | None, *kinds: pa.DataType) -> bool:
+    """Whether ``array`` is absent, all-null (JSON ``null`` only) or of one of ``kinds``."""
+    return array is None or array.type == pa.null() or any(array.type == k for k in kinds)
+
+
+def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np.ndarray:
+    """Where an image's values are taken as the one-pass converters take them: ``int``
+    values within 32 bits, no text the unchanged-TOAST placeholder. (A double is always
+    finite here: ``NaN`` and ``Infinity`` are declined as text, an overflow fails the
+    block.)"""
+    ok = np.ones(len(image), bool)
+    for name in ints:
+        v = image.field(name)
+        ok &= ~_mask(pc.or_(pc.less(v, _INT_RANGE[0]), pc.greater(v, _INT_RANGE[1])))
+    for name in strings:
+        ok &= ~_mask(pc.is_in(image.field(name), pa.array(PLACEHOLDER_TEXTS, pa.string())))
+    return ok
+
+
+def _row(
+    image: pa.StructArray, row_type: pa.StructType, dropped: pa.Array | None
+) -> pa.StructArray:
+    """An image as the ledger's row struct: every layout column, cast to its stored type
+    (a widened column), null where the value schema has no such column yet; null
+    where ``dropped`` (a delete's after image, which the one-pass read never types)."""
+    children = []
+    for f in row_type:
+        index = image.type.get_field_index(f.name)
+        if index < 0:
+            children.append(pa.nulls(len(image), f.type))
+        else:
+            children.append(image.field(index).cast(f.type))
+    missing = pc.invert(image.is_valid())
+    if dropped is not None:
+        missing = pc.or_(missing, pc.fill_null(dropped, False))
+    return pa.StructArray.from_arrays(children, fields=list(row_type), mask=missing)
+
+
+def _envelope(
+    doc: pa.Table,
+) -> tuple[np.ndarray, list[int], list[str], pa.Array, pa.Array] | None:
+    """The envelope checks of :func:`~icetide.events.plain.read_plain` over a block:
+    where they pass, each message's position (key and text), transaction id and source
+    ``ts_ms``; None when the block's envelope fields are not of the types that read
+    takes (all its messages then go the per-message way)."""
+    n = doc.num_rows
+    if "source" not in doc.column_names:
+        return None
+    source = doc.column("source").combine_chunks()
+    if not pa.types.is_struct(source.type):
+        return None
+    ok = _mask(source.is_valid()) & _mask(pc.is_in(doc.column("op"), pa.array(_OPS)))
+    table = _child(source, "table")
+    if table is None or table.type != pa.string():
+        return None
+    ok &= _mask(pc.greater(pc.utf8_length(table), 0))
+    for key in ("db", "schema", "connector", "name"):
+        if not _is_type(_child(source, key), pa.string()):
+            return None
+    if not _is_type(_child(source, "snapshot"), pa.string(), pa.bool_()):
+        return None
+    source_ms = _child(source, "ts_ms")
+    doc_ms = doc.column("ts_ms").combine_chunks() if "ts_ms" in doc.column_names else None
+    for ms in (source_ms, doc_ms):
+        if not _is_type(ms, pa.int64()):
+            return None
+        if ms is not None and ms.type == pa.int64():
+            ok &= ~_mask(pc.or_(pc.less_equal(ms, MS_RANGE[0]), pc.greater_equal(ms, MS_RANGE[1])))
+    seconds = _child(source, "ts_sec")
+    if seconds is not None and seconds.type != pa.null():
+        no_ms = np.ones(n, bool) if source_ms is None else ~_mask(source_ms.is_valid())
+        ok &= ~(no_ms & _mask(seconds.is_valid()))
+    tx_id = _transaction_ids(doc, source)
+    if tx_id is None:
+        return None
+    ok &= _mask(tx_id[1])
+    found = _positions(source, ok)
+    if found is None:
+        return None
+    ok, keys, texts = found
+    if source_ms is None or source_ms.type != pa.int64():
+        source_ms = pa.nulls(n, pa.int64())
+    return ok, keys, texts, tx_id[0], source_ms
+
+
+def _transaction_ids(doc: pa.Table, source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
+    """Each message's transaction id as :func:`~icetide.events.plain._tx_id` reads it
+    (``transaction.id``, else ``source.txId``, else ``source.gtid`` unless empty), and
+    where that read takes it; None for a block of other types."""
+    n = len(source)
+    nothing = pa.nulls(n, pa.string())
+    from_tx = nothing
+    if "transaction" in doc.column_names:
+        transaction = doc.column("transaction").combine_chunks()
+        if transaction.type != pa.null():
+            if not pa.types.is_struct(transaction.type):
+                return None
+            tid = _child(transaction, "id")
+            if not _is_type(tid, pa.string(), pa.int64()):
+                return None
+            if tid is not None and tid.type != pa.null():
+                from_tx = tid.cast(pa.string())
+    taken = pa.array(np.ones(n, bool))
+    tx = _child(source, "txId")
+    from_txid = nothing
+    if tx is not None and tx.type != pa.null():
+        if tx.type == pa.int64():
+            from_txid = tx.cast(pa.string())
+        else:  # another type: the one-pass read declines such a message unless tx id set
+            taken = pc.or_(from_tx.is_valid(), tx.is_null())
+    gtid = _child(source, "gtid")
+    from_gtid = nothing
+    if gtid is not None and gtid.type != pa.null():
+        if gtid.type != pa.string():
+            return None
+        from_gtid = pc.if_else(pc.equal(gtid, ""), pa.scalar(None, pa.string()), gtid)
+    ids = pc.coalesce(from_tx, from_txid, from_gtid)
+    return ids, taken
+
+
+def _positions(
+    source: pa.StructArray, ok: np.ndarray
+) -> tuple[np.ndarray, list[int], list[str]] | None:
+    """Each taken message's position (:func:`~icetide.events.plain._position`): the
+    binlog's (``file``, ``pos``, ``row``) for MySQL and MariaDB or where both ``file``
+    and ``pos`` are set, else the LSN; a message whose position that read would not
+    take, or whose ``file``/``pos`` may be present with null, is declined."""
+    n = len(source)
+    connector = _child(source, "connector")
+    mysql = (
+        np.zeros(n, bool)
+        if connector is None or connector.type == pa.null()
+        else _mask(pc.is_in(connector, pa.array(_MYSQL)))
+    )
+    file, pos, row = _child(source, "file"), _child(source, "pos"), _child(source, "row")
+    if not _is_type(file, pa.string()) or not _is_type(pos, pa.int64()):
+        return None
+    if not _is_type(row, pa.int64()):
+        return None
+    has_file = file is not None and file.type != pa.null()
+    has_pos = pos is not None and pos.type != pa.null()
+    file_set = _mask(file.is_valid()) if has_file else np.zeros(n, bool)  # type: ignore[union-attr]
+    pos_set = _mask(pos.is_valid()) if has_pos else np.zeros(n, bool)  # type: ignore[union-attr]
+    binlog = mysql | (file_set & pos_set)
+    if file is not None and pos is not None:
+        # Both keys in the block: a message with either null may hold both (binlog, not
+        # taken) or lack one (the LSN): the per-message read tells.
+        ok &= ~(~mysql & (file_set ^ pos_set | ~file_set & ~pos_set))
+    lsn = _child(source, "lsn")
+    lsn_ints = lsn is not None and lsn.type == pa.int64()
+    files = file.to_pylist() if has_file else [None] * n  # type: ignore[union-attr]
+    offsets = pos.to_pylist() if has_pos else [None] * n  # type: ignore[union-attr]
+    rows = row.to_pylist() if row is not None and row.type != pa.null() else [None] * n
+    lsns = lsn.to_pylist() if lsn_ints else [None] * n  # type: ignore[union-attr]
+    numbers: dict[str, int | None] = {}
+    keys: list[int] = [0] * n
+    texts: list[str] = [""] * n
+    for i in np.flatnonzero(ok):
+        if binlog[i]:
+            name, offset, index = files[i], offsets[i], rows[i] or 0
+            if not name or offset is None or not (0 <= offset < _OFFSET and 0 <= index < _ROW):
+                ok[i] = False
+                continue
+            if name not in numbers:
+                try:
+                    numbers[name] = binlog_file_number(name)
+                except ValueError:
+                    numbers[name] = None
+            number = numbers[name]
+            key = None if number is None else (number * _OFFSET + offset) * _ROW + index
+            if key is None or key > _MAX:
+                ok[i] = False
+                continue
+            keys[i], texts[i] = key, f"{name}:{offset}:{index}"
+        else:
+            value = lsns[i]
+            if value is None or value < 0:
+                ok[i] = False
+                continue
+            found = lsn_position(value)
+            keys[i], texts[i] = found.key, found.text
+    return ok, keys, texts

@@ -1,0 +1,401 @@
+"""The block read of bare envelopes (icetide.ledger.plain_block) gives, for a batch of
+messages, exactly the ledger and dead-letter rows the per-message read gives: on a
+seeded corpus of usual events of MySQL and PostgreSQL shapes mixed with every kind of
+unusual envelope, value and line (hostile ones too), each batch projected both ways."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icetide.ledger import decode
+from icetide.ledger.decode import Era, Projection, project_batches
+from icetide.ledger.plain_block import block_reader
+from icetide.schema.file import schema_from_dict
+
+TYPES = {
+    "id": "long",
+    "n": "int",
+    "name": "string",
+    "price": "double",
+    "ratio": "float",
+    "ok": "boolean",
+    "note": "string",
+}
+SCHEMA = schema_from_dict(
+    {
+        "table": "things",
+        "primary_key": ["id"],
+        "columns": [
+            {"id": i, "name": n, "type": t, "nullable": n not in ("id", "name")}
+            for i, (n, t) in enumerate(TYPES.items(), 1)
+        ],
+    }
+)
+NOW = datetime(2026, 12, 6, tzinfo=UTC)
+VALUES: list[Any] = [
+    None, 0, -1, 2**31, -(2**31) - 1, 2**31 - 1, 2**63 - 1, 2**63, 10**30, True, False,
+    0.0, -0.0, 1.5, 0.1, 1e300, 1e-320, 12345678901234567890123, "", "x", "12", "1.5",
+    "__debezium_unavailable_value", "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==",
+    "\u2603 \U0001f600", [1], [], {"a": 1},
+]  # fmt: skip
+
+
+def column_value(name: str, rnd: random.Random) -> Any:
+    usual = {
+        "id": rnd.randint(-(2**63), 2**63 - 1),
+        "n": rnd.randint(-(2**31), 2**31 - 1),
+        "name": rnd.choice(["a", "é", "\u2603", "x" * 50, 'q"uote\\']),
+        "price": rnd.choice([rnd.random() * 10 ** rnd.randint(-5, 20), rnd.randint(-99, 99)]),
+        "ratio": rnd.choice([rnd.random(), 3.5e38, 1e39]),
+        "ok": rnd.random() < 0.5,
+        "note": rnd.choice([None, "n", "long " * 20]),
+    }
+    return usual[name]
+
+
+def image(rnd: random.Random) -> dict[str, Any]:
+    return {n: column_value(n, rnd) for n in TYPES}
+
+
+def envelope(rnd: random.Random, mysql: float = 0.6) -> dict[str, Any]:
+    """A row event of ``shop.things`` in the shape the MySQL or PostgreSQL connector
+    writes it (every source field they write)."""
+    op = rnd.choice(["c", "u", "d", "r"])
+    source: dict[str, Any] = {
+        "version": "2.7.3.Final",
+        "name": "srv",
+        "ts_ms": 1_700_000_000_000 + rnd.randint(0, 10**6),
+        "snapshot": rnd.choice(["false", "true", "last"]),
+        "db": "shop",
+        "sequence": None,
+        "table": "things",
+    }
+    if rnd.random() < mysql:
+        source.update(
+            connector=rnd.choice(["mysql", "mariadb"]),
+            server_id=1,
+            gtid=rnd.choice([None, f"0-1-{rnd.randint(1, 99)}"]),
+            file=f"mysql-bin.00000{rnd.randint(1, 4)}",
+            pos=rnd.randint(4, 10**9),
+            row=rnd.choice([0, 0, 1, 2]),
+            thread=rnd.choice([None, 7]),
+            query=None,
+        )
+    else:
+        source.update(
+            connector="postgresql",
+            schema="public",
+            txId=rnd.randint(1, 99),
+            lsn=rnd.randint(1, 2**40),
+            xmin=None,
+        )
+    doc: dict[str, Any] = {
+        "before": image(rnd) if op in ("u", "d") else None,
+        "after": image(rnd) if op != "d" else None,
+        "source": source,
+        "op": op,
+        "ts_ms": 1_700_000_000_005,
+    }
+    if rnd.random() < 0.3:
+        doc["transaction"] = {
+            "id": f"{rnd.randint(1, 9)}:{rnd.randint(1, 999)}",
+            "total_order": 1,
+            "data_collection_order": 1,
+        }
+    if rnd.random() < 0.3:
+        doc["ts_us"] = 1_700_000_000_005_000
+    return doc
+
+
+MUTATIONS: list[tuple[str, str, list[Any]]] = [
+    ("after", "*", VALUES),
+    ("after", "*", VALUES),
+    ("after", "*", [None]),
+    ("before", "*", VALUES),
+    ("after", "not_in_schema", [1, None]),
+    ("after", "-", []),
+    ("before", "-", []),
+    ("", "op", ["t", "m", "x", 1, None]),
+    ("", "before", [None, "s", {}]),
+    ("", "after", [None, [], {}]),
+    ("", "ts_ms", [None, 0, "12", 2.5, 10**20, -(10**17)]),
+    ("", "transaction", [None, {"id": "tx1"}, {"id": 5}, {"id": 1.5}, {}, "t"]),
+    ("", "source", [None, "s", []]),
+    ("", "payload", [None]),
+    ("", "schema", [None]),
+    ("", "ddl", ["ALTER TABLE things ADD x INT"]),
+    ("source", "connector", ["mariadb", "postgresql", None, 5]),
+    ("source", "name", ["srv2", "", None, 3]),
+    ("source", "ts_ms", [0, None, "1700000000000", 1.5e12, 10**17, -(10**15)]),
+    ("source", "db", ["other", None, 7]),
+    ("source", "schema", ["shop", None, 2, ""]),
+    ("source", "table", ["", None, 1]),
+    ("source", "snapshot", [None, "true", False, 1]),
+    ("source", "file", ["binlog", "", None, 5, "b.0000000000000000000000000009"]),
+    ("source", "pos", [2**70, -1, "5", 4.0, None, 10**13, 10**13 - 1]),
+    ("source", "row", [1, None, False, 10**7, 0.0, "1"]),
+    ("source", "lsn", ["0/16B3748", "junk", None, -5, 2**65, 1.0, 0]),
+    ("source", "txId", [None, "7", 7.0]),
+    ("source", "gtid", ["0-1-42", "", None, 9]),
+    ("source", "ts_sec", [1_700_000_000]),
+]
+HOSTILE = [
+    b"",
+    b"{",
+    b"null",
+    b"[1, 2]",
+    b'\xef\xbb\xbf{"op": "c"}',
+    b'{"op": "c", "after": {"id": 1, "id": 2}}',
+    b'{"op": "c"} {"op": "d"}',
+    b'{"op": "c", "after": {"id": 1, "name": "\xff"}}',
+    b'{"op": "c", "after": {"id": 1, "name": "\\ud800"}}',
+    b'{"op": "c", "after": {"id": 1, "name": "a\tb"}}',
+    b'{"op": "c", "after": {"id": 1, "price": NaN}}',
+]
+
+
+def mutate(doc: dict[str, Any], rnd: random.Random) -> None:
+    where, key, values = rnd.choice(MUTATIONS)
+    target = doc if not where else doc.get(where)
+    if not isinstance(target, dict):
+        return
+    if key == "*":
+        key = rnd.choice(list(TYPES))
+    if key == "-":
+        if target:
+            target.pop(rnd.choice(list(target)), None)
+        return
+    if key == "ts_sec":
+        target.pop("ts_ms", None)
+    target[key] = rnd.choice(values)
+
+
+def serialised(doc: dict[str, Any], rnd: random.Random, unusual: float) -> bytes:
+    text = json.dumps(doc, ensure_ascii=rnd.random() < 0.5)
+    roll = rnd.random() / max(unusual, 1e-9)
+    if roll < 0.02 and isinstance(doc.get("after"), dict):
+        doc["after"][rnd.choice(list(TYPES))] = "@num"
+        text = json.dumps(doc).replace('"@num"', rnd.choice(["NaN", "1e400", "-Infinity"]), 1)
+    elif roll < 0.04:
+        text = rnd.choice(["\ufeff", " ", "\n", "\r\n"]) + text
+    elif roll < 0.05:
+        text = json.dumps(doc, indent=1)  # a pretty-printed message: line breaks inside
+    return text.encode()
+
+
+def corpus(count: int, seed: int, unusual: float, mysql: float = 0.6) -> list[bytes]:
+    """``count`` messages, about ``unusual`` of them mutated or hostile, ``mysql`` of
+    them of the binlog's shape, the others PostgreSQL's."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(count):
+        if rnd.random() < unusual * 0.05:
+            out.append(rnd.choice(HOSTILE))
+            continue
+        doc = envelope(rnd, mysql)
+        if rnd.random() < unusual:
+            for _ in range(rnd.choice([1, 1, 2])):
+                mutate(doc, rnd)
+        out.append(serialised(doc, rnd, unusual))
+    return out
+
+
+BATCH_SIZES = [1, 7, 50, 400, 2000]
+
+
+def batches(raws: list[bytes], rnd: random.Random, sizes: list[int]) -> list[pa.RecordBatch]:
+    """``raws`` as Arrow batches of uneven ``sizes``, as Spark hands them over."""
+    out, start = [], 0
+    while start < len(raws):
+        size = rnd.choice(sizes)
+        part = raws[start : start + size]
+        ids = [f"m{start + i}" for i in range(len(part))]
+        out.append(
+            pa.RecordBatch.from_pydict({"message_id": ids, "raw": pa.array(part, pa.binary())})
+        )
+        start += size
+    return out
+
+
+def both_ways(
+    projection: Projection,
+    raws: list[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    sizes: list[int] = BATCH_SIZES,
+) -> tuple[pa.Table, pa.Table, int]:
+    """The batches of ``raws`` projected with the block read and without, and how many
+    messages the block read took."""
+    parts = batches(raws, random.Random(11), sizes)
+    counted = [0]
+    made = decode._block_reader
+
+    def counting(*args: Any) -> Any:
+        read = made(*args)
+        if read is None:
+            return None
+
+        def run(raws: Any) -> Any:
+            found = read(raws)
+            counted[0] += 0 if found is None else len(found.taken)
+            return found
+
+        return run
+
+    with monkeypatch.context() as patch:
+        patch.setattr(decode, "_block_reader", counting)
+        fast = pa.Table.from_batches(list(project_batches(projection, NOW)(iter(parts))))
+    with monkeypatch.context() as patch:
+        patch.setattr(decode, "_block_reader", lambda *_: None)
+        slow = pa.Table.from_batches(list(project_batches(projection, NOW)(iter(parts))))
+    return fast, slow, counted[0]
+
+
+def assert_same(fast: pa.Table, slow: pa.Table) -> None:
+    assert fast.schema == slow.schema
+    for name in fast.column_names:
+        a, b = fast.column(name).to_pylist(), slow.column(name).to_pylist()
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            # repr: True is not 1, 1.0 is not 1, -0.0 is not 0.0, nan compared as text.
+            assert repr(x) == repr(y), (name, i, x, y)
+
+
+def taken(projection: Projection, raws: list[bytes]) -> int:
+    read = block_reader(
+        projection.value_schema, projection.layout, decode.projected_arrow_schema(projection)
+    )
+    assert read is not None
+    found = read(raws)
+    return 0 if found is None else len(found.taken)
+
+
+WIDER = SCHEMA.with_columns(
+    (
+        *SCHEMA.columns,
+        *schema_from_dict(
+            {
+                "table": "t",
+                "primary_key": ["extra"],
+                "columns": [{"id": 99, "name": "extra", "type": "string"}],
+            }
+        ).columns,
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("unusual", "sizes", "mysql", "share"),
+    [
+        # A stream as it usually is: few unusual messages, batches of every size, each
+        # block read whole or by halves around them.
+        (0.01, BATCH_SIZES, 1.0, 0.6),
+        (0.01, BATCH_SIZES, 0.0, 0.6),
+        # Half the messages unusual, each batch of a message or three, so that the
+        # block read meets each kind of unusual envelope and value on its own.
+        (0.5, [1, 1, 2, 3], 0.6, 0.15),
+    ],
+)
+@pytest.mark.parametrize("projection", [Projection(SCHEMA), Projection(WIDER, values=SCHEMA)])
+def test_a_batch_read_as_a_block_gives_the_per_message_rows(
+    projection: Projection,
+    unusual: float,
+    sizes: list[int],
+    mysql: float,
+    share: float,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    count = 2500 if unusual > 0.1 else 6000
+    raws = corpus(count, seed=int(unusual * 100 + mysql), unusual=unusual, mysql=mysql)
+    fast, slow, by_block = both_ways(projection, raws, monkeypatch, sizes)
+    assert fast.num_rows == len(raws)
+    assert_same(fast, slow)
+    if unusual > 0.1:
+        assert set(fast.column("_status").to_pylist()) == {"row", "dead"}
+    # Both reads at work: many messages taken by the block, many left to the other.
+    assert len(raws) * share < by_block < len(raws) * 0.95, by_block
+
+
+def test_the_block_takes_the_usual_message_and_declines_what_it_cannot_tell() -> None:
+    projection = Projection(SCHEMA)
+    for mysql in (0.0, 1.0):
+        clean = corpus(2000, seed=5, unusual=0.0, mysql=mysql)
+        # Most usual messages are taken (an update whose after image holds a null is
+        # not: absent and null read alike there).
+        assert taken(projection, clean) > len(clean) * 0.75
+    # One message Arrow's reader refuses sends the whole block the per-message way.
+    assert taken(projection, [*clean[:50], b'{"op": "c", "after": {"id": 1, "id": 2}}']) == 0
+    # A column the value schema lacks (the merge will rescue it) declines the block.
+    doc = json.loads(clean[0])
+    doc["after"] = dict(doc["after"] or doc["before"], surprise=1)
+    assert taken(projection, [*clean[:50], json.dumps(doc).encode()]) == 0
+
+
+def test_an_update_with_an_absent_column_keeps_its_unchanged_toast_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rnd = random.Random(3)
+    doc = envelope(rnd)
+    doc.update(op="u", before=image(rnd), after=image(rnd))
+    doc["after"]["note"] = "set"
+    with_null = json.loads(json.dumps(doc))
+    with_null["after"]["note"] = None
+    absent = json.loads(json.dumps(doc))
+    del absent["after"]["note"]
+    raws = [json.dumps(d).encode() for d in (doc, with_null, absent)]
+    fast, slow, _ = both_ways(Projection(SCHEMA), raws, monkeypatch)
+    assert_same(fast, slow)
+    assert fast.column("_unavailable").to_pylist() == [[], [], ["note"]]
+
+
+def test_earlier_versions_and_renames_keep_the_per_message_read() -> None:
+    shape = decode.projected_arrow_schema(SCHEMA)
+    era = Era(2 * 10**19, {}, None)
+    assert decode._block_reader(Projection(SCHEMA, earlier=(era,)), None, shape) is None
+    assert decode._block_reader(Projection(SCHEMA, aliases={"old": "name"}), None, shape) is None
+    assert decode._block_reader(Projection(SCHEMA), {"": ("r", "why")}, shape) is None
+    assert decode._block_reader(Projection(SCHEMA), None, shape) is not None
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("n", 2**31),
+        ("n", -(2**31) - 1),
+        ("name", "__debezium_unavailable_value"),
+        ("note", "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="),
+        ("ratio", 1e39),
+        ("price", 12345678901234567890123),
+    ],
+)
+def test_a_value_among_usual_ones_is_typed_as_the_per_message_read_types_it(
+    column: str, value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rnd = random.Random(9)
+    docs = [envelope(rnd, mysql=1.0) for _ in range(200)]
+    for doc in docs[::3]:
+        doc.update(op="c", before=None, after=image(rnd))
+        doc["after"][column] = value
+    raws = [json.dumps(doc).encode() for doc in docs]
+    fast, slow, by_block = both_ways(Projection(SCHEMA), raws, monkeypatch, [200])
+    assert_same(fast, slow)
+    assert by_block > 100
+
+
+def test_nesting_the_general_decoder_cannot_read_is_its_dead_letter_here_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rnd = random.Random(4)
+    docs = [envelope(rnd, mysql=1.0) for _ in range(300)]
+    raws = [json.dumps(doc).encode() for doc in docs]
+    docs[0].update(op="c", before=None, after={**image(rnd), "note": "taken but for its depth"})
+    deep = json.dumps(docs[0])[:-1] + ', "deep": ' + "[" * 1_100 + "]" * 1_100 + "}"
+    raws[150] = deep.encode()
+    fast, slow, by_block = both_ways(Projection(SCHEMA), raws, monkeypatch, [300])
+    assert_same(fast, slow)
+    assert fast.column("_status")[150].as_py() == "dead"
+    assert by_block > 150  # the block read by halves around the deep message
