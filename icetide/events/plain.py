@@ -266,7 +266,7 @@ class Refuse(Exception):
 Converter = Callable[[Any], Any]
 
 
-def _converter(
+def value_converter(
     column: Column,
     logical: str | None,
     stored: Column | None = None,
@@ -362,13 +362,15 @@ def image_projector(
 ) -> ImageProjector:
     """The typing of ``schema``'s columns into ``layout``'s row shape (a layout column
     the value schema does not have yet stays None), built once per table and batch
-    (``typed`` and ``decimal_floats``: see :func:`_converter`)."""
+    (``typed`` and ``decimal_floats``: see :func:`value_converter`)."""
     hints = schema.sink.logical if hints is None else hints
     by_name = schema.by_name
     slots = tuple(
         (
             c.name,
-            _converter(by_name[c.name], hints.get(by_name[c.name].id), c, typed, decimal_floats),
+            value_converter(
+                by_name[c.name], hints.get(by_name[c.name].id), c, typed, decimal_floats
+            ),
         )
         if c.name in by_name
         else (c.name, None)
@@ -394,7 +396,10 @@ def image_projector(
         tuple(c.name for c in schema.value_columns if not c.nullable),
         tuple(c.name for c in schema.value_columns),
         tuple(
-            (c.name, _converter(c, hints.get(c.id), typed=typed, decimal_floats=decimal_floats))
+            (
+                c.name,
+                value_converter(c, hints.get(c.id), typed=typed, decimal_floats=decimal_floats),
+            )
             for c in schema.key_columns
         ),
     )

@@ -805,7 +805,7 @@ def _block_reader(
         return None
     if refused and (ALL_MESSAGES in refused or "" in refused):
         return None
-    return block_reader(projection.value_schema, projection.layout, shape)
+    return block_reader(projection.value_schema, projection.layout, shape, projection.hints)
 
 
 def _with_rest(

@@ -16,36 +16,45 @@ block (Arrow's reader refusing it, a field of an unexpected type, a key the valu
 schema lacks) sends all of them there. Where Arrow cannot tell what the per-message read
 can, the message is declined:
 
-* a key present with ``null`` and a key absent read alike here, so an update whose
-  after image has a null value column (absent: unchanged TOAST, listed in
-  ``_unavailable``), an after image with a null required column, and ``file``/``pos``
-  in ``source`` being null (their presence picks the binlog position) are declined;
+* a key present with ``null`` and a key absent read alike here: an update whose after
+  image has a null value column (absent: unchanged TOAST, listed in ``_unavailable``)
+  or an after image with a null required column is parsed again by ``orjson`` to tell
+  which; ``file``/``pos`` in ``source`` being null (their presence picks the binlog
+  position) declines the message;
 * Arrow reads ``NaN`` where ``orjson`` refuses the message, so a message with the text
   ``NaN`` or ``Infinity`` anywhere is declined;
 * a message with a line break or not starting with ``{`` is declined before the block
   is built, and a block nesting deeper than the one-pass read takes is not read here.
 
-Only tables whose value columns are all ``long``, ``int``, ``string``, ``boolean``,
-``double`` or ``float`` are read this way (the types whose one-pass converters take a
-JSON value as it is); any other table, a projection reading earlier schema versions or
-renamed columns, and refused bare messages keep the per-message read.
+Values of ``long``, ``int``, ``string``, ``boolean``, ``double`` and ``float`` columns
+are typed by the JSON reader itself (the types whose one-pass converters take a JSON
+value as it is). Every other scalar column's values (decimals, dates, timestamps, JSON
+text, ...) are left to the reader's own inference and then typed value by value by the
+one-pass read's own converters (:func:`~icetide.events.plain.value_converter`), which
+take the same Python values from Arrow as from ``orjson`` when they are strings,
+integers or booleans; a value of another JSON type (a fraction, whose digits a double
+may not keep, or a nested value) declines its message. Tables with list, map or struct
+columns, a projection reading earlier schema versions or renamed columns, and refused
+bare messages keep the per-message read.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
+from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from icetide.events.envelope import PLACEHOLDER_TEXTS
-from icetide.events.plain import MAX_OPENERS, MS_RANGE
+from icetide.events.envelope import PLACEHOLDER_TEXTS, is_unavailable
+from icetide.events.plain import MAX_OPENERS, MS_RANGE, Converter, Refuse, value_converter
 from icetide.events.position import binlog_file_number, lsn_position
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
@@ -60,6 +69,7 @@ _JSON_TYPES = {
 }
 """The column types read in a block, as the JSON reader parses their values (a ``float``
 column's value as a double first, as ``orjson`` reads it, then rounded)."""
+_NESTED = frozenset({"list", "map", "struct"})
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _OPS = ("c", "r", "u", "d")
 _MYSQL = ("mysql", "mariadb")
@@ -85,38 +95,75 @@ class BlockRows:
 BlockReader = Callable[[Sequence[bytes | None]], BlockRows | None]
 
 
-def block_reader(schema: TableSchema, layout: TableSchema, target: pa.Schema) -> BlockReader | None:
+def block_reader(
+    schema: TableSchema,
+    layout: TableSchema,
+    target: pa.Schema,
+    hints: Mapping[int, str] | None = None,
+) -> BlockReader | None:
     """The block read of a table whose values ``schema`` projects onto ``layout``, its
     rows typed as ``target`` (:func:`~icetide.ledger.decode.projected_arrow_schema`)
-    has them; None when the table is not read this way (see the module)."""
-    if not set(schema.by_name) <= set(layout.by_name):
+    has them, ``hints`` saying how values arrive (the projection's; None: the schema's
+    ``sink.logical``); None when the table is not read this way (see the module)."""
+    by_layout = layout.by_name
+    if not set(schema.by_name) <= set(by_layout):
         return None
-    if any(col.type.name not in _JSON_TYPES for col in schema.columns):
+    if any(col.type.name in _NESTED for col in schema.columns):
         return None
-    image = pa.struct([pa.field(col.name, _JSON_TYPES[col.type.name]) for col in schema.columns])
-    explicit = pa.schema([("before", image), ("after", image), ("op", pa.string())])
-    options = pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+    hints = schema.sink.logical if hints is None else hints
+    # Declared: the JSON reader types these. ``texts``: typed columns learnt to arrive
+    # as text that the reader would otherwise infer as timestamps (losing the text).
+    declared = {
+        col.name: _JSON_TYPES[col.type.name]
+        for col in schema.columns
+        if col.type.name in _JSON_TYPES
+    }
+    texts: set[str] = set()
+
+    def options() -> pj.ParseOptions:
+        image = pa.struct([*declared.items(), *((name, pa.string()) for name in sorted(texts))])
+        explicit = pa.schema([("before", image), ("after", image), ("op", pa.string())])
+        return pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+
+    parsing = [options()]
+    generic = {
+        col.name: value_converter(col, hints.get(col.id), by_layout[col.name])
+        for col in schema.columns
+        if col.type.name not in _JSON_TYPES
+    }
+    key_converters = {
+        col.name: value_converter(col, hints.get(col.id))
+        for col in schema.key_columns
+        if col.name in generic
+    }
     row_type = target.field(c.AFTER).type
     keys = [col.name for col in schema.key_columns]
     required = [col.name for col in schema.value_columns if not col.nullable]
     values = [col.name for col in schema.value_columns]
     ints = [col.name for col in schema.columns if col.type.name == "int"]
     strings = [col.name for col in schema.columns if col.type.name == "string"]
+    names = frozenset(schema.by_name)
 
     def part(raws: Sequence[bytes | None], offered: np.ndarray) -> BlockRows | None:
         """The messages ``offered`` read as one block; None when the block as a whole
         cannot be read here (then its halves are tried)."""
         text = b"\n".join(raws[i] for i in offered)
         try:
-            doc = pj.read_json(io.BytesIO(text), parse_options=options).combine_chunks()
+            doc = pj.read_json(io.BytesIO(text), parse_options=parsing[0]).combine_chunks()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None  # a message Arrow refuses (or a type it cannot tell) somewhere
+        inferred = _inferred_instants(doc, generic.keys() - texts)
+        if inferred:  # read them as the text they are, from now on
+            texts.update(inferred)
+            parsing[0] = options()
+            return part(raws, offered)
         if doc.num_rows != len(offered) or any(k in doc.column_names for k in _NOT_ENVELOPE):
             return None
         if max(_depth(f.type, MAX_DEPTH) for f in doc.schema) >= MAX_DEPTH:
             return None  # nested deeper than the general decoder reads: its dead letter
-        if doc.schema.field("before").type != image or doc.schema.field("after").type != image:
-            return None  # a column the value schema lacks: rescued per message
+        for side in ("before", "after"):
+            if not {f.name for f in doc.schema.field(side).type} <= names:
+                return None  # a column the value schema lacks: rescued per message
         envelope = _envelope(doc)
         if envelope is None:
             return None
@@ -126,29 +173,42 @@ def block_reader(schema: TableSchema, layout: TableSchema, target: pa.Schema) ->
         after = doc.column("after").combine_chunks()
         deleted = pc.equal(op, "d")
         ok &= _mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
+        typed = []
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
-        not_deleted = ~_mask(deleted)
+            converted, taken_here = _generic_values(img, generic)
+            ok &= taken_here
+            typed.append(converted)
+        not_deleted, updated = ~_mask(deleted), _mask(pc.equal(op, "u"))
+        unsure = np.zeros(len(ok), bool)
         for name in required:
-            ok &= ~(not_deleted & _mask(after.field(name).is_null()))
-        updated = _mask(pc.equal(op, "u"))
+            unsure |= not_deleted & _absent(after, name)
         for name in values:
-            ok &= ~(updated & _mask(after.field(name).is_null()))
-        image_of = {
-            name: pc.if_else(deleted, before.field(name), after.field(name)) for name in keys
-        }
+            unsure |= updated & _absent(after, name)
+        toast = _absent_columns(raws, offered, np.flatnonzero(ok & unsure), ok, required, values)
+        deletes = _mask(deleted)
         for name in keys:
-            ok &= _mask(image_of[name].is_valid())
+            ok &= ~np.where(deletes, _absent(before, name), _absent(after, name))
+        typed_keys = _typed_keys(before, after, deletes, ok, key_converters)
         taken = np.flatnonzero(ok)
         pick = pa.array(taken, pa.int64())
-        keys_out = {name: image_of[name].take(pick).cast(target.field(name).type) for name in keys}
+        keys_out = {
+            name: pa.array([typed_keys[name][i] for i in taken], target.field(name).type)
+            if name in typed_keys
+            else pc.if_else(deleted, before.field(name), after.field(name))
+            .take(pick)
+            .cast(target.field(name).type)
+            for name in keys
+        }
         ms = source_ms.take(pick)
         columns: dict[str, pa.Array] = {
             **keys_out,
             c.OP: op.take(pick),
-            c.AFTER: _row(after.take(pick), row_type, deleted.take(pick)),
-            c.BEFORE: _row(before.take(pick), row_type, None),
-            c.UNAVAILABLE: pa.array([[]] * len(taken), pa.list_(pa.string())),
+            c.AFTER: _row(after, typed[1], pick, row_type, deleted.take(pick)),
+            c.BEFORE: _row(before, typed[0], pick, row_type, None),
+            c.UNAVAILABLE: pa.array(
+                [toast.get(int(i), []) if updated[i] else [] for i in taken], pa.list_(pa.string())
+            ),
             c.POSITION: pa.array([Decimal(position[i]) for i in taken], pa.decimal128(38, 0)),
             c.POSITION_TEXT: pa.array([text_of[i] for i in taken], pa.string()),
             c.SOURCE_TS: pc.if_else(
@@ -171,6 +231,123 @@ def block_reader(schema: TableSchema, layout: TableSchema, target: pa.Schema) ->
     return read
 
 
+_AS_PARSED = (pa.string(), pa.int64(), pa.bool_())
+"""The JSON value types whose Python values Arrow gives exactly as ``orjson`` does (a
+double may not keep a decimal's digits; a nested value goes the per-message way)."""
+
+
+def _generic_values(
+    image: pa.StructArray, generic: Mapping[str, Converter]
+) -> tuple[dict[str, list[Any]], np.ndarray]:
+    """The image's values of the columns typed by the one-pass converters themselves
+    (:func:`~icetide.events.plain.value_converter`: decimals, dates, times, ...), value
+    by value as that read types them, and where they were all taken: a placeholder, a
+    value a converter refuses, or a value of another JSON type declines its message."""
+    count = len(image)
+    ok = np.ones(count, bool)
+    out: dict[str, list[Any]] = {}
+    for name, convert in generic.items():
+        child = _child(image, name)
+        converted: list[Any] = [None] * count
+        out[name] = converted
+        if child is None or child.type == pa.null():
+            continue
+        present = np.flatnonzero(_mask(child.is_valid()))
+        if child.type not in _AS_PARSED:
+            ok[present] = False
+            continue
+        raw = child.to_pylist()
+        for i in present:
+            value = raw[i]
+            if is_unavailable(value):
+                ok[i] = False
+                continue
+            try:
+                converted[i] = convert(value)
+            except Refuse:
+                ok[i] = False
+    return out, ok
+
+
+def _absent_columns(
+    raws: Sequence[bytes | None],
+    offered: np.ndarray,
+    unsure: np.ndarray,
+    ok: np.ndarray,
+    required: Sequence[str],
+    values: Sequence[str],
+) -> dict[int, list[str]]:
+    """For the messages ``unsure`` (block rows whose after image lacks a value the block
+    cannot tell null from absent): which value columns their after image lacks, read
+    from the message itself (``orjson``, as the one-pass read does). An update lists
+    them as unchanged (``_unavailable``); a required column present and null declines
+    its message (``ok`` is updated), as the one-pass read leaves it to the general one."""
+    lacking: dict[int, list[str]] = {}
+    for i in unsure:
+        try:
+            image = orjson.loads(raws[offered[i]]).get("after")
+        except orjson.JSONDecodeError:
+            image = None
+        if type(image) is not dict or any(
+            name in image and image[name] is None for name in required
+        ):
+            ok[i] = False
+            continue
+        lacking[i] = [name for name in values if name not in image]
+    return lacking
+
+
+def _inferred_instants(doc: pa.Table, names: Collection[str]) -> set[str]:
+    """The columns of ``names`` the JSON reader inferred as timestamps or dates in either
+    image: text it parsed, whose exact characters the converters need."""
+    found = set()
+    for side in ("before", "after"):
+        for field in doc.schema.field(side).type:
+            if field.name in names and (
+                pa.types.is_timestamp(field.type) or pa.types.is_date(field.type)
+            ):
+                found.add(field.name)
+    return found
+
+
+def _values(image: pa.StructArray, name: str) -> list[Any]:
+    """Column ``name``'s values in ``image`` (None throughout when no message has it)."""
+    child = _child(image, name)
+    return [None] * len(image) if child is None else child.to_pylist()
+
+
+def _absent(image: pa.StructArray, name: str) -> np.ndarray:
+    """Where ``image`` has no value for column ``name`` (null or absent alike)."""
+    child = _child(image, name)
+    if child is None:
+        return np.ones(len(image), bool)
+    return ~_mask(child.is_valid())
+
+
+def _typed_keys(
+    before: pa.StructArray,
+    after: pa.StructArray,
+    deletes: np.ndarray,
+    ok: np.ndarray,
+    converters: Mapping[str, Converter],
+) -> dict[str, list[Any]]:
+    """The key columns typed by their own converters (a delete's from its before image),
+    as the one-pass read types a key, for the messages still taken; a key its converter
+    refuses declines its message (``ok`` is updated)."""
+    out: dict[str, list[Any]] = {}
+    for name, convert in converters.items():
+        olds, news = _values(before, name), _values(after, name)
+        typed: list[Any] = [None] * len(ok)
+        for i in np.flatnonzero(ok):
+            try:
+                typed[i] = convert(olds[i] if deletes[i] else news[i])
+            except Refuse:
+                ok[i] = False
+        out[name] = typed
+    return out
+
+
+HALVING_BUDGET = 6
 SMALLEST_BLOCK = 64
 """A block Arrow cannot read as a whole is read as two halves, down to this many
 messages; a part this small that still cannot be read goes the per-message way."""
@@ -181,16 +358,24 @@ def _halving(
 ) -> list[BlockRows]:
     """``read`` of the messages ``offered`` as one block, or of its halves (recursively)
     when the whole cannot be read: one malformed or unusual message costs about one more
-    parse of the block, not the block's speed."""
-    if not len(offered):
-        return []
-    found = read(offered)
-    if found is not None:
-        return [found] if len(found.taken) else []
-    if len(offered) <= SMALLEST_BLOCK:
-        return []
-    middle = len(offered) // 2
-    return _halving(offered[:middle], read) + _halving(offered[middle:], read)
+    parse of the block, not the block's speed. The halving stops once it has parsed
+    :data:`HALVING_BUDGET` times the block (many unusual messages: the per-message read
+    is then the cheaper one for the rest)."""
+    budget = [HALVING_BUDGET * len(offered)]
+
+    def halves(part: np.ndarray) -> list[BlockRows]:
+        if not len(part) or budget[0] < len(part):
+            return []
+        budget[0] -= len(part)
+        found = read(part)
+        if found is not None:
+            return [found] if len(found.taken) else []
+        if len(part) <= SMALLEST_BLOCK:
+            return []
+        middle = len(part) // 2
+        return halves(part[:middle]) + halves(part[middle:])
+
+    return halves(offered)
 
 
 def _plain_texts(raws: Sequence[bytes | None]) -> np.ndarray:
@@ -285,19 +470,27 @@ def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np
 
 
 def _row(
-    image: pa.StructArray, row_type: pa.StructType, dropped: pa.Array | None
+    image: pa.StructArray,
+    typed: Mapping[str, list[Any]],
+    pick: pa.Array,
+    row_type: pa.StructType,
+    dropped: pa.Array | None,
 ) -> pa.StructArray:
-    """An image as the ledger's row struct: every layout column, cast to its stored type
-    (a widened column), null where the value schema has no such column yet; null
-    where ``dropped`` (a delete's after image, which the one-pass read never types)."""
+    """The taken messages' image as the ledger's row struct: every layout column in its
+    stored type (a widened column cast; a typed column from its converted values), null
+    where the value schema has no such column yet; null where ``dropped`` (a delete's
+    after image, which the one-pass read never types)."""
+    rows = image.take(pick)
     children = []
     for f in row_type:
-        index = image.type.get_field_index(f.name)
-        if index < 0:
-            children.append(pa.nulls(len(image), f.type))
+        if f.name in typed:
+            values = typed[f.name]
+            children.append(pa.array([values[i] for i in pick.to_pylist()], f.type))
+        elif rows.type.get_field_index(f.name) >= 0:
+            children.append(rows.field(f.name).cast(f.type))
         else:
-            children.append(image.field(index).cast(f.type))
-    missing = pc.invert(image.is_valid())
+            children.append(pa.nulls(len(rows), f.type))
+    missing = pc.invert(rows.is_valid())
     if dropped is not None:
         missing = pc.or_(missing, pc.fill_null(dropped, False))
     return pa.StructArray.from_arrays(children, fields=list(row_type), mask=missing)
