@@ -219,8 +219,15 @@ def block_reader(
         }
         return BlockRows(offered[taken], columns)
 
+    given_up = [False]
+
     def read(raws: Sequence[bytes | None]) -> BlockRows | None:
+        if given_up[0]:
+            return None
         found = _halving(_plain_texts(raws), partial(part, raws))
+        taken = sum(len(f.taken) for f in found)
+        if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
+            given_up[0] = True  # this table's messages are mostly not for the block
         if not found:
             return None
         return BlockRows(
@@ -347,6 +354,10 @@ def _typed_keys(
     return out
 
 
+GIVE_UP_AFTER = 1_000
+"""A reader that took under a tenth of the messages of a batch this large is not used
+again (for the rest of the table's part of the micro-batch): a table whose values the
+block cannot take (decimals sent as fractions, nested values) pays its parse once."""
 HALVING_BUDGET = 6
 SMALLEST_BLOCK = 64
 """A block Arrow cannot read as a whole is read as two halves, down to this many
