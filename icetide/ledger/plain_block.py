@@ -222,8 +222,8 @@ def block_reader(
     given_up = [False]
 
     def read(raws: Sequence[bytes | None]) -> BlockRows | None:
-        if given_up[0]:
-            return None
+        if given_up[0] or any(raw is not None and b'"payload"' in raw for raw in raws[:1]):
+            return None  # given up, or messages with an inline schema block
         found = _halving(_plain_texts(raws), partial(part, raws))
         taken = sum(len(f.taken) for f in found)
         if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
