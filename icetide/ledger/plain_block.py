@@ -32,8 +32,10 @@ value as it is). Every other scalar column's values (decimals, dates, timestamps
 text, ...) are left to the reader's own inference and then typed value by value by the
 one-pass read's own converters (:func:`~icetide.events.plain.value_converter`), which
 take the same Python values from Arrow as from ``orjson`` when they are strings,
-integers or booleans; a value of another JSON type (a fraction, whose digits a double
-may not keep, or a nested value) declines its message. Tables with list, map or struct
+integers or booleans; a decimal column's fraction is taken as the one-pass read takes
+it (when the message writes no longer number of its magnitude); a value of another JSON
+type (a fraction elsewhere, whose digits a double may not keep, or a nested value)
+declines its message. Tables with list, map or struct
 columns, a projection reading earlier schema versions or renamed columns, and refused
 bare messages keep the per-message read.
 """
@@ -54,7 +56,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from icetide.events.envelope import PLACEHOLDER_TEXTS, is_unavailable
-from icetide.events.plain import MAX_OPENERS, MS_RANGE, Converter, Refuse, value_converter
+from icetide.events.plain import (
+    MAX_OPENERS,
+    MS_RANGE,
+    Converter,
+    Refuse,
+    long_numbers,
+    value_converter,
+)
 from icetide.events.position import binlog_file_number, lsn_position
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
@@ -131,8 +140,18 @@ def block_reader(
         for col in schema.columns
         if col.type.name not in _JSON_TYPES
     }
+    fractions = {
+        col.name: value_converter(col, hints.get(col.id), by_layout[col.name], decimal_floats=True)
+        for col in schema.columns
+        if col.type.name == "decimal"
+    }
     key_converters = {
-        col.name: value_converter(col, hints.get(col.id))
+        col.name: (
+            value_converter(col, hints.get(col.id)),
+            value_converter(col, hints.get(col.id), decimal_floats=True)
+            if col.type.name == "decimal"
+            else None,
+        )
         for col in schema.key_columns
         if col.name in generic
     }
@@ -174,9 +193,16 @@ def block_reader(
         deleted = pc.equal(op, "d")
         ok &= _mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
         typed = []
+        longs: dict[int, frozenset[float]] = {}
+
+        def long_numbers_of(i: int) -> frozenset[float]:
+            if i not in longs:
+                longs[i] = long_numbers(raws[offered[i]])
+            return longs[i]
+
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
-            converted, taken_here = _generic_values(img, generic)
+            converted, taken_here = _generic_values(img, generic, fractions, long_numbers_of)
             ok &= taken_here
             typed.append(converted)
         not_deleted, updated = ~_mask(deleted), _mask(pc.equal(op, "u"))
@@ -189,7 +215,7 @@ def block_reader(
         deletes = _mask(deleted)
         for name in keys:
             ok &= ~np.where(deletes, _absent(before, name), _absent(after, name))
-        typed_keys = _typed_keys(before, after, deletes, ok, key_converters)
+        typed_keys = _typed_keys(before, after, deletes, ok, key_converters, long_numbers_of)
         taken = np.flatnonzero(ok)
         pick = pa.array(taken, pa.int64())
         keys_out = {
@@ -222,8 +248,8 @@ def block_reader(
     given_up = [False]
 
     def read(raws: Sequence[bytes | None]) -> BlockRows | None:
-        if given_up[0] or any(raw is not None and b'"payload"' in raw for raw in raws[:1]):
-            return None  # given up, or messages with an inline schema block
+        if given_up[0]:
+            return None
         found = _halving(_plain_texts(raws), partial(part, raws))
         taken = sum(len(f.taken) for f in found)
         if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
@@ -244,12 +270,20 @@ double may not keep a decimal's digits; a nested value goes the per-message way)
 
 
 def _generic_values(
-    image: pa.StructArray, generic: Mapping[str, Converter]
+    image: pa.StructArray,
+    generic: Mapping[str, Converter],
+    fractions: Mapping[str, Converter],
+    long_numbers_of: Callable[[int], frozenset[float]],
 ) -> tuple[dict[str, list[Any]], np.ndarray]:
     """The image's values of the columns typed by the one-pass converters themselves
     (:func:`~icetide.events.plain.value_converter`: decimals, dates, times, ...), value
     by value as that read types them, and where they were all taken: a placeholder, a
-    value a converter refuses, or a value of another JSON type declines its message."""
+    value a converter refuses, or a value of another JSON type declines its message.
+
+    A decimal column's fractions (``fractions``: its converter taking floats) are taken
+    as the one-pass read takes them, when the message writes no number of 16 or more
+    digits with the value's magnitude (:func:`~icetide.events.plain.exact_decimals`;
+    ``long_numbers_of``: a message's :func:`~icetide.events.plain.long_numbers`)."""
     count = len(image)
     ok = np.ones(count, bool)
     out: dict[str, list[Any]] = {}
@@ -260,7 +294,8 @@ def _generic_values(
         if child is None or child.type == pa.null():
             continue
         present = np.flatnonzero(_mask(child.is_valid()))
-        if child.type not in _AS_PARSED:
+        fraction = fractions.get(name) if child.type == pa.float64() else None
+        if child.type not in _AS_PARSED and fraction is None:
             ok[present] = False
             continue
         raw = child.to_pylist()
@@ -270,7 +305,12 @@ def _generic_values(
                 ok[i] = False
                 continue
             try:
-                converted[i] = convert(value)
+                if fraction is None:
+                    converted[i] = convert(value)
+                elif abs(value) in long_numbers_of(int(i)):
+                    ok[i] = False  # maybe written with more digits than a double keeps
+                else:
+                    converted[i] = fraction(value)
             except Refuse:
                 ok[i] = False
     return out, ok
@@ -336,18 +376,26 @@ def _typed_keys(
     after: pa.StructArray,
     deletes: np.ndarray,
     ok: np.ndarray,
-    converters: Mapping[str, Converter],
+    converters: Mapping[str, tuple[Converter, Converter | None]],
+    long_numbers_of: Callable[[int], frozenset[float]],
 ) -> dict[str, list[Any]]:
     """The key columns typed by their own converters (a delete's from its before image),
-    as the one-pass read types a key, for the messages still taken; a key its converter
-    refuses declines its message (``ok`` is updated)."""
+    as the one-pass read types a key, for the messages still taken: each converter with
+    its decimal twin taking a fraction (as :func:`_generic_values` takes one); a key its
+    converter refuses declines its message (``ok`` is updated)."""
     out: dict[str, list[Any]] = {}
-    for name, convert in converters.items():
+    for name, (convert, fraction) in converters.items():
         olds, news = _values(before, name), _values(after, name)
         typed: list[Any] = [None] * len(ok)
         for i in np.flatnonzero(ok):
+            value = olds[i] if deletes[i] else news[i]
             try:
-                typed[i] = convert(olds[i] if deletes[i] else news[i])
+                if type(value) is not float or fraction is None:
+                    typed[i] = convert(value)
+                elif abs(value) in long_numbers_of(int(i)):
+                    ok[i] = False
+                else:
+                    typed[i] = fraction(value)
             except Refuse:
                 ok[i] = False
         out[name] = typed
@@ -358,7 +406,7 @@ GIVE_UP_AFTER = 1_000
 """A reader that took under a tenth of the messages of a batch this large is not used
 again (for the rest of the table's part of the micro-batch): a table whose values the
 block cannot take (decimals sent as fractions, nested values) pays its parse once."""
-HALVING_BUDGET = 6
+HALVING_BUDGET = 4
 SMALLEST_BLOCK = 64
 """A block Arrow cannot read as a whole is read as two halves, down to this many
 messages; a part this small that still cannot be read goes the per-message way."""
@@ -389,10 +437,16 @@ def _halving(
     return halves(offered)
 
 
+_PAYLOAD = b'"payload"'
+"""In a message with an inline schema block (read by its own path,
+:mod:`icetide.events.inline`), which a stream may mix with bare envelopes."""
+
+
 def _plain_texts(raws: Sequence[bytes | None]) -> np.ndarray:
     r"""The indices of the messages of ``raws`` that may go in the block: each one JSON
     object on one line beginning with ``{`` (as the one-pass read parses it), with no
-    text Arrow reads where ``orjson`` refuses the message (``NaN``, ``Infinity``).
+    text Arrow reads where ``orjson`` refuses the message (``NaN``, ``Infinity``), and
+    no ``"payload"`` (a message with an inline schema block).
     Checked on the joined text first (a few scans in C), message by message only when
     that finds one that may not.
 
@@ -409,6 +463,7 @@ def _plain_texts(raws: Sequence[bytes | None]) -> np.ndarray:
             and b"\r" not in text
             and b"NaN" not in text
             and b"Infinity" not in text
+            and _PAYLOAD not in text
         ):
             return np.arange(count)
     return np.flatnonzero(np.fromiter((_plain_text(raw) for raw in raws), bool, count))
@@ -423,6 +478,7 @@ def _plain_text(raw: bytes | None) -> bool:
         and b"\r" not in raw
         and b"NaN" not in raw
         and b"Infinity" not in raw
+        and _PAYLOAD not in raw
     )
 
 

@@ -336,8 +336,8 @@ WIDER = SCHEMA.with_columns(
     [
         # A stream as it usually is: few unusual messages, batches of every size, each
         # block read whole or by halves around them.
-        (0.01, BATCH_SIZES, 1.0, 0.6),
-        (0.01, BATCH_SIZES, 0.0, 0.6),
+        (0.01, BATCH_SIZES, 1.0, 0.4),
+        (0.01, BATCH_SIZES, 0.0, 0.4),
         # Half the messages unusual, each batch of a message or three, so that the
         # block read meets each kind of unusual envelope and value on its own.
         (0.5, [1, 1, 2, 3], 0.6, 0.5),
@@ -476,19 +476,48 @@ def test_a_nested_value_in_a_typed_column_is_read_as_sent(monkeypatch: pytest.Mo
 def test_a_table_whose_messages_the_block_cannot_take_stops_paying_its_parse() -> None:
     rnd = random.Random(21)
 
-    def messages(amount: Any) -> list[bytes]:
+    def messages(doc_value: Any) -> list[bytes]:
         docs = [envelope(rnd, mysql=1.0, names=TYPED.by_name) for _ in range(1_000)]
         for doc in docs:
             doc.update(op="c", before=None, after=image(rnd, TYPED.by_name))
-            doc["after"].update(amount=amount, at=0, atz="2024-01-01T00:00:00Z")
+            doc["after"].update(amount="AeI=", at=0, atz="2024-01-01T00:00:00Z", doc=doc_value)
         return [json.dumps(doc).encode() for doc in docs]
 
     shape = decode.projected_arrow_schema(TYPED)
     read = block_reader(TYPED, TYPED, shape)
     fresh = block_reader(TYPED, TYPED, shape)
     assert read is not None and fresh is not None
-    assert read(messages(12.5)) is None  # a decimal sent as a fraction: per message
-    usual = messages("AeI=")
+    assert read(messages({"k": 1})) is None  # a JSON column's object: per message
+    usual = messages('{"k": 1}')
     assert read(usual) is None  # given up for the rest of the batch
     found = fresh(usual)
     assert found is not None and len(found.taken) > 500
+
+
+def test_a_decimal_sent_as_a_fraction_is_taken_as_the_one_pass_read_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As a connector with decimal.handling.mode=double writes it; whole numbers among
+    # them (read as doubles by Arrow), fractions over the scale, and numbers written
+    # with more digits than a double keeps (the one-pass read leaves those).
+    amounts: list[Any] = [12.5, 0.01, -3.25, 5, 0, -0.0, 1e-3, 12345678.91, 99999999.99]
+    amounts += [0.30000000000000004, 123456789012345678, 1e30, 2.5e-7, 7.10]
+    rnd = random.Random(8)
+    docs = []
+    for i in range(600):
+        doc = envelope(rnd, mysql=1.0, names=TYPED.by_name)
+        for side in ("before", "after"):
+            if doc[side]:
+                doc[side]["amount"] = amounts[(i + len(side)) % len(amounts)]
+        docs.append(doc)
+    raws = [json.dumps(doc).encode() for doc in docs]
+    # A number a double reads as 5.0, whose digits the column's scale refuses.
+    raws[::3] = [
+        raw.replace(b'"amount": 5,', b'"amount": 5.00000000000000001,') for raw in raws[::3]
+    ]
+    assert sum(b"5.00000000000000001" in raw for raw in raws) > 10
+    fast, slow, by_block = both_ways(Projection(TYPED), raws, monkeypatch, [600])
+    assert_same(fast, slow)
+    one_pass = _plain_rows(Projection(TYPED), None)
+    assert one_pass is not None
+    assert by_block > 0.6 * sum(one_pass(raw) is not None for raw in raws)
