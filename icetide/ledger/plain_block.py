@@ -11,10 +11,13 @@ values' typing are then array operations.
 The same rule as the one-pass read keeps results identical: this path only *accepts*.
 It takes a message only where it can tell for certain that the one-pass read takes it
 and what row that read makes; every other message of the batch goes the per-message way
-as before (:func:`~icetide.ledger.decode.row_projector`), and any doubt about the whole
-block (Arrow's reader refusing it, a field of an unexpected type, a key the value
-schema lacks) sends all of them there. Where Arrow cannot tell what the per-message read
-can, the message is declined:
+as before (:func:`~icetide.ledger.decode.row_projector`), in its place in the batch.
+Any doubt about a whole block (Arrow's reader refusing one of its lines, an envelope
+field of an unexpected type, a column the value schema lacks) has its halves read
+instead, down to :data:`SMALLEST_BLOCK` messages and at most :data:`HALVING_BUDGET`
+parses of the batch; and a table whose messages the block mostly cannot take stops
+trying (:data:`GIVE_UP_AFTER`). Where Arrow cannot tell what the per-message read can,
+the message is declined:
 
 * a key present with ``null`` and a key absent read alike here: an update whose after
   image has a null value column (absent: unchanged TOAST, listed in ``_unavailable``)
@@ -23,8 +26,9 @@ can, the message is declined:
   position) declines the message;
 * Arrow reads ``NaN`` where ``orjson`` refuses the message, so a message with the text
   ``NaN`` or ``Infinity`` anywhere is declined;
-* a message with a line break or not starting with ``{`` is declined before the block
-  is built, and a block nesting deeper than the one-pass read takes is not read here.
+* a message with a line break, not starting with ``{``, or holding ``"payload"`` (an
+  inline schema block, read by :mod:`icetide.events.inline`) is not offered to the
+  block, and a block nesting deeper than the one-pass read takes is not read here.
 
 Values of ``long``, ``int``, ``string``, ``boolean``, ``double`` and ``float`` columns
 are typed by the JSON reader itself (the types whose one-pass converters take a JSON
@@ -35,9 +39,9 @@ take the same Python values from Arrow as from ``orjson`` when they are strings,
 integers or booleans; a decimal column's fraction is taken as the one-pass read takes
 it (when the message writes no longer number of its magnitude); a value of another JSON
 type (a fraction elsewhere, whose digits a double may not keep, or a nested value)
-declines its message. Tables with list, map or struct
-columns, a projection reading earlier schema versions or renamed columns, and refused
-bare messages keep the per-message read.
+declines its message. Tables with list, map or struct columns, a projection reading
+earlier schema versions or renamed columns, and refused bare messages keep the
+per-message read.
 """
 
 from __future__ import annotations
