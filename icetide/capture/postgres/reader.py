@@ -133,6 +133,8 @@ SOURCE = SourceBlock(
 )
 """The ``source`` block of Debezium's PostgreSQL connector (``xmin`` is always ``null``)."""
 _MARKER_PREFIX = "icetide.capture.end"
+CONFIRM_WAIT = 5.0
+"""Seconds a closing stream waits for the server to apply its last acknowledgement."""
 _NEW_TUPLE = 6
 """Where an Insert's TupleData, and an Update's without an old tuple, starts (after the
 kind, the relation id and the ``N`` byte)."""
@@ -306,6 +308,7 @@ class PgOutputReader:
 
     def close(self) -> None:
         """Disconnect (the slot stays, at its confirmed point)."""
+        self._await_confirmed()
         for conn in (self._repl, self._ctl):
             if conn is not None:
                 try:
@@ -313,6 +316,27 @@ class PgOutputReader:
                 except psycopg2.Error:
                     pass
         self._repl = self._ctl = self._cursor = None
+
+    def _await_confirmed(self) -> None:
+        """Before disconnecting a stream: wait (at most :data:`CONFIRM_WAIT` seconds) until
+        the server has applied the last acknowledgement. The WAL sender reads feedback
+        on its own time, so a capture that acknowledged and closed at once could leave
+        the slot behind what it saved, and ``icetide status`` would report that WAL as
+        unread for a moment."""
+        if self._cursor is None or self._ctl is None or self.acknowledged is None:
+            return
+        deadline = time.monotonic() + CONFIRM_WAIT
+        try:
+            while True:
+                status = slot_status(self._ctl, self.slot)
+                confirmed = None if status is None else status.confirmed_flush_lsn
+                if confirmed is None or confirmed >= self.acknowledged.lsn:
+                    return
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.01)
+        except psycopg2.Error:  # closing anyway: the slot keeps what it confirmed
+            return
 
     def acknowledge(self, offset: LsnOffset) -> None:
         """Tell the server everything before ``offset`` is durable downstream: the slot's
