@@ -206,9 +206,7 @@ def block_reader(
 
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
-            converted, taken_here = _generic_values(img, generic, fractions, long_numbers_of)
-            ok &= taken_here
-            typed.append(converted)
+            typed.append(_generic_values(img, generic, fractions, long_numbers_of, ok))
         not_deleted, updated = ~_mask(deleted), _mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
         for name in required:
@@ -278,18 +276,19 @@ def _generic_values(
     generic: Mapping[str, Converter],
     fractions: Mapping[str, Converter],
     long_numbers_of: Callable[[int], frozenset[float]],
-) -> tuple[dict[str, list[Any]], np.ndarray]:
+    ok: np.ndarray,
+) -> dict[str, list[Any]]:
     """The image's values of the columns typed by the one-pass converters themselves
     (:func:`~icetide.events.plain.value_converter`: decimals, dates, times, ...), value
-    by value as that read types them, and where they were all taken: a placeholder, a
-    value a converter refuses, or a value of another JSON type declines its message.
+    by value as that read types them, for the messages still taken (``ok``, which is
+    updated): a placeholder, a value a converter refuses, or a value of another JSON type
+    declines its message.
 
     A decimal column's fractions (``fractions``: its converter taking floats) are taken
     as the one-pass read takes them, when the message writes no number of 16 or more
     digits with the value's magnitude (:func:`~icetide.events.plain.exact_decimals`;
     ``long_numbers_of``: a message's :func:`~icetide.events.plain.long_numbers`)."""
     count = len(image)
-    ok = np.ones(count, bool)
     out: dict[str, list[Any]] = {}
     for name, convert in generic.items():
         child = _child(image, name)
@@ -297,7 +296,7 @@ def _generic_values(
         out[name] = converted
         if child is None or child.type == pa.null():
             continue
-        present = np.flatnonzero(_mask(child.is_valid()))
+        present = np.flatnonzero(_mask(child.is_valid()) & ok)
         fraction = fractions.get(name) if child.type == pa.float64() else None
         if child.type not in _AS_PARSED and fraction is None:
             ok[present] = False
@@ -317,7 +316,7 @@ def _generic_values(
                     converted[i] = fraction(value)
             except Refuse:
                 ok[i] = False
-    return out, ok
+    return out
 
 
 def _absent_columns(
@@ -552,11 +551,12 @@ def _row(
     where the value schema has no such column yet; null where ``dropped`` (a delete's
     after image, which the one-pass read never types)."""
     rows = image.take(pick)
+    picked = pick.to_pylist()
     children = []
     for f in row_type:
         if f.name in typed:
             values = typed[f.name]
-            children.append(pa.array([values[i] for i in pick.to_pylist()], f.type))
+            children.append(pa.array([values[i] for i in picked], f.type))
         elif rows.type.get_field_index(f.name) >= 0:
             children.append(rows.field(f.name).cast(f.type))
         else:
