@@ -52,6 +52,7 @@ from icetide.events.rescue import rescue_json
 from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
 from icetide.events.wire_prepared import read_framed
+from icetide.ledger.envelope_block import route_reader
 from icetide.ledger.plain_block import BlockReader, BlockRows, block_reader
 from icetide.schema.connector import typed_hints
 from icetide.schema.contract import ledger as c
@@ -210,7 +211,11 @@ def _route_plain(row: PlainRow, routes: Routes) -> Classified:
     prefix = source.get("schema") or source.get("db")
     table = source["table"]
     qualified = f"{prefix}.{table}" if prefix else table
-    identity = (source.get("name") or None), qualified
+    return _route_identity((source.get("name") or None, qualified), routes)
+
+
+def _route_identity(identity: tuple[str | None, str], routes: Routes) -> Classified:
+    """The classification of a row event that names (server, ``db.table``)."""
     found = routes.table(*identity)
     if found is None:
         return None, DEAD, "unknown_table", routes.describe(*identity)
@@ -335,37 +340,42 @@ def classify_batches(
     landing file that says what was read; it comes out with status ``file``).
     """
 
+    route_block = route_reader()
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            ids = batch.column("message_id").to_pylist()
             raws = batch.column("raw").to_pylist()
-            names = batch.schema.names
             receipts = (
-                batch.column("receipt").to_pylist() if "receipt" in names else [None] * len(ids)
+                batch.column("receipt").to_pylist()
+                if "receipt" in batch.schema.names
+                else [None] * len(raws)
             )
-            out: dict[str, list[Any]] = {
-                k: [] for k in ("table", "status", "reason", "error", "schema_key")
-            }
-            for raw, receipt in zip(raws, receipts, strict=True):
-                key = None
+            # Each message's classification and schema key as an index into ``kinds``
+            # (a batch has few distinct ones): the block route's first, then the rest's.
+            kinds: dict[tuple[Any, ...], int] = {}
+            at = np.full(len(raws), -1, np.int64)
+            messages = [i for i, receipt in enumerate(receipts) if receipt is None]
+            routed = route_block([raws[i] for i in messages])
+            if routed is not None:  # the usual bare envelopes, as one block
+                found = [(*_route_identity(one, routes), None) for one in routed.identities]
+                kind = np.array([kinds.setdefault(k, len(kinds)) for k in found], np.int64)
+                at[np.array(messages, np.int64)[routed.taken]] = kind[routed.codes]
+            for i in np.flatnonzero(at < 0).tolist():
+                receipt = receipts[i]
                 if receipt is not None:
-                    table, status, reason, error = None, FILE, receipt, ""
+                    one: tuple[Any, ...] = (None, FILE, receipt, "", None)
                 else:
-                    (table, status, reason, error), key = classify_keyed(raw, routes, wire)
-                out["table"].append(table)
-                out["status"].append(status)
-                out["reason"].append(reason)
-                out["error"].append(error)
-                out["schema_key"].append(key)
+                    classified, key = classify_keyed(raws[i], routes, wire)
+                    one = (*classified, key)
+                at[i] = kinds.setdefault(one, len(kinds))
+            pick = pa.array(at)
+            columns = list(zip(*kinds, strict=True)) if kinds else [()] * 5
             yield pa.RecordBatch.from_arrays(
                 [
-                    pa.array(ids, pa.string()),
-                    pa.array(out["table"], pa.string()),
-                    pa.array(out["status"], pa.string()),
-                    pa.array(out["reason"], pa.string()),
-                    pa.array(out["error"], pa.string()),
-                    pa.array(raws, pa.binary()),
-                    pa.array(out["schema_key"], pa.string()),
+                    batch.column("message_id").cast(pa.string()),
+                    *(pa.array(c, pa.string()).take(pick) for c in columns[:4]),
+                    batch.column("raw").cast(pa.binary()),
+                    pa.array(columns[4], pa.string()).take(pick),
                 ],
                 names=["message_id", "table", "status", "reason", "error", "raw", "schema_key"],
             )

@@ -14,10 +14,10 @@ and what row that read makes; every other message of the batch goes the per-mess
 as before (:func:`~icetide.ledger.decode.row_projector`), in its place in the batch.
 Any doubt about a whole block (Arrow's reader refusing one of its lines, an envelope
 field of an unexpected type, a column the value schema lacks) has its halves read
-instead, down to :data:`SMALLEST_BLOCK` messages and at most :data:`HALVING_BUDGET`
-parses of the batch; and a table whose messages the block mostly cannot take stops
-trying (:data:`GIVE_UP_AFTER`). Where Arrow cannot tell what the per-message read can,
-the message is declined:
+instead (:func:`~icetide.ledger.envelope_block.halving`), and a table whose messages the
+block mostly cannot take stops trying
+(:data:`~icetide.ledger.envelope_block.GIVE_UP_AFTER`). Where Arrow cannot tell what
+the per-message read can, the message is declined:
 
 * a key present with ``null`` and a key absent read alike here: an update whose after
   image has a null value column (absent: unchanged TOAST, listed in ``_unavailable``)
@@ -62,13 +62,20 @@ import pyarrow.json as pj
 from icetide.events.envelope import PLACEHOLDER_TEXTS, is_unavailable
 from icetide.events.plain import (
     MAX_OPENERS,
-    MS_RANGE,
     Converter,
     Refuse,
     long_numbers,
     value_converter,
 )
-from icetide.events.position import binlog_file_number, lsn_position
+from icetide.ledger.envelope_block import (
+    GIVE_UP_AFTER,
+    SERIAL,
+    child,
+    envelope_checks,
+    halving,
+    mask,
+    plain_texts,
+)
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
 
@@ -84,10 +91,7 @@ _JSON_TYPES = {
 column's value as a double first, as ``orjson`` reads it, then rounded)."""
 _NESTED = frozenset({"list", "map", "struct"})
 _INT_RANGE = (-(2**31), 2**31 - 1)
-_OPS = ("c", "r", "u", "d")
-_MYSQL = ("mysql", "mariadb")
 _NOT_ENVELOPE = ("payload", "schema", "ddl", "tableChanges")
-_OFFSET, _ROW, _MAX = 10**13, 10**6, 10**38 - 1
 MAX_DEPTH = MAX_OPENERS
 """A block whose messages nest this deep anywhere goes the per-message way: the one-pass
 read leaves a message with more ``[``/``{`` than this to the general decoder, whose
@@ -172,7 +176,7 @@ def block_reader(
         cannot be read here (then its halves are tried)."""
         text = b"\n".join(raws[i] for i in offered)
         try:
-            doc = pj.read_json(io.BytesIO(text), parse_options=parsing[0]).combine_chunks()
+            doc = pj.read_json(io.BytesIO(text), SERIAL, parsing[0]).combine_chunks()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None  # a message Arrow refuses (or a type it cannot tell) somewhere
         inferred = _inferred_instants(doc, generic.keys() - texts)
@@ -187,7 +191,7 @@ def block_reader(
         for side in ("before", "after"):
             if not {f.name for f in doc.schema.field(side).type} <= names:
                 return None  # a column the value schema lacks: rescued per message
-        envelope = _envelope(doc)
+        envelope = envelope_checks(doc)
         if envelope is None:
             return None
         ok, position, text_of, tx_id, source_ms = envelope
@@ -195,7 +199,7 @@ def block_reader(
         before = doc.column("before").combine_chunks()
         after = doc.column("after").combine_chunks()
         deleted = pc.equal(op, "d")
-        ok &= _mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
+        ok &= mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
         typed = []
         longs: dict[int, frozenset[float]] = {}
 
@@ -207,14 +211,14 @@ def block_reader(
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
             typed.append(_generic_values(img, generic, fractions, long_numbers_of, ok))
-        not_deleted, updated = ~_mask(deleted), _mask(pc.equal(op, "u"))
+        not_deleted, updated = ~mask(deleted), mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
         for name in required:
             unsure |= not_deleted & _absent(after, name)
         for name in values:
             unsure |= updated & _absent(after, name)
         toast = _absent_columns(raws, offered, np.flatnonzero(ok & unsure), ok, required, values)
-        deletes = _mask(deleted)
+        deletes = mask(deleted)
         for name in keys:
             ok &= ~np.where(deletes, _absent(before, name), _absent(after, name))
         typed_keys = _typed_keys(before, after, deletes, ok, key_converters, long_numbers_of)
@@ -252,7 +256,7 @@ def block_reader(
     def read(raws: Sequence[bytes | None]) -> BlockRows | None:
         if given_up[0]:
             return None
-        found = _halving(_plain_texts(raws), partial(part, raws))
+        found = halving(plain_texts(raws), partial(part, raws))
         taken = sum(len(f.taken) for f in found)
         if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
             given_up[0] = True  # this table's messages are mostly not for the block
@@ -291,17 +295,17 @@ def _generic_values(
     count = len(image)
     out: dict[str, list[Any]] = {}
     for name, convert in generic.items():
-        child = _child(image, name)
+        column = child(image, name)
         converted: list[Any] = [None] * count
         out[name] = converted
-        if child is None or child.type == pa.null():
+        if column is None or column.type == pa.null():
             continue
-        present = np.flatnonzero(_mask(child.is_valid()) & ok)
-        fraction = fractions.get(name) if child.type == pa.float64() else None
-        if child.type not in _AS_PARSED and fraction is None:
+        present = np.flatnonzero(mask(column.is_valid()) & ok)
+        fraction = fractions.get(name) if column.type == pa.float64() else None
+        if column.type not in _AS_PARSED and fraction is None:
             ok[present] = False
             continue
-        raw = child.to_pylist()
+        raw = column.to_pylist()
         for i in present:
             value = raw[i]
             if is_unavailable(value):
@@ -362,16 +366,16 @@ def _inferred_instants(doc: pa.Table, names: Collection[str]) -> set[str]:
 
 def _values(image: pa.StructArray, name: str) -> list[Any]:
     """Column ``name``'s values in ``image`` (None throughout when no message has it)."""
-    child = _child(image, name)
-    return [None] * len(image) if child is None else child.to_pylist()
+    column = child(image, name)
+    return [None] * len(image) if column is None else column.to_pylist()
 
 
 def _absent(image: pa.StructArray, name: str) -> np.ndarray:
     """Where ``image`` has no value for column ``name`` (null or absent alike)."""
-    child = _child(image, name)
-    if child is None:
+    column = child(image, name)
+    if column is None:
         return np.ones(len(image), bool)
-    return ~_mask(child.is_valid())
+    return ~mask(column.is_valid())
 
 
 def _typed_keys(
@@ -405,86 +409,6 @@ def _typed_keys(
     return out
 
 
-GIVE_UP_AFTER = 1_000
-"""A reader that took under a tenth of the messages of a batch this large is not used
-again (for the rest of the table's part of the micro-batch): a table whose values the
-block cannot take (decimals sent as fractions, nested values) pays its parse once."""
-HALVING_BUDGET = 4
-SMALLEST_BLOCK = 64
-"""A block Arrow cannot read as a whole is read as two halves, down to this many
-messages; a part this small that still cannot be read goes the per-message way."""
-
-
-def _halving(
-    offered: np.ndarray, read: Callable[[np.ndarray], BlockRows | None]
-) -> list[BlockRows]:
-    """``read`` of the messages ``offered`` as one block, or of its halves (recursively)
-    when the whole cannot be read: one malformed or unusual message costs about one more
-    parse of the block, not the block's speed. The halving stops once it has parsed
-    :data:`HALVING_BUDGET` times the block (many unusual messages: the per-message read
-    is then the cheaper one for the rest)."""
-    budget = [HALVING_BUDGET * len(offered)]
-
-    def halves(part: np.ndarray) -> list[BlockRows]:
-        if not len(part) or budget[0] < len(part):
-            return []
-        budget[0] -= len(part)
-        found = read(part)
-        if found is not None:
-            return [found] if len(found.taken) else []
-        if len(part) <= SMALLEST_BLOCK:
-            return []
-        middle = len(part) // 2
-        return halves(part[:middle]) + halves(part[middle:])
-
-    return halves(offered)
-
-
-_PAYLOAD = b'"payload"'
-"""In a message with an inline schema block (read by its own path,
-:mod:`icetide.events.inline`), which a stream may mix with bare envelopes."""
-
-
-def _plain_texts(raws: Sequence[bytes | None]) -> np.ndarray:
-    r"""The indices of the messages of ``raws`` that may go in the block: each one JSON
-    object on one line beginning with ``{`` (as the one-pass read parses it), with no
-    text Arrow reads where ``orjson`` refuses the message (``NaN``, ``Infinity``), and
-    no ``"payload"`` (a message with an inline schema block).
-    Checked on the joined text first (a few scans in C), message by message only when
-    that finds one that may not.
-
-    >>> _plain_texts([b'{"a": 1}', b' {"a": 1}', None, b'{"a": NaN}', b'{"b":\n 2}'])
-    array([0])
-    """
-    count = len(raws)
-    if None not in raws:
-        text = b"\n".join(raws)  # type: ignore[arg-type]
-        if (
-            text[:1] == b"{"
-            and text.count(b"\n") == count - 1
-            and text.count(b"\n{") == count - 1
-            and b"\r" not in text
-            and b"NaN" not in text
-            and b"Infinity" not in text
-            and _PAYLOAD not in text
-        ):
-            return np.arange(count)
-    return np.flatnonzero(np.fromiter((_plain_text(raw) for raw in raws), bool, count))
-
-
-def _plain_text(raw: bytes | None) -> bool:
-    """:func:`_plain_texts` of one message."""
-    return (
-        raw is not None
-        and raw[:1] == b"{"
-        and b"\n" not in raw
-        and b"\r" not in raw
-        and b"NaN" not in raw
-        and b"Infinity" not in raw
-        and _PAYLOAD not in raw
-    )
-
-
 def _depth(kind: pa.DataType, limit: int) -> int:
     """How deep ``kind`` nests (a scalar: 0), counted up to ``limit`` (without recursion:
     a type may nest a thousand levels).
@@ -506,25 +430,6 @@ def _depth(kind: pa.DataType, limit: int) -> int:
     return deepest
 
 
-def _mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A boolean array as a numpy mask, null as False."""
-    filled = pc.fill_null(values, False)
-    if isinstance(filled, pa.ChunkedArray):
-        filled = filled.combine_chunks()
-    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _child(struct: pa.StructArray | None, name: str) -> pa.Array | None:
-    if struct is None or struct.type.get_field_index(name) < 0:
-        return None
-    return struct.field(name)
-
-
-def _is_type(array: pa.Array | None, *kinds: pa.DataType) -> bool:
-    """Whether ``array`` is absent, all-null (JSON ``null`` only) or of one of ``kinds``."""
-    return array is None or array.type == pa.null() or any(array.type == k for k in kinds)
-
-
 def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np.ndarray:
     """Where an image's values are taken as the one-pass converters take them: ``int``
     values within 32 bits, no text the unchanged-TOAST placeholder. (A double is always
@@ -533,9 +438,9 @@ def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np
     ok = np.ones(len(image), bool)
     for name in ints:
         v = image.field(name)
-        ok &= ~_mask(pc.or_(pc.less(v, _INT_RANGE[0]), pc.greater(v, _INT_RANGE[1])))
+        ok &= ~mask(pc.or_(pc.less(v, _INT_RANGE[0]), pc.greater(v, _INT_RANGE[1])))
     for name in strings:
-        ok &= ~_mask(pc.is_in(image.field(name), pa.array(PLACEHOLDER_TEXTS, pa.string())))
+        ok &= ~mask(pc.is_in(image.field(name), pa.array(PLACEHOLDER_TEXTS, pa.string())))
     return ok
 
 
@@ -565,149 +470,3 @@ def _row(
     if dropped is not None:
         missing = pc.or_(missing, pc.fill_null(dropped, False))
     return pa.StructArray.from_arrays(children, fields=list(row_type), mask=missing)
-
-
-def _envelope(
-    doc: pa.Table,
-) -> tuple[np.ndarray, list[int], list[str], pa.Array, pa.Array] | None:
-    """The envelope checks of :func:`~icetide.events.plain.read_plain` over a block:
-    where they pass, each message's position (key and text), transaction id and source
-    ``ts_ms``; None when the block's envelope fields are not of the types that read
-    takes (all its messages then go the per-message way)."""
-    n = doc.num_rows
-    if "source" not in doc.column_names:
-        return None
-    source = doc.column("source").combine_chunks()
-    if not pa.types.is_struct(source.type):
-        return None
-    ok = _mask(source.is_valid()) & _mask(pc.is_in(doc.column("op"), pa.array(_OPS)))
-    table = _child(source, "table")
-    if table is None or table.type != pa.string():
-        return None
-    ok &= _mask(pc.greater(pc.utf8_length(table), 0))
-    for key in ("db", "schema", "connector", "name"):
-        if not _is_type(_child(source, key), pa.string()):
-            return None
-    if not _is_type(_child(source, "snapshot"), pa.string(), pa.bool_()):
-        return None
-    source_ms = _child(source, "ts_ms")
-    doc_ms = doc.column("ts_ms").combine_chunks() if "ts_ms" in doc.column_names else None
-    for ms in (source_ms, doc_ms):
-        if not _is_type(ms, pa.int64()):
-            return None
-        if ms is not None and ms.type == pa.int64():
-            ok &= ~_mask(pc.or_(pc.less_equal(ms, MS_RANGE[0]), pc.greater_equal(ms, MS_RANGE[1])))
-    seconds = _child(source, "ts_sec")
-    if seconds is not None and seconds.type != pa.null():
-        no_ms = np.ones(n, bool) if source_ms is None else ~_mask(source_ms.is_valid())
-        ok &= ~(no_ms & _mask(seconds.is_valid()))
-    tx_id = _transaction_ids(doc, source)
-    if tx_id is None:
-        return None
-    ok &= _mask(tx_id[1])
-    found = _positions(source, ok)
-    if found is None:
-        return None
-    ok, keys, texts = found
-    if source_ms is None or source_ms.type != pa.int64():
-        source_ms = pa.nulls(n, pa.int64())
-    return ok, keys, texts, tx_id[0], source_ms
-
-
-def _transaction_ids(doc: pa.Table, source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
-    """Each message's transaction id as :func:`~icetide.events.plain._tx_id` reads it
-    (``transaction.id``, else ``source.txId``, else ``source.gtid`` unless empty), and
-    where that read takes it; None for a block of other types."""
-    n = len(source)
-    nothing = pa.nulls(n, pa.string())
-    from_tx = nothing
-    if "transaction" in doc.column_names:
-        transaction = doc.column("transaction").combine_chunks()
-        if transaction.type != pa.null():
-            if not pa.types.is_struct(transaction.type):
-                return None
-            tid = _child(transaction, "id")
-            if not _is_type(tid, pa.string(), pa.int64()):
-                return None
-            if tid is not None and tid.type != pa.null():
-                from_tx = tid.cast(pa.string())
-    taken = pa.array(np.ones(n, bool))
-    tx = _child(source, "txId")
-    from_txid = nothing
-    if tx is not None and tx.type != pa.null():
-        if tx.type == pa.int64():
-            from_txid = tx.cast(pa.string())
-        else:  # another type: the one-pass read declines such a message unless tx id set
-            taken = pc.or_(from_tx.is_valid(), tx.is_null())
-    gtid = _child(source, "gtid")
-    from_gtid = nothing
-    if gtid is not None and gtid.type != pa.null():
-        if gtid.type != pa.string():
-            return None
-        from_gtid = pc.if_else(pc.equal(gtid, ""), pa.scalar(None, pa.string()), gtid)
-    ids = pc.coalesce(from_tx, from_txid, from_gtid)
-    return ids, taken
-
-
-def _positions(
-    source: pa.StructArray, ok: np.ndarray
-) -> tuple[np.ndarray, list[int], list[str]] | None:
-    """Each taken message's position (:func:`~icetide.events.plain._position`): the
-    binlog's (``file``, ``pos``, ``row``) for MySQL and MariaDB or where both ``file``
-    and ``pos`` are set, else the LSN; a message whose position that read would not
-    take, or whose ``file``/``pos`` may be present with null, is declined."""
-    n = len(source)
-    connector = _child(source, "connector")
-    mysql = (
-        np.zeros(n, bool)
-        if connector is None or connector.type == pa.null()
-        else _mask(pc.is_in(connector, pa.array(_MYSQL)))
-    )
-    file, pos, row = _child(source, "file"), _child(source, "pos"), _child(source, "row")
-    if not _is_type(file, pa.string()) or not _is_type(pos, pa.int64()):
-        return None
-    if not _is_type(row, pa.int64()):
-        return None
-    has_file = file is not None and file.type != pa.null()
-    has_pos = pos is not None and pos.type != pa.null()
-    file_set = _mask(file.is_valid()) if has_file else np.zeros(n, bool)  # type: ignore[union-attr]
-    pos_set = _mask(pos.is_valid()) if has_pos else np.zeros(n, bool)  # type: ignore[union-attr]
-    binlog = mysql | (file_set & pos_set)
-    if file is not None and pos is not None:
-        # Both keys in the block: a message with either null may hold both (binlog, not
-        # taken) or lack one (the LSN): the per-message read tells.
-        ok &= ~(~mysql & (file_set ^ pos_set | ~file_set & ~pos_set))
-    lsn = _child(source, "lsn")
-    lsn_ints = lsn is not None and lsn.type == pa.int64()
-    files = file.to_pylist() if has_file else [None] * n  # type: ignore[union-attr]
-    offsets = pos.to_pylist() if has_pos else [None] * n  # type: ignore[union-attr]
-    rows = row.to_pylist() if row is not None and row.type != pa.null() else [None] * n
-    lsns = lsn.to_pylist() if lsn_ints else [None] * n  # type: ignore[union-attr]
-    numbers: dict[str, int | None] = {}
-    keys: list[int] = [0] * n
-    texts: list[str] = [""] * n
-    for i in np.flatnonzero(ok):
-        if binlog[i]:
-            name, offset, index = files[i], offsets[i], rows[i] or 0
-            if not name or offset is None or not (0 <= offset < _OFFSET and 0 <= index < _ROW):
-                ok[i] = False
-                continue
-            if name not in numbers:
-                try:
-                    numbers[name] = binlog_file_number(name)
-                except ValueError:
-                    numbers[name] = None
-            number = numbers[name]
-            key = None if number is None else (number * _OFFSET + offset) * _ROW + index
-            if key is None or key > _MAX:
-                ok[i] = False
-                continue
-            keys[i], texts[i] = key, f"{name}:{offset}:{index}"
-        else:
-            value = lsns[i]
-            if value is None or value < 0:
-                ok[i] = False
-                continue
-            found = lsn_position(value)
-            keys[i], texts[i] = found.key, found.text
-    return ok, keys, texts

@@ -1,0 +1,483 @@
+"""The envelopes of a block of bare row messages, read by Arrow's JSON reader.
+
+Both block reads of the ledger stand on this: the route of a batch's messages
+(:func:`route_reader`, here) and the projection of one table's messages
+(:mod:`icetide.ledger.plain_block`). The messages of one Arrow batch are joined into one
+NDJSON block and parsed once by ``pyarrow.json`` (C++), and
+:func:`~icetide.events.plain.read_plain`'s checks of the envelope (operation, source,
+position, times, transaction id) run as array operations over it.
+
+Like the one-pass read, a block read only *accepts*: it takes a message only where it
+can tell for certain what the per-message read makes of it, and every other message goes
+the per-message way, in its place. A block Arrow refuses as a whole (one malformed line,
+a field of another JSON type) has its halves read instead (:func:`halving`), and a
+reader that takes little of a batch stops trying (:data:`GIVE_UP_AFTER`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from icetide.events.plain import MAX_OPENERS, MS_RANGE
+from icetide.events.position import binlog_file_number, lsn_position
+
+OPS = ("c", "r", "u", "d")
+_MYSQL = ("mysql", "mariadb")
+_OFFSET, _ROW, _MAX = 10**13, 10**6, 10**38 - 1
+
+
+GIVE_UP_AFTER = 1_000
+"""A reader that took under a tenth of the messages of a batch this large is not used
+again (for the rest of the table's part of the micro-batch): a table whose values the
+block cannot take (decimals sent as fractions, nested values) pays its parse once."""
+HALVING_BUDGET = 4
+SMALLEST_BLOCK = 64
+"""A block Arrow cannot read as a whole is read as two halves, down to this many
+messages; a part this small that still cannot be read goes the per-message way."""
+
+
+class _Taken(Protocol):
+    @property
+    def taken(self) -> np.ndarray: ...
+
+
+Taken = TypeVar("Taken", bound=_Taken)
+
+
+def halving(offered: np.ndarray, read: Callable[[np.ndarray], Taken | None]) -> list[Taken]:
+    """``read`` of the messages ``offered`` as one block, or of its halves (recursively)
+    when the whole cannot be read: one malformed or unusual message costs about one more
+    parse of the block, not the block's speed. The halving stops once it has parsed
+    :data:`HALVING_BUDGET` times the block (many unusual messages: the per-message read
+    is then the cheaper one for the rest)."""
+    budget = [HALVING_BUDGET * len(offered)]
+
+    def halves(part: np.ndarray) -> list[Taken]:
+        if not len(part) or budget[0] < len(part):
+            return []
+        budget[0] -= len(part)
+        found = read(part)
+        if found is not None:
+            return [found] if len(found.taken) else []
+        if len(part) <= SMALLEST_BLOCK:
+            return []
+        middle = len(part) // 2
+        return halves(part[:middle]) + halves(part[middle:])
+
+    return halves(offered)
+
+
+PAYLOAD = (b'"payload"',)
+"""In a message with an inline schema block (read by its own path,
+:mod:`icetide.events.inline`), which a stream may mix with bare envelopes."""
+
+
+def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD) -> np.ndarray:
+    r"""The indices of the messages of ``raws`` that may go in a block: each one JSON
+    object on one line beginning with ``{`` (as the one-pass read parses it), in valid
+    UTF-8 (Arrow reads invalid UTF-8 where ``orjson`` refuses the message), with no text
+    Arrow reads where ``orjson`` refuses it (``NaN``, ``Infinity``), and none of the
+    texts ``refused`` (by default ``"payload"``: a message with an inline schema block).
+    Checked on the joined text first (a few scans in C), message by message only when
+    that finds one that may not.
+
+    >>> plain_texts([b'{"a": 1}', b' {"a": 1}', None, b'{"a": NaN}', b'{"b":\n 2}'])
+    array([0])
+    >>> plain_texts([b'{"a": "\xff"}', b'{"a": "\xc3\xa9"}', b'{"ddl": 1}'], (b'"ddl"',))
+    array([1])
+    """
+    count = len(raws)
+    if count and None not in raws:
+        text = b"\n".join(raws)  # type: ignore[arg-type]
+        lengths = np.fromiter(map(len, raws), np.int64, count)  # type: ignore[arg-type]
+        starts = np.cumsum(lengths + 1) - lengths - 1
+        if (
+            lengths.min() > 0
+            and text.count(b"\n") == count - 1
+            and (np.frombuffer(text, np.uint8)[starts] == 0x7B).all()
+            and b"\r" not in text
+            and b"NaN" not in text
+            and b"Infinity" not in text
+            and not any(refuse in text for refuse in refused)
+            and _utf8(text)
+        ):
+            return np.arange(count)
+    return np.flatnonzero(np.fromiter((_plain_text(raw, refused) for raw in raws), bool, count))
+
+
+def _plain_text(raw: bytes | None, refused: Sequence[bytes]) -> bool:
+    """:func:`plain_texts` of one message."""
+    return (
+        raw is not None
+        and raw[:1] == b"{"
+        and b"\n" not in raw
+        and b"\r" not in raw
+        and b"NaN" not in raw
+        and b"Infinity" not in raw
+        and not any(refuse in raw for refuse in refused)
+        and _utf8(raw)
+    )
+
+
+def _utf8(text: bytes) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A boolean array as a numpy mask, null as False."""
+    filled = pc.fill_null(values, False)
+    if isinstance(filled, pa.ChunkedArray):
+        filled = filled.combine_chunks()
+    return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def child(struct: pa.StructArray | None, name: str) -> pa.Array | None:
+    if struct is None or struct.type.get_field_index(name) < 0:
+        return None
+    return struct.field(name)
+
+
+def is_type(array: pa.Array | None, *kinds: pa.DataType) -> bool:
+    """Whether ``array`` is absent, all-null (JSON ``null`` only) or of one of ``kinds``."""
+    return array is None or array.type == pa.null() or any(array.type == k for k in kinds)
+
+
+def envelope_checks(
+    doc: pa.Table, keyed: Keyed | None = None, numbered: bool = True
+) -> tuple[np.ndarray, list[int], list[str], pa.Array, pa.Array] | None:
+    """The envelope checks of :func:`~icetide.events.plain.read_plain` over a block:
+    where they pass, each message's position (key and text), transaction id and source
+    ``ts_ms``; None when the block's envelope fields are not of the types that read
+    takes (all its messages then go the per-message way). ``keyed`` tells which messages
+    may hold both a ``file`` and a ``pos`` key in ``source`` where a null one is not told
+    from an absent one (None: any, when the block has both); positions' keys and texts
+    only when ``numbered``."""
+    n = doc.num_rows
+    if "source" not in doc.column_names:
+        return None
+    source = doc.column("source").combine_chunks()
+    if not pa.types.is_struct(source.type):
+        return None
+    ok = mask(source.is_valid()) & mask(pc.is_in(doc.column("op"), pa.array(OPS)))
+    table = child(source, "table")
+    if table is None or table.type != pa.string():
+        return None
+    ok &= mask(pc.greater(pc.utf8_length(table), 0))
+    for key in ("db", "schema", "connector", "name"):
+        if not is_type(child(source, key), pa.string()):
+            return None
+    if not is_type(child(source, "snapshot"), pa.string(), pa.bool_()):
+        return None
+    source_ms = child(source, "ts_ms")
+    doc_ms = doc.column("ts_ms").combine_chunks() if "ts_ms" in doc.column_names else None
+    for ms in (source_ms, doc_ms):
+        if not is_type(ms, pa.int64()):
+            return None
+        if ms is not None and ms.type == pa.int64():
+            ok &= ~mask(pc.or_(pc.less_equal(ms, MS_RANGE[0]), pc.greater_equal(ms, MS_RANGE[1])))
+    seconds = child(source, "ts_sec")
+    if seconds is not None and seconds.type != pa.null():
+        no_ms = np.ones(n, bool) if source_ms is None else ~mask(source_ms.is_valid())
+        ok &= ~(no_ms & mask(seconds.is_valid()))
+    tx_id = _transaction_ids(doc, source)
+    if tx_id is None:
+        return None
+    ok &= mask(tx_id[1])
+    found = _positions(source, ok, keyed, numbered)
+    if found is None:
+        return None
+    ok, keys, texts = found
+    if source_ms is None or source_ms.type != pa.int64():
+        source_ms = pa.nulls(n, pa.int64())
+    return ok, keys, texts, tx_id[0], source_ms
+
+
+def _transaction_ids(doc: pa.Table, source: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
+    """Each message's transaction id as :func:`~icetide.events.plain._tx_id` reads it
+    (``transaction.id``, else ``source.txId``, else ``source.gtid`` unless empty), and
+    where that read takes it; None for a block of other types."""
+    n = len(source)
+    nothing = pa.nulls(n, pa.string())
+    from_tx = nothing
+    if "transaction" in doc.column_names:
+        transaction = doc.column("transaction").combine_chunks()
+        if transaction.type != pa.null():
+            if not pa.types.is_struct(transaction.type):
+                return None
+            tid = child(transaction, "id")
+            if not is_type(tid, pa.string(), pa.int64()):
+                return None
+            if tid is not None and tid.type != pa.null():
+                from_tx = tid.cast(pa.string())
+    taken = pa.array(np.ones(n, bool))
+    tx = child(source, "txId")
+    from_txid = nothing
+    if tx is not None and tx.type != pa.null():
+        if tx.type == pa.int64():
+            from_txid = tx.cast(pa.string())
+        else:  # another type: the one-pass read declines such a message unless tx id set
+            taken = pc.or_(from_tx.is_valid(), tx.is_null())
+    gtid = child(source, "gtid")
+    from_gtid = nothing
+    if gtid is not None and gtid.type != pa.null():
+        if gtid.type != pa.string():
+            return None
+        from_gtid = pc.if_else(pc.equal(gtid, ""), pa.scalar(None, pa.string()), gtid)
+    ids = pc.coalesce(from_tx, from_txid, from_gtid)
+    return ids, taken
+
+
+def _positions(
+    source: pa.StructArray, ok: np.ndarray, keyed: Keyed | None, numbered: bool
+) -> tuple[np.ndarray, list[int], list[str]] | None:
+    """Each taken message's position (:func:`~icetide.events.plain._position`): the
+    binlog's (``file``, ``pos``, ``row``) for MySQL and MariaDB or where both ``file``
+    and ``pos`` are set, else the LSN; a message whose position that read would not
+    take, or whose ``file``/``pos`` may be present with null, is declined. The keys and
+    texts of the positions only when ``numbered`` (else empty lists)."""
+    n = len(source)
+    connector = child(source, "connector")
+    mysql = (
+        np.zeros(n, bool)
+        if connector is None or connector.type == pa.null()
+        else mask(pc.is_in(connector, pa.array(_MYSQL)))
+    )
+    file, pos, row = child(source, "file"), child(source, "pos"), child(source, "row")
+    if not is_type(file, pa.string()) or not is_type(pos, pa.int64()):
+        return None
+    if not is_type(row, pa.int64()):
+        return None
+    has_file = file is not None and file.type != pa.null()
+    file_set = mask(file.is_valid()) if has_file else np.zeros(n, bool)  # type: ignore[union-attr]
+    has_pos = pos is not None and pos.type != pa.null()
+    pos_set = mask(pos.is_valid()) if has_pos else np.zeros(n, bool)  # type: ignore[union-attr]
+    binlog = mysql | (file_set & pos_set)
+    if file is not None and pos is not None:
+        # Both keys in the block: a message with either null may hold both (binlog, not
+        # taken) or lack one (the LSN): ``keyed`` or the per-message read tells.
+        unsure = np.flatnonzero(ok & ~mysql & (file_set ^ pos_set | ~file_set & ~pos_set))
+        if len(unsure):  # (all of them taken so far)
+            ok[unsure] = False if keyed is None else ~keyed(unsure)
+    offsets, rows = _filled(pos, n, -1), _filled(row, n, 0)
+    names: list[str | None] = []
+    number_of: list[int | None] = [None]
+    named = np.zeros(n, bool)
+    if has_file:
+        encoded = file.dictionary_encode()  # type: ignore[union-attr]
+        names = encoded.dictionary.to_pylist()
+        number_of = [*map(_file_number, names), None]  # the last: no file
+        code = pc.fill_null(encoded.indices, -1).to_numpy()
+        named = np.array([number is not None for number in number_of])[code]
+    in_range = (offsets >= 0) & (offsets < _OFFSET) & (rows >= 0) & (rows < _ROW)
+    lsns = _filled(child(source, "lsn"), n, -1)
+    ok &= np.where(binlog, named & in_range, lsns >= 0)
+    if not numbered:
+        return ok, [], []
+    keys: list[int] = [0] * n
+    texts: list[str] = [""] * n
+    codes = code.tolist() if has_file else [-1] * n
+    for i in np.flatnonzero(ok).tolist():
+        if binlog[i]:
+            number, offset, index = number_of[codes[i]], int(offsets[i]), int(rows[i])
+            keys[i] = (number * _OFFSET + offset) * _ROW + index  # type: ignore[operator]
+            texts[i] = f"{names[codes[i]]}:{offset}:{index}"
+        else:
+            found = lsn_position(int(lsns[i]))
+            keys[i], texts[i] = found.key, found.text
+    return ok, keys, texts
+
+
+Keyed = Callable[[np.ndarray], np.ndarray]
+"""Which of the given messages (indices into a block) may hold both a ``file`` and a
+``pos`` key in their ``source``."""
+
+
+def _filled(values: pa.Array | None, n: int, default: int) -> np.ndarray:
+    """An ``int64`` child as numbers, ``default`` where null or absent (another type:
+    refused by the caller before)."""
+    if values is None or values.type != pa.int64():
+        return np.full(n, default, np.int64)
+    return pc.fill_null(values, default).to_numpy()
+
+
+def _file_number(name: str | None) -> int | None:
+    """A binlog file name's number where the one-pass read takes the name; None where a
+    position in it would not be (no number, or one whose positions pass the 38 digits
+    a ledger position keeps: the key is below 10**38 exactly when the number is below
+    10**19, offsets and rows being in range)."""
+    if not name:
+        return None
+    try:
+        number = binlog_file_number(name)
+    except ValueError:
+        return None
+    return number if number < 10**19 else None
+
+
+_IMAGE = pa.struct([])
+ROUTE_FIELDS = pa.schema(
+    [
+        ("op", pa.string()),
+        ("before", _IMAGE),
+        ("after", _IMAGE),
+        (
+            "source",
+            pa.struct(
+                [
+                    *((k, pa.string()) for k in ("table", "db", "schema", "connector", "name")),
+                    *((k, pa.string()) for k in ("snapshot", "gtid", "file")),
+                    *((k, pa.int64()) for k in ("ts_ms", "ts_sec", "txId", "pos", "row", "lsn")),
+                ]
+            ),
+        ),
+        ("ts_ms", pa.int64()),
+        ("transaction", pa.struct([("id", pa.string())])),
+        ("schema", pa.null()),
+    ]
+)
+"""What the route reads of a message: the envelope fields
+:func:`~icetide.events.plain.read_plain` looks at, each in the JSON type that read takes
+(a value of another type fails the block: its halves are read). The column values are
+not read: ``before`` and ``after`` are objects whose members Arrow skips, so one block
+holds the messages of every table. A top-level ``schema`` other than ``null`` fails the
+block; one present with ``null`` reads as absent, as the general decoder takes it too."""
+ROUTE_REFUSED = (*PAYLOAD, b'"ddl"', b'"tableChanges"')
+"""Texts whose message the route leaves to the per-message read: an inline schema block,
+and the keys of a schema change event, which the general decoder finds present even with
+``null`` (a block does not tell null from absent)."""
+_ROUTE_PARSING = pj.ParseOptions(explicit_schema=ROUTE_FIELDS, unexpected_field_behavior="ignore")
+
+
+@dataclass(frozen=True)
+class Routed:
+    """What a route block took: the taken messages and the table each names."""
+
+    taken: np.ndarray
+    """Indices (into the block's messages) of the messages read here, ascending."""
+    identities: list[tuple[str | None, str]]
+    """The distinct (server, ``db.table``) the taken messages name (``source.name`` or
+    None, and the schema or database with the table), as the one-pass read routes by."""
+    codes: np.ndarray
+    """Each taken message's identity: an index into :attr:`identities`."""
+
+
+RouteReader = Callable[[Sequence[bytes | None]], Routed | None]
+
+
+def route_reader() -> RouteReader:
+    """The block route of a worker's batches: for a batch's messages, the bare row
+    envelopes :func:`~icetide.events.plain.read_plain` takes, with the (server,
+    ``db.table``) each names; None when it took none. Every other message (an inline
+    schema block, a registry frame, a tombstone, a schema change, anything unusual) is
+    left to the per-message classification."""
+    given_up = [False]
+
+    def part(raws: Sequence[bytes | None], offered: np.ndarray) -> Routed | None:
+        lines: list[bytes] = [raws[i] for i in offered]
+        text = b"\n".join(lines)
+        try:
+            doc = pj.read_json(io.BytesIO(text), SERIAL, _ROUTE_PARSING).combine_chunks()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None  # a message Arrow refuses, or a field of another type, somewhere
+        if doc.num_rows != len(offered):
+            return None
+        binlog_keys = _binlog_keys(text)
+
+        def keyed(unsure: np.ndarray) -> np.ndarray:
+            if not binlog_keys:
+                return np.zeros(len(unsure), bool)
+            return np.fromiter((_binlog_keys(lines[i]) for i in unsure), bool, len(unsure))
+
+        found = envelope_checks(doc, keyed, numbered=False)
+        if found is None:
+            return None
+        ok = found[0]
+        for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, len(lines)) > _SHORT):
+            ok[i] &= lines[i].count(b"{") + lines[i].count(b"[") <= MAX_OPENERS
+        before, after = doc.column("before"), doc.column("after")
+        deleted = pc.equal(doc.column("op"), "d")
+        ok &= mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
+        taken = np.flatnonzero(ok)
+        identities, codes = _identities(doc.column("source").combine_chunks().take(taken))
+        return Routed(offered[taken], identities, codes)
+
+    def read(raws: Sequence[bytes | None]) -> Routed | None:
+        if given_up[0] or not raws:
+            return None
+        found = halving(plain_texts(raws, ROUTE_REFUSED), lambda offered: part(raws, offered))
+        taken = sum(len(f.taken) for f in found)
+        if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
+            given_up[0] = True  # these messages are mostly not bare envelopes
+        if not found:
+            return None
+        identities: dict[tuple[str | None, str], int] = {}
+        codes = []
+        for f in found:
+            renumber = np.array([identities.setdefault(i, len(identities)) for i in f.identities])
+            codes.append(renumber[f.codes] if len(f.codes) else f.codes)
+        return Routed(
+            np.concatenate([f.taken for f in found]), list(identities), np.concatenate(codes)
+        )
+
+    return read
+
+
+def _binlog_keys(raw: bytes) -> bool:
+    """Whether a message may hold both ``"file"`` and ``"pos"`` keys: it has both texts,
+    or escapes a letter of them (``\\u0065`` is an ``e``)."""
+    return b'"file"' in raw and b'"pos"' in raw or any(e in raw for e in _LETTER_ESCAPES)
+
+
+_LETTER_ESCAPES = (b"\\u006", b"\\u007")
+"""The beginnings of the escapes of ``e``, ``f``, ``i``, ``l``, ``o``, ``p`` and ``s``."""
+
+
+_SHORT = 2 * MAX_OPENERS + 1
+"""A message this long or shorter cannot hold more ``{`` and ``[`` than the one-pass read
+takes (each opener has its closer): only longer ones are counted."""
+SERIAL = pj.ReadOptions(use_threads=False)
+"""One thread: the ledger's Python workers already use every core."""
+
+
+def _identities(source: pa.StructArray) -> tuple[list[tuple[str | None, str]], np.ndarray]:
+    """The distinct (server, ``db.table``) of ``source`` blocks and each one's index, as
+    :func:`~icetide.ledger.decode.classify_one` names a bare envelope's table: the
+    schema, else the database, before the table (an empty one: none), and ``name`` as
+    the server (empty: none)."""
+    if not len(source):
+        return [], np.zeros(0, np.int64)
+    prefix = pc.coalesce(_nonempty(source.field("schema")), _nonempty(source.field("db")))
+    table = source.field("table")
+    qualified = pc.if_else(
+        prefix.is_valid(), pc.binary_join_element_wise(prefix, table, "."), table
+    ).dictionary_encode()
+    server = _nonempty(source.field("name")).dictionary_encode()
+    servers = server.dictionary.to_pylist()
+    tables = qualified.dictionary.to_pylist()
+    table_at = qualified.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    server_at = pc.fill_null(pc.add(server.indices, 1), 0).to_numpy().astype(np.int64)
+    combined = table_at * (len(servers) + 1) + server_at
+    distinct, codes = np.unique(combined, return_inverse=True)
+    identities = [
+        (servers[s - 1] if s else None, tables[t])
+        for t, s in zip(distinct // (len(servers) + 1), distinct % (len(servers) + 1), strict=True)
+    ]
+    return identities, codes.reshape(-1)
+
+
+def _nonempty(values: pa.Array) -> pa.Array:
+    return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
