@@ -36,8 +36,7 @@ _OFFSET, _ROW, _MAX = 10**13, 10**6, 10**38 - 1
 
 GIVE_UP_AFTER = 1_000
 """A reader that took under a tenth of the messages of a batch this large is not used
-again (for the rest of the table's part of the micro-batch): a table whose values the
-block cannot take (decimals sent as fractions, nested values) pays its parse once."""
+again (see :class:`Tries`)."""
 HALVING_BUDGET = 4
 SMALLEST_BLOCK = 64
 """A block Arrow cannot read as a whole is read as two halves, down to this many
@@ -78,6 +77,22 @@ def halving(offered: np.ndarray, read: Callable[[np.ndarray], Taken | None]) -> 
 PAYLOAD = (b'"payload"',)
 """In a message with an inline schema block (read by its own path,
 :mod:`icetide.events.inline`), which a stream may mix with bare envelopes."""
+
+
+class Tries:
+    """Whether a block reader goes on trying: not after a batch of at least
+    :data:`GIVE_UP_AFTER` messages of which it took under a tenth (for the rest of its
+    worker's batches of a micro-batch). A stream of messages the block cannot take (a
+    table's decimals sent as fractions, messages with inline schema blocks) pays their
+    parse once, not at every batch."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def after(self, count: int, found: Sequence[_Taken]) -> None:
+        """Record a batch of ``count`` messages of which the reader took ``found``."""
+        if count >= GIVE_UP_AFTER and sum(len(f.taken) for f in found) * 10 < count:
+            self.stopped = True
 
 
 def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD) -> np.ndarray:
@@ -384,7 +399,7 @@ def route_reader() -> RouteReader:
     ``db.table``) each names; None when it took none. Every other message (an inline
     schema block, a registry frame, a tombstone, a schema change, anything unusual) is
     left to the per-message classification."""
-    given_up = [False]
+    tries = Tries()
 
     def part(raws: Sequence[bytes | None], offered: np.ndarray) -> Routed | None:
         lines: list[bytes] = [raws[i] for i in offered]
@@ -416,12 +431,10 @@ def route_reader() -> RouteReader:
         return Routed(offered[taken], identities, codes)
 
     def read(raws: Sequence[bytes | None]) -> Routed | None:
-        if given_up[0] or not raws:
+        if tries.stopped or not raws:
             return None
         found = halving(plain_texts(raws, ROUTE_REFUSED), lambda offered: part(raws, offered))
-        taken = sum(len(f.taken) for f in found)
-        if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
-            given_up[0] = True  # these messages are mostly not bare envelopes
+        tries.after(len(raws), found)
         if not found:
             return None
         identities: dict[tuple[str | None, str], int] = {}

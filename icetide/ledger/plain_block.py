@@ -68,8 +68,8 @@ from icetide.events.plain import (
     value_converter,
 )
 from icetide.ledger.envelope_block import (
-    GIVE_UP_AFTER,
     SERIAL,
+    Tries,
     child,
     envelope_checks,
     halving,
@@ -251,15 +251,13 @@ def block_reader(
         }
         return BlockRows(offered[taken], columns)
 
-    given_up = [False]
+    tries = Tries()
 
     def read(raws: Sequence[bytes | None]) -> BlockRows | None:
-        if given_up[0]:
+        if tries.stopped:
             return None
         found = halving(plain_texts(raws), partial(part, raws))
-        taken = sum(len(f.taken) for f in found)
-        if len(raws) >= GIVE_UP_AFTER and taken * 10 < len(raws):
-            given_up[0] = True  # this table's messages are mostly not for the block
+        tries.after(len(raws), found)
         if not found:
             return None
         return BlockRows(
