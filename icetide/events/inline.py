@@ -203,14 +203,23 @@ class InlineSchemas:
         complete JSON value, so it is exactly the message's ``schema``; when the rest
         between ``,"payload":`` and the closing brace parses as one object, that is
         exactly its ``payload`` and the message has no other member."""
+        found = self.split(raw)
+        if found is None:
+            return None
+        row = read_plain(parse(found[0]))
+        return None if row is None else InlineMessage(row, found[1])
+
+    def split(self, raw: bytes) -> tuple[bytes, InlineSchema] | None:
+        """A compact message of a block already read, split without parsing: the text
+        of its payload, and its block; None for any other. The payload is the message's
+        exactly when it is one JSON object (see :meth:`known`)."""
         if raw[:10] != _OPENING or raw[-1:] != b"}":
             return None
         end = raw.find(_PAYLOAD, 10)
         block = self._known.get(raw[10:end]) if end > 0 else None
         if block is None:
             return None
-        row = read_plain(parse(raw[end + len(_PAYLOAD) : -1]))
-        return None if row is None else InlineMessage(row, block)
+        return raw[end + len(_PAYLOAD) : -1], block
 
     def read(self, doc: Any, raw: bytes) -> InlineMessage | None:
         """A parsed message's envelope (:func:`read_inline`) and its block's reader, or

@@ -259,6 +259,21 @@ def _classify(
     return _classify_read(raw, routes, wire)
 
 
+def _envelopes(raws: list[bytes | None]) -> tuple[list[bytes | None], dict[int, str | None]]:
+    """The messages as the block route reads them: a compact message with an inline
+    schema block already read (:meth:`~icetide.events.inline.InlineSchemas.split`) as
+    its payload, with the block's schema key by its index; any other as it is."""
+    lines: list[bytes | None] = []
+    blocks: dict[int, str | None] = {}
+    for raw in raws:
+        split = _INLINE.split(raw) if raw is not None else None
+        if split is not None:
+            blocks[len(lines)] = split[1].key
+            raw = split[0]
+        lines.append(raw)
+    return lines, blocks
+
+
 def _registry_key(framed: bytes) -> str:
     """:func:`schema_key` of a registry frame."""
     return f"{REGISTRY_KEY}{int.from_bytes(framed[1:5], 'big')}"
@@ -355,11 +370,20 @@ def classify_batches(
             kinds: dict[tuple[Any, ...], int] = {}
             at = np.full(len(raws), -1, np.int64)
             messages = [i for i, receipt in enumerate(receipts) if receipt is None]
-            routed = route_block([raws[i] for i in messages])
-            if routed is not None:  # the usual bare envelopes, as one block
-                found = [(*_route_identity(one, routes), None) for one in routed.identities]
-                kind = np.array([kinds.setdefault(k, len(kinds)) for k in found], np.int64)
-                at[np.array(messages, np.int64)[routed.taken]] = kind[routed.codes]
+            lines, blocks = _envelopes([raws[i] for i in messages])
+            routed = route_block(lines)
+            if routed is not None:  # the usual envelopes, as one block
+                found = [_route_identity(one, routes) for one in routed.identities]
+                taken = np.array(messages, np.int64)[routed.taken]
+                if not blocks:
+                    kind = np.array([kinds.setdefault((*k, None), len(kinds)) for k in found])
+                    at[taken] = kind[routed.codes]
+                else:  # a row event's schema key: its inline schema block's
+                    for i, line, code in zip(
+                        taken.tolist(), routed.taken.tolist(), routed.codes.tolist(), strict=True
+                    ):
+                        key = blocks.get(line) if found[code][1] == ROW else None
+                        at[i] = kinds.setdefault((*found[code], key), len(kinds))
             for i in np.flatnonzero(at < 0).tolist():
                 receipt = receipts[i]
                 if receipt is not None:

@@ -13,10 +13,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from icetide.capture.mysql.reader import SOURCE as MYSQL
+from icetide.capture.postgres.reader import SOURCE as POSTGRES
 from icetide.ledger import decode
 from icetide.ledger.decode import Routes, classify_batches, classify_keyed
 from icetide.ledger.envelope_block import route_reader
 from tests.unit.ledger.test_ledger_plain_block import HOSTILE, TYPES, batches, envelope, mutate
+from tests.unit.ledger.test_ledger_registry_prepared import PLAIN_FIELDS, connect, payload
 
 ROUTES = Routes(
     {
@@ -200,3 +203,29 @@ def test_a_batch_of_other_messages_stops_the_block_route() -> None:
     usual = [r for r in routing_corpus(1500, 2, 0.0, 1.0) if r is not None]
     assert read(usual) is None  # given up for this worker's batches
     assert route_reader()(usual) is not None
+
+
+def test_compact_messages_with_an_inline_schema_are_routed_by_their_payload(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message as JsonConverter writes it with ``schemas.enable=true`` whose block a
+    worker has read before is routed by the block read of its payload, its schema key
+    the block's; a batch mixes them with bare envelopes and unusual payloads."""
+    rnd = random.Random(4)
+    raws: list[bytes | None] = []
+    for _ in range(3000):
+        source = MYSQL if rnd.random() < 0.5 else POSTGRES
+        doc = payload(PLAIN_FIELDS, source, rnd)
+        if rnd.random() < 0.7:
+            message = {"schema": connect(PLAIN_FIELDS, source), "payload": doc}
+            raws.append(json.dumps(message, separators=(",", ":")).encode())
+        else:
+            raws.append(json.dumps(doc).encode())
+    got, want, by_block = classified_both_ways(raws, [500], monkeypatch)
+    assert got == want
+    keyed = sum(1 for w in want if w[1] == "row" and (w[4] or "").startswith("inline:"))
+    routed = sum(1 for w in want if w[1] == "row" or w[2] == "unknown_table")
+    assert keyed > 1000
+    # All but the first batch's inline messages (their blocks not read yet) and the
+    # unusual ones are taken by the block.
+    assert routed * 0.7 < by_block <= routed, (by_block, routed)
