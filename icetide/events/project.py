@@ -16,6 +16,7 @@ merge stage gets the same Python type for a column whatever the source sent.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -175,14 +176,23 @@ def _to_decimal(value: Any, slot: Slot) -> Decimal:
         raise _Mismatch
     # Rounding would silently change the stored value, so a value with more fraction
     # digits than the column's scale does not fit (Inexact is trapped).
-    context = Context(prec=max(precision, 1) + 40, traps=[Inexact, InvalidOperation])
+    context, quantum = _quantizing(precision, scale)
     try:
-        quantized = number.quantize(Decimal((0, (1,), -scale)), context=context)
+        quantized = number.quantize(quantum, context=context)
     except (Inexact, InvalidOperation):
         raise _Mismatch from None
     if len(quantized.as_tuple().digits) > precision:
         raise _Mismatch
     return quantized
+
+
+@functools.cache
+def _quantizing(precision: int, scale: int) -> tuple[Context, Decimal]:
+    """The context and quantum :func:`_to_decimal` quantizes a column's values with, made
+    once per column type (a ``Context`` costs more to make than the quantize itself; its
+    sticky flags, which a trapped signal sets, change no later result)."""
+    context = Context(prec=max(precision, 1) + 40, traps=[Inexact, InvalidOperation])
+    return context, Decimal((0, (1,), -scale))
 
 
 def _decimal_text(value: str, slot: Slot, scale: int) -> Decimal:

@@ -102,17 +102,24 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
     Arrow reads where ``orjson`` refuses it (``NaN``, ``Infinity``), and none of the
     texts ``refused`` (by default ``"payload"``: a message with an inline schema block).
     Checked on the joined text first (a few scans in C), message by message only when
-    that finds one that may not.
+    that finds one that may not; a message with an inline schema block first (as
+    JsonConverter writes it) is left out before its kilobytes are scanned.
 
     >>> plain_texts([b'{"a": 1}', b' {"a": 1}', None, b'{"a": NaN}', b'{"b":\n 2}'])
     array([0])
     >>> plain_texts([b'{"a": "\xff"}', b'{"a": "\xc3\xa9"}', b'{"ddl": 1}'], (b'"ddl"',))
     array([1])
+    >>> plain_texts([b'{"schema": {}, "payload": {}}', b'{"a": 1}'])
+    array([1])
     """
-    count = len(raws)
-    if count and None not in raws:
-        text = b"\n".join(raws)  # type: ignore[arg-type]
-        lengths = np.fromiter(map(len, raws), np.int64, count)  # type: ignore[arg-type]
+    offered = [
+        i for i, raw in enumerate(raws) if raw is not None and not raw.startswith(_SCHEMA_FIRST)
+    ]
+    lines: list[bytes] = [raws[i] for i in offered]  # type: ignore[misc]
+    count = len(lines)
+    if count:
+        text = b"\n".join(lines)
+        lengths = np.fromiter(map(len, lines), np.int64, count)
         starts = np.cumsum(lengths + 1) - lengths - 1
         if (
             lengths.min() > 0
@@ -124,15 +131,15 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
             and not any(refuse in text for refuse in refused)
             and _utf8(text)
         ):
-            return np.arange(count)
-    return np.flatnonzero(np.fromiter((_plain_text(raw, refused) for raw in raws), bool, count))
+            return np.array(offered, np.int64)
+    plain = np.fromiter((_plain_text(line, refused) for line in lines), bool, count)
+    return np.array(offered, np.int64)[plain]
 
 
-def _plain_text(raw: bytes | None, refused: Sequence[bytes]) -> bool:
+def _plain_text(raw: bytes, refused: Sequence[bytes]) -> bool:
     """:func:`plain_texts` of one message."""
     return (
-        raw is not None
-        and raw[:1] == b"{"
+        raw[:1] == b"{"
         and b"\n" not in raw
         and b"\r" not in raw
         and b"NaN" not in raw
@@ -140,6 +147,9 @@ def _plain_text(raw: bytes | None, refused: Sequence[bytes]) -> bool:
         and not any(refuse in raw for refuse in refused)
         and _utf8(raw)
     )
+
+
+_SCHEMA_FIRST = b'{"schema"'
 
 
 def _utf8(text: bytes) -> bool:
