@@ -52,7 +52,7 @@ from icetide.events.rescue import rescue_json
 from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
 from icetide.events.wire_prepared import read_framed
-from icetide.ledger.envelope_block import route_reader
+from icetide.ledger.envelope_block import RouteReader, route_reader
 from icetide.ledger.plain_block import BlockReader, BlockRows, block_reader
 from icetide.schema.connector import typed_hints
 from icetide.schema.contract import ledger as c
@@ -359,52 +359,68 @@ def classify_batches(
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            raws = batch.column("raw").to_pylist()
-            receipts = (
-                batch.column("receipt").to_pylist()
-                if "receipt" in batch.schema.names
-                else [None] * len(raws)
-            )
-            # Each message's classification and schema key as an index into ``kinds``
-            # (a batch has few distinct ones): the block route's first, then the rest's.
-            kinds: dict[tuple[Any, ...], int] = {}
-            at = np.full(len(raws), -1, np.int64)
-            messages = [i for i, receipt in enumerate(receipts) if receipt is None]
-            lines, blocks = _envelopes([raws[i] for i in messages])
-            routed = route_block(lines)
-            if routed is not None:  # the usual envelopes, as one block
-                found = [_route_identity(one, routes) for one in routed.identities]
-                taken = np.array(messages, np.int64)[routed.taken]
-                if not blocks:
-                    kind = np.array([kinds.setdefault((*k, None), len(kinds)) for k in found])
-                    at[taken] = kind[routed.codes]
-                else:  # a row event's schema key: its inline schema block's
-                    for i, line, code in zip(
-                        taken.tolist(), routed.taken.tolist(), routed.codes.tolist(), strict=True
-                    ):
-                        key = blocks.get(line) if found[code][1] == ROW else None
-                        at[i] = kinds.setdefault((*found[code], key), len(kinds))
-            for i in np.flatnonzero(at < 0).tolist():
-                receipt = receipts[i]
-                if receipt is not None:
-                    one: tuple[Any, ...] = (None, FILE, receipt, "", None)
-                else:
-                    classified, key = classify_keyed(raws[i], routes, wire)
-                    one = (*classified, key)
-                at[i] = kinds.setdefault(one, len(kinds))
-            pick = pa.array(at)
-            columns = list(zip(*kinds, strict=True)) if kinds else [()] * 5
-            yield pa.RecordBatch.from_arrays(
-                [
-                    batch.column("message_id").cast(pa.string()),
-                    *(pa.array(c, pa.string()).take(pick) for c in columns[:4]),
-                    batch.column("raw").cast(pa.binary()),
-                    pa.array(columns[4], pa.string()).take(pick),
-                ],
-                names=["message_id", "table", "status", "reason", "error", "raw", "schema_key"],
-            )
+            yield _classified(batch, routes, wire, route_block)
 
     return run
+
+
+def _classified(
+    batch: pa.RecordBatch, routes: Routes, wire: Wire | None, route_block: RouteReader
+) -> pa.RecordBatch:
+    """One Arrow batch of :func:`classify_batches`: the usual envelopes routed as one
+    block (:func:`~icetide.ledger.envelope_block.route_reader`), every other message by
+    :func:`classify_keyed`, in their places."""
+    raws = batch.column("raw").to_pylist()
+    receipts = (
+        batch.column("receipt").to_pylist()
+        if "receipt" in batch.schema.names
+        else [None] * len(raws)
+    )
+    # Each message's (table, status, reason, error, schema key) as an index into
+    # ``kinds``, the batch's distinct ones (a batch has few).
+    kinds: dict[tuple[Any, ...], int] = {}
+    at = np.full(len(raws), -1, np.int64)
+    messages = [i for i, receipt in enumerate(receipts) if receipt is None]
+    lines, blocks = _envelopes([raws[i] for i in messages])
+    routed = route_block(lines)
+    if routed is not None:
+        found = [_route_identity(one, routes) for one in routed.identities]
+        taken = np.array(messages, np.int64)[routed.taken]
+        if not blocks:  # bare envelopes only: no schema key
+            kind = np.array([kinds.setdefault((*k, None), len(kinds)) for k in found])
+            at[taken] = kind[routed.codes]
+        else:  # a row event's schema key is its inline schema block's
+            for i, line, code in zip(
+                taken.tolist(), routed.taken.tolist(), routed.codes.tolist(), strict=True
+            ):
+                key = blocks.get(line) if found[code][1] == ROW else None
+                at[i] = kinds.setdefault((*found[code], key), len(kinds))
+    for i in np.flatnonzero(at < 0).tolist():
+        receipt = receipts[i]
+        if receipt is not None:
+            one: tuple[Any, ...] = (None, FILE, receipt, "", None)
+        else:
+            classified, key = classify_keyed(raws[i], routes, wire)
+            one = (*classified, key)
+        at[i] = kinds.setdefault(one, len(kinds))
+    pick = pa.array(at)
+    table, status, reason, error, key = (
+        (pa.array(values, pa.string()).take(pick) for values in zip(*kinds, strict=True))
+        if kinds
+        else (pa.nulls(0, pa.string()),) * 5
+    )
+    return pa.RecordBatch.from_arrays(
+        [
+            batch.column("message_id").cast(pa.string()),
+            table,
+            status,
+            reason,
+            error,
+            batch.column("raw").cast(pa.binary()),
+            key,
+        ],
+        names=["message_id", "table", "status", "reason", "error", "raw", "schema_key"],
+    )
 
 
 @dataclass(frozen=True)
