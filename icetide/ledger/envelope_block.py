@@ -443,7 +443,9 @@ def route_reader() -> RouteReader:
     def read(raws: Sequence[bytes | None]) -> Routed | None:
         if tries.stopped or not raws:
             return None
-        found = halving(plain_texts(raws, ROUTE_REFUSED), lambda offered: part(raws, offered))
+        offered = plain_texts(raws, ROUTE_REFUSED)
+        escaped = np.fromiter((_letter_escape(raws[i]) for i in offered), bool, len(offered))
+        found = halving(offered[~escaped], lambda offered: part(raws, offered))
         tries.after(len(raws), found)
         if not found:
             return None
@@ -460,13 +462,29 @@ def route_reader() -> RouteReader:
 
 
 def _binlog_keys(raw: bytes) -> bool:
-    """Whether a message may hold both ``"file"`` and ``"pos"`` keys: it has both texts,
-    or escapes a letter of them (``\\u0065`` is an ``e``)."""
-    return b'"file"' in raw and b'"pos"' in raw or any(e in raw for e in _LETTER_ESCAPES)
+    """Whether a message may hold both ``"file"`` and ``"pos"`` keys (one with a key
+    written with escapes is not offered: :func:`_letter_escape`)."""
+    return b'"file"' in raw and b'"pos"' in raw
 
 
-_LETTER_ESCAPES = (b"\\u006", b"\\u007")
-"""The beginnings of the escapes of ``e``, ``f``, ``i``, ``l``, ``o``, ``p`` and ``s``."""
+def _letter_escape(raw: bytes) -> bool:
+    r"""Whether a message writes an ASCII letter as an escape (``\u0064`` is ``d``): a
+    key so written (``"dd\u006c"``) escapes every check of its text, so the message is
+    left to the per-message read.
+
+    >>> _letter_escape(b'{"dd\\u006c": null}'), _letter_escape(b'{"a": "\\u00e9\\u0001"}')
+    (True, False)
+    """
+    at = raw.find(b"\\u00")
+    while at >= 0:
+        if raw[at + 4 : at + 5] in _LETTER_ROWS:
+            return True
+        at = raw.find(b"\\u00", at + 1)
+    return False
+
+
+_LETTER_ROWS = (b"4", b"5", b"6", b"7")
+"""The third hex digit of an escaped ASCII letter (``\u0041``–``\u007a``)."""
 
 
 _SHORT = 2 * MAX_OPENERS + 1

@@ -58,7 +58,13 @@ ENVELOPE_MUTATIONS: list[tuple[str, str, list[Any]]] = [
     ("", "tableChanges", [None, []]),
     ("", "extra", [[{}] * 300, [[]] * 2]),
 ]
-ESCAPED = [(b'"file"', b'"fil\\u0065"'), (b'"pos"', b'"po\\u0073"'), (b'"op"', b'"o\\u0070"')]
+ESCAPED = [
+    (b'"file"', b'"fil\\u0065"'),
+    (b'"pos"', b'"po\\u0073"'),
+    (b'"op"', b'"o\\u0070"'),
+    (b'"ddl"', b'"dd\\u006c"'),
+    (b'"tableChanges"', b'"table\\u0043hanges"'),
+]
 DEEP = b'{"op": "c", "after": {"id": 1}, "x": ' + b"[" * 1100 + b"]" * 1100 + b', "source": {}}'
 
 
@@ -185,6 +191,10 @@ def test_the_block_route_declines_what_only_the_message_itself_tells() -> None:
     assert took(only_pos)
     escaped = json.dumps(both).encode().replace(b'"file"', b'"fil\\u0065"')
     assert not took(escaped)
+    # A key written with an escaped letter escapes every check of its text.
+    ddl = json.dumps({**base, "ddl": None}).encode().replace(b'"ddl"', b'"dd\\u006c"')
+    assert not took(ddl)
+    assert took(json.dumps({**base, "x": "\u00e9"}).encode())
     # A schema change's keys, present with null, make it one (general decoder).
     assert not took({**base, "ddl": None})
     assert not took({**base, "tableChanges": None})
