@@ -250,7 +250,13 @@ def _transport(
     def deliver(index: int, lines: list[str]) -> None:
         producer, first = producers[0], (index - 1) * rate  # the tick's first pool index
         for offset, line in enumerate(lines):
-            producer.produce(topic_at[(first + offset) % len(topic_at)], line.encode("utf-8"))
+            topic, value = topic_at[(first + offset) % len(topic_at)], line.encode("utf-8")
+            while True:
+                try:
+                    producer.produce(topic, value)
+                    break
+                except BufferError:  # the broker is behind: wait for room (the tick is late,
+                    producer.poll(0.5)  # and the run says how many were)
             producer.poll(0)
         producer.flush(30)
 
