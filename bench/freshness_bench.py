@@ -44,6 +44,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -212,14 +213,28 @@ def main(argv: list[str] | None = None) -> int:
         "(default 1,200,000: 10 minutes at 2,000 events/s)",
     )
     parser.add_argument("--results", type=Path, help="write the result as Markdown here")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the run's folder (its log, landing files or broker, tables) for a look "
+        "afterwards; by default it is deleted at the end",
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="icetide-freshness-", dir="/tmp"))
     pool = min(args.rate * args.seconds, args.pool)
     print(f"freshness: generating {pool:,} events", file=sys.stderr, flush=True)
     messages = [Stampable(e.message) for e in generate(11, pool, key_space=5000).events]
     with contextlib.ExitStack() as stack:
+        if not args.keep:  # a run leaves gigabytes (landing files or the broker's log, tables)
+            stack.callback(shutil.rmtree, work, True)
+        else:
+            print(f"freshness: the run's folder is kept: {work}", file=sys.stderr, flush=True)
         deliver, transport = _transport(args.transport, work, stack, messages, args.rate)
         return _run(args, work, messages, deliver, transport)
+
+
+BROKER_WAIT = 60.0
+"""How long delivery waits for a broker that takes nothing before the run ends."""
 
 
 def _transport(
@@ -251,12 +266,19 @@ def _transport(
         producer, first = producers[0], (index - 1) * rate  # the tick's first pool index
         for offset, line in enumerate(lines):
             topic, value = topic_at[(first + offset) % len(topic_at)], line.encode("utf-8")
+            waited = 0.0
             while True:
                 try:
                     producer.produce(topic, value)
                     break
                 except BufferError:  # the broker is behind: wait for room (the tick is late,
-                    producer.poll(0.5)  # and the run says how many were)
+                    if waited >= BROKER_WAIT:  # and the run says how many were)
+                        raise SystemExit(
+                            f"freshness: the broker took no message for {BROKER_WAIT:.0f} s "
+                            "(stopped, or its disk full): run ended"
+                        ) from None
+                    producer.poll(0.5)
+                    waited += 0.5
             producer.poll(0)
         producer.flush(30)
 
