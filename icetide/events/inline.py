@@ -34,14 +34,40 @@ from icetide.events.envelope import image_struct, is_unavailable
 from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS, integer_range
 from icetide.events.plain import PlainRow, Refuse, parse, read_plain
 from icetide.schema.convert.connect import plain_type
+from icetide.schema.model import TableSchema
 
 _FLOAT_DECODER = TYPE_DECODERS["float64"]
 _INTEGER_DECODER = TYPE_DECODERS["int64"]
 _STRING_DECODER = TYPE_DECODERS["string"]
 _MAX_SCHEMAS = 64
 """Distinct schema blocks remembered per worker (a stream has a few per table)."""
-_OPENING, _PAYLOAD = b'{"schema":', b',"payload":'
+SCHEMA_FIRST = b'{"schema"'
+"""How a message with its inline schema block first begins (as JsonConverter writes it)."""
+_OPENING, _PAYLOAD = SCHEMA_FIRST + b":", b',"payload":'
 """How a compact message begins, and what stands between its block and its payload."""
+_AS_ARROW_READS: dict[str, tuple[str, ...]] = {
+    "long": ("int64",),
+    "int": ("int32",),
+    "string": ("string",),
+    "boolean": ("boolean",),
+    "double": ("float64",),
+}
+"""A column type read by Arrow's JSON reader itself (ledger/plain_block.py) → the Connect
+types whose decoder leaves every value Arrow takes for it as it is: the field's own
+range (an ``int16`` field refuses what an ``int`` column takes), no rounding."""
+_JSON_TYPES = {
+    **dict.fromkeys(("int8", "int16", "int32", "int64"), "integer"),
+    "string": "string",
+    "bytes": "string",
+    "boolean": "boolean",
+}
+"""A Connect type → the JSON type of its values (base64 text for bytes)."""
+_TEXT_NAMES = frozenset(
+    name
+    for name, decoder in LOGICAL_DECODERS.items()
+    if decoder is LOGICAL_DECODERS["io.debezium.data.Json"]
+)
+"""Logical names of strings decoded as the text they are (Json, Enum, Uuid, ...)."""
 
 
 class InlineRow(NamedTuple):
@@ -106,6 +132,8 @@ class StructReader:
     """A row image decoded by its inline struct (:meth:`image`), built once per block."""
 
     fields: Mapping[str, tuple[FieldDecoder | None, bool]]
+    kinds: Mapping[str, tuple[str | None, str | None]]
+    """Each field's Connect type and logical name (None when it has none)."""
 
     def image(self, values: dict[str, Any] | None) -> dict[str, Any] | None:
         """``values`` decoded as ``decode_struct`` decodes them; raises :class:`Refuse`
@@ -144,13 +172,82 @@ def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
     if inner_after != before["fields"]:
         return None
     fields: dict[str, tuple[FieldDecoder | None, bool]] = {}
+    kinds: dict[str, tuple[str | None, str | None]] = {}
     for field in inner_after:
         if type(field) is not dict or type(field.get("field")) is not str:
             return None
         if field["field"] in fields:
             return None  # the general decoder takes the last of two: let it
         fields[field["field"]] = _field_decoder(field, field["field"])
-    return StructReader(fields)
+        name = field.get("name")
+        kinds[field["field"]] = (plain_type(field), name if type(name) is str else None)
+    return StructReader(fields, kinds)
+
+
+class BlockDecoding(NamedTuple):
+    """How a block's messages read as bare envelopes (:func:`block_decoders`)."""
+
+    decoders: Mapping[str, FieldDecoder | None]
+    """Each column's decoder (None: a column Arrow's reader types, its value as parsed)."""
+    json_types: Mapping[str, str]
+    """Each decoded column's JSON type, as its field sends it: ``integer``, ``string``
+    or ``boolean`` (a value of another type is the field's decoder's to refuse)."""
+
+
+def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding | None:
+    """The decoders that make a message of this block readable as a bare envelope
+    (ledger/plain_block.py, whose converters then take the decoded values as typed), or
+    None when its messages are read one by one: fields and columns not the same names, a column
+    Arrow's reader types itself whose field could decode a value otherwise than leaving
+    it as it is (an ``int16`` field's range, a ``float32`` rounding, a logical type), a
+    ``float`` column, a fractional or nested field of another column.
+
+    >>> from icetide.schema.types import Column, parse_type
+    >>> t = TableSchema("t", (Column(1, "id", parse_type("long"), False),
+    ...     Column(2, "d", parse_type("date"))), ("id",))
+    >>> def block(id_type):
+    ...     fields = [{"field": "id", "type": id_type},
+    ...               {"field": "d", "type": "int32", "name": "io.debezium.time.Date"}]
+    ...     return struct_reader({"fields": [{"field": f, "fields": fields}
+    ...                                      for f in ("before", "after")]})
+    >>> decoders, json_types = block_decoders(block("int64"), t)
+    >>> decoders["id"] is None, decoders["d"](2), json_types
+    (True, datetime.date(1970, 1, 3), {'d': 'integer'})
+    >>> block_decoders(block("int16"), t) is None
+    True
+    """
+    if set(reader.fields) != set(schema.by_name):
+        return None
+    out: dict[str, FieldDecoder | None] = {}
+    json_types: dict[str, str] = {}
+    for column in schema.columns:
+        kind, logical = reader.kinds[column.name]
+        arrow_reads = _AS_ARROW_READS.get(column.type.name)
+        if column.type.name == "float":
+            return None
+        if arrow_reads is not None:
+            as_text = kind == "string" and logical in _TEXT_NAMES
+            if kind not in arrow_reads or not (logical is None or as_text):
+                return None
+            out[column.name] = None
+        else:
+            if kind not in _JSON_TYPES:
+                return None  # a float or nested field: its values are read one by one
+            out[column.name] = _as_image_reads(*reader.fields[column.name])
+            json_types[column.name] = _JSON_TYPES[kind]
+    return BlockDecoding(out, json_types)
+
+
+def _as_image_reads(decoder: FieldDecoder | None, floats: bool) -> FieldDecoder:
+    """One field's value decoded as :meth:`StructReader.image` decodes it, raising
+    :class:`Refuse` where that refuses it (a fraction for a field that takes none)."""
+
+    def run(value: Any) -> Any:
+        if type(value) is float and not floats:
+            raise Refuse
+        return value if decoder is None else decoder(value)
+
+    return run
 
 
 def _has_float(value: Any) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from icetide.errors import DecodeError
 from icetide.events.envelope import decode_document, parse_json
-from icetide.events.inline import InlineSchemas
+from icetide.events.inline import InlineSchema, InlineSchemas, block_decoders
 from icetide.events.model import ChangeEvent
 from icetide.events.plain import (
     PlainRow,
@@ -53,7 +53,7 @@ from icetide.events.sink_values import CONVERSION_FAILED, convert_values
 from icetide.events.wire import not_text
 from icetide.events.wire_prepared import read_framed
 from icetide.ledger.envelope_block import RouteReader, route_reader
-from icetide.ledger.plain_block import BlockReader, BlockRows, block_reader
+from icetide.ledger.plain_block import BlockReader, BlockRows, block_reader, joined
 from icetide.schema.connector import typed_hints
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.builder import TableContract
@@ -848,14 +848,48 @@ def project_batches(
 def _block_reader(
     projection: Projection, refused: Refused | None, shape: pa.Schema
 ) -> BlockReader | None:
-    """The block read of bare envelopes (:mod:`icetide.ledger.plain_block`) where the
-    one-pass read would take them: not while earlier versions or renames are read, nor
-    when bare messages are refused."""
-    if projection.aliases or projection.earlier:
+    """The block read (:mod:`icetide.ledger.plain_block`) of a batch's bare envelopes and
+    of its compact messages whose inline schema block this worker has read
+    (:meth:`~icetide.events.inline.InlineSchemas.split`), each block's payloads read as
+    one more block with its fields' decoders
+    (:func:`~icetide.events.inline.block_decoders`), where the one-pass read would take
+    them: not while earlier versions or renames are read, nor for messages refused."""
+    if projection.aliases or projection.earlier or (refused and ALL_MESSAGES in refused):
         return None
-    if refused and (ALL_MESSAGES in refused or "" in refused):
-        return None
-    return block_reader(projection.value_schema, projection.layout, shape, projection.hints)
+    schema, layout = projection.value_schema, projection.layout
+    bare = (
+        None if refused and "" in refused else block_reader(schema, layout, shape, projection.hints)
+    )
+    hints = typed_hints(
+        schema, schema.sink.logical if projection.hints is None else projection.hints
+    )
+    readers: dict[int, tuple[InlineSchema, BlockReader | None]] = {}
+
+    def reader_of(block: InlineSchema) -> BlockReader | None:
+        made = readers.get(id(block))
+        if made is None or made[0] is not block:
+            decoding = block_decoders(block.reader, schema)
+            usable = decoding is not None and not (refused and (block.key or "") in refused)
+            reader = block_reader(schema, layout, shape, hints, decoding) if usable else None
+            made = readers[id(block)] = (block, reader)
+        return made[1]
+
+    def read(raws: Sequence[bytes | None]) -> BlockRows | None:
+        found = [] if bare is None else [bare(raws)]
+        groups: dict[int, tuple[BlockReader, list[int], list[bytes]]] = {}
+        for i, raw in enumerate(raws):
+            split = _INLINE.split(raw) if raw is not None else None
+            if split is not None and (reader := reader_of(split[1])) is not None:
+                group = groups.setdefault(id(reader), (reader, [], []))
+                group[1].append(i)
+                group[2].append(split[0])
+        for reader, indices, payloads in groups.values():
+            rows = reader(payloads)
+            if rows is not None:
+                found.append(BlockRows(np.asarray(indices)[rows.taken], rows.columns))
+        return joined([f for f in found if f is not None])
+
+    return read
 
 
 def _with_rest(

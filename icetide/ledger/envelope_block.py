@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from icetide.events.inline import SCHEMA_FIRST
 from icetide.events.plain import MAX_OPENERS, MS_RANGE
 from icetide.events.position import binlog_file_number, lsn_position
 
@@ -113,7 +114,7 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
     array([1])
     """
     offered = [
-        i for i, raw in enumerate(raws) if raw is not None and not raw.startswith(_SCHEMA_FIRST)
+        i for i, raw in enumerate(raws) if raw is not None and not raw.startswith(SCHEMA_FIRST)
     ]
     lines: list[bytes] = [raws[i] for i in offered]  # type: ignore[misc]
     count = len(lines)
@@ -147,9 +148,6 @@ def _plain_text(raw: bytes, refused: Sequence[bytes]) -> bool:
         and not any(refuse in raw for refuse in refused)
         and _utf8(raw)
     )
-
-
-_SCHEMA_FIRST = b'{"schema"'
 
 
 def _utf8(text: bytes) -> bool:

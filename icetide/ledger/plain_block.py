@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from icetide.events.envelope import PLACEHOLDER_TEXTS, is_unavailable
+from icetide.events.inline import BlockDecoding, FieldDecoder
 from icetide.events.plain import (
     MAX_OPENERS,
     Converter,
@@ -89,6 +90,8 @@ _JSON_TYPES = {
 }
 """The column types read in a block, as the JSON reader parses their values (a ``float``
 column's value as a double first, as ``orjson`` reads it, then rounded)."""
+_FROM_JSON = {"integer": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
+"""A column's JSON type as a message's own schema names it → how the reader parses it."""
 _NESTED = frozenset({"list", "map", "struct"})
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _NOT_ENVELOPE = ("payload", "schema", "ddl", "tableChanges")
@@ -117,11 +120,19 @@ def block_reader(
     layout: TableSchema,
     target: pa.Schema,
     hints: Mapping[int, str] | None = None,
+    decoding: BlockDecoding | None = None,
 ) -> BlockReader | None:
     """The block read of a table whose values ``schema`` projects onto ``layout``, its
     rows typed as ``target`` (:func:`~icetide.ledger.decode.projected_arrow_schema`)
     has them, ``hints`` saying how values arrive (the projection's; None: the schema's
-    ``sink.logical``); None when the table is not read this way (see the module)."""
+    ``sink.logical``); None when the table is not read this way (see the module).
+
+    ``decoding``: the messages are the payloads of messages with an inline schema block,
+    whose fields decode each column's values first
+    (:func:`~icetide.events.inline.block_decoders`); the converters then take them as
+    values their schema typed, as the per-message read of such a message does (no
+    fraction for a decimal: the block's field decides what a value may be), each column
+    parsed as the JSON type its field sends (another fails the block)."""
     by_layout = layout.by_name
     if not set(schema.by_name) <= set(by_layout):
         return None
@@ -136,6 +147,8 @@ def block_reader(
         if col.type.name in _JSON_TYPES
     }
     texts: set[str] = set()
+    if decoding is not None:  # each column as its field sends it: nothing inferred
+        declared.update((name, _FROM_JSON[kind]) for name, kind in decoding.json_types.items())
 
     def options() -> pj.ParseOptions:
         image = pa.struct([*declared.items(), *((name, pa.string()) for name in sorted(texts))])
@@ -143,21 +156,26 @@ def block_reader(
         return pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
 
     parsing = [options()]
+    typed = decoding is not None
+    decode = {} if decoding is None else decoding.decoders
     generic = {
-        col.name: value_converter(col, hints.get(col.id), by_layout[col.name])
+        col.name: _decoded(
+            decode.get(col.name),
+            value_converter(col, hints.get(col.id), by_layout[col.name], typed=typed),
+        )
         for col in schema.columns
         if col.type.name not in _JSON_TYPES
     }
     fractions = {
         col.name: value_converter(col, hints.get(col.id), by_layout[col.name], decimal_floats=True)
         for col in schema.columns
-        if col.type.name == "decimal"
+        if col.type.name == "decimal" and not typed
     }
     key_converters = {
         col.name: (
-            value_converter(col, hints.get(col.id)),
+            _decoded(decode.get(col.name), value_converter(col, hints.get(col.id), typed=typed)),
             value_converter(col, hints.get(col.id), decimal_floats=True)
-            if col.type.name == "decimal"
+            if col.type.name == "decimal" and not typed
             else None,
         )
         for col in schema.key_columns
@@ -200,7 +218,7 @@ def block_reader(
         after = doc.column("after").combine_chunks()
         deleted = pc.equal(op, "d")
         ok &= mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
-        typed = []
+        images = []
         longs: dict[int, frozenset[float]] = {}
 
         def long_numbers_of(i: int) -> frozenset[float]:
@@ -210,7 +228,7 @@ def block_reader(
 
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
-            typed.append(_generic_values(img, generic, fractions, long_numbers_of, ok))
+            images.append(_generic_values(img, generic, fractions, long_numbers_of, ok))
         not_deleted, updated = ~mask(deleted), mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
         for name in required:
@@ -236,11 +254,9 @@ def block_reader(
         columns: dict[str, pa.Array] = {
             **keys_out,
             c.OP: op.take(pick),
-            c.AFTER: _row(after, typed[1], pick, row_type, deleted.take(pick)),
-            c.BEFORE: _row(before, typed[0], pick, row_type, None),
-            c.UNAVAILABLE: pa.array(
-                [toast.get(int(i), []) if updated[i] else [] for i in taken], pa.list_(pa.string())
-            ),
+            c.AFTER: _row(after, images[1], pick, row_type, deleted.take(pick)),
+            c.BEFORE: _row(before, images[0], pick, row_type, None),
+            c.UNAVAILABLE: _string_lists(taken, {i: v for i, v in toast.items() if updated[i]}),
             c.POSITION: pa.array([Decimal(position[i]) for i in taken], pa.decimal128(38, 0)),
             c.POSITION_TEXT: pa.array([text_of[i] for i in taken], pa.string()),
             c.SOURCE_TS: pc.if_else(
@@ -258,14 +274,63 @@ def block_reader(
             return None
         found = halving(plain_texts(raws), partial(part, raws))
         tries.after(len(raws), found)
-        if not found:
-            return None
-        return BlockRows(
-            np.concatenate([f.taken for f in found]),
-            {name: pa.concat_arrays([f.columns[name] for f in found]) for name in found[0].columns},
-        )
+        return joined(found)
 
     return read
+
+
+def joined(parts: Sequence[BlockRows]) -> BlockRows | None:
+    """The rows of several block reads of one batch as one, in message order (None when
+    none took a message)."""
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    taken = np.concatenate([p.taken for p in parts])
+    columns = {
+        name: pa.concat_arrays([p.columns[name] for p in parts]) for name in parts[0].columns
+    }
+    if (np.diff(taken) < 0).any():
+        order = pa.array(np.argsort(taken, kind="stable"))
+        taken, columns = taken[order.to_numpy()], {n: v.take(order) for n, v in columns.items()}
+    return BlockRows(taken, columns)
+
+
+def _string_lists(taken: np.ndarray, lists: Mapping[int, list[str]]) -> pa.Array:
+    """A list-of-strings column over the messages ``taken`` (ascending): each message's
+    list in ``lists`` (whose other keys are messages not taken), else empty; built from
+    offsets, as most messages have none.
+
+    >>> _string_lists(np.array([2, 5, 9]), {5: ["a", "b"], 7: ["x"]}).to_pylist()
+    [[], ['a', 'b'], []]
+    """
+    lengths = np.zeros(len(taken), np.int32)
+    values: list[str] = []
+    if lists:
+        keys = np.array(sorted(lists), np.int64)
+        at = np.searchsorted(taken, keys)
+        found = at < len(taken)
+        found[found] = taken[at[found]] == keys[found]
+        for key, slot in zip(keys[found], at[found], strict=True):
+            lengths[slot] = len(lists[int(key)])
+            values += lists[int(key)]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.string()))
+
+
+def _decoded(decode: FieldDecoder | None, convert: Converter) -> Converter:
+    """``convert`` of what ``decode`` (a field of the message's own schema) makes of a
+    value; a value the decoder refuses goes the per-message way (whose general read
+    says why)."""
+    if decode is None:
+        return convert
+
+    def run(value: Any) -> Any:
+        try:
+            decoded = decode(value)
+        except Exception:
+            raise Refuse from None
+        return convert(decoded)
+
+    return run
 
 
 _AS_PARSED = (pa.string(), pa.int64(), pa.bool_())

@@ -408,8 +408,11 @@ def test_earlier_versions_and_renames_keep_the_per_message_read() -> None:
     era = Era(2 * 10**19, {}, None)
     assert decode._block_reader(Projection(SCHEMA, earlier=(era,)), None, shape) is None
     assert decode._block_reader(Projection(SCHEMA, aliases={"old": "name"}), None, shape) is None
-    assert decode._block_reader(Projection(SCHEMA), {"": ("r", "why")}, shape) is None
-    assert decode._block_reader(Projection(SCHEMA), None, shape) is not None
+    # Bare messages refused: the block takes none of them (inline ones it may).
+    refusing_bare = decode._block_reader(Projection(SCHEMA), {"": ("r", "why")}, shape)
+    assert refusing_bare is not None and refusing_bare(corpus(200, 3, 0.0)) is None
+    usual = decode._block_reader(Projection(SCHEMA), None, shape)
+    assert usual is not None and usual(corpus(200, 3, 0.0)) is not None
 
 
 @pytest.mark.parametrize(
