@@ -184,6 +184,10 @@ def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
     return StructReader(fields, kinds)
 
 
+def _as_sent(value: Any) -> Any:
+    return value
+
+
 class BlockDecoding(NamedTuple):
     """How a block's messages read as bare envelopes (:func:`block_decoders`)."""
 
@@ -233,21 +237,10 @@ def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding |
         else:
             if kind not in _JSON_TYPES:
                 return None  # a float or nested field: its values are read one by one
-            out[column.name] = _as_image_reads(*reader.fields[column.name])
+            # A fraction never reaches the decoder: the block parses the field's JSON type.
+            out[column.name] = reader.fields[column.name][0] or _as_sent
             json_types[column.name] = _JSON_TYPES[kind]
     return BlockDecoding(out, json_types)
-
-
-def _as_image_reads(decoder: FieldDecoder | None, floats: bool) -> FieldDecoder:
-    """One field's value decoded as :meth:`StructReader.image` decodes it, raising
-    :class:`Refuse` where that refuses it (a fraction for a field that takes none)."""
-
-    def run(value: Any) -> Any:
-        if type(value) is float and not floats:
-            raise Refuse
-        return value if decoder is None else decoder(value)
-
-    return run
 
 
 def _has_float(value: Any) -> bool:
