@@ -33,8 +33,9 @@ import orjson
 from icetide.events.envelope import image_struct, is_unavailable
 from icetide.events.logical_types import LOGICAL_DECODERS, TYPE_DECODERS, integer_range
 from icetide.events.plain import PlainRow, Refuse, parse, read_plain
-from icetide.schema.convert.connect import plain_type
+from icetide.schema.convert.connect import DECIMAL, plain_type
 from icetide.schema.model import TableSchema
+from icetide.schema.types import precision_scale
 
 _FLOAT_DECODER = TYPE_DECODERS["float64"]
 _INTEGER_DECODER = TYPE_DECODERS["int64"]
@@ -132,8 +133,8 @@ class StructReader:
     """A row image decoded by its inline struct (:meth:`image`), built once per block."""
 
     fields: Mapping[str, tuple[FieldDecoder | None, bool]]
-    kinds: Mapping[str, tuple[str | None, str | None]]
-    """Each field's Connect type and logical name (None when it has none)."""
+    kinds: Mapping[str, tuple[str | None, str | None, str | None]]
+    """Each field's Connect type, logical name and ``scale`` parameter (None: none)."""
 
     def image(self, values: dict[str, Any] | None) -> dict[str, Any] | None:
         """``values`` decoded as ``decode_struct`` decodes them; raises :class:`Refuse`
@@ -172,15 +173,20 @@ def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
     if inner_after != before["fields"]:
         return None
     fields: dict[str, tuple[FieldDecoder | None, bool]] = {}
-    kinds: dict[str, tuple[str | None, str | None]] = {}
+    kinds: dict[str, tuple[str | None, str | None, str | None]] = {}
     for field in inner_after:
         if type(field) is not dict or type(field.get("field")) is not str:
             return None
         if field["field"] in fields:
             return None  # the general decoder takes the last of two: let it
         fields[field["field"]] = _field_decoder(field, field["field"])
-        name = field.get("name")
-        kinds[field["field"]] = (plain_type(field), name if type(name) is str else None)
+        name, parameters = field.get("name"), field.get("parameters")
+        scale = parameters.get("scale") if type(parameters) is dict else None
+        kinds[field["field"]] = (
+            plain_type(field),
+            name if type(name) is str else None,
+            scale if type(scale) is str else None,
+        )
     return StructReader(fields, kinds)
 
 
@@ -196,6 +202,11 @@ class BlockDecoding(NamedTuple):
     json_types: Mapping[str, str]
     """Each decoded column's JSON type, as its field sends it: ``integer``, ``string``
     or ``boolean`` (a value of another type is the field's decoder's to refuse)."""
+    arrivals: Mapping[str, str]
+    """The decoded columns whose values arrive as a schemaless message's hint of the
+    same name says (the field's logical name; a ``Decimal`` only at its column's
+    scale): what the block's array converters go by
+    (:mod:`icetide.ledger.vector_values`)."""
 
 
 def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding | None:
@@ -214,9 +225,9 @@ def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding |
     ...               {"field": "d", "type": "int32", "name": "io.debezium.time.Date"}]
     ...     return struct_reader({"fields": [{"field": f, "fields": fields}
     ...                                      for f in ("before", "after")]})
-    >>> decoders, json_types = block_decoders(block("int64"), t)
-    >>> decoders["id"] is None, decoders["d"](2), json_types
-    (True, datetime.date(1970, 1, 3), {'d': 'integer'})
+    >>> decoders, json_types, arrivals = block_decoders(block("int64"), t)
+    >>> decoders["id"] is None, decoders["d"](2), json_types, arrivals
+    (True, datetime.date(1970, 1, 3), {'d': 'integer'}, {'d': 'io.debezium.time.Date'})
     >>> block_decoders(block("int16"), t) is None
     True
     """
@@ -224,8 +235,9 @@ def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding |
         return None
     out: dict[str, FieldDecoder | None] = {}
     json_types: dict[str, str] = {}
+    arrivals: dict[str, str] = {}
     for column in schema.columns:
-        kind, logical = reader.kinds[column.name]
+        kind, logical, scale = reader.kinds[column.name]
         arrow_reads = _AS_ARROW_READS.get(column.type.name)
         if column.type.name == "float":
             return None
@@ -240,7 +252,11 @@ def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding |
             # A fraction never reaches the decoder: the block parses the field's JSON type.
             out[column.name] = reader.fields[column.name][0] or _as_sent
             json_types[column.name] = _JSON_TYPES[kind]
-    return BlockDecoding(out, json_types)
+            if logical is not None and (
+                logical != DECIMAL or scale == str(precision_scale(column.type)[1])
+            ):
+                arrivals[column.name] = logical
+    return BlockDecoding(out, json_types, arrivals)
 
 
 def _has_float(value: Any) -> bool:

@@ -77,6 +77,7 @@ from icetide.ledger.envelope_block import (
     mask,
     plain_texts,
 )
+from icetide.ledger.vector_values import VectorConverter, vector_converter
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
 
@@ -182,6 +183,20 @@ def block_reader(
         if col.name in generic
     }
     row_type = target.field(c.AFTER).type
+    vectors = {
+        col.name: vector
+        for col in schema.columns
+        if col.name in generic
+        and (
+            vector := vector_converter(
+                col,
+                row_type.field(col.name).type,
+                decoding.arrivals.get(col.name) if decoding else hints.get(col.id),
+                decoding is None,
+            )
+        )
+        is not None
+    }
     keys = [col.name for col in schema.key_columns]
     required = [col.name for col in schema.value_columns if not col.nullable]
     values = [col.name for col in schema.value_columns]
@@ -228,7 +243,7 @@ def block_reader(
 
         for img in (before, after):
             ok &= _values_ok(img, ints, strings)
-            images.append(_generic_values(img, generic, fractions, long_numbers_of, ok))
+            images.append(_generic_values(img, generic, fractions, long_numbers_of, ok, vectors))
         not_deleted, updated = ~mask(deleted), mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
         for name in required:
@@ -344,7 +359,8 @@ def _generic_values(
     fractions: Mapping[str, Converter],
     long_numbers_of: Callable[[int], frozenset[float]],
     ok: np.ndarray,
-) -> dict[str, list[Any]]:
+    vectors: Mapping[str, VectorConverter],
+) -> dict[str, list[Any] | pa.Array]:
     """The image's values of the columns typed by the one-pass converters themselves
     (:func:`~icetide.events.plain.value_converter`: decimals, dates, times, ...), value
     by value as that read types them, for the messages still taken (``ok``, which is
@@ -354,9 +370,13 @@ def _generic_values(
     A decimal column's fractions (``fractions``: its converter taking floats) are taken
     as the one-pass read takes them, when the message writes no number of 16 or more
     digits with the value's magnitude (:func:`~icetide.events.plain.exact_decimals`;
-    ``long_numbers_of``: a message's :func:`~icetide.events.plain.long_numbers`)."""
+    ``long_numbers_of``: a message's :func:`~icetide.events.plain.long_numbers`).
+
+    A column with an array converter (``vectors``, :mod:`icetide.ledger.vector_values`)
+    has the values it takes typed at once, as an array in the stored type; the others
+    one by one, as above."""
     count = len(image)
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[Any] | pa.Array] = {}
     for name, convert in generic.items():
         column = child(image, name)
         converted: list[Any] = [None] * count
@@ -364,6 +384,10 @@ def _generic_values(
         if column is None or column.type == pa.null():
             continue
         present = np.flatnonzero(mask(column.is_valid()) & ok)
+        vector = vectors.get(name)
+        if vector is not None:
+            at_once, taken = vector(column)
+            present = present[~taken[present]]
         fraction = fractions.get(name) if column.type == pa.float64() else None
         if column.type not in _AS_PARSED and fraction is None:
             ok[present] = False
@@ -383,7 +407,19 @@ def _generic_values(
                     converted[i] = fraction(value)
             except Refuse:
                 ok[i] = False
+        if vector is not None:
+            out[name] = _completed(at_once, taken, converted, present)
     return out
+
+
+def _completed(
+    at_once: pa.Array, taken: np.ndarray, converted: list[Any], rest: np.ndarray
+) -> pa.Array:
+    """A column's values typed at once (where ``taken``) with those typed one by one
+    (``converted`` at the indices ``rest``)."""
+    if not len(rest):
+        return at_once
+    return pc.if_else(pa.array(taken), at_once, pa.array(converted, at_once.type))
 
 
 def _absent_columns(
@@ -509,7 +545,7 @@ def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np
 
 def _row(
     image: pa.StructArray,
-    typed: Mapping[str, list[Any]],
+    typed: Mapping[str, list[Any] | pa.Array],
     pick: pa.Array,
     row_type: pa.StructType,
     dropped: pa.Array | None,
@@ -524,7 +560,10 @@ def _row(
     for f in row_type:
         if f.name in typed:
             values = typed[f.name]
-            children.append(pa.array([values[i] for i in picked], f.type))
+            if isinstance(values, pa.Array):
+                children.append(values.take(pick))
+            else:
+                children.append(pa.array([values[i] for i in picked], f.type))
         elif rows.type.get_field_index(f.name) >= 0:
             children.append(rows.field(f.name).cast(f.type))
         else:

@@ -1,0 +1,148 @@
+"""The block's array converters against the per-value converters they stand in for: a
+value taken at once is typed exactly as one by one, and a value the per-value converter
+refuses is never taken (the range edges, the encodings' edges)."""
+
+from __future__ import annotations
+
+import base64
+import random
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icetide.events.inline import struct_reader
+from icetide.events.plain import Refuse, value_converter
+from icetide.ledger.vector_values import vector_converter
+from icetide.schema.convert.spark import arrow_type
+from icetide.schema.types import Column, parse_type
+
+DAYS = [0, -1, 19_000, -719_162, -719_163, 2_932_896, 2_932_897, 2**40, -(2**62)]
+MICROS = [0, -1, 1_700_000_000_123_456, -62_135_596_800_000_000, -62_135_596_800_000_001]
+MICROS += [253_402_300_799_999_999, 253_402_300_800_000_000, 2**63 - 1, -(2**63)]
+MILLIS = [m // 1000 for m in MICROS] + [m // 1000 + 1 for m in MICROS] + [-62_135_596_800_001]
+MILLIS = [m for m in MILLIS if -(2**63) <= m < 2**63]
+NANOS = [m * 1000 + d for m in MICROS[:3] for d in (-1, 0, 999)] + [2**63 - 1, -(2**63)]
+
+
+def unscaled(number: int) -> str:
+    size = max(1, (number.bit_length() + 8) // 8)
+    return base64.b64encode(number.to_bytes(size, "big", signed=True)).decode()
+
+
+DECIMALS = [unscaled(n) for n in (0, 1, -1, 482, 10**10 - 1, -(10**10) + 1, 10**10, -(10**10))]
+DECIMALS += [
+    "",
+    "AeI",
+    "AeI=\n",
+    " AeI=",
+    "12.50",
+    "AAAAAAAAAAAAAAAAAAAAAAE=",
+    unscaled(2**200),
+    "__debezium_unavailable_value",
+    "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==",
+]
+INSTANTS = [
+    "2024-03-01T18:57:24.481321Z",
+    "2024-03-01T18:57:24Z",
+    "2024-03-01T18:57:24.4Z",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59.999999Z",
+    "2024-02-29T23:59:59Z",
+    "2024-01-01T24:00:00Z",
+    "2024-01-01T00:00:60Z",
+    "2024-01-01T00:00:00.1234567Z",
+    "2024-01-01T00:00:00+01:00",
+    "2024-01-01T00:00:00",
+    "2024-01-01 00:00:00Z",
+    "junk",
+    "",
+]
+
+CASES: list[tuple[str, str | None, bool, list[Any]]] = [
+    ("date", "io.debezium.time.Date", True, DAYS),
+    ("date", None, True, DAYS),
+    ("date", "org.apache.kafka.connect.data.Date", False, DAYS),
+    ("timestamp", "io.debezium.time.MicroTimestamp", True, MICROS),
+    ("timestamp", "io.debezium.time.Timestamp", False, MILLIS),
+    ("timestamp", None, True, MILLIS),
+    ("timestamp", "io.debezium.time.NanoTimestamp", True, NANOS),
+    ("timestamptz", "io.debezium.time.MicroTimestamp", True, MICROS),
+    ("timestamptz", "io.debezium.time.ZonedTimestamp", True, INSTANTS),
+    ("timestamptz", "io.debezium.time.ZonedTimestamp", False, INSTANTS),
+    ("timestamptz", None, True, INSTANTS + MILLIS),
+    ("decimal(10,2)", "org.apache.kafka.connect.data.Decimal", True, DECIMALS),
+    ("decimal(10,2)", "org.apache.kafka.connect.data.Decimal", False, DECIMALS),
+    ("decimal(10,2)", None, True, DECIMALS),
+]
+
+
+def one_by_one(column: Column, arrival: str | None, schemaless: bool) -> Any:
+    """The per-value typing the array converter stands in for: the schemaless read by
+    its hint, or a field of that logical name decoded, then the typed converter."""
+    if schemaless:
+        return value_converter(column, arrival, column)
+    kind = {"date": "int32", "decimal(10,2)": "bytes", "timestamptz": "string"}
+    field = {"field": column.name, "type": kind.get(str(column.type), "int64"), "name": arrival}
+    if arrival == "org.apache.kafka.connect.data.Decimal":
+        field["parameters"] = {"scale": "2"}
+    reader = struct_reader(
+        {"fields": [{"field": f, "fields": [field]} for f in ("before", "after")]}
+    )
+    assert reader is not None
+    decode = reader.fields[column.name][0]
+    assert decode is not None
+    typed = value_converter(column, arrival, column, typed=True)
+
+    def run(value: Any) -> Any:
+        try:
+            decoded = decode(value)
+        except Exception:
+            raise Refuse from None
+        return typed(decoded)
+
+    return run
+
+
+@pytest.mark.parametrize(("kind", "arrival", "schemaless", "values"), CASES)
+def test_a_value_taken_at_once_is_typed_as_one_by_one(
+    kind: str, arrival: str | None, schemaless: bool, values: list[Any]
+) -> None:
+    column = Column(1, "c", parse_type(kind))
+    stored = arrow_type(column.type)
+    vector = vector_converter(column, stored, arrival, schemaless)
+    assert vector is not None
+    convert = one_by_one(column, arrival, schemaless)
+    rnd = random.Random(5)
+    mixed = [rnd.choice(values) for _ in range(300)] + values + [None]
+    numbers = [v for v in mixed if not isinstance(v, str)]
+    for part in ([v for v in mixed if isinstance(v, str) or v is None], numbers):
+        if not any(v is not None for v in part):
+            continue
+        parsed = pa.array(part, pa.string() if isinstance(part[0], str) else pa.int64())
+        at_once, taken = vector(parsed)
+        assert at_once.type == stored
+        typed = at_once.to_pylist()
+        took = 0
+        for i, value in enumerate(part):
+            try:
+                expected = None if value is None else convert(value)
+            except Refuse:
+                assert not taken[i], value  # refused one by one: never taken at once
+                continue
+            if taken[i]:
+                took += 1
+                as_stored = pa.array([expected], stored).to_pylist()[0]
+                assert repr(typed[i]) == repr(as_stored), value
+        assert took > 0
+
+
+def test_a_column_its_arrival_does_not_say_is_typed_one_by_one() -> None:
+    day = Column(1, "d", parse_type("date"))
+    assert vector_converter(day, pa.date32(), "io.debezium.time.Timestamp", False) is None
+    assert vector_converter(day, pa.date32(), None, False) is None
+    amount = Column(2, "a", parse_type("decimal(10,2)"))
+    assert vector_converter(amount, pa.decimal128(10, 2), "string", True) is None
+    assert vector_converter(amount, pa.decimal128(12, 3), None, True) is None
+    at = Column(3, "t", parse_type("timestamp"))
+    assert vector_converter(at, pa.timestamp("us"), "io.debezium.time.ZonedTimestamp", True) is None
