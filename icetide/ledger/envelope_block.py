@@ -100,8 +100,9 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
     r"""The indices of the messages of ``raws`` that may go in a block: each one JSON
     object on one line beginning with ``{`` (as the one-pass read parses it), in valid
     UTF-8 (Arrow reads invalid UTF-8 where ``orjson`` refuses the message), with no text
-    Arrow reads where ``orjson`` refuses it (``NaN``, ``Infinity``), and none of the
-    texts ``refused`` (by default ``"payload"``: a message with an inline schema block).
+    Arrow reads where ``orjson`` refuses it (``NaN``, ``Infinity``), no ASCII letter
+    written as an escape (:func:`_letter_escape`), and none of the texts ``refused`` (by
+    default ``"payload"``: a message with an inline schema block).
     Checked on the joined text first (a few scans in C), message by message only when
     that finds one that may not; a message with an inline schema block first (as
     JsonConverter writes it) is left out before its kilobytes are scanned.
@@ -111,6 +112,8 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
     >>> plain_texts([b'{"a": "\xff"}', b'{"a": "\xc3\xa9"}', b'{"ddl": 1}'], (b'"ddl"',))
     array([1])
     >>> plain_texts([b'{"schema": {}, "payload": {}}', b'{"a": 1}'])
+    array([1])
+    >>> plain_texts([b'{"fil\\u0065": 1}', b'{"a": "\\u00e9"}'])
     array([1])
     """
     offered = [
@@ -130,6 +133,7 @@ def plain_texts(raws: Sequence[bytes | None], refused: Sequence[bytes] = PAYLOAD
             and b"NaN" not in text
             and b"Infinity" not in text
             and not any(refuse in text for refuse in refused)
+            and b"\\u00" not in text
             and _utf8(text)
         ):
             return np.array(offered, np.int64)
@@ -146,6 +150,7 @@ def _plain_text(raw: bytes, refused: Sequence[bytes]) -> bool:
         and b"NaN" not in raw
         and b"Infinity" not in raw
         and not any(refuse in raw for refuse in refused)
+        and not _letter_escape(raw)
         and _utf8(raw)
     )
 
@@ -418,14 +423,7 @@ def route_reader() -> RouteReader:
             return None  # a message Arrow refuses, or a field of another type, somewhere
         if doc.num_rows != len(offered):
             return None
-        binlog_keys = _binlog_keys(text)
-
-        def keyed(unsure: np.ndarray) -> np.ndarray:
-            if not binlog_keys:
-                return np.zeros(len(unsure), bool)
-            return np.fromiter((_binlog_keys(lines[i]) for i in unsure), bool, len(unsure))
-
-        found = envelope_checks(doc, keyed, numbered=False)
+        found = envelope_checks(doc, keyed_by_text(text, lines), numbered=False)
         if found is None:
             return None
         ok = found[0]
@@ -441,9 +439,7 @@ def route_reader() -> RouteReader:
     def read(raws: Sequence[bytes | None]) -> Routed | None:
         if tries.stopped or not raws:
             return None
-        offered = plain_texts(raws, ROUTE_REFUSED)
-        escaped = np.fromiter((_letter_escape(raws[i]) for i in offered), bool, len(offered))
-        found = halving(offered[~escaped], lambda offered: part(raws, offered))
+        found = halving(plain_texts(raws, ROUTE_REFUSED), lambda offered: part(raws, offered))
         tries.after(len(raws), found)
         if not found:
             return None
@@ -457,6 +453,20 @@ def route_reader() -> RouteReader:
         )
 
     return read
+
+
+def keyed_by_text(text: bytes, lines: Sequence[bytes]) -> Keyed:
+    """:data:`Keyed` told by the messages' text (``text``: ``lines`` joined): only one
+    naming both ``"file"`` and ``"pos"`` may hold both keys (:func:`plain_texts` offers no
+    message writing a key with escapes)."""
+    binlog_keys = _binlog_keys(text)
+
+    def keyed(unsure: np.ndarray) -> np.ndarray:
+        if not binlog_keys:
+            return np.zeros(len(unsure), bool)
+        return np.fromiter((_binlog_keys(lines[i]) for i in unsure), bool, len(unsure))
+
+    return keyed
 
 
 def _binlog_keys(raw: bytes) -> bool:

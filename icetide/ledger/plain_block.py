@@ -22,8 +22,9 @@ the per-message read can, the message is declined:
 * a key present with ``null`` and a key absent read alike here: an update whose after
   image has a null value column (absent: unchanged TOAST, listed in ``_unavailable``)
   or an after image with a null required column is parsed again by ``orjson`` to tell
-  which; ``file``/``pos`` in ``source`` being null (their presence picks the binlog
-  position) declines the message;
+  which; a non-MySQL ``source`` whose ``file``/``pos`` are null or absent picks its
+  position by their presence, told from the message's text
+  (:func:`~icetide.ledger.envelope_block.keyed_by_text`);
 * Arrow reads ``NaN`` where ``orjson`` refuses the message, so a message with the text
   ``NaN`` or ``Infinity`` anywhere is declined;
 * a message with a line break, not starting with ``{``, or holding ``"payload"`` (an
@@ -69,11 +70,13 @@ from icetide.events.plain import (
     value_converter,
 )
 from icetide.ledger.envelope_block import (
+    ROUTE_FIELDS,
     SERIAL,
     Tries,
     child,
     envelope_checks,
     halving,
+    keyed_by_text,
     mask,
     plain_texts,
 )
@@ -94,6 +97,10 @@ column's value as a double first, as ``orjson`` reads it, then rounded)."""
 _FROM_JSON = {"integer": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
 """A column's JSON type as a message's own schema names it → how the reader parses it."""
 _NESTED = frozenset({"list", "map", "struct"})
+_ENVELOPE_FIELDS = [ROUTE_FIELDS.field(name) for name in ("source", "transaction", "ts_ms")]
+"""The envelope fields the checks read, declared as the route declares them: inferred,
+a transaction id such as ``861:4294997432`` was read as a time, and the whole block
+failed to parse."""
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _NOT_ENVELOPE = ("payload", "schema", "ddl", "tableChanges")
 MAX_DEPTH = MAX_OPENERS
@@ -153,7 +160,9 @@ def block_reader(
 
     def options() -> pj.ParseOptions:
         image = pa.struct([*declared.items(), *((name, pa.string()) for name in sorted(texts))])
-        explicit = pa.schema([("before", image), ("after", image), ("op", pa.string())])
+        explicit = pa.schema(
+            [("before", image), ("after", image), ("op", pa.string()), *_ENVELOPE_FIELDS]
+        )
         return pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
 
     parsing = [options()]
@@ -207,7 +216,8 @@ def block_reader(
     def part(raws: Sequence[bytes | None], offered: np.ndarray) -> BlockRows | None:
         """The messages ``offered`` read as one block; None when the block as a whole
         cannot be read here (then its halves are tried)."""
-        text = b"\n".join(raws[i] for i in offered)
+        lines = [raws[i] for i in offered]
+        text = b"\n".join(lines)
         try:
             doc = pj.read_json(io.BytesIO(text), SERIAL, parsing[0]).combine_chunks()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
@@ -224,7 +234,7 @@ def block_reader(
         for side in ("before", "after"):
             if not {f.name for f in doc.schema.field(side).type} <= names:
                 return None  # a column the value schema lacks: rescued per message
-        envelope = envelope_checks(doc)
+        envelope = envelope_checks(doc, keyed_by_text(text, lines))
         if envelope is None:
             return None
         ok, position, text_of, tx_id, source_ms = envelope

@@ -5,7 +5,7 @@ column's values one by one with the one-pass read's own converters
 (:func:`~icetide.events.plain.value_converter`): on the demo's tables that was most of
 its Python time. Here the usual forms are converted as whole arrays: epoch days, epoch
 milli-, micro- or nanoseconds, base64 decimals (Debezium's ``precise`` mode, the
-unscaled bytes) and ISO-8601 UTC instants ending in ``Z``.
+unscaled bytes), ISO-8601 UTC instants ending in ``Z`` and JSON text.
 
 The rule of the block read holds: a converter here only *takes* a value whose result
 it knows is the per-value converter's (the same arithmetic, the same range checks); a
@@ -44,6 +44,8 @@ TIMESTAMP_UNITS = {
 schemaless integer without a hint is milliseconds, as the per-value read takes it)."""
 NANOS = "io.debezium.time.NanoTimestamp"
 ZONED = "io.debezium.time.ZonedTimestamp"
+JSON = "io.debezium.data.Json"
+_PLACEHOLDERS = pa.array(PLACEHOLDER_TEXTS, pa.string())
 _DAYS = (-719_162, 2_932_896)
 """0001-01-01 and 9999-12-31 in days since 1970-01-01: the dates Python holds."""
 _MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
@@ -87,6 +89,8 @@ def vector_converter(
                 texts = _utc_texts(stored)
                 return lambda values: (texts if values.type == pa.string() else epoch)(values)
             return epoch
+    if kind == "json" and (arrival == JSON or unhinted):
+        return _texts
     if kind == "decimal" and (arrival == DECIMAL or unhinted):
         precision, scale = precision_scale(column.type)
         if pa.types.is_decimal(stored) and stored.scale == scale:
@@ -146,19 +150,26 @@ def _utc_texts(stored: pa.DataType) -> VectorConverter:
     return convert
 
 
+def _texts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """JSON text → the column's text as sent (never the unchanged-TOAST placeholder)."""
+    if values.type != pa.string():
+        return pa.nulls(len(values), pa.string()), np.zeros(len(values), bool)
+    taken = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, _PLACEHOLDERS)))
+    return values, np.asarray(taken.to_numpy(zero_copy_only=False), bool)
+
+
 def _base64_decimals(precision: int, stored: pa.DataType) -> VectorConverter:
     """Base64 of the unscaled two's-complement bytes (at the column's scale) →
     decimals, for values within the column's precision (each value's bytes decoded
     here, the array built from their 128-bit forms)."""
     bound = 10**precision
-    placeholders = pa.array(PLACEHOLDER_TEXTS, pa.string())
 
     def convert(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
         count = len(values)
         taken = np.zeros(count, bool)
         if values.type != pa.string():
             return pa.nulls(count, stored), taken
-        offered = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, placeholders)))
+        offered = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, _PLACEHOLDERS)))
         texts = values.to_pylist()
         words = bytearray(16 * count)
         for i in np.flatnonzero(np.asarray(offered.to_numpy(zero_copy_only=False), bool)):

@@ -58,6 +58,7 @@ INSTANTS = [
     "junk",
     "",
 ]
+TEXTS = ['{"a":1}', "[]", "", "not json", "__debezium_unavailable_value", DECIMALS[-1]]
 
 CASES: list[tuple[str, str | None, bool, list[Any]]] = [
     ("date", "io.debezium.time.Date", True, DAYS),
@@ -74,6 +75,9 @@ CASES: list[tuple[str, str | None, bool, list[Any]]] = [
     ("decimal(10,2)", "org.apache.kafka.connect.data.Decimal", True, DECIMALS),
     ("decimal(10,2)", "org.apache.kafka.connect.data.Decimal", False, DECIMALS),
     ("decimal(10,2)", None, True, DECIMALS),
+    ("json", "io.debezium.data.Json", True, TEXTS),
+    ("json", "io.debezium.data.Json", False, TEXTS),
+    ("json", None, True, TEXTS),
 ]
 
 
@@ -82,7 +86,7 @@ def one_by_one(column: Column, arrival: str | None, schemaless: bool) -> Any:
     its hint, or a field of that logical name decoded, then the typed converter."""
     if schemaless:
         return value_converter(column, arrival, column)
-    kind = {"date": "int32", "decimal(10,2)": "bytes", "timestamptz": "string"}
+    kind = {"date": "int32", "decimal(10,2)": "bytes", "timestamptz": "string", "json": "string"}
     field = {"field": column.name, "type": kind.get(str(column.type), "int64"), "name": arrival}
     if arrival == "org.apache.kafka.connect.data.Decimal":
         field["parameters"] = {"scale": "2"}
