@@ -27,6 +27,10 @@ the per-message read can, the message is declined:
   (:func:`~icetide.ledger.envelope_block.keyed_by_text`);
 * Arrow reads ``NaN`` where ``orjson`` refuses the message, so a message with the text
   ``NaN`` or ``Infinity`` anywhere is declined;
+* Debezium's unchanged-TOAST placeholder in a text column is taken as the general read
+  takes it (the one-pass read leaves such a message to that read): the value is null,
+  and in an after image the column is listed in ``_unavailable``; in a key, it declines
+  the message (the general read's ``missing_key``);
 * a message with a line break, not starting with ``{``, or holding ``"payload"`` (an
   inline schema block, read by :mod:`icetide.events.inline`) is not offered to the
   block, and a block nesting deeper than the one-pass read takes is not read here.
@@ -97,6 +101,7 @@ column's value as a double first, as ``orjson`` reads it, then rounded)."""
 _FROM_JSON = {"integer": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
 """A column's JSON type as a message's own schema names it → how the reader parses it."""
 _NESTED = frozenset({"list", "map", "struct"})
+_PLACEHOLDERS = pa.array(PLACEHOLDER_TEXTS, pa.string())
 _ENVELOPE_FIELDS = [ROUTE_FIELDS.field(name) for name in ("source", "transaction", "ts_ms")]
 """The envelope fields the checks read, declared as the route declares them: inferred,
 a transaction id such as ``861:4294997432`` was read as a time, and the whole block
@@ -192,6 +197,7 @@ def block_reader(
         if col.name in generic
     }
     row_type = target.field(c.AFTER).type
+    column_order = [col.name for col in schema.columns]
     vectors = {
         col.name: vector
         for col in schema.columns
@@ -210,7 +216,6 @@ def block_reader(
     required = [col.name for col in schema.value_columns if not col.nullable]
     values = [col.name for col in schema.value_columns]
     ints = [col.name for col in schema.columns if col.type.name == "int"]
-    strings = [col.name for col in schema.columns if col.type.name == "string"]
     names = frozenset(schema.by_name)
 
     def part(raws: Sequence[bytes | None], offered: np.ndarray) -> BlockRows | None:
@@ -251,8 +256,10 @@ def block_reader(
                 longs[i] = long_numbers(raws[offered[i]])
             return longs[i]
 
+        holders = []
         for img in (before, after):
-            ok &= _values_ok(img, ints, strings)
+            ok &= _values_ok(img, ints)
+            holders.append(_placeholders(img, names))
             images.append(_generic_values(img, generic, fractions, long_numbers_of, ok, vectors))
         not_deleted, updated = ~mask(deleted), mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
@@ -264,6 +271,8 @@ def block_reader(
         deletes = mask(deleted)
         for name in keys:
             ok &= ~np.where(deletes, _absent(before, name), _absent(after, name))
+            unheld = np.zeros(len(ok), bool)
+            ok &= ~np.where(deletes, holders[0].get(name, unheld), holders[1].get(name, unheld))
         typed_keys = _typed_keys(before, after, deletes, ok, key_converters, long_numbers_of)
         taken = np.flatnonzero(ok)
         pick = pa.array(taken, pa.int64())
@@ -279,9 +288,11 @@ def block_reader(
         columns: dict[str, pa.Array] = {
             **keys_out,
             c.OP: op.take(pick),
-            c.AFTER: _row(after, images[1], pick, row_type, deleted.take(pick)),
-            c.BEFORE: _row(before, images[0], pick, row_type, None),
-            c.UNAVAILABLE: _string_lists(taken, {i: v for i, v in toast.items() if updated[i]}),
+            c.AFTER: _row(after, images[1], pick, row_type, deleted.take(pick), holders[1]),
+            c.BEFORE: _row(before, images[0], pick, row_type, None, holders[0]),
+            c.UNAVAILABLE: _string_lists(
+                taken, _unavailable(toast, updated, not_deleted, holders[1], column_order)
+            ),
             c.POSITION: pa.array([Decimal(position[i]) for i in taken], pa.decimal128(38, 0)),
             c.POSITION_TEXT: pa.array([text_of[i] for i in taken], pa.string()),
             c.SOURCE_TS: pc.if_else(
@@ -374,8 +385,8 @@ def _generic_values(
     """The image's values of the columns typed by the one-pass converters themselves
     (:func:`~icetide.events.plain.value_converter`: decimals, dates, times, ...), value
     by value as that read types them, for the messages still taken (``ok``, which is
-    updated): a placeholder, a value a converter refuses, or a value of another JSON type
-    declines its message.
+    updated): a value a converter refuses, or a value of another JSON type, declines its
+    message; the unchanged-TOAST placeholder stays null (:func:`_placeholders`).
 
     A decimal column's fractions (``fractions``: its converter taking floats) are taken
     as the one-pass read takes them, when the message writes no number of 16 or more
@@ -406,8 +417,7 @@ def _generic_values(
         for i in present:
             value = raw[i]
             if is_unavailable(value):
-                ok[i] = False
-                continue
+                continue  # not sent (_placeholders): stored as null
             try:
                 if fraction is None:
                     converted[i] = convert(value)
@@ -539,18 +549,49 @@ def _depth(kind: pa.DataType, limit: int) -> int:
     return deepest
 
 
-def _values_ok(image: pa.StructArray, ints: list[str], strings: list[str]) -> np.ndarray:
+def _values_ok(image: pa.StructArray, ints: list[str]) -> np.ndarray:
     """Where an image's values are taken as the one-pass converters take them: ``int``
-    values within 32 bits, no text the unchanged-TOAST placeholder. (A double is always
-    finite here: ``NaN`` and ``Infinity`` are declined as text, an overflow fails the
-    block.)"""
+    values within 32 bits. (A double is always finite here: ``NaN`` and ``Infinity`` are
+    declined as text, an overflow fails the block.)"""
     ok = np.ones(len(image), bool)
     for name in ints:
         v = image.field(name)
         ok &= ~mask(pc.or_(pc.less(v, _INT_RANGE[0]), pc.greater(v, _INT_RANGE[1])))
-    for name in strings:
-        ok &= ~mask(pc.is_in(image.field(name), pa.array(PLACEHOLDER_TEXTS, pa.string())))
     return ok
+
+
+def _placeholders(image: pa.StructArray, names: Collection[str]) -> dict[str, np.ndarray]:
+    """Where each text column of ``image`` holds Debezium's unchanged-TOAST placeholder
+    (in either text form), for the columns that hold one: the general read takes the
+    column as not sent (absent from its image; in an after image, listed as
+    unavailable)."""
+    found = {}
+    for field in image.type:
+        if field.name in names and field.type == pa.string():
+            held = mask(pc.is_in(image.field(field.name), _PLACEHOLDERS))
+            if held.any():
+                found[field.name] = held
+    return found
+
+
+def _unavailable(
+    lacking: Mapping[int, list[str]],
+    updated: np.ndarray,
+    kept: np.ndarray,
+    held: Mapping[str, np.ndarray],
+    order: Sequence[str],
+) -> dict[int, list[str]]:
+    """Each message's unavailable columns, in the schema's order, as the general read
+    lists them: an update's columns its after image lacks (``lacking``), and the columns
+    whose value in the after image is the placeholder (``held``) of every message but
+    a delete (``kept``)."""
+    out = {i: names for i, names in lacking.items() if updated[i]}
+    if not held:
+        return out
+    for i in np.flatnonzero(np.logical_or.reduce(list(held.values())) & kept).tolist():
+        names = set(out.get(i, ())) | {name for name, where in held.items() if where[i]}
+        out[i] = [name for name in order if name in names]
+    return out
 
 
 def _row(
@@ -559,6 +600,7 @@ def _row(
     pick: pa.Array,
     row_type: pa.StructType,
     dropped: pa.Array | None,
+    held: Mapping[str, np.ndarray],
 ) -> pa.StructArray:
     """The taken messages' image as the ledger's row struct: every layout column in its
     stored type (a widened column cast; a typed column from its converted values), null
@@ -574,6 +616,10 @@ def _row(
                 children.append(values.take(pick))
             else:
                 children.append(pa.array([values[i] for i in picked], f.type))
+        elif f.name in held:
+            unsent = pa.array(held[f.name][picked])
+            sent = rows.field(f.name).cast(f.type)
+            children.append(pc.if_else(unsent, pa.scalar(None, f.type), sent))
         elif rows.type.get_field_index(f.name) >= 0:
             children.append(rows.field(f.name).cast(f.type))
         else:
