@@ -415,6 +415,52 @@ def test_earlier_versions_and_renames_keep_the_per_message_read() -> None:
     assert usual is not None and usual(corpus(200, 3, 0.0)) is not None
 
 
+PLACEHOLDER_FORMS = ("__debezium_unavailable_value", "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")
+TEXT_KEYED = schema_from_dict(
+    {
+        "table": "things",
+        "primary_key": ["sku"],
+        "columns": [
+            {"id": 1, "name": "sku", "type": "string", "nullable": False},
+            {"id": 2, "name": "name", "type": "string"},
+            {"id": 3, "name": "body", "type": "string", "nullable": False},
+            {"id": 4, "name": "doc", "type": "json"},
+            {"id": 5, "name": "n", "type": "long"},
+        ],
+    }
+)
+
+
+def test_the_unchanged_toast_placeholder_is_taken_as_the_general_read_takes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The placeholder in a value column of either image, in a required one, in a key,
+    in a delete's after image, with and without absent columns: the rows and the
+    ``_unavailable`` lists the general read makes (the one-pass read sends it there)."""
+    rnd = random.Random(8)
+    raws = []
+    for i in range(400):
+        doc = envelope(rnd, mysql=0.0, names={})
+        op = rnd.choice(["c", "r", "u", "u", "d"])
+        images = [
+            {"sku": f"k{i}", "name": "a", "body": "b", "doc": '{"a":1}', "n": i} for _ in "ab"
+        ]
+        for image in images:
+            for name in rnd.sample(["name", "body", "doc", "sku", "n"], rnd.choice([0, 1, 1, 2])):
+                image[name] = rnd.choice(PLACEHOLDER_FORMS) if name != "n" else None
+            if rnd.random() < 0.2:
+                image.pop(rnd.choice(["name", "doc"]))
+        doc.update(op=op, before=images[0] if op in ("u", "d") else None, after=images[1])
+        if op == "d" and rnd.random() < 0.5:
+            doc["after"] = None
+        raws.append(json.dumps(doc).encode())
+    fast, slow, by_block = both_ways(Projection(TEXT_KEYED), raws, monkeypatch, [50, 400])
+    assert_same(fast, slow)
+    assert by_block > len(raws) / 2
+    held = fast.column("_unavailable").to_pylist()
+    assert any(len(names or ()) == 2 for names in held) and ["sku"] not in held
+
+
 @pytest.mark.parametrize(
     ("column", "value"),
     [
