@@ -21,8 +21,10 @@ from typing import Literal
 
 PositionKind = Literal["binlog", "gtid", "lsn"]
 
-_ROW = 10**6
-_OFFSET = 10**13
+ROW_SPAN = 10**6
+"""Rows (or indices) one log place holds: the last factor of every packed key."""
+OFFSET_SPAN = 10**13
+"""Byte offsets one binlog file holds in a packed key."""
 _MAX = 10**38 - 1
 _BINLOG_NAME = re.compile(r"^(?P<base>.*?)\.?(?P<num>\d+)$")
 
@@ -59,10 +61,12 @@ def binlog_position(file: str, offset: int, row: int = 0) -> Position:
     >>> binlog_position("binlog.000009", 4) < binlog_position("binlog.000010", 4)
     True
     """
-    if offset < 0 or offset >= _OFFSET or row < 0 or row >= _ROW:
+    if offset < 0 or offset >= OFFSET_SPAN or row < 0 or row >= ROW_SPAN:
         raise ValueError(f"binlog offset {offset} or row {row} out of range")
     number = binlog_file_number(file)
-    return Position((number * _OFFSET + offset) * _ROW + row, "binlog", f"{file}:{offset}:{row}")
+    return Position(
+        (number * OFFSET_SPAN + offset) * ROW_SPAN + row, "binlog", f"{file}:{offset}:{row}"
+    )
 
 
 def gtid_position(gtid: str, row: int = 0) -> Position:
@@ -70,7 +74,7 @@ def gtid_position(gtid: str, row: int = 0) -> Position:
     match = re.search(r"(\d+)\s*$", gtid)
     if not match:
         raise ValueError(f"GTID {gtid!r} has no sequence number")
-    return Position(int(match.group(1)) * _ROW + row, "gtid", f"{gtid}:{row}")
+    return Position(int(match.group(1)) * ROW_SPAN + row, "gtid", f"{gtid}:{row}")
 
 
 def parse_lsn(text: str) -> int:
@@ -94,9 +98,9 @@ def format_lsn(lsn: int) -> str:
 
 def lsn_position(lsn: int, index: int = 0) -> Position:
     """The position of a PostgreSQL change at ``lsn``; ``index`` orders events at one LSN."""
-    if lsn < 0 or lsn >= 2**64 or not 0 <= index < _ROW:
+    if lsn < 0 or lsn >= 2**64 or not 0 <= index < ROW_SPAN:
         raise ValueError(f"LSN {lsn} or index {index} out of range")
-    return Position(lsn * _ROW + index, "lsn", f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}:{index}")
+    return Position(lsn * ROW_SPAN + index, "lsn", f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}:{index}")
 
 
 _LSN_TEXT = re.compile(r"^(?P<lsn>[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8})(?::(?P<index>\d+))?$")
@@ -127,12 +131,16 @@ def parse_position(text: str) -> Position:
     lsn = _LSN_TEXT.match(written)
     if lsn:
         index = lsn.group("index")
-        return lsn_position(parse_lsn(lsn.group("lsn")), _ROW - 1 if index is None else int(index))
+        return lsn_position(
+            parse_lsn(lsn.group("lsn")), ROW_SPAN - 1 if index is None else int(index)
+        )
     binlog = _BINLOG_TEXT.match(written)
     if binlog:
         row = binlog.group("row")
         offset = int(binlog.group("offset"))
-        return binlog_position(binlog.group("file"), offset, _ROW - 1 if row is None else int(row))
+        return binlog_position(
+            binlog.group("file"), offset, ROW_SPAN - 1 if row is None else int(row)
+        )
     if written.isdigit():
         # The number does not say its kind; only its order is used.
         return Position(int(written), "binlog", written)

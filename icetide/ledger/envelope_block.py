@@ -28,11 +28,17 @@ import pyarrow.json as pj
 
 from icetide.events.inline import SCHEMA_FIRST
 from icetide.events.plain import MAX_OPENERS, MS_RANGE
-from icetide.events.position import binlog_file_number, lsn_position
+from icetide.events.position import OFFSET_SPAN, ROW_SPAN, binlog_file_number
+from icetide.ledger.position_arrays import (
+    binlog_texts,
+    binlog_words,
+    decimal_keys,
+    lsn_texts,
+    lsn_words,
+)
 
 OPS = ("c", "r", "u", "d")
 _MYSQL = ("mysql", "mariadb")
-_OFFSET, _ROW, _MAX = 10**13, 10**6, 10**38 - 1
 
 
 GIVE_UP_AFTER = 1_000
@@ -58,12 +64,13 @@ def halving(offered: np.ndarray, read: Callable[[np.ndarray], Taken | None]) -> 
     parse of the block, not the block's speed. The halving stops once it has parsed
     :data:`HALVING_BUDGET` times the block (many unusual messages: the per-message read
     is then the cheaper one for the rest)."""
-    budget = [HALVING_BUDGET * len(offered)]
+    budget = HALVING_BUDGET * len(offered)
 
     def halves(part: np.ndarray) -> list[Taken]:
-        if not len(part) or budget[0] < len(part):
+        nonlocal budget
+        if not len(part) or budget < len(part):
             return []
-        budget[0] -= len(part)
+        budget -= len(part)
         found = read(part)
         if found is not None:
             return [found] if len(found.taken) else []
@@ -186,7 +193,7 @@ def is_type(array: pa.Array | None, *kinds: pa.DataType) -> bool:
 
 def envelope_checks(
     doc: pa.Table, keyed: Keyed | None = None, numbered: bool = True
-) -> tuple[np.ndarray, list[int], list[str], pa.Array, pa.Array] | None:
+) -> tuple[np.ndarray, pa.Array | None, pa.Array | None, pa.Array, pa.Array] | None:
     """The envelope checks of :func:`~icetide.events.plain.read_plain` over a block:
     where they pass, each message's position (key and text), transaction id and source
     ``ts_ms``; None when the block's envelope fields are not of the types that read
@@ -271,12 +278,13 @@ def _transaction_ids(doc: pa.Table, source: pa.StructArray) -> tuple[pa.Array, p
 
 def _positions(
     source: pa.StructArray, ok: np.ndarray, keyed: Keyed | None, numbered: bool
-) -> tuple[np.ndarray, list[int], list[str]] | None:
+) -> tuple[np.ndarray, pa.Array | None, pa.Array | None] | None:
     """Each taken message's position (:func:`~icetide.events.plain._position`): the
     binlog's (``file``, ``pos``, ``row``) for MySQL and MariaDB or where both ``file``
     and ``pos`` are set, else the LSN; a message whose position that read would not
     take, or whose ``file``/``pos`` may be present with null, is declined. The keys and
-    texts of the positions only when ``numbered`` (else empty lists)."""
+    texts of the positions (:mod:`icetide.ledger.position_arrays`; meaningless where not
+    taken) only when ``numbered`` (else None)."""
     n = len(source)
     connector = child(source, "connector")
     mysql = (
@@ -310,22 +318,22 @@ def _positions(
         number_of = [*map(_file_number, names), None]  # the last: no file
         code = pc.fill_null(encoded.indices, -1).to_numpy()
         named = np.array([number is not None for number in number_of])[code]
-    in_range = (offsets >= 0) & (offsets < _OFFSET) & (rows >= 0) & (rows < _ROW)
+    in_range = (offsets >= 0) & (offsets < OFFSET_SPAN) & (rows >= 0) & (rows < ROW_SPAN)
     lsns = _filled(child(source, "lsn"), n, -1)
     ok &= np.where(binlog, named & in_range, lsns >= 0)
     if not numbered:
-        return ok, [], []
-    keys: list[int] = [0] * n
-    texts: list[str] = [""] * n
-    codes = code.tolist() if has_file else [-1] * n
-    for i in np.flatnonzero(ok).tolist():
-        if binlog[i]:
-            number, offset, index = number_of[codes[i]], int(offsets[i]), int(rows[i])
-            keys[i] = (number * _OFFSET + offset) * _ROW + index  # type: ignore[operator]
-            texts[i] = f"{names[codes[i]]}:{offset}:{index}"
-        else:
-            found = lsn_position(int(lsns[i]))
-            keys[i], texts[i] = found.key, found.text
+        return ok, None, None
+    codes = code if has_file else np.full(n, -1)
+    binlog_low, binlog_high = binlog_words(number_of[:-1], codes, offsets, rows)
+    lsn_low, lsn_high = lsn_words(lsns)
+    keys = decimal_keys(
+        np.where(binlog, binlog_low, lsn_low), np.where(binlog, binlog_high, lsn_high)
+    )
+    texts = pc.if_else(
+        pa.array(binlog),
+        binlog_texts(pa.array(names, pa.string()), codes, offsets, rows),
+        lsn_texts(lsns),
+    )
     return ok, keys, texts
 
 

@@ -54,7 +54,6 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -243,6 +242,7 @@ def block_reader(
         if envelope is None:
             return None
         ok, position, text_of, tx_id, source_ms = envelope
+        assert position is not None and text_of is not None  # numbered
         op = doc.column("op").combine_chunks()
         before = doc.column("before").combine_chunks()
         after = doc.column("after").combine_chunks()
@@ -293,8 +293,8 @@ def block_reader(
             c.UNAVAILABLE: _string_lists(
                 taken, _unavailable(toast, updated, not_deleted, holders[1], column_order)
             ),
-            c.POSITION: pa.array([Decimal(position[i]) for i in taken], pa.decimal128(38, 0)),
-            c.POSITION_TEXT: pa.array([text_of[i] for i in taken], pa.string()),
+            c.POSITION: position.take(pick),
+            c.POSITION_TEXT: text_of.take(pick),
             c.SOURCE_TS: pc.if_else(
                 pc.equal(ms, 0), pa.scalar(None, pa.int64()), pc.multiply(ms, 1000)
             ).cast(pa.timestamp("us", tz="UTC")),
