@@ -39,7 +39,9 @@ def test_binlog_keys_and_texts_are_the_per_message_ones() -> None:
 
 def test_lsn_keys_and_texts_are_the_per_message_ones() -> None:
     rnd = random.Random(5)
-    edges = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, 0x16B3748, 0xFFFFFFFF00000000 >> 1]
+    # An LSN whose upper half times 10**6 ends just under 2**32: its low word carries.
+    upper = (2**26 - 1) * pow(15625, -1, 2**26) % 2**26
+    edges = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, 0x16B3748, (upper << 32) | 0xFFFFFFFF]
     lsns = np.array([rnd.choice([*edges, rnd.randrange(2**63)]) for _ in range(3000)])
     keys = decimal_keys(*lsn_words(lsns)).to_pylist()
     texts = lsn_texts(lsns).to_pylist()
