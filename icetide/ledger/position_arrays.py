@@ -75,7 +75,9 @@ def binlog_texts(
       "b.000002:4:1"
     ]
     """
-    files = names.take(pa.array(np.clip(codes, 0, max(len(names) - 1, 0))))
+    if not len(names):  # no file named in the block: no binlog position either
+        return pa.nulls(len(codes), pa.string())
+    files = names.take(pa.array(np.clip(codes, 0, len(names) - 1)))
     return pc.binary_join_element_wise(
         files, pa.array(offsets).cast(pa.string()), pa.array(rows).cast(pa.string()), ":"
     )
