@@ -12,14 +12,13 @@ import pytest
 
 from icetide.events.inline import InlineSchemas, block_decoders, struct_reader
 from icetide.ledger import decode
-from icetide.ledger.decode import Projection, _plain_rows
+from icetide.ledger.decode import Projection
 from icetide.schema.file import schema_from_dict
 from tests.unit.ledger.test_ledger_plain_block import (
     TYPED,
     TYPES,
     VALUES,
-    assert_same,
-    both_ways,
+    assert_block_agrees,
     envelope,
     mutate,
 )
@@ -166,16 +165,8 @@ def test_inline_messages_read_as_a_block_give_the_per_message_rows(
     raws = inline_corpus(table, count, int(unusual * 100 + mysql), unusual, mysql)
     # This worker reads each block once: the first batches meet them unread.
     monkeypatch.setattr(decode, "_INLINE", InlineSchemas(decode._general_key))
-    fast, slow, by_block = both_ways(projection, raws, monkeypatch, sizes)
-    assert fast.num_rows == len(raws)
-    assert_same(fast, slow)
-    if unusual > 0.1:
-        assert set(fast.column("_status").to_pylist()) == {"row", "dead"}
     # The block takes most of what the per-message read of such a message takes.
-    one_pass = _plain_rows(projection, None)
-    assert one_pass is not None
-    taken_one_by_one = sum(one_pass(raw) is not None for raw in raws)
-    assert taken_one_by_one * 0.4 < by_block <= taken_one_by_one, (by_block, taken_one_by_one)
+    assert_block_agrees(projection, raws, monkeypatch, sizes, 0.4, unusual)
 
 
 def test_a_block_whose_fields_a_bare_read_would_type_otherwise_is_read_per_message() -> None:

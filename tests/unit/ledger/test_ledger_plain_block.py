@@ -299,6 +299,27 @@ def both_ways(
     return fast, slow, counted[0]
 
 
+def assert_block_agrees(
+    projection: Projection,
+    raws: list[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+    sizes: list[int],
+    share: float,
+    unusual: float,
+) -> None:
+    """The batches of ``raws`` give the same rows with the block read and without, and
+    the block takes more than ``share`` of what the one-pass read takes, no more."""
+    fast, slow, by_block = both_ways(projection, raws, monkeypatch, sizes)
+    assert fast.num_rows == len(raws)
+    assert_same(fast, slow)
+    if unusual > 0.1:
+        assert set(fast.column("_status").to_pylist()) == {"row", "dead"}
+    one_pass = _plain_rows(projection, None)
+    assert one_pass is not None
+    taken_one_by_one = sum(one_pass(raw) is not None for raw in raws)
+    assert taken_one_by_one * share < by_block <= taken_one_by_one, (by_block, taken_one_by_one)
+
+
 def assert_same(fast: pa.Table, slow: pa.Table) -> None:
     assert fast.schema == slow.schema
     for name in fast.column_names:
@@ -359,16 +380,7 @@ def test_a_batch_read_as_a_block_gives_the_per_message_rows(
     count = 2500 if unusual > 0.1 else 6000
     names = projection.value_schema.by_name
     raws = corpus(count, int(unusual * 100 + mysql), unusual, mysql, names)
-    fast, slow, by_block = both_ways(projection, raws, monkeypatch, sizes)
-    assert fast.num_rows == len(raws)
-    assert_same(fast, slow)
-    if unusual > 0.1:
-        assert set(fast.column("_status").to_pylist()) == {"row", "dead"}
-    # The block read takes most of what the one-pass read takes, and leaves the rest.
-    one_pass = _plain_rows(projection, None)
-    assert one_pass is not None
-    taken_one_by_one = sum(one_pass(raw) is not None for raw in raws)
-    assert taken_one_by_one * share < by_block <= taken_one_by_one, (by_block, taken_one_by_one)
+    assert_block_agrees(projection, raws, monkeypatch, sizes, share, unusual)
 
 
 def test_the_block_takes_the_usual_message_and_declines_what_it_cannot_tell() -> None:
