@@ -190,7 +190,7 @@ def struct_reader(schema: Mapping[str, Any]) -> StructReader | None:
     return StructReader(fields, kinds)
 
 
-def _as_sent(value: Any) -> Any:
+def _unchanged(value: Any) -> Any:
     return value
 
 
@@ -212,10 +212,10 @@ class BlockDecoding(NamedTuple):
 def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding | None:
     """The decoders that make a message of this block readable as a bare envelope
     (ledger/plain_block.py, whose converters then take the decoded values as typed), or
-    None when its messages are read one by one: fields and columns not the same names, a column
-    Arrow's reader types itself whose field could decode a value otherwise than leaving
-    it as it is (an ``int16`` field's range, a ``float32`` rounding, a logical type), a
-    ``float`` column, a fractional or nested field of another column.
+    None when its messages are read one by one: fields and columns not the same names,
+    a column Arrow's reader types itself whose field could decode a value otherwise than
+    leaving it as it is (an ``int16`` field's range, a ``float32`` rounding, a logical
+    type), a ``float`` column, a fractional or nested field of another column.
 
     >>> from icetide.schema.types import Column, parse_type
     >>> t = TableSchema("t", (Column(1, "id", parse_type("long"), False),
@@ -250,7 +250,7 @@ def block_decoders(reader: StructReader, schema: TableSchema) -> BlockDecoding |
             if kind not in _JSON_TYPES:
                 return None  # a float or nested field: its values are read one by one
             # A fraction never reaches the decoder: the block parses the field's JSON type.
-            out[column.name] = reader.fields[column.name][0] or _as_sent
+            out[column.name] = reader.fields[column.name][0] or _unchanged
             json_types[column.name] = _JSON_TYPES[kind]
             if logical is not None and (
                 logical != DECIMAL or scale == str(precision_scale(column.type)[1])

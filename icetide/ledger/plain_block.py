@@ -269,9 +269,9 @@ def block_reader(
             unsure |= updated & _absent(after, name)
         toast = _absent_columns(raws, offered, np.flatnonzero(ok & unsure), ok, required, values)
         deletes = mask(deleted)
+        unheld = np.zeros(len(ok), bool)
         for name in keys:
             ok &= ~np.where(deletes, _absent(before, name), _absent(after, name))
-            unheld = np.zeros(len(ok), bool)
             ok &= ~np.where(deletes, holders[0].get(name, unheld), holders[1].get(name, unheld))
         typed_keys = _typed_keys(before, after, deletes, ok, key_converters, long_numbers_of)
         taken = np.flatnonzero(ok)
