@@ -324,16 +324,24 @@ def _positions(
     if not numbered:
         return ok, None, None
     codes = code if has_file else np.full(n, -1)
-    binlog_low, binlog_high = binlog_words(number_of[:-1], codes, offsets, rows)
-    lsn_low, lsn_high = lsn_words(lsns)
-    keys = decimal_keys(
-        np.where(binlog, binlog_low, lsn_low), np.where(binlog, binlog_high, lsn_high)
-    )
-    texts = pc.if_else(
-        pa.array(binlog),
-        binlog_texts(pa.array(names, pa.string()), codes, offsets, rows),
-        lsn_texts(lsns),
-    )
+    # Each formula only where a taken message needs it: a table's block is all one kind.
+    taken_binlog = binlog & ok
+    if not (ok & ~binlog).any():
+        keys = decimal_keys(*binlog_words(number_of[:-1], codes, offsets, rows))
+        texts = binlog_texts(pa.array(names, pa.string()), codes, offsets, rows)
+    elif not taken_binlog.any():
+        keys, texts = decimal_keys(*lsn_words(lsns)), lsn_texts(lsns)
+    else:
+        binlog_low, binlog_high = binlog_words(number_of[:-1], codes, offsets, rows)
+        lsn_low, lsn_high = lsn_words(lsns)
+        keys = decimal_keys(
+            np.where(binlog, binlog_low, lsn_low), np.where(binlog, binlog_high, lsn_high)
+        )
+        texts = pc.if_else(
+            pa.array(binlog),
+            binlog_texts(pa.array(names, pa.string()), codes, offsets, rows),
+            lsn_texts(lsns),
+        )
     return ok, keys, texts
 
 

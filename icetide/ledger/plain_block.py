@@ -63,7 +63,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from icetide.events.envelope import PLACEHOLDER_TEXTS, is_unavailable
+from icetide.events.envelope import is_unavailable
 from icetide.events.inline import BlockDecoding, FieldDecoder
 from icetide.events.plain import (
     MAX_OPENERS,
@@ -83,7 +83,7 @@ from icetide.ledger.envelope_block import (
     mask,
     plain_texts,
 )
-from icetide.ledger.vector_values import VectorConverter, vector_converter
+from icetide.ledger.vector_values import PLACEHOLDERS, VectorConverter, vector_converter
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
 
@@ -100,7 +100,6 @@ column's value as a double first, as ``orjson`` reads it, then rounded)."""
 _FROM_JSON = {"integer": pa.int64(), "string": pa.string(), "boolean": pa.bool_()}
 """A column's JSON type as a message's own schema names it → how the reader parses it."""
 _NESTED = frozenset({"list", "map", "struct"})
-_PLACEHOLDERS = pa.array(PLACEHOLDER_TEXTS, pa.string())
 _ENVELOPE_FIELDS = [ROUTE_FIELDS.field(name) for name in ("source", "transaction", "ts_ms")]
 """The envelope fields the checks read, declared as the route declares them: inferred,
 a transaction id such as ``861:4294997432`` was read as a time, and the whole block
@@ -568,7 +567,7 @@ def _placeholders(image: pa.StructArray, names: Collection[str]) -> dict[str, np
     found = {}
     for field in image.type:
         if field.name in names and field.type == pa.string():
-            held = mask(pc.is_in(image.field(field.name), _PLACEHOLDERS))
+            held = mask(pc.is_in(image.field(field.name), PLACEHOLDERS))
             if held.any():
                 found[field.name] = held
     return found

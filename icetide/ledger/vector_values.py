@@ -45,7 +45,8 @@ schemaless integer without a hint is milliseconds, as the per-value read takes i
 NANOS = "io.debezium.time.NanoTimestamp"
 ZONED = "io.debezium.time.ZonedTimestamp"
 JSON = "io.debezium.data.Json"
-_PLACEHOLDERS = pa.array(PLACEHOLDER_TEXTS, pa.string())
+PLACEHOLDERS = pa.array(PLACEHOLDER_TEXTS, pa.string())
+"""Debezium's unchanged-TOAST placeholder in its text forms, as an Arrow array."""
 _DAYS = (-719_162, 2_932_896)
 """0001-01-01 and 9999-12-31 in days since 1970-01-01: the dates Python holds."""
 _MICROS = (-62_135_596_800_000_000, 253_402_300_799_999_999)
@@ -154,7 +155,7 @@ def _texts(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     """JSON text → the column's text as sent (never the unchanged-TOAST placeholder)."""
     if values.type != pa.string():
         return pa.nulls(len(values), pa.string()), np.zeros(len(values), bool)
-    taken = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, _PLACEHOLDERS)))
+    taken = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, PLACEHOLDERS)))
     return values, np.asarray(taken.to_numpy(zero_copy_only=False), bool)
 
 
@@ -169,7 +170,7 @@ def _base64_decimals(precision: int, stored: pa.DataType) -> VectorConverter:
         taken = np.zeros(count, bool)
         if values.type != pa.string():
             return pa.nulls(count, stored), taken
-        offered = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, _PLACEHOLDERS)))
+        offered = pc.and_(values.is_valid(), pc.invert(pc.is_in(values, PLACEHOLDERS)))
         texts = values.to_pylist()
         words = bytearray(16 * count)
         for i in np.flatnonzero(np.asarray(offered.to_numpy(zero_copy_only=False), bool)):
