@@ -73,6 +73,12 @@ class FileTarget:
         """A new Parquet file of this target, written a row group at a time."""
         return FileWriter(self)
 
+    def delete(self, path: str) -> None:
+        """Delete ``path``, a file written for this target and never committed."""
+        from pyiceberg.io import load_file_io
+
+        load_file_io(python_io_properties(self.io), path).delete(path)
+
 
 class FileWriter:
     """One Parquet file a task writes for a :class:`FileTarget`: opened through
@@ -83,8 +89,8 @@ class FileWriter:
         from pyiceberg.io import load_file_io
 
         self.path = f"{target.folder}/{uuid.uuid4()}.parquet"
-        io = load_file_io(python_io_properties(target.io), self.path)
-        self._stream = io.new_output(self.path).create(overwrite=False)
+        self._io = load_file_io(python_io_properties(target.io), self.path)
+        self._stream = self._io.new_output(self.path).create(overwrite=False)
         self._writer = pq.ParquetWriter(
             self._stream,
             target.arrow_schema(),
@@ -97,6 +103,12 @@ class FileWriter:
         """Write ``rows`` (of the target's :meth:`~FileTarget.arrow_schema`)."""
         self._writer.write_table(rows)
         self.rows += rows.num_rows
+
+    def discard(self) -> None:
+        """End the file and delete it (a write that will not be committed)."""
+        self._writer.close()
+        self._stream.close()
+        self._io.delete(self.path)
 
     def close(self) -> WrittenFile:
         """End the file; what was written."""

@@ -359,15 +359,16 @@ def classify_batches(
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield _classified(batch, routes, wire, route_block)
+            yield classified_batch(batch, routes, wire, route_block)
 
     return run
 
 
-def _classified(
+def classified_batch(
     batch: pa.RecordBatch, routes: Routes, wire: Wire | None, route_block: RouteReader
 ) -> pa.RecordBatch:
-    """One Arrow batch of :func:`classify_batches`: the usual envelopes routed as one
+    """One Arrow batch of :func:`classify_batches` (and of the one-pass job,
+    :func:`~icetide.ledger.table_files.classify_and_write`): the usual envelopes routed as one
     block (:func:`~icetide.ledger.envelope_block.route_reader`), every other message by
     :func:`classify_keyed`, in their places."""
     raws = batch.column("raw").to_pylist()

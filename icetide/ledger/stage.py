@@ -65,6 +65,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
+from icetide.ledger.one_pass import SAMPLES, classify_and_write, task_answer
 from icetide.ledger.phases import alter_ledger, projection, record_projection
 from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.resume import (
@@ -90,7 +91,9 @@ from icetide.ledger.summary import PROGRESS_SECONDS, BatchProgress, BatchSummary
 from icetide.ledger.table_files import (
     FILES_DDL,
     INPUT_COLUMNS,
+    TableFiles,
     TableJob,
+    UnroutedJob,
     collected,
     write_table_files,
 )
@@ -117,6 +120,13 @@ once. ``bench/create_bench.py`` (150 generated tables, Hadoop catalog, 2026-12-0
 four; 35, 17 and 16 ms a table when they all exist (a restart). Two, as the merge
 commits two tables at once by default (``merge.parallel_tables``): every catalog
 already takes that many commits at a time."""
+
+ONE_PASS_TABLES = 16
+"""Tables at most in a pipeline whose micro-batches are stored in one pass
+(:mod:`icetide.ledger.one_pass`): that pass needs every table's projection and files'
+target before it reads a message, catalog reads for every configured table in every
+batch; a pipeline of more tables prepares only the tables its batch holds (two passes).
+"""
 
 CHUNK_TABLES = 8
 """Tables of a micro-batch whose projections and figures are one Spark job (a union of
@@ -390,10 +400,11 @@ class LedgerStage:
         batch_id: int,
         properties: dict[str, str] | None = None,
         *,
-        of: str,
+        of: str | None,
     ) -> None:
         """Commit ``files`` (written by the batch's one job, :mod:`icetide.ledger.table_files`)
-        to ``table`` as batch ``batch_id`` (:meth:`_once`)."""
+        to ``table`` (of configured table ``of``; None: the unrouted dead letters) as batch
+        ``batch_id`` (:meth:`_once`)."""
 
         def write(summary: dict[str, str]) -> None:
             append_files(iceberg_table(self.spark, table), files, target.partition, summary)
@@ -516,6 +527,74 @@ class LedgerStage:
             self.watch.check()
             self.watch.skipped()
         self._wire = wire_for(self.config, batch)
+        stored = None
+        if len(self.config.tables) <= ONE_PASS_TABLES:
+            stored = self._one_pass(batch, batch_id, now, summary)
+        if stored is None:
+            stored = self._two_passes(batch, batch_id, now, summary)
+        receipts, signals = stored
+        self._save_position(batch_id)  # before the line saying the batch is stored
+        self.pipeline.report(
+            "ledger",
+            summary.render(),
+            batch=batch_id,
+            events=dict(summary.rows),
+            dead_letters=dict(summary.dead),
+            dead_letters_by_table=summary.dead_by_table,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        self._remember_files(receipts)
+        if signals:
+            self._signal(signals)
+
+    def _one_pass(
+        self, batch: DataFrame, batch_id: int, now: datetime, summary: BatchSummary
+    ) -> tuple[list[Receipt], list[ChangeSignal]] | None:
+        """Classify, project and write the batch in one Spark job
+        (:mod:`icetide.ledger.one_pass`), then commit each table's files; None, having
+        written nothing that stays, when the batch holds what the driver must see first
+        (:func:`~icetide.ledger.one_pass.driver_first`)."""
+        names = [str(table.name) for table in self.config.tables]
+        _, jobs = self._prepared(names, batch_id, {}, now)
+        stray = file_target(
+            iceberg_table(self.spark, self.unrouted_dlt), c.DLT_INGESTED_AT, now.date()
+        )
+        if len(jobs) < len(names) or stray is None:
+            return None  # a table written by Spark's writer: two passes (_tables_batch)
+        unrouted = UnroutedJob(self.config.dead_letter.unrouted_table, stray)
+        taken = None
+        if self.on_versions is not None:
+            taken = {name: {key for table, key in self._taken if table == name} for name in names}
+        written = classify_and_write(jobs, now, self._wire, routes_of(self.config), taken, unrouted)
+        files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
+        if why is not None:
+            for row in files:
+                target = jobs[row["table"]].dead if row["table"] in jobs else stray
+                if row["ledger_path"] is not None:
+                    jobs[row["table"]].ledger.delete(row["ledger_path"])
+                if row["dead_path"] is not None:
+                    target.delete(row["dead_path"])
+            self.pipeline.report(
+                "ledger", f"ledger batch {batch_id}: {why}: counted before it is stored"
+            )
+            return None
+        receipts, routed_dead, _, row_events = self._counted(counts, summary)
+        names = storing_order(row_events.keys() | routed_dead, row_events)
+        stored = self._progress(names, row_events, batch_id)
+        tables = {name: jobs[name] for name in names}
+        written_files = collected(files)
+        signals = self._commit_files(tables, written_files, batch_id, now, summary, stored)
+        dead = written_files.get(unrouted.name)
+        if dead is not None:
+            self._append_files(dead.dead, stray, self.unrouted_dlt, batch_id, of=None)
+        return receipts, sorted(signals, key=lambda signal: signal.table)
+
+    def _two_passes(
+        self, batch: DataFrame, batch_id: int, now: datetime, summary: BatchSummary
+    ) -> tuple[list[Receipt], list[ChangeSignal]]:
+        """Classify the batch and count its classes (one job, the classified batch
+        cached), act on what must come first (schema changes, new message-carried
+        schemas), then store each table's part."""
         classified = batch.mapInArrow(
             classify_batches(routes_of(self.config), self._wire), CLASSIFIED_SCHEMA
         ).withColumn("seq", F.monotonically_increasing_id())
@@ -533,7 +612,7 @@ class LedgerStage:
                     F.slice(
                         F.collect_list(F.when(F.col("status") == DEAD, F.col("message_id"))),
                         1,
-                        10,
+                        SAMPLES,
                     ).alias("samples"),
                     F.min("seq").alias("first"),
                     F.min_by("message_id", "seq").alias("first_id"),
@@ -544,9 +623,6 @@ class LedgerStage:
                 )
                 .collect()
             )
-            receipts: list[Receipt] = []
-            routed_dead: set[str] = set()
-            unrouted = False
             signals: list[ChangeSignal] = []
             if any(r.status == SKIP and r.reason == SCHEMA_CHANGE and r.table for r in counts):
                 # Before projecting: the batch's rows after a DDL need its layout (a value
@@ -554,24 +630,7 @@ class LedgerStage:
                 # the new layout too (new columns are nullable, renames are aliased).
                 self._signal(self._schema_changes(classified))
             refused = self._walk_versions(counts)
-            for row in counts:
-                if row.status == FILE:
-                    receipt = parse_receipt(row.reason)
-                    if receipt is not None:
-                        receipts.append(receipt)
-                elif row.status == SKIP:
-                    summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
-                elif row.status == DEAD:
-                    table_name = None if row.table is None else str(row.table)
-                    summary.add_dead(row.reason, row.n, list(row.samples), table_name)
-                    if row.table is None:
-                        unrouted = True
-                    else:
-                        routed_dead.add(str(row.table))
-            row_events: dict[str, int] = {}
-            for r in counts:
-                if r.status == ROW:
-                    row_events[str(r.table)] = row_events.get(str(r.table), 0) + r.n
+            receipts, routed_dead, unrouted, row_events = self._counted(counts, summary)
             signals += self._tables_batch(
                 row_events.keys() | routed_dead,
                 row_events,
@@ -589,19 +648,37 @@ class LedgerStage:
                 self._append(self._dead_frame(unrouted_rows, now), self.unrouted_dlt, batch_id)
         finally:
             classified.unpersist()
-        self._save_position(batch_id)  # before the line saying the batch is stored
-        self.pipeline.report(
-            "ledger",
-            summary.render(),
-            batch=batch_id,
-            events=dict(summary.rows),
-            dead_letters=dict(summary.dead),
-            dead_letters_by_table=summary.dead_by_table,
-            seconds=round(time.monotonic() - started, 3),
-        )
-        self._remember_files(receipts)
-        if signals:
-            self._signal(signals)
+        return receipts, signals
+
+    @staticmethod
+    def _counted(
+        counts: Iterable[Any], summary: BatchSummary
+    ) -> tuple[list[Receipt], set[str], bool, dict[str, int]]:
+        """What a batch's class counts say (rows of table, status, reason, ``n`` and
+        dead-letter ``samples``): the landing files' receipts, the tables with routed dead
+        letters, whether any message was routed to no table, and each table's row
+        events; the skipped and dead-lettered messages counted in ``summary``."""
+        receipts: list[Receipt] = []
+        routed_dead: set[str] = set()
+        unrouted = False
+        row_events: dict[str, int] = {}
+        for row in counts:
+            if row.status == FILE:
+                receipt = parse_receipt(row.reason)
+                if receipt is not None:
+                    receipts.append(receipt)
+            elif row.status == SKIP:
+                summary.skipped[row.reason] = summary.skipped.get(row.reason, 0) + row.n
+            elif row.status == DEAD:
+                table_name = None if row.table is None else str(row.table)
+                summary.add_dead(row.reason, row.n, list(row.samples), table_name)
+                if row.table is None:
+                    unrouted = True
+                else:
+                    routed_dead.add(str(row.table))
+            elif row.status == ROW:
+                row_events[str(row.table)] = row_events.get(str(row.table), 0) + row.n
+        return receipts, routed_dead, unrouted, row_events
 
     def _schema_changes(self, classified: DataFrame) -> list[ChangeSignal]:
         """The signals of the batch's routed schema-change messages (few: one per DDL)."""
@@ -746,6 +823,25 @@ class LedgerStage:
         A batch of many tables says how far it is as its tables are stored
         (:class:`~icetide.ledger.summary.BatchProgress`)."""
         ordered = storing_order(names, row_events)
+        planned, jobs = self._prepared(ordered, batch_id, refused, now)
+        stored = self._progress(ordered, row_events, batch_id)
+        signals: list[ChangeSignal] = []
+        if jobs:
+            signals += self._store_files(jobs, classified, batch_id, now, summary, stored)
+        rest = [name for name in ordered if name not in jobs]
+        if rest:
+            signals += self._store_chunks(
+                rest, planned, row_events, classified, batch_id, now, summary, routed_dead, stored
+            )
+        return sorted(signals, key=lambda signal: signal.table)
+
+    def _prepared(
+        self, names: Sequence[str], batch_id: int, refused: Mapping[str, Refused], now: datetime
+    ) -> tuple[dict[str, tuple[Projection, Refused | None]], dict[str, TableJob]]:
+        """Each of ``names``' projection once its schema steps are taken, with the
+        messages it must refuse; and the job of each whose files a Python task can write
+        (:func:`~icetide.lake.data_files.file_target`). Catalog reads, not Spark jobs:
+        :data:`STORE_THREADS` tables at once."""
 
         def prepared(name: str) -> tuple[Projection, Refused | None, TableJob | None]:
             plan, table_refused = self._plan(name, batch_id, refused.get(name))
@@ -759,11 +855,16 @@ class LedgerStage:
             buckets = self.config.table(name).buckets
             return plan, table_refused, TableJob(plan, table_refused, ledger, dead, buckets)
 
-        # Catalog reads (schema phases, each table's files' target), not Spark jobs: a few
-        # tables at once.
-        plans = run_all(prepared, ordered, STORE_THREADS, "icetide-ledger", True)
-        planned = {name: (plan, why) for name, (plan, why, _) in zip(ordered, plans, strict=True)}
-        jobs = {name: job for name, (_, _, job) in zip(ordered, plans, strict=True) if job}
+        plans = run_all(prepared, names, STORE_THREADS, "icetide-ledger", True)
+        planned = {name: (plan, why) for name, (plan, why, _) in zip(names, plans, strict=True)}
+        jobs = {name: job for name, (_, _, job) in zip(names, plans, strict=True) if job}
+        return planned, jobs
+
+    def _progress(
+        self, names: Collection[str], row_events: Mapping[str, int], batch_id: int
+    ) -> Callable[[Sequence[str]], None]:
+        """What to call as tables of the batch are stored: a batch of many tables says
+        how far it is (:class:`~icetide.ledger.summary.BatchProgress`)."""
         progress = BatchProgress(
             batch_id, len(names), sum(row_events.values()), time.monotonic(), PROGRESS_SECONDS
         )
@@ -775,15 +876,7 @@ class LedgerStage:
                 if due is not None:
                     self.pipeline.report("ledger", due[0], **due[1])
 
-        signals: list[ChangeSignal] = []
-        if jobs:
-            signals += self._store_files(jobs, classified, batch_id, now, summary, stored)
-        rest = [name for name in ordered if name not in jobs]
-        if rest:
-            signals += self._store_chunks(
-                rest, planned, row_events, classified, batch_id, now, summary, routed_dead, stored
-            )
-        return sorted(signals, key=lambda signal: signal.table)
+        return stored
 
     def _plan(
         self, name: str, batch_id: int, refused: Refused | None
@@ -835,13 +928,27 @@ class LedgerStage:
         stored: Callable[[Sequence[str]], None],
     ) -> list[ChangeSignal]:
         """Write every table of ``jobs`` in one Spark job (:mod:`icetide.ledger.table_files`),
-        then commit each table's files, :data:`STORE_THREADS` tables at once."""
+        then commit each table's files (:meth:`_commit_files`)."""
         batch = classified.where(
             F.col("table").isin(list(jobs)) & F.col("status").isin(ROW, DEAD)
         ).select(*INPUT_COLUMNS)
         written = collected(
             batch.mapInArrow(write_table_files(jobs, now, self._wire), FILES_DDL).collect()
         )
+        return self._commit_files(jobs, written, batch_id, now, summary, stored)
+
+    def _commit_files(
+        self,
+        jobs: Mapping[str, TableJob],
+        written: Mapping[str, TableFiles],
+        batch_id: int,
+        now: datetime,
+        summary: BatchSummary,
+        stored: Callable[[Sequence[str]], None],
+    ) -> list[ChangeSignal]:
+        """Commit each table's files of ``jobs``, :data:`STORE_THREADS` tables at once,
+        with the merge's figures and the unknown columns in each append's summary; the
+        tables' counts added to ``summary``, their change signals returned."""
         ingested_us = micros(now)
 
         def commit(name: str) -> tuple[BatchSummary, list[ChangeSignal]]:

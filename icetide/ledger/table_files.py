@@ -42,9 +42,10 @@ INPUT_COLUMNS = ("table", "status", "message_id", "reason", "error", "raw")
 
 FILES_DDL = (
     "table STRING, ledger_path STRING, ledger_size BIGINT, ledger_rows BIGINT, "
-    "dead_path STRING, dead_size BIGINT, dead_rows BIGINT, tally STRING"
+    "dead_path STRING, dead_size BIGINT, dead_rows BIGINT, tally STRING, classes STRING"
 )
-"""What :func:`write_table_files` answers: one row per table and task."""
+"""What :func:`write_table_files` answers: one row per table and task; and
+:func:`classify_and_write`, also a row per task with no table, its ``classes``."""
 FILES_ARROW = pa.schema(
     [
         ("table", pa.string()),
@@ -55,6 +56,7 @@ FILES_ARROW = pa.schema(
         ("dead_size", pa.int64()),
         ("dead_rows", pa.int64()),
         ("tally", pa.string()),
+        ("classes", pa.string()),
     ]
 )
 
@@ -99,17 +101,70 @@ def write_table_files(
     """The ``mapInArrow`` function writing each table's part of a task (see the module)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts: dict[str, _TablePart] = {}
+        tables = TaskTables(jobs, now, wire)
         for batch in batches:
-            for name, rows in _by_table(batch):
-                part = parts.get(name)
-                if part is None:
-                    part = parts[name] = _TablePart(name, jobs[name], now, wire)
-                part.add(rows)
-        for part in parts.values():
-            yield part.close()
+            tables.add(batch)
+        yield from tables.close()
 
     return run
+
+
+@dataclass(frozen=True)
+class UnroutedJob:
+    """Where a task writes the dead letters routed to no table: the unrouted dead-letter
+    table (``dead_letter.unrouted_table``, answered under that name)."""
+
+    name: str
+    dead: FileTarget
+
+
+class TaskTables:
+    """The tables of one task: each table's part (:class:`_TablePart`) begun at its first
+    messages, projected and written as they come; and, given ``unrouted``, the dead
+    letters routed to no table."""
+
+    def __init__(
+        self,
+        jobs: Mapping[str, TableJob],
+        now: datetime,
+        wire: Wire | None,
+        unrouted: UnroutedJob | None = None,
+    ) -> None:
+        self.jobs, self.now, self.wire, self.unrouted = jobs, now, wire, unrouted
+        self.parts: dict[str, _TablePart] = {}
+        self.stray: FileWriter | None = None
+        """The unrouted dead letters' file, once there is one."""
+
+    def add_unrouted(self, messages: pa.RecordBatch) -> None:
+        """Write ``messages``, dead letters routed to no table, to :attr:`unrouted`'s file."""
+        assert self.unrouted is not None
+        if self.stray is None:
+            self.stray = self.unrouted.dead.open()
+        self.stray.write(_dead_rows(self.unrouted.dead, None, None, messages, self.now))
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Project and write ``batch``'s messages (of :data:`INPUT_COLUMNS` at least, each
+        of a table of the jobs)."""
+        for name, rows in _by_table(batch):
+            part = self.parts.get(name)
+            if part is None:
+                part = self.parts[name] = _TablePart(name, self.jobs[name], self.now, self.wire)
+            part.add(rows)
+
+    def close(self) -> Iterator[pa.RecordBatch]:
+        """End every table's files; the task's answer, a row per table."""
+        for part in self.parts.values():
+            yield part.close()
+        if self.stray is not None and self.unrouted is not None:
+            yield _answer(self.unrouted.name, None, self.stray.close(), None)
+
+    def discard(self) -> None:
+        """End and delete every file begun: the batch is stored another way."""
+        for part in self.parts.values():
+            part.discard()
+        if self.stray is not None:
+            self.stray.discard()
+            self.stray = None
 
 
 def _by_table(batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
@@ -179,26 +234,42 @@ class _TablePart:
             self.ledger.write(pa.concat_tables(self.pending))
             self.pending = []
 
+    def discard(self) -> None:
+        """End and delete the files begun, and forget the rows not written yet."""
+        self.pending = []
+        for writer in (self.ledger, self.dead):
+            if writer is not None:
+                writer.discard()
+        self.ledger = self.dead = None
+
     def close(self) -> pa.RecordBatch:
         """End the files; the task's answer for this table (a row of :data:`FILES_DDL`)."""
         self._flush()
         ledger = self.ledger.close() if self.ledger is not None else None
         dead = self.dead.close() if self.dead is not None else None
-        return pa.RecordBatch.from_pylist(
-            [
-                {
-                    "table": self.name,
-                    "ledger_path": ledger and ledger.path,
-                    "ledger_size": ledger and ledger.size,
-                    "ledger_rows": ledger and ledger.rows,
-                    "dead_path": dead and dead.path,
-                    "dead_size": dead and dead.size,
-                    "dead_rows": dead and dead.rows,
-                    "tally": self.tally.to_json(),
-                }
-            ],
-            schema=FILES_ARROW,
-        )
+        return _answer(self.name, ledger, dead, self.tally)
+
+
+def _answer(
+    name: str, ledger: WrittenFile | None, dead: WrittenFile | None, tally: Tally | None
+) -> pa.RecordBatch:
+    """A task's answer for one table (a row of :data:`FILES_DDL`)."""
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "table": name,
+                "ledger_path": ledger and ledger.path,
+                "ledger_size": ledger and ledger.size,
+                "ledger_rows": ledger and ledger.rows,
+                "dead_path": dead and dead.path,
+                "dead_size": dead and dead.size,
+                "dead_rows": dead and dead.rows,
+                "tally": (tally or Tally()).to_json(),
+                "classes": None,
+            }
+        ],
+        schema=FILES_ARROW,
+    )
 
 
 def _bucketing(job: TableJob) -> Bucketing | None:
@@ -235,13 +306,14 @@ _NOT_LEDGER = frozenset({STATUS, REASON, ERROR, RAW})
 
 def _dead_rows(
     target: FileTarget,
-    name: str,
+    name: str | None,
     projected: pa.Table | None,
-    routed: pa.Table,
+    routed: pa.Table | pa.RecordBatch,
     now: datetime,
 ) -> pa.Table:
-    """The dead-letter rows of one table's part: the projection's and the routed ones
-    (the exact delivered bytes as unbroken base64, :mod:`icetide.lake.payload`)."""
+    """The dead-letter rows of one table's part (``name``; None: routed to no table):
+    the projection's and the routed ones (the exact delivered bytes as unbroken base64,
+    :mod:`icetide.lake.payload`)."""
     parts = [routed.select(["message_id", "reason", "error", "raw"])]
     if projected is not None:
         parts.insert(0, projected.select([c.MESSAGE_ID, REASON, ERROR, RAW]))

@@ -43,9 +43,9 @@ def test_a_micro_batch_stores_all_its_tables_in_one_spark_job(
     tables = [table.name for table in pipeline.config.tables]
     assert len(tables) == 3
     assert all(pipeline.rows(pipeline.refs(name).cdc) for name in tables)
-    # Classify, then one job whose tasks project and write every table's files (the
-    # driver commits them, no Spark job), in the batch's own thread and scheduler pool.
-    assert len(jobs) == 1 + 1, sorted(jobs)
+    # One job whose tasks classify, project and write every table's files (the driver
+    # commits them, no Spark job), in the batch's own thread and scheduler pool.
+    assert len(jobs) == 1, sorted(jobs)
     assert pools_of(spark, jobs) == {"default"}
     # A third batch runs the same queries as the second: Spark compiles no new code for
     # them (a per-batch literal, such as the ingestion time, compiled each table's append

@@ -1,0 +1,210 @@
+"""A micro-batch classified, projected and written in one Spark job.
+
+The general micro-batch takes two passes over its messages: a job classifies them (the
+classified batch cached in the JVM, its classes counted), then a job projects and writes
+each table's part (:mod:`icetide.ledger.table_files`). The driver needs the counts first
+only when the batch holds something it must act on before any row is projected
+(:func:`driver_first`): a schema-change message (the rows after it need the new
+layout) or a message-carried schema not walked yet (its version is walked before its
+rows are read). A batch
+holding none, which is every batch of a steady stream, is one pass: each task
+classifies an Arrow batch, writes its rows at once and counts its classes
+(:func:`classify_and_write`). The raw messages then cross from the JVM to Python once,
+not three times, and are never cached.
+
+A task that meets such a message deletes the files it began and answers why; the
+driver deletes every other task's files and stores the batch in two passes (a
+micro-batch's input is fixed, so it is read again as it was).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icetide.events.raw import Wire
+from icetide.ledger.decode import (
+    DEAD,
+    ROW,
+    SCHEMA_CHANGE,
+    SKIP,
+    Routes,
+    classified_batch,
+)
+from icetide.ledger.envelope_block import route_reader
+from icetide.ledger.table_files import FILES_ARROW, TableJob, TaskTables, UnroutedJob
+
+SAMPLES = 10
+"""Dead-letter message ids a class keeps as samples (the batch summary's)."""
+
+_KEYS = ("table", "status", "reason", "schema_key")
+
+
+class ClassCount(NamedTuple):
+    """How many of a batch's messages fell in one class (table, status, reason, schema
+    key), with up to :data:`SAMPLES` ids of its dead letters."""
+
+    table: str | None
+    status: str
+    reason: str | None
+    schema_key: str | None
+    n: int
+    samples: list[str]
+
+
+Classes = dict[tuple[Any, ...], ClassCount]
+
+
+def classes_of(classified: pa.RecordBatch) -> Classes:
+    """The classes of a classified Arrow batch (:data:`~icetide.ledger.decode.CLASSIFIED_SCHEMA`).
+
+    >>> b = pa.RecordBatch.from_pydict({"message_id": ["1", "2", "3"],
+    ...     "table": ["t", "t", None], "status": ["row", "row", "dead"],
+    ...     "reason": [None, None, "malformed_json"], "schema_key": [None] * 3})
+    >>> sorted(classes_of(b).values(), key=lambda c: c.status)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [ClassCount(table=None, status='dead', reason='malformed_json', schema_key=None, n=1,
+                samples=['3']), ClassCount(table='t', status='row', reason=None,
+                schema_key=None, n=2, samples=[])]
+    """
+    keyed = pa.Table.from_batches([classified.select(list(_KEYS))])
+    counted = keyed.group_by(list(_KEYS), use_threads=False).aggregate([([], "count_all")])
+    out: Classes = {}
+    for row in counted.to_pylist():
+        table, status, reason, schema_key = key = tuple(row[k] for k in _KEYS)
+        out[key] = ClassCount(table, status, reason, schema_key, int(row["count_all"]), [])
+    dead = classified.filter(pc.equal(classified.column("status"), DEAD))
+    for row in dead.select(["message_id", *_KEYS]).to_pylist():
+        kept = out[tuple(row[k] for k in _KEYS)].samples
+        if len(kept) < SAMPLES:
+            kept.append(row["message_id"])
+    return out
+
+
+def combined(parts: Iterable[Classes]) -> Classes:
+    """The classes of several batches or tasks, counts added, samples kept in order."""
+    out: Classes = {}
+    for part in parts:
+        for key, count in part.items():
+            seen = out.get(key)
+            if seen is None:
+                out[key] = count._replace(samples=list(count.samples))
+            else:
+                samples = (seen.samples + count.samples)[:SAMPLES]
+                out[key] = seen._replace(n=seen.n + count.n, samples=samples)
+    return out
+
+
+def driver_first(
+    classes: Iterable[ClassCount],
+    taken: Mapping[str, Collection[str]] | None,
+    unrouted: bool,
+) -> str | None:
+    """Why a batch of these classes cannot be written before the driver has counted
+    them, or None. ``taken``: each table's message-carried schemas already walked (None:
+    none is walked, there is no evolution layer); ``unrouted``: whether the tasks write
+    the dead letters routed to no table.
+
+    >>> one = ClassCount("t", "row", None, "k1", 5, [])
+    >>> driver_first([one], {"t": {"k1"}}, True) is None
+    True
+    >>> driver_first([one], {"t": set()}, True)
+    'a message-carried schema of t not seen before'
+    >>> driver_first([one._replace(status="skip", reason="schema_change")], None, True)
+    'a schema change of t'
+    >>> stray = ClassCount(None, "dead", "unknown_table", None, 1, ["f:1"])
+    >>> driver_first([stray], None, True) is None, driver_first([stray], None, False)
+    (True, 'a message routed to no table')
+    """
+    for count in classes:
+        if count.table is None:
+            if count.status == DEAD and not unrouted:
+                return "a message routed to no table"
+        elif count.status == SKIP and count.reason == SCHEMA_CHANGE:
+            return f"a schema change of {count.table}"
+        elif (
+            count.status == ROW
+            and count.schema_key is not None
+            and taken is not None
+            and count.schema_key not in taken.get(count.table, ())
+        ):
+            return f"a message-carried schema of {count.table} not seen before"
+    return None
+
+
+def classify_and_write(
+    jobs: Mapping[str, TableJob],
+    now: datetime,
+    wire: Wire | None,
+    routes: Routes,
+    taken: Mapping[str, Collection[str]] | None,
+    unrouted: UnroutedJob | None,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of the one pass (see the module): ``jobs`` holds
+    every table the messages may be routed to. Input: the raw micro-batch
+    (:func:`~icetide.ledger.decode.classify_batches`'). Answer: each table's files as
+    :func:`~icetide.ledger.table_files.write_table_files` answers them (the unrouted
+    dead letters' under ``unrouted.name``), then one row with no table whose ``classes``
+    are the task's (:func:`task_answer`)."""
+
+    route_block = route_reader()
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = TaskTables(jobs, now, wire, unrouted)
+        seen: list[Classes] = []
+        for batch in batches:
+            classified = classified_batch(batch, routes, wire, route_block)
+            classes = classes_of(classified)
+            why = driver_first(classes.values(), taken, unrouted is not None)
+            if why is not None:
+                tables.discard()
+                yield _task_row([], why)
+                return
+            seen.append(classes)
+            status, table = classified.column("status"), classified.column("table")
+            stored = pc.and_(pc.is_in(status, pa.array([ROW, DEAD])), pc.is_valid(table))
+            if pc.any(stored).as_py():
+                tables.add(classified.filter(stored))
+            stray = pc.and_(pc.equal(status, DEAD), pc.is_null(table))
+            if pc.any(stray).as_py():
+                tables.add_unrouted(classified.filter(stray))
+        yield from tables.close()
+        yield _task_row(list(combined(seen).values()), None)
+
+    return run
+
+
+def _task_row(classes: Sequence[ClassCount], why: str | None) -> pa.RecordBatch:
+    text = json.dumps({"classes": [list(c) for c in classes], "why": why})
+    row = dict.fromkeys(FILES_ARROW.names) | {"classes": text}
+    return pa.RecordBatch.from_pylist([row], schema=FILES_ARROW)
+
+
+def task_answer(rows: Iterable[Any]) -> tuple[list[Any], list[ClassCount], str | None]:
+    """The one pass's answer split: the rows of tables' files, the batch's classes, and
+    why the batch must be stored in two passes (None when it is stored).
+
+    >>> a = {"table": None, "classes": json.dumps({"classes": [["t", "row", None, None,
+    ...     2, []]], "why": None})}
+    >>> b = {"table": "t", "classes": None}
+    >>> files, classes, why = task_answer([a, b, a])
+    >>> files == [b], [(c.table, c.n) for c in classes], why
+    (True, [('t', 4)], None)
+    """
+    files: list[Any] = []
+    parts: list[Classes] = []
+    why: str | None = None
+    for row in rows:
+        if row["table"] is not None:
+            files.append(row)
+            continue
+        answer = json.loads(row["classes"])
+        why = why or answer["why"]
+        counts = (ClassCount(*one) for one in answer["classes"])
+        parts.append({tuple(c[:4]): c for c in counts})
+    return files, list(combined(parts).values()), why
