@@ -14,8 +14,8 @@ now, which may even be ahead of the log (statements capture has not brought yet)
 each statement is applied, as its :mod:`~icetide.evolution.evidence` says, to the shape
 before it (:func:`after_statement`, renames by identity as
 :func:`~icetide.evolution.classify.identities` replays them), and the catalog is used
-for the last shape only when it agrees with it (the same column names, and the same
-types for the columns no statement defined): the catalog then gives the types, defaults
+for the last shape only when it agrees with it (the same column names in the same
+order, and the same types for the columns no statement defined): the catalog then gives the types, defaults
 and order exactly as the source states them. When it does not agree,
 the catalog has moved on and the statements read so far say what the table was at the
 batch's end; the later statements come with their own batch.
@@ -81,11 +81,14 @@ def statement_steps(
     >>> ddl = ["RENAME COLUMN p TO tmp", "RENAME COLUMN q TO p", "RENAME COLUMN tmp TO q"]
     >>> signals = [ChangeSignal("t", "ddl", ddl=f"ALTER TABLE t {d}", position=10 + i)
     ...            for i, d in enumerate(ddl)]
-    >>> steps = statement_steps(t, signals, t, "mysql")  # the catalog: id, p, q
+    >>> now = t.with_columns([t.columns[0], t.columns[2], t.columns[1]])  # id, q, p
+    >>> steps = statement_steps(t, signals, now, "mysql")
     >>> [([(c.name, c.id) for c in s.source.columns], s.position) for s in steps[:2]]
     [([('id', 1), ('tmp', 2), ('q', 3)], 10), ([('id', 1), ('tmp', 2), ('p', 3)], 11)]
     >>> steps[2].from_catalog, steps[2].position
     (True, 12)
+    >>> statement_steps(t, signals, t, "mysql")[2].from_catalog  # id, p, q: not that table
+    False
     """
     if dialect != "mysql":
         return None
@@ -116,14 +119,17 @@ def statement_steps(
 
 
 def _agrees(catalog: TableSchema, shape: TableSchema, defined: set[int]) -> bool:
-    """Whether the catalog shows the shape the statements leave: the same column names,
-    and the same types for the columns no statement defined (a later statement the log
-    has not brought yet, a ``MODIFY`` or names traded between columns of two types, shows
-    there)."""
-    theirs = {c.name.casefold(): c.type for c in catalog.columns}
-    ours = {c.name.casefold(): c for c in shape.columns}
-    return theirs.keys() == ours.keys() and all(
-        theirs[n] == c.type for n, c in ours.items() if c.id not in defined
+    """Whether the catalog shows the shape the statements leave: the same column names
+    in the same order, and the same types for the columns no statement defined (a later
+    statement the log has not brought yet shows there: a ``MODIFY``, names traded between
+    columns of two types, or between columns of one type, which only the order tells:
+    a catalog read after ``p``/``q`` traded names still lists the names the shape has)."""
+    theirs = [(c.name.casefold(), c.type) for c in catalog.columns]
+    ours = [(c.name.casefold(), c) for c in shape.columns]
+    return [n for n, _ in theirs] == [n for n, _ in ours] and all(
+        kind == c.type
+        for (_, kind), (_, c) in zip(theirs, ours, strict=True)
+        if c.id not in defined
     )
 
 

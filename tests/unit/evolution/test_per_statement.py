@@ -100,6 +100,12 @@ def test_the_catalog_gives_the_last_shape_only_when_its_names_agree() -> None:
     steps = statement_steps(T, _signals(*ddl), modified, "mysql")
     assert steps is not None and not steps[-1].from_catalog
     assert steps[-1].source.by_name["a"].type == IntType()
+    # Or two columns of one type have traded names since (the same names, in another
+    # order): the shape keeps each column where the statements left it.
+    traded = now.with_columns([now.columns[0], now.columns[3], now.columns[2], now.columns[1]])
+    steps = statement_steps(T, _signals(*ddl), traded, "mysql")
+    assert steps is not None and not steps[-1].from_catalog
+    assert [c.name for c in steps[-1].source.columns] == ["id", "a", "vip", "d"]
 
 
 def test_changes_the_statements_cannot_replay_are_planned_at_once() -> None:
