@@ -15,8 +15,8 @@ each statement is applied, as its :mod:`~icetide.evolution.evidence` says, to th
 before it (:func:`after_statement`, renames by identity as
 :func:`~icetide.evolution.classify.identities` replays them), and the catalog is used
 for the last shape only when it agrees with it (the same column names in the same
-order, and the same types for the columns no statement defined): the catalog then gives the types, defaults
-and order exactly as the source states them. When it does not agree,
+order, and the same types for the columns no statement defined): the catalog then gives
+the types, defaults and order exactly as the source states them. When it does not agree,
 the catalog has moved on and the statements read so far say what the table was at the
 batch's end; the later statements come with their own batch.
 
