@@ -294,6 +294,9 @@ class LedgerStage:
         """Waits before a catalog step of a batch is redone (:meth:`_retried`)."""
         self.policy = policy
         """How often and how long a catalog step of a batch is redone."""
+        self._two_passes_only = False
+        """Whether a table of this pipeline cannot be written by the one pass (its ledger
+        partitioned otherwise than icetide creates it): found at the first batch."""
         self._taken: set[tuple[str, str]] = set()
         """(table, schema key) already walked and accepted by this process."""
         self._lock = threading.RLock()  # batches and ticks never overlap
@@ -528,7 +531,7 @@ class LedgerStage:
             self.watch.skipped()
         self._wire = wire_for(self.config, batch)
         stored = None
-        if len(self.config.tables) <= ONE_PASS_TABLES:
+        if len(self.config.tables) <= ONE_PASS_TABLES and not self._two_passes_only:
             stored = self._one_pass(batch, batch_id, now, summary)
         if stored is None:
             stored = self._two_passes(batch, batch_id, now, summary)
@@ -560,7 +563,10 @@ class LedgerStage:
             iceberg_table(self.spark, self.unrouted_dlt), c.DLT_INGESTED_AT, now.date()
         )
         if len(jobs) < len(names) or stray is None:
-            return None  # a table written by Spark's writer: two passes (_tables_batch)
+            # A table written by Spark's writer: two passes (_tables_batch), in every
+            # batch of this process, without preparing every table first again.
+            self._two_passes_only = True
+            return None
         unrouted = UnroutedJob(self.config.dead_letter.unrouted_table, stray)
         taken = None
         if self.on_versions is not None:
