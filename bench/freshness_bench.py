@@ -29,7 +29,9 @@ again over the events landed after the first ``--settle`` seconds (the cold star
 JVM's first micro-batch took 17–18 s in the runs of 2026-11-27, and the backlog it left
 took one to four minutes to drain), when the first events reached the ledger and a base table
 (the cold start's own length), and the merge durations from the run's progress records
-(what bounds it). Never pass/fail.
+(what bounds it), and where the CPU went while events were delivered: ``icetide run``'s
+Python driver, its JVM, its Python workers, the benchmark's own delivery and broker
+(``cpu_split.py``, read from ``/proc``). Never pass/fail.
 
     python bench/freshness_bench.py --rate 2000 --seconds 600
     python bench/freshness_bench.py --rate 2000 --seconds 120   # a quick look
@@ -56,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cpu_split import CpuSplit
+from cpu_split import render as render_cpu
 from landing_run import (
     Deliver,
     Stampable,
@@ -65,6 +69,8 @@ from landing_run import (
     land_every_second,
     wait_until_running,
 )
+from spark_events import read_folder
+from spark_events import render as render_pools
 
 from icetide.capture.transport.kafka import topic_name
 from icetide.config import load_config
@@ -370,17 +376,20 @@ def _run(
             "merge": {"parallel_tables": args.parallel_tables},
         },
     )
-    if args.compact_every is not None or args.spark_conf or transport is not None:
-        doc = yaml.safe_load(config_path.read_text())
-        if transport is not None:
-            doc["transport"] = transport
-        if args.compact_every is not None:
-            for table in doc["tables"]:
-                table.setdefault("merge", {})["compact_every"] = args.compact_every
-        for setting in args.spark_conf:
-            key, _, value = setting.partition("=")
-            doc.setdefault("spark", {}).setdefault("conf", {})[key.strip()] = value.strip()
-        config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    events = work / "spark-events"  # tells the ledger's tasks from the merge's
+    events.mkdir()
+    doc = yaml.safe_load(config_path.read_text())
+    if transport is not None:
+        doc["transport"] = transport
+    if args.compact_every is not None:
+        for table in doc["tables"]:
+            table.setdefault("merge", {})["compact_every"] = args.compact_every
+    conf = doc.setdefault("spark", {}).setdefault("conf", {})
+    conf.update({"spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri()})
+    for setting in args.spark_conf:
+        key, _, value = setting.partition("=")
+        conf[key.strip()] = value.strip()
+    config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     archive = class_archive_state(config_path)
     load_at_start = os.getloadavg()[0]
     log = work / "run.log"
@@ -394,7 +403,12 @@ def _run(
         )
         try:
             wait_until_running(log, run)
+            cpu = CpuSplit(run.pid)
+            cpu.start()
+            landing_ms = int(time.time() * 1000)
             on_time = land_every_second(deliver, args.seconds, cycled(messages, args.rate))
+            split = cpu.stop()
+            landed_ms = int(time.time() * 1000)
             time.sleep(args.drain)
         finally:
             run.send_signal(signal.SIGTERM)
@@ -406,6 +420,8 @@ def _run(
         archive = "none at the start; this run saved one"
     result = latencies(config_path, args.settle)
     result["class_archive"] = archive
+    result["cpu"] = split
+    result["pools"] = read_folder(events, landing_ms, landed_ms)
     text = render(args, result, on_time, load_at_start, os.getloadavg()[0])
     print(text)
     if args.results:
@@ -462,6 +478,10 @@ def render(
             f"{r['merge_gap_median_s']:.1f} s per table (median; longest gap "
             f"{r['merge_gap_max_s']:.1f} s), median {r['events_per_merge']:,.0f} events each"
         )
+    if r.get("cpu"):
+        lines += render_cpu(r["cpu"])
+    if r.get("pools"):
+        lines += render_pools(r["pools"], r["cpu"]["wall_s"])
     return "\n".join(lines) + "\n"
 
 
