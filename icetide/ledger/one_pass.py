@@ -5,8 +5,9 @@ classified batch cached in the JVM, its classes counted), then a job projects an
 each table's part (:mod:`icetide.ledger.table_files`). The driver needs the counts first
 only when the batch holds something it must act on before any row is projected
 (:func:`driver_first`): a schema-change message (the rows after it need the new
-layout) or a message-carried schema not walked yet (its version is walked before its
-rows are read). A batch
+layout), a message-carried schema not walked yet (its version is walked before its
+rows are read), or messages of a table the batch did not prepare (in a pipeline of many
+tables only those earlier batches held are: :func:`tables_to_prepare`). A batch
 holding none, which is every batch of a steady stream, is one pass: each task
 classifies an Arrow batch, writes its rows at once and counts its classes
 (:func:`classify_and_write`). The raw messages then cross from the JVM to Python once,
@@ -104,11 +105,13 @@ def driver_first(
     classes: Iterable[ClassCount],
     taken: Mapping[str, Collection[str]] | None,
     unrouted: bool,
+    prepared: Collection[str] | None = None,
 ) -> str | None:
     """Why a batch of these classes cannot be written before the driver has counted
     them, or None. ``taken``: each table's message-carried schemas already walked (None:
     none is walked, there is no evolution layer); ``unrouted``: whether the tasks write
-    the dead letters routed to no table.
+    the dead letters routed to no table; ``prepared``: the tables the tasks can write
+    (None: every table of the pipeline; :func:`tables_to_prepare`).
 
     >>> one = ClassCount("t", "row", None, "k1", 5, [])
     >>> driver_first([one], {"t": {"k1"}}, True) is None
@@ -120,11 +123,15 @@ def driver_first(
     >>> stray = ClassCount(None, "dead", "unknown_table", None, 1, ["f:1"])
     >>> driver_first([stray], None, True) is None, driver_first([stray], None, False)
     (True, 'a message routed to no table')
+    >>> driver_first([one], {"t": {"k1"}}, True, prepared=["u"])
+    'messages of t, a table not prepared for this batch'
     """
     for count in classes:
         if count.table is None:
             if count.status == DEAD and not unrouted:
                 return "a message routed to no table"
+        elif count.status in (ROW, DEAD) and prepared is not None and count.table not in prepared:
+            return f"messages of {count.table}, a table not prepared for this batch"
         elif count.status == SKIP and count.reason == SCHEMA_CHANGE:
             return f"a schema change of {count.table}"
         elif (
@@ -137,6 +144,27 @@ def driver_first(
     return None
 
 
+def tables_to_prepare(
+    configured: Sequence[str], active: Collection[str], every_up_to: int
+) -> list[str]:
+    """The tables a one-pass batch prepares (each one's projection and file targets,
+    catalog reads) before it reads a message: every configured table in a pipeline of
+    at most ``every_up_to``; in a larger one, the ``active`` tables (those whose messages
+    earlier batches of the process held), so that a pipeline of a thousand tables does
+    not read the catalog for its idle ones every batch. A batch that holds messages of a
+    table not prepared is stored in two passes (:func:`driver_first`), and the table is
+    active from then on.
+
+    >>> tables_to_prepare(["a", "b", "c"], {"b"}, every_up_to=3)
+    ['a', 'b', 'c']
+    >>> tables_to_prepare(["a", "b", "c"], {"c", "a"}, every_up_to=2)
+    ['a', 'c']
+    """
+    if len(configured) <= every_up_to:
+        return list(configured)
+    return [name for name in configured if name in active]
+
+
 def classify_and_write(
     jobs: Mapping[str, TableJob],
     now: datetime,
@@ -146,7 +174,7 @@ def classify_and_write(
     unrouted: UnroutedJob | None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function of the one pass (see the module): ``jobs`` holds
-    every table the messages may be routed to. Input: the raw micro-batch
+    the tables prepared for the batch (:func:`tables_to_prepare`). Input: the raw micro-batch
     (:func:`~icetide.ledger.decode.classify_batches`'). Answer: each table's files as
     :func:`~icetide.ledger.table_files.write_table_files` answers them (the unrouted
     dead letters' under ``unrouted.name``), then one row with no table whose ``classes``
@@ -160,7 +188,7 @@ def classify_and_write(
         for batch in batches:
             classified = classified_batch(batch, routes, wire, route_block)
             classes = classes_of(classified)
-            why = driver_first(classes.values(), taken, unrouted is not None)
+            why = driver_first(classes.values(), taken, unrouted is not None, jobs)
             if why is not None:
                 tables.discard()
                 yield _task_row([], why)

@@ -65,7 +65,7 @@ from icetide.ledger.decode import (
     projected_spark_schema,
 )
 from icetide.ledger.landing import LandingWatch, Receipt, parse_receipt
-from icetide.ledger.one_pass import SAMPLES, classify_and_write, task_answer
+from icetide.ledger.one_pass import SAMPLES, classify_and_write, tables_to_prepare, task_answer
 from icetide.ledger.phases import alter_ledger, projection, record_projection
 from icetide.ledger.registry_decode import wire_for
 from icetide.ledger.resume import (
@@ -122,11 +122,12 @@ commits two tables at once by default (``merge.parallel_tables``): every catalog
 already takes that many commits at a time."""
 
 ONE_PASS_TABLES = 16
-"""Tables at most in a pipeline whose micro-batches are stored in one pass
-(:mod:`icetide.ledger.one_pass`): that pass needs every table's projection and files'
-target before it reads a message, catalog reads for every configured table in every
-batch; a pipeline of more tables prepares only the tables its batch holds (two passes).
-"""
+"""Tables at most in a pipeline whose one-pass batches (:mod:`icetide.ledger.one_pass`)
+prepare every table: that pass needs a table's projection and files' target before it
+reads a message, catalog reads for each table prepared in every batch. A pipeline of
+more tables prepares those its earlier batches held messages for
+(:func:`~icetide.ledger.one_pass.tables_to_prepare`), and stores its first batch, and
+any batch with messages of a table new to it, in two passes."""
 
 CHUNK_TABLES = 8
 """Tables of a micro-batch whose projections and figures are one Spark job (a union of
@@ -299,6 +300,9 @@ class LedgerStage:
         partitioned otherwise than icetide creates it): found at the first batch."""
         self._taken: set[tuple[str, str]] = set()
         """(table, schema key) already walked and accepted by this process."""
+        self._active: set[str] = set()
+        """The tables whose messages this process's batches held: those a one-pass batch
+        of a pipeline of many tables prepares."""
         self._lock = threading.RLock()  # batches and ticks never overlap
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
@@ -531,11 +535,12 @@ class LedgerStage:
             self.watch.skipped()
         self._wire = wire_for(self.config, batch)
         stored = None
-        if len(self.config.tables) <= ONE_PASS_TABLES and not self._two_passes_only:
+        if not self._two_passes_only:
             stored = self._one_pass(batch, batch_id, now, summary)
         if stored is None:
             stored = self._two_passes(batch, batch_id, now, summary)
         receipts, signals = stored
+        self._active.update(summary.rows, (name for name in summary.dead_by_table if name))
         self._save_position(batch_id)  # before the line saying the batch is stored
         self.pipeline.report(
             "ledger",
@@ -557,7 +562,10 @@ class LedgerStage:
         (:mod:`icetide.ledger.one_pass`), then commit each table's files; None, having
         written nothing that stays, when the batch holds what the driver must see first
         (:func:`~icetide.ledger.one_pass.driver_first`)."""
-        names = [str(table.name) for table in self.config.tables]
+        configured = [str(table.name) for table in self.config.tables]
+        names = tables_to_prepare(configured, self._active, ONE_PASS_TABLES)
+        if not names:
+            return None  # no table known active yet: the two passes find them
         _, jobs = self._prepared(names, batch_id, {}, now)
         stray = file_target(
             iceberg_table(self.spark, self.unrouted_dlt), c.DLT_INGESTED_AT, now.date()
@@ -568,9 +576,11 @@ class LedgerStage:
             self._two_passes_only = True
             return None
         unrouted = UnroutedJob(self.config.dead_letter.unrouted_table, stray)
-        taken = None
+        taken: dict[str, set[str]] | None = None
         if self.on_versions is not None:
-            taken = {name: {key for table, key in self._taken if table == name} for name in names}
+            taken = {name: set() for name in names}
+            for table, key in self._taken:
+                taken.get(table, set()).add(key)
         written = classify_and_write(jobs, now, self._wire, routes_of(self.config), taken, unrouted)
         files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
         if why is not None:

@@ -69,7 +69,9 @@ def test_one_pass_stores_what_two_passes_store(
     lines = [raw for raw, _ in seeded_lines(seed=29, count=400)]
     routes = None
     ways: dict[int, tuple[int, dict[str, list[dict[str, Any]]], str]] = {}
-    for one_pass_tables in (ledger_stage.ONE_PASS_TABLES, 0):  # 0: always two passes
+    # 0: only the tables earlier batches held are prepared, none before the first batch,
+    # so a first batch is stored in two passes.
+    for one_pass_tables in (ledger_stage.ONE_PASS_TABLES, 0):
         monkeypatch.setattr(ledger_stage, "ONE_PASS_TABLES", one_pass_tables)
         pipe = items_pipeline(
             tmp_path / str(one_pass_tables), warehouse, f"passes_{one_pass_tables}", spark
@@ -138,3 +140,41 @@ def test_a_batch_the_driver_must_see_first_is_stored_in_two_passes_leaving_no_fi
     # The next batch, with nothing the driver must see first, is one pass again.
     land_bytes(pipe, "c.json", [line(event(30_000 + n, n)) for n in range(5)])
     assert batch_jobs(stage, spark) == 1
+
+
+def test_a_pipeline_of_many_tables_prepares_the_tables_its_batches_held(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two tables stand for many: above ONE_PASS_TABLES, a one-pass batch prepares only
+    # the tables earlier batches held messages for.
+    monkeypatch.setattr(ledger_stage, "ONE_PASS_TABLES", 1)
+    tables = {"items": ITEMS, "things": ITEMS.renamed("things")}
+    pipe = Pipeline.custom(
+        tmp_path, warehouse, "one_pass_active", tables,
+        {"items": "shop.items", "things": "shop.things"}, spark,
+    )  # fmt: skip
+    stage = LedgerStage(spark, pipe.pipeline)
+
+    def of(table: str, first: int, n: int) -> list[bytes]:
+        events = [event(first + i, i) for i in range(n)]
+        for e in events:
+            e["source"]["table"] = table
+        return [line(e) for e in events]
+
+    batches = [of("items", 0, 3), of("items", 10, 3), of("items", 20, 3) + of("things", 30, 2)]
+    batches.append(of("items", 40, 3) + of("things", 50, 2))
+    jobs = []
+    for n, lines in enumerate(batches):
+        land_bytes(pipe, f"{n}.json", lines)
+        jobs.append(batch_jobs(stage, spark))
+    # Nothing known at first: two passes; then one; a table new to the process: two
+    # passes, saying why; then one again.
+    assert jobs[1] == jobs[3] == 1 and jobs[0] > 1 and jobs[2] > 1, jobs
+    assert [line for line in pipe.logs if ABANDONED in line] == [
+        "ledger batch 2: messages of things, a table not prepared for this batch: " + ABANDONED
+    ], pipe.logs
+    ids = {t: sorted(r["_message_id"] for r in pipe.rows(pipe.refs(t).cdc)) for t in tables}
+    assert ids == {
+        "items": sorted(f"{n}.json:{i}" for n in range(4) for i in range(1, 4)),
+        "things": sorted(f"{n}.json:{i}" for n in (2, 3) for i in range(4, 6)),
+    }, ids
