@@ -21,7 +21,7 @@ micro-batch's input is fixed, so it is read again as it was).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -38,6 +38,7 @@ from icetide.ledger.decode import (
     classified_batch,
 )
 from icetide.ledger.envelope_block import route_reader
+from icetide.ledger.source import ArrowMap
 from icetide.ledger.table_files import FILES_ARROW, TableJob, TaskTables, UnroutedJob
 
 SAMPLES = 10
@@ -172,10 +173,13 @@ def classify_and_write(
     routes: Routes,
     taken: Mapping[str, Collection[str]] | None,
     unrouted: UnroutedJob | None,
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    split: ArrowMap | None = None,
+) -> ArrowMap:
     """The ``mapInArrow`` function of the one pass (see the module): ``jobs`` holds
-    the tables prepared for the batch (:func:`tables_to_prepare`). Input: the raw micro-batch
-    (:func:`~icetide.ledger.decode.classify_batches`'). Answer: each table's files as
+    the tables prepared for the batch (:func:`tables_to_prepare`). Input: the raw
+    micro-batch (:func:`~icetide.ledger.decode.classify_batches`'), or the stream's rows
+    that ``split`` makes such messages in the same worker (landing files read whole).
+    Answer: each table's files as
     :func:`~icetide.ledger.table_files.write_table_files` answers them (the unrouted
     dead letters' under ``unrouted.name``), then one row with no table whose ``classes``
     are the task's (:func:`task_answer`)."""
@@ -185,7 +189,7 @@ def classify_and_write(
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = TaskTables(jobs, now, wire, unrouted)
         seen: list[Classes] = []
-        for batch in batches:
+        for batch in batches if split is None else split(batches):
             classified = classified_batch(batch, routes, wire, route_block)
             classes = classes_of(classified)
             why = driver_first(classes.values(), taken, unrouted is not None, jobs)

@@ -53,7 +53,11 @@ def receipt_text(name: str, length: int, mtime_ms: int, read: int) -> str:
     return json.dumps({"file": name, "length": length, "mtime_ms": mtime_ms, "read": read})
 
 
-def split_files() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+ArrowMap = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+"""A ``mapInArrow`` function."""
+
+
+def split_files() -> ArrowMap:
     """The ``mapInArrow`` function: ``binaryFile`` rows → messages and one receipt per file."""
 
     def batch(
@@ -95,6 +99,19 @@ def split_files() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatc
     return run
 
 
+def landing_files(spark: SparkSession, path: str, max_files: int) -> DataFrame:
+    """The landing folder's new files as a stream of whole files (``binaryFile`` rows:
+    path, modification time, length, content), ``max_files`` at most a micro-batch;
+    :func:`split_files` makes them messages."""
+    return (
+        spark.readStream.format("binaryFile")
+        .schema(BINARY_FILE_SCHEMA)
+        .option("maxFilesPerTrigger", max_files)
+        .load(path)
+        .select("path", "modificationTime", "length", "content")
+    )
+
+
 def file_messages(spark: SparkSession, path: str, max_files: int) -> DataFrame:
     """Newline-delimited JSON files in a landing folder → (message_id, raw, receipt).
 
@@ -104,15 +121,13 @@ def file_messages(spark: SparkSession, path: str, max_files: int) -> DataFrame:
     folder): a file is read once, and what is appended to it later is never read —
     :mod:`icetide.ledger.landing` warns when that happens.
     """
-    files = (
-        spark.readStream.format("binaryFile")
-        .schema(BINARY_FILE_SCHEMA)
-        .option("maxFilesPerTrigger", max_files)
-        .load(path)
-    )
-    return files.select("path", "modificationTime", "length", "content").mapInArrow(
-        split_files(), MESSAGES_SCHEMA
-    )
+    return as_messages(landing_files(spark, path, max_files), split_files())
+
+
+def as_messages(rows: DataFrame, split: ArrowMap | None) -> DataFrame:
+    """A micro-batch of the stream :func:`source_rows` gives, as messages (message_id,
+    raw, receipt)."""
+    return rows if split is None else rows.mapInArrow(split, MESSAGES_SCHEMA)
 
 
 def subscribed_partitions(config: Config, *, timeout: float = 10.0) -> dict[str, list[int]]:
@@ -175,14 +190,18 @@ def kafka_messages(
     )
 
 
-def raw_messages(
+def source_rows(
     spark: SparkSession, config: Config, starting: Mapping[str, Mapping[str, int]] | None = None
-) -> DataFrame:
-    """The configured transport as a stream of (message_id, raw, receipt); ``starting``
-    as :func:`kafka_messages` takes it."""
+) -> tuple[DataFrame, ArrowMap | None]:
+    """The configured transport as a stream, and the Python step that makes its rows
+    messages (:func:`as_messages`). Kafka's rows are messages already (None); the
+    landing folder's are whole files, split by :func:`split_files` in the task that
+    reads them, so that the ledger's one pass can split and classify in one Python
+    worker instead of sending every message back to the JVM between the two.
+    ``starting`` as :func:`kafka_messages` takes it."""
     transport = config.transport
     if transport.type == "kafka":
-        return kafka_messages(spark, config, starting)
+        return kafka_messages(spark, config, starting), None
     landing = config.resolved_path(transport.path)
     landing.mkdir(parents=True, exist_ok=True)
-    return file_messages(spark, str(landing), transport.max_files_per_trigger)
+    return landing_files(spark, str(landing), transport.max_files_per_trigger), split_files()

@@ -85,7 +85,7 @@ from icetide.ledger.signals import (
     schema_change_signal,
     seen_line,
 )
-from icetide.ledger.source import raw_messages, subscribed_partitions
+from icetide.ledger.source import ArrowMap, as_messages, source_rows, subscribed_partitions
 from icetide.ledger.stored import after_failure, stored_batch
 from icetide.ledger.summary import PROGRESS_SECONDS, BatchProgress, BatchSummary
 from icetide.ledger.table_files import (
@@ -300,6 +300,8 @@ class LedgerStage:
         partitioned otherwise than icetide creates it): found at the first batch."""
         self._taken: set[tuple[str, str]] = set()
         """(table, schema key) already walked and accepted by this process."""
+        self._split: ArrowMap | None = None
+        """What makes the stream's rows messages (:func:`~icetide.ledger.source.source_rows`)."""
         self._active: set[str] = set()
         """The tables whose messages this process's batches held: those a one-pass batch
         of a pipeline of many tables prepares."""
@@ -516,7 +518,8 @@ class LedgerStage:
         return True
 
     def process_batch(self, batch: DataFrame, batch_id: int) -> None:
-        """Classify, project and append one micro-batch of raw messages."""
+        """Classify, project and append one micro-batch of the stream (its rows as
+        :func:`~icetide.ledger.source.source_rows` gives them)."""
         with self._lock:
             try:
                 self._process_batch(batch, batch_id)
@@ -533,12 +536,13 @@ class LedgerStage:
         if self.watch is not None:
             self.watch.check()
             self.watch.skipped()
-        self._wire = wire_for(self.config, batch)
+        messages = as_messages(batch, self._split)
+        self._wire = wire_for(self.config, messages)
         stored = None
         if not self._two_passes_only:
             stored = self._one_pass(batch, batch_id, now, summary)
         if stored is None:
-            stored = self._two_passes(batch, batch_id, now, summary)
+            stored = self._two_passes(messages, batch_id, now, summary)
         receipts, signals = stored
         self._active.update(summary.rows, (name for name in summary.dead_by_table if name))
         self._save_position(batch_id)  # before the line saying the batch is stored
@@ -581,7 +585,8 @@ class LedgerStage:
             taken = {name: set() for name in names}
             for table, key in self._taken:
                 taken.get(table, set()).add(key)
-        written = classify_and_write(jobs, now, self._wire, routes_of(self.config), taken, unrouted)
+        routes = routes_of(self.config)
+        written = classify_and_write(jobs, now, self._wire, routes, taken, unrouted, self._split)
         files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
         if why is not None:
             for row in files:
@@ -1212,9 +1217,9 @@ class LedgerStage:
             # A run with no new file has no batch: look for changed files now as well.
             self.watch.check()
             self.watch.skipped()
+        rows, self._split = source_rows(self.spark, self.config, self._starting())
         writer = (
-            raw_messages(self.spark, self.config, self._starting())
-            .writeStream.queryName(self.query_name)
+            rows.writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(self.checkpoint))
             .foreachBatch(self.process_batch)
         )
