@@ -166,6 +166,49 @@ def tables_to_prepare(
     return [name for name in configured if name in active]
 
 
+TASK_ROWS = 4096
+"""Messages a task classifies at a time when it writes a few tables (an Arrow batch as
+the landing files' split makes them)."""
+
+
+def task_rows(tables: int) -> int:
+    """How many messages a task classifies, projects and writes at a time when it may
+    write ``tables`` tables: each table's share of them is projected as one block, and
+    a block's cost is partly fixed (reading it, typing its columns), so a task of many
+    tables joins its input into larger batches (up to 16 × :data:`TASK_ROWS`) that each
+    table gets a slice worth projecting.
+
+    >>> task_rows(3), task_rows(16), task_rows(100), task_rows(1000)
+    (4096, 4096, 24576, 65536)
+    """
+    return min(16 * TASK_ROWS, TASK_ROWS * max(1, tables // 16))
+
+
+def rebatched(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` joined, in order, into batches of at least ``rows`` rows (the last
+    one fewer); a batch of ``rows`` or more passes as it is.
+
+    >>> parts = [pa.record_batch({"n": list(range(k))}) for k in (3, 2, 5, 1)]
+    >>> [b.num_rows for b in rebatched(parts, 4)], [b.num_rows for b in rebatched(parts, 1)]
+    ([5, 5, 1], [3, 2, 5, 1])
+    >>> [b.column("n").to_pylist() for b in rebatched(parts[:2], 9)]
+    [[0, 1, 2, 0, 1]]
+    """
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if not held and batch.num_rows >= rows:
+            yield batch
+            continue
+        held.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+            held, count = [], 0
+    if held:
+        yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+
+
 def classify_and_write(
     jobs: Mapping[str, TableJob],
     now: datetime,
@@ -189,7 +232,8 @@ def classify_and_write(
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = TaskTables(jobs, now, wire, unrouted)
         seen: list[Classes] = []
-        for batch in batches if split is None else split(batches):
+        messages = batches if split is None else split(batches)
+        for batch in rebatched(messages, task_rows(len(jobs))):
             classified = classified_batch(batch, routes, wire, route_block)
             classes = classes_of(classified)
             why = driver_first(classes.values(), taken, unrouted is not None, jobs)
