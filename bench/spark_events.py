@@ -9,7 +9,7 @@ job (the merge's, maintenance's, the observer's) is counted as ``merge and the r
 Each finished task's run time (``Executor Run Time``: wall time in the task, which for
 a Python UDF or ``mapInArrow`` includes waiting on its Python worker) and its JVM thread's
 CPU (``Executor CPU Time``: the JVM's own work; the Python worker's is not in it) are
-added up by the pool of the job whose stage ran it, for tasks launched (and jobs
+added up by the icetide stage of the job that ran them, for tasks launched (and jobs
 submitted) inside a window of wall-clock time.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 @dataclass
-class PoolTime:
+class StageTime:
     jobs: int = 0
     tasks: int = 0
     run_s: float = 0.0
@@ -40,7 +40,7 @@ def stage_of(properties: dict[str, str]) -> str:
     return REST
 
 
-def by_stage(lines: Iterable[str], since_ms: int, until_ms: int) -> dict[str, PoolTime]:
+def by_stage(lines: Iterable[str], since_ms: int, until_ms: int) -> dict[str, StageTime]:
     """Task time per stage (:func:`stage_of`) from an event log's lines, for tasks
     launched in ``[since_ms, until_ms)`` (epoch milliseconds).
 
@@ -60,37 +60,37 @@ def by_stage(lines: Iterable[str], since_ms: int, until_ms: int) -> dict[str, Po
     >>> {k: (v.jobs, v.tasks, v.run_s, v.cpu_s) for k, v in sorted(split.items())}
     {'ledger': (1, 1, 1.5, 0.4), 'merge and the rest': (1, 1, 0.7, 0.6)}
     """
-    pool_of_stage: dict[int, str] = {}
-    split: dict[str, PoolTime] = {}
+    stage_of_id: dict[int, str] = {}
+    split: dict[str, StageTime] = {}
     for line in lines:
         if '"SparkListenerJobStart"' not in line and '"SparkListenerTaskEnd"' not in line:
             continue  # the log's other events: not parsed, most of its bytes
         event = json.loads(line)
         if event["Event"] == "SparkListenerJobStart":
-            pool = stage_of(event.get("Properties") or {})
+            owner = stage_of(event.get("Properties") or {})
             for stage in event["Stage IDs"]:
-                pool_of_stage[stage] = pool
-            time = split.setdefault(pool, PoolTime())
+                stage_of_id[stage] = owner
+            time = split.setdefault(owner, StageTime())
             time.jobs += since_ms <= event.get("Submission Time", since_ms) < until_ms
         elif event["Event"] == "SparkListenerTaskEnd":
             launched = event["Task Info"]["Launch Time"]
             metrics = event.get("Task Metrics")
             if metrics is None or not since_ms <= launched < until_ms:
                 continue
-            time = split.setdefault(pool_of_stage.get(event["Stage ID"], REST), PoolTime())
+            time = split.setdefault(stage_of_id.get(event["Stage ID"], REST), StageTime())
             time.tasks += 1
             time.run_s += metrics["Executor Run Time"] / 1000
             time.cpu_s += metrics["Executor CPU Time"] / 1e9
     return split
 
 
-def read_folder(folder: Path, since_ms: int, until_ms: int) -> dict[str, PoolTime]:
+def read_folder(folder: Path, since_ms: int, until_ms: int) -> dict[str, StageTime]:
     """:func:`by_stage` over every event log file in ``folder`` (one per application)."""
-    split: dict[str, PoolTime] = {}
+    split: dict[str, StageTime] = {}
     for path in sorted(folder.iterdir()):
         with path.open(errors="replace") as lines:
-            for pool, time in by_stage(lines, since_ms, until_ms).items():
-                total = split.setdefault(pool, PoolTime())
+            for owner, time in by_stage(lines, since_ms, until_ms).items():
+                total = split.setdefault(owner, StageTime())
                 total.jobs += time.jobs
                 total.tasks += time.tasks
                 total.run_s += time.run_s
@@ -98,16 +98,16 @@ def read_folder(folder: Path, since_ms: int, until_ms: int) -> dict[str, PoolTim
     return split
 
 
-def render(split: dict[str, PoolTime], wall_s: float) -> list[str]:
-    """Markdown lines: each pool's tasks, their wall time and JVM CPU, as cores."""
+def render(split: dict[str, StageTime], wall_s: float) -> list[str]:
+    """Markdown lines: each stage's tasks, their wall time and JVM CPU, as cores."""
     lines = [
         "",
         "| Spark jobs of | jobs | tasks | task time (cores) | JVM CPU in tasks (cores) |",
         "|---|---:|---:|---:|---:|",
     ]
-    for pool, t in sorted(split.items()):
+    for owner, t in sorted(split.items()):
         lines.append(
-            f"| {pool} | {t.jobs:,} | {t.tasks:,} | {t.run_s / wall_s:.2f} | "
+            f"| {owner} | {t.jobs:,} | {t.tasks:,} | {t.run_s / wall_s:.2f} | "
             f"{t.cpu_s / wall_s:.2f} |"
         )
     return lines
