@@ -33,10 +33,14 @@ class Proc:
     ppid: int
     comm: str
     cpu_s: float
+    rss_bytes: int
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def read_procs() -> dict[int, Proc]:
-    """Every live process's parent, name and own CPU seconds."""
+    """Every live process's parent, name, own CPU seconds and resident memory."""
     procs: dict[int, Proc] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -48,11 +52,31 @@ def read_procs() -> dict[int, Proc]:
         # comm is in parentheses and may hold spaces: the fields after its last ")"
         comm = raw[raw.index("(") + 1 : raw.rindex(")")]
         rest = raw[raw.rindex(")") + 2 :].split()
-        # rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15
+        # rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15, rss 24 (pages)
+        cpu = (int(rest[11]) + int(rest[12])) / TICKS
         procs[int(entry.name)] = Proc(
-            int(entry.name), int(rest[1]), comm, (int(rest[11]) + int(rest[12])) / TICKS
+            int(entry.name), int(rest[1]), comm, cpu, int(rest[21]) * PAGE
         )
     return procs
+
+
+def tree(pid: int, procs: dict[int, Proc]) -> list[int]:
+    """``pid`` and every process under it.
+
+    >>> procs = {p.pid: p for p in [Proc(1, 0, "init", 0, 0), Proc(2, 1, "a", 0, 0),
+    ...     Proc(3, 2, "b", 0, 0), Proc(4, 1, "c", 0, 0)]}
+    >>> sorted(tree(2, procs)), sorted(tree(1, procs))
+    ([2, 3], [1, 2, 3, 4])
+    """
+    children: dict[int, list[int]] = {}
+    for proc in procs.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
 
 
 def machine_busy_s() -> tuple[float, float]:
@@ -77,9 +101,10 @@ def group_of(pid: int, procs: dict[int, Proc], run_pid: int, bench_pid: int) -> 
     Python workers (PySpark's daemon and the workers it forks), the benchmark itself
     (delivery), a JVM the benchmark started (the Kafka broker); None for the rest.
 
-    >>> procs = {p.pid: p for p in [Proc(1, 0, "init", 0), Proc(10, 1, "python", 0),
-    ...     Proc(20, 10, "python", 0), Proc(30, 20, "java", 0), Proc(40, 30, "python3", 0),
-    ...     Proc(41, 40, "python3", 0), Proc(50, 10, "java", 0), Proc(60, 1, "bash", 0)]}
+    >>> procs = {p.pid: p for p in [Proc(1, 0, "init", 0, 0), Proc(10, 1, "python", 0, 0),
+    ...     Proc(20, 10, "python", 0, 0), Proc(30, 20, "java", 0, 0),
+    ...     Proc(40, 30, "python3", 0, 0), Proc(41, 40, "python3", 0, 0),
+    ...     Proc(50, 10, "java", 0, 0), Proc(60, 1, "bash", 0, 0)]}
     >>> [group_of(p, procs, run_pid=20, bench_pid=10) for p in (10, 20, 30, 40, 41, 50, 60)]
     ... # doctest: +NORMALIZE_WHITESPACE
     ['benchmark (delivery)', 'icetide driver (Python)', 'Spark JVM', 'Python workers',

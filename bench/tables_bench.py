@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cpu_split import machine_busy_s, read_procs, tree
 from landing_run import (
     POSITION,
     Stampable,
@@ -329,36 +330,6 @@ class Samples:
     load: list[tuple[float, float]] = field(default_factory=list)
 
 
-def _tree(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
-
-
-def _stat(pid: int) -> tuple[float, int, str]:
-    """(CPU seconds, resident bytes, command name) of one process."""
-    with open(f"/proc/{pid}/stat") as f:
-        text = f.read()
-    name = text[text.index("(") + 1 : text.rindex(")")]
-    fields = text.rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    cpu = sum(int(v) for v in fields[11:13]) / tick  # utime and stime
-    return cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), name
-
-
 def sample(
     pid: int, into: Samples, stop: threading.Event, every: float = 2.0, heap_every: float = 20.0
 ) -> None:
@@ -372,17 +343,15 @@ def sample(
     while not stop.wait(every):
         now = time.time()
         cpu = 0.0
-        for p in _tree(pid):
-            try:
-                used, rss, name = _stat(p)
-            except (OSError, ValueError, IndexError):
-                continue
-            cpu += used
+        procs = read_procs()
+        for p in tree(pid, procs):
+            proc = procs[p]
+            cpu += proc.cpu_s
             if p == pid:
-                into.driver_rss = max(into.driver_rss, rss)
-            elif name == "java":
+                into.driver_rss = max(into.driver_rss, proc.rss_bytes)
+            elif proc.comm == "java":
                 jvm = p
-                into.jvm_rss = max(into.jvm_rss, rss)
+                into.jvm_rss = max(into.jvm_rss, proc.rss_bytes)
         into.cpu.append((now, cpu))
         into.load.append((now, os.getloadavg()[0]))
         if jvm is not None and now - last_heap >= heap_every:
@@ -428,11 +397,7 @@ def follow(stream: Any, log: Path, records: list[tuple[float, dict[str, Any]]]) 
 def busy_cpu() -> float:
     """CPU seconds the machine has spent busy since it started (``/proc/stat``: user,
     nice, system, irq, softirq and steal over every core), less this process's own."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-    return busy - time.process_time()
+    return machine_busy_s()[0] - time.process_time()
 
 
 def drain_until_stored(

@@ -584,7 +584,8 @@ class LedgerStage:
         if self.on_versions is not None:
             taken = {name: set() for name in names}
             for table, key in self._taken:
-                taken.get(table, set()).add(key)
+                if table in taken:
+                    taken[table].add(key)
         routes = routes_of(self.config)
         written = classify_and_write(jobs, now, self._wire, routes, taken, unrouted, self._split)
         files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
