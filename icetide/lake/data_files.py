@@ -213,6 +213,52 @@ def file_target(table: Any, column: str, day: date) -> FileTarget | None:
     )
 
 
+SHADED_PARQUET = "org.apache.iceberg.shaded.org.apache.parquet"
+"""Where Iceberg's Spark runtime jar carries Parquet's classes (relocated there)."""
+HADOOP_INPUT_FILE = "org.apache.iceberg.hadoop.HadoopInputFile"
+
+
+class FooterMetrics:
+    """Each file's Iceberg metrics (counts, bounds) read from its Parquet footer, as the
+    table's metrics config says: what ``ParquetUtil.fileMetrics`` gives, without its cost.
+
+    ``fileMetrics`` opens each file with Parquet's default read options, and those come
+    with a new Hadoop ``Configuration``, which parses Hadoop's XML defaults again on its
+    first read: in a ledger batch of 100 tables, most of the driver's time committing
+    the files went there (a JFR profile: docs/merge-performance.md). A file of a Hadoop
+    file IO (the local and HDFS warehouses) is opened here with read options built once
+    from the file IO's own configuration, already loaded; the footer's metrics are
+    Iceberg's own ``ParquetUtil.footerMetrics``. Other file IOs (S3FileIO) take
+    ``fileMetrics``.
+    """
+
+    def __init__(self, table: Any) -> None:
+        self.io = table.io()
+        self.config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(table)
+        self.util = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
+        self._options: Any = None
+
+    def read(self, path: str) -> Any:
+        """The metrics of the Parquet file at ``path``."""
+        source = self.io.newInputFile(path)
+        if source.getClass().getName() != HADOOP_INPUT_FILE:
+            return self.util.fileMetrics(source, self.config)
+        conf = source.getConf()
+        if self._options is None:
+            self._options = jvm_class(f"{SHADED_PARQUET}.HadoopReadOptions").builder(conf).build()
+        parquet_file = jvm_class(f"{SHADED_PARQUET}.hadoop.util.HadoopInputFile").fromStatus(
+            source.getStat(), conf
+        )
+        reader = jvm_class(f"{SHADED_PARQUET}.hadoop.ParquetFileReader").open(
+            parquet_file, self._options
+        )
+        try:
+            no_writer_metrics = jvm_class("java.util.stream.Stream").empty()
+            return self.util.footerMetrics(reader.getFooter(), no_writer_metrics, self.config)
+        finally:
+            reader.close()
+
+
 def append_files(
     table: Any,
     files: list[WrittenFile],
@@ -222,13 +268,12 @@ def append_files(
     """Commit ``files`` (of one partition) to ``table`` in one snapshot carrying
     ``properties`` in its summary; each file's metrics (counts, bounds) read from its
     footer as the table's metrics config says, as Iceberg's own writer records them."""
-    metrics_config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(table)
-    parquet = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
+    footers = FooterMetrics(table)
     builder_of = jvm_class("org.apache.iceberg.DataFiles").builder
     parquet_format = jvm_class("org.apache.iceberg.FileFormat").PARQUET
     append = table.newAppend()
     for written in files:
-        metrics = parquet.fileMetrics(table.io().newInputFile(written.path), metrics_config)
+        metrics = footers.read(written.path)
         data_file = (
             builder_of(table.spec())
             .withPath(written.path)

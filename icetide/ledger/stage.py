@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
@@ -104,7 +105,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy, classify, retry_step
 from icetide.spark.session import LEDGER_POOL
-from icetide.spark.threads import run_all
+from icetide.spark.threads import in_pool, run_all
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
@@ -588,7 +589,11 @@ class LedgerStage:
                     taken[table].add(key)
         routes = routes_of(self.config)
         written = classify_and_write(jobs, now, self._wire, routes, taken, unrouted, self._split)
-        files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
+        # In the ledger's pool: the pass's tasks run for seconds each, and in the default
+        # pool the merge's jobs would wait for every one of them to start.
+        with in_pool(self.spark, LEDGER_POOL):
+            answer = batch.mapInArrow(written, FILES_DDL).collect()
+        files, counts, why = task_answer(answer)
         if why is not None:
             for row in files:
                 target = jobs[row["table"]].dead if row["table"] in jobs else stray
@@ -1064,15 +1069,8 @@ class LedgerStage:
 
         # One chunk runs in this thread and pool; several, in the ledger's pool, with the
         # batch's job properties (its query and batch id, the pool) in their threads.
-        several = len(chunks) > 1
-        sc = self.spark.sparkContext
-        if several:
-            sc.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
-        try:
+        with in_pool(self.spark, LEDGER_POOL) if len(chunks) > 1 else nullcontext():
             parts = run_all(store, chunks, STORE_THREADS, "icetide-ledger", True)
-        finally:
-            if several:
-                sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         signals: list[ChangeSignal] = []
         for part, chunk_signals in parts:
             summary.absorb(part)

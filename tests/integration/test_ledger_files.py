@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.workload import deliver, generate
-from icetide.lake.data_files import file_target
+from icetide.lake.data_files import HADOOP_INPUT_FILE, FooterMetrics, file_target
 from icetide.lake.ledger_figures import (
     FIGURES_PROPERTY,
     arrow_bucket,
@@ -28,6 +28,7 @@ from icetide.lake.tables import iceberg_table, latest_snapshot_property
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
+from icetide.spark.jvm import jvm_class
 from tests.integration.harness import Pipeline
 
 KEY_TYPES = {
@@ -134,6 +135,18 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
             assert sorted(theirs.column(column).to_pylist(), key=repr) == sorted(
                 (r[0] for r in ours.select(column).collect()), key=repr
             ), column
+        # Each file's metrics as the commit read them (FooterMetrics, opening the footer
+        # with read options built once) equal Iceberg's own fileMetrics of the file.
+        footers = FooterMetrics(loaded)
+        for path in files:
+            source = loaded.io().newInputFile(path)
+            assert source.getClass().getName() == HADOOP_INPUT_FILE  # not the fallback
+            theirs_metrics = jvm_class("org.apache.iceberg.parquet.ParquetUtil").fileMetrics(
+                source, footers.config
+            )
+            ours_metrics = _metrics(footers.read(path))
+            assert ours_metrics == _metrics(theirs_metrics)
+            assert ours_metrics["rows"] > 0 and ours_metrics["upperBounds"]
         # The append's snapshot carries the merge's figures, equal to Spark's over the rows.
         summary = latest_snapshot_property(spark, cdc, FIGURES_PROPERTY)
         assert summary is not None
@@ -145,3 +158,18 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
             figures_json(sparks, recorded["version"], buckets, recorded["ingested_at_us"])
         )
         assert recorded == expected
+
+
+def _metrics(metrics: Any) -> dict[str, Any]:
+    """An Iceberg ``Metrics`` as Python values (bounds as bytes), to compare two."""
+    to_bytes = jvm_class("org.apache.iceberg.util.ByteBuffers").toByteArray
+    out: dict[str, Any] = {"rows": int(metrics.recordCount())}
+    for name in ("columnSizes", "valueCounts", "nullValueCounts", "nanValueCounts"):
+        found = getattr(metrics, name)()
+        out[name] = None if found is None else {int(k): int(v) for k, v in found.items()}
+    for name in ("lowerBounds", "upperBounds"):
+        found = getattr(metrics, name)()
+        out[name] = (
+            None if found is None else {int(k): bytes(to_bytes(v)) for k, v in found.items()}
+        )
+    return out
