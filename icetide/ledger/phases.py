@@ -20,7 +20,7 @@ import dataclasses
 import re
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icetide.errors import SchemaError
 from icetide.lake.alter import (
@@ -30,7 +30,12 @@ from icetide.lake.alter import (
     set_properties,
     table_properties,
 )
-from icetide.lake.tables import current_snapshot_id, rename_table, table_exists
+from icetide.lake.tables import (
+    current_snapshot_id,
+    iceberg_table_if_exists,
+    rename_table,
+    table_exists,
+)
 from icetide.ledger.decode import Era, Projection
 from icetide.schema.connector import ConnectorSettings, read_hints
 from icetide.schema.contract import ledger as c
@@ -63,18 +68,20 @@ def _without_version_property(statements: tuple[str, ...]) -> list[str]:
     return [s for s in statements if c.SCHEMA_VERSION_PROPERTY not in s]
 
 
-def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSchema:
-    """Phase 1 for the ledger and dead-letter tables of ``table``; the current schema.
+def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str, loaded: Any = None) -> bool:
+    """Phase 1 for the ledger and dead-letter tables of ``table``; whether it changed
+    them (a ledger loaded before is then out of date). ``loaded``: the ledger's Iceberg
+    table, when the caller has it as of now.
 
     A no-op when the ledger's layout property already names the current version, so a
     re-run (after a crash, or from a second process) changes nothing.
     """
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
-    props = table_properties(spark, refs.cdc)
+    props = table_properties(spark, refs.cdc, loaded)
     layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
     if layout is None or layout >= schema.version:
-        return schema
+        return False
     old = TableContract(_version(pipeline, table, layout))
     new = TableContract(schema)
     drop = pipeline.drop_mode(table)
@@ -82,7 +89,8 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         kept = kept_columns(spark, refs.cdc, [col.name for col in old.target.columns], c.AFTER)
         update = version_update(old, new, drop, kept).ledger
     except SchemaError as exc:
-        return _recreate_ledger(spark, pipeline, table, new, props, exc)
+        _recreate_ledger(spark, pipeline, table, new, props, exc)
+        return True
 
     def statements() -> list[str]:
         """The version as ALTERs: only to finish a change an older release began."""
@@ -109,7 +117,7 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str) -> TableSc
         version=schema.version,
         phase=1,
     )
-    return schema
+    return True
 
 
 def _recreate_ledger(
@@ -119,7 +127,7 @@ def _recreate_ledger(
     new: TableContract,
     props: dict[str, str],
     why: SchemaError,
-) -> TableSchema:
+) -> None:
     """Phase 1 of a version no ALTER expresses (an approved key change, narrowing or
     type-category change): the ledger in its old layout is retired as a generation,
     ``<t>_cdc_g<N>`` (every event it holds kept, queryable with its schema version;
@@ -150,7 +158,6 @@ def _recreate_ledger(
         version=version,
         phase=1,
     )
-    return new.schema
 
 
 GENERATION = "{name}_g{number}"
@@ -205,7 +212,7 @@ def retire_ledger(spark: SparkSession, ledger: TableName) -> TableName:
 
 
 def projection(
-    spark: SparkSession, pipeline: Pipeline, table: str, *, record: bool = True
+    spark: SparkSession, pipeline: Pipeline, table: str, *, record: bool = True, ledger: Any = None
 ) -> Projection:
     """How this batch projects ``table``'s events (after :func:`alter_ledger`).
 
@@ -214,11 +221,13 @@ def projection(
     :func:`record_projection` once its rows are appended: the merge fills the version's
     columns (phase 3) as soon as it reads the switch, from the ledger rows it sees then,
     and those must include the batch's rows written before the change (an insert that
-    predates a column with a default is filled, not left NULL)."""
+    predates a column with a default is filled, not left NULL). ``ledger``: the ledger's
+    Iceberg table, when the caller has it as of now."""
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
-    ledger_props = table_properties(spark, refs.cdc)
-    base_props = table_properties(spark, refs.base) if table_exists(spark, refs.base) else {}
+    ledger_props = table_properties(spark, refs.cdc, ledger)
+    base = iceberg_table_if_exists(spark, refs.base)  # one load answers both
+    base_props = {} if base is None else table_properties(spark, refs.base, base)
     state = p.ChangeState.read(ledger_props, base_props)
     projected = state.projecting(schema.version)
     if state.projected is None:

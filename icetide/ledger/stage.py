@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial, reduce
@@ -105,7 +104,7 @@ from icetide.schema.contract.names import TableName
 from icetide.schema.model import TableSchema
 from icetide.spark.retry import DEFAULT_POLICY, RetryPolicy, classify, retry_step
 from icetide.spark.session import LEDGER_POOL
-from icetide.spark.threads import in_pool, run_all
+from icetide.spark.threads import run_all
 from icetide.state.store import state_store
 
 if TYPE_CHECKING:
@@ -310,6 +309,9 @@ class LedgerStage:
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
+        self._loaded: dict[TableName, Any] = {}
+        """The ledger and dead-letter tables the batch under way loaded (:meth:`_prepared`),
+        for its appends."""
         """Table → the last batch this process appended there or found there."""
         self._settled: dict[str, int] = {}
         """Table → the schema version the ledger has been seen projecting whole (phase 2
@@ -417,7 +419,10 @@ class LedgerStage:
         ``batch_id`` (:meth:`_once`)."""
 
         def write(summary: dict[str, str]) -> None:
-            append_files(iceberg_table(self.spark, table), files, target.partition, summary)
+            # Loaded for the batch by _prepared, once: an append reads the table's current
+            # metadata as it commits. A retry loads it again.
+            loaded = self._loaded.pop(table, None) or iceberg_table(self.spark, table)
+            append_files(loaded, files, target.partition, summary)
 
         self._once(write, table, batch_id, properties, of)
 
@@ -539,6 +544,7 @@ class LedgerStage:
             self.watch.skipped()
         messages = as_messages(batch, self._split)
         self._wire = wire_for(self.config, messages)
+        self._loaded = {}
         stored = None
         if not self._two_passes_only:
             stored = self._one_pass(batch, batch_id, now, summary)
@@ -589,11 +595,7 @@ class LedgerStage:
                     taken[table].add(key)
         routes = routes_of(self.config)
         written = classify_and_write(jobs, now, self._wire, routes, taken, unrouted, self._split)
-        # In the ledger's pool: the pass's tasks run for seconds each, and in the default
-        # pool the merge's jobs would wait for every one of them to start.
-        with in_pool(self.spark, LEDGER_POOL):
-            answer = batch.mapInArrow(written, FILES_DDL).collect()
-        files, counts, why = task_answer(answer)
+        files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
         if why is not None:
             for row in files:
                 target = jobs[row["table"]].dead if row["table"] in jobs else stray
@@ -873,10 +875,10 @@ class LedgerStage:
         def prepared(name: str) -> tuple[Projection, Refused | None, TableJob | None]:
             plan, table_refused = self._plan(name, batch_id, refused.get(name))
             refs = self.refs(name)
-            ledger = file_target(iceberg_table(self.spark, refs.cdc), c.INGESTED_AT, now.date())
-            dead = file_target(
-                iceberg_table(self.spark, refs.dead_letters), c.DLT_INGESTED_AT, now.date()
-            )
+            loaded = self._loaded.get(refs.cdc) or iceberg_table(self.spark, refs.cdc)
+            ledger = file_target(loaded, c.INGESTED_AT, now.date())
+            self._loaded[refs.dead_letters] = iceberg_table(self.spark, refs.dead_letters)
+            dead = file_target(self._loaded[refs.dead_letters], c.DLT_INGESTED_AT, now.date())
             if ledger is None or dead is None:
                 return plan, table_refused, None
             buckets = self.config.table(name).buckets
@@ -911,10 +913,17 @@ class LedgerStage:
         """The projection of ``name``'s messages in this batch, with the messages it must
         refuse, once the table's schema steps are taken."""
 
+        cdc = self.refs(name).cdc
+
         def phases() -> Projection:
-            # Each step is a no-op once done, so a retry redoes only what is left.
-            alter_ledger(self.spark, self.pipeline, name)
-            return projection(self.spark, self.pipeline, name, record=False)
+            # Each step is a no-op once done, so a retry redoes only what is left. The
+            # ledger is loaded once for the batch: its schema steps, its projection, its
+            # files' target and its append (whose commit reads the metadata again).
+            ledger = iceberg_table(self.spark, cdc)
+            if alter_ledger(self.spark, self.pipeline, name, ledger):
+                ledger = iceberg_table(self.spark, cdc)
+            self._loaded[cdc] = ledger
+            return projection(self.spark, self.pipeline, name, record=False, ledger=ledger)
 
         # At each batch: the schema file may have changed (phase 1, then the projection
         # the merge has acknowledged; see ledger/phases.py).
@@ -1069,8 +1078,15 @@ class LedgerStage:
 
         # One chunk runs in this thread and pool; several, in the ledger's pool, with the
         # batch's job properties (its query and batch id, the pool) in their threads.
-        with in_pool(self.spark, LEDGER_POOL) if len(chunks) > 1 else nullcontext():
+        several = len(chunks) > 1
+        sc = self.spark.sparkContext
+        if several:
+            sc.setLocalProperty("spark.scheduler.pool", LEDGER_POOL)
+        try:
             parts = run_all(store, chunks, STORE_THREADS, "icetide-ledger", True)
+        finally:
+            if several:
+                sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]
         signals: list[ChangeSignal] = []
         for part, chunk_signals in parts:
             summary.absorb(part)

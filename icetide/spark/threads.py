@@ -11,15 +11,11 @@ item's failure, in that order, is raised once all have ended.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from pyspark.util import inheritable_thread_target
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 I = TypeVar("I")  # noqa: E741 - an item
 T = TypeVar("T")
@@ -47,20 +43,3 @@ def run_all(
         futures = [pool.submit(task, item) for item in items]
         wait(futures)
     return [future.result() for future in futures]
-
-
-@contextmanager
-def in_pool(spark: SparkSession, pool: str) -> Iterator[None]:
-    """The Spark jobs this thread starts meanwhile run in the fair scheduler's ``pool``
-    (icetide/spark/scheduler_pools.xml), and in Spark's default pool again after.
-
-    Inside one pool jobs are first come, first served: a job's tasks wait until every
-    earlier job's have started. In a pool of its own, a stage's jobs take half the task
-    slots when another pool has work, and the other pool's jobs the rest.
-    """
-    sc = spark.sparkContext
-    sc.setLocalProperty("spark.scheduler.pool", pool)
-    try:
-        yield
-    finally:
-        sc.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]

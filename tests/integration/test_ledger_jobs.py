@@ -5,16 +5,20 @@ timing anything."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+import icetide.lake.tables as lake_tables
 import icetide.ledger.stage as ledger_stage
 from icetide.demo.workload import Envelope, deliver, generate
 from icetide.ledger.stage import LedgerStage
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import quote
 from icetide.spark.session import LEDGER_POOL
 from tests.integration.harness import Pipeline
@@ -34,7 +38,7 @@ def second_batch(stage: LedgerStage, pipeline: Pipeline) -> tuple[StreamingQuery
 
 
 def test_a_micro_batch_stores_all_its_tables_in_one_spark_job(
-    pipeline: Pipeline, spark: SparkSession
+    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stage = LedgerStage(spark, pipeline.pipeline)
     query, _ = second_batch(stage, pipeline)
@@ -52,10 +56,25 @@ def test_a_micro_batch_stores_all_its_tables_in_one_spark_job(
     # anew: 6 classes a batch before f130073).
     deliver(generate(5, 300), pipeline.landing, seed=5, files=1, duplicate_rate=0.0)
     compiled = codegen_compilations(spark)
+    loads: Counter[str] = Counter()
+    load = lake_tables._load
+
+    def counted(spark: SparkSession, table: TableName) -> Any:
+        loads[table.name] += 1
+        return load(spark, table)
+
+    monkeypatch.setattr(lake_tables, "_load", counted)
     started = datetime.now(UTC)
     stage.start(once=True).awaitTermination()
     ended = datetime.now(UTC)
     assert codegen_compilations(spark) - compiled == 0
+    # Each table's ledger and dead-letter table loaded from the catalog once for the
+    # batch (its schema steps, projection, files and append; the commit reads the
+    # metadata again itself), its base looked up once: each load parses the metadata.
+    for name in tables:
+        refs = pipeline.refs(name)
+        assert (loads[refs.cdc.name], loads[refs.dead_letters.name]) == (1, 1), loads
+        assert loads[refs.base.name] <= 1, loads
     # Each table's rows of a batch carry the batch's one ingestion time.
     for name in tables:
         ledger = spark.table(pipeline.refs(name).cdc.sql)
