@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from cpu_split import machine_busy_s, read_procs, tree
+from cpu_split import CpuSplit, machine_busy_s, read_procs, tree
+from cpu_split import render as render_cpu
 from landing_run import (
     POSITION,
     Stampable,
@@ -71,6 +72,8 @@ from landing_run import (
     land_every_second,
     wait_until_running,
 )
+from spark_events import StageTime, read_folder
+from spark_events import render as render_stages
 
 from icetide.config import load_config
 from icetide.ledger.summary import STORED_ROWS
@@ -288,7 +291,7 @@ def write_pipeline(work: Path, schemas: Sequence[TableSchema], args: argparse.Na
         "state_dir": "./state",
         "catalog": {"name": "lake", "warehouse": str(work / "warehouse"), "namespace": "bench"},
         "spark": {
-            "master": "local[2]",
+            "master": args.master,
             "shuffle_partitions": 4,
             "conf": conf,
         },
@@ -466,8 +469,11 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
     try:
         wait_until_running(log, run, timeout=600)
         running = time.time()
+        split = CpuSplit(run.pid)
+        split.start()
         on_time = land_every_second(files_delivery(landing), args.seconds, lines_at)
         landed = time.time()
+        cpu = split.stop()
         drain_until_stored(records, args.rate * args.seconds, landed + args.drain)
         # The idle window: no event lands; what does keeping the tables cost?
         cpu0, t0 = busy_cpu(), time.time()
@@ -501,10 +507,15 @@ def run_one(tables: int, args: argparse.Namespace) -> dict[str, Any]:
         "events": args.rate * args.seconds,
     }
     result["code"] = code_of(args.code)
+    # Where the CPU went while events landed: by process, and the Spark tasks' time by
+    # stage (the ledger's jobs and the rest), as the freshness bench reports it.
+    result["cpu"] = cpu
+    stages = read_folder(work / "spark-events", int(running * 1000), int(landed * 1000))
+    result["stages"] = {owner: vars(t) for owner, t in stages.items()}
     result["params"] = {
         k: getattr(args, k)
         for k in ("rate", "seconds", "zipf", "drain", "idle", "settle", "stream_interval")
-        + ("merge_interval", "parallel_tables", "round_tables", "buckets", "hot", "cold")
+        + ("merge_interval", "parallel_tables", "round_tables", "buckets", "hot", "cold", "master")
     }
     result["stored"] = sum(
         sum((r.get("events") or {}).values())
@@ -831,6 +842,11 @@ def render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
                 + f"; other jobs (merge, observer) {r.get('jobs_other', 0):,}, median job "
                 f"{_s(r.get('job_median_s'), '{:.2f}')} s"
             )
+        if r.get("cpu"):  # runs recorded before the CPU split have none
+            lines += [f"  {line}" if line else "" for line in render_cpu(r["cpu"])]
+            stages = {owner: StageTime(**t) for owner, t in r.get("stages", {}).items()}
+            by_stage = render_stages(stages, r["cpu"]["wall_s"])
+            lines += [f"  {line}" if line else "" for line in by_stage]
     return "\n".join(lines) + "\n"
 
 
@@ -927,6 +943,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-interval", default="2s")
     parser.add_argument("--merge-interval", default="5s")
     parser.add_argument("--parallel-tables", type=int, default=2)
+    parser.add_argument(
+        "--master",
+        default="local[2]",
+        help="spark.master: local[N] gives N task slots, which the ledger's and the merge's "
+        "tasks share",
+    )
     parser.add_argument(
         "--round-tables", type=int, default=32, help="merge.round_tables: most tables a round"
     )
