@@ -24,6 +24,10 @@ Measured, per table count:
 * freshness (visible in the base table − source commit time), p50 / p99, over the
   ``--hot`` hottest tables and over ``--cold`` tables drawn from the colder half, read
   back from the tables' metadata after the run;
+* where the CPU went while events landed: each process of the run (``bench/cpu_split.py``:
+  the Spark JVM, its Python workers, icetide's Python driver, the bench's delivery) and
+  the Spark tasks' time split between the ledger's jobs and the rest, from Spark's event
+  log (``bench/spark_events.py``);
 * CPU per idle table: after the landing and a drain, ``--idle`` seconds with no event,
   the CPU the whole machine spent busy over that window (``/proc/stat``, less this
   bench's own) per table and minute, and the merge rounds run meanwhile. Run it on an

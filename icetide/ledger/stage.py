@@ -309,10 +309,10 @@ class LedgerStage:
         self.config = config = pipeline.config
         self.query_name = f"icetide_ledger_{config.pipeline}".replace("-", "_")
         self._committed: dict[TableName, int] = {}
+        """Table → the last batch this process appended there or found there."""
         self._loaded: dict[TableName, Any] = {}
         """The ledger and dead-letter tables the batch under way loaded (:meth:`_prepared`),
         for its appends."""
-        """Table → the last batch this process appended there or found there."""
         self._settled: dict[str, int] = {}
         """Table → the schema version the ledger has been seen projecting whole (phase 2
         done): :meth:`tick` has nothing to do for the table until its schema file names
