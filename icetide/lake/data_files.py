@@ -218,6 +218,19 @@ SHADED_PARQUET = "org.apache.iceberg.shaded.org.apache.parquet"
 HADOOP_INPUT_FILE = "org.apache.iceberg.hadoop.HadoopInputFile"
 
 
+@functools.cache
+def class_loadable(name: str) -> bool:
+    """Whether the JVM's Spark class loader (the one that sees ``spark.jars``) finds
+    class ``name``; asked once a process."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        jvm_class("org.apache.spark.util.Utils").classForName(name, False, False)
+    except Py4JJavaError:  # ClassNotFoundException
+        return False
+    return True
+
+
 class FooterMetrics:
     """Each file's Iceberg metrics (counts, bounds) read from its Parquet footer, as the
     table's metrics config says: what ``ParquetUtil.fileMetrics`` gives, without its cost.
@@ -228,7 +241,8 @@ class FooterMetrics:
     the files went there (a JFR profile: docs/merge-performance.md). A file of a Hadoop
     file IO (the local and HDFS warehouses) is opened here with read options built once
     from the file IO's own configuration, already loaded; the footer's metrics are
-    Iceberg's own ``ParquetUtil.footerMetrics``. Other file IOs (S3FileIO) take
+    Iceberg's own ``ParquetUtil.footerMetrics``. Other file IOs (S3FileIO), and an
+    Iceberg runtime that carries Parquet elsewhere than :data:`SHADED_PARQUET`, take
     ``fileMetrics``.
     """
 
@@ -241,7 +255,9 @@ class FooterMetrics:
     def read(self, path: str) -> Any:
         """The metrics of the Parquet file at ``path``."""
         source = self.io.newInputFile(path)
-        if source.getClass().getName() != HADOOP_INPUT_FILE:
+        if source.getClass().getName() != HADOOP_INPUT_FILE or not class_loadable(
+            f"{SHADED_PARQUET}.hadoop.ParquetFileReader"
+        ):
             return self.util.fileMetrics(source, self.config)
         conf = source.getConf()
         if self._options is None:

@@ -15,7 +15,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.workload import deliver, generate
-from icetide.lake.data_files import HADOOP_INPUT_FILE, FooterMetrics, file_target
+from icetide.lake.data_files import (
+    HADOOP_INPUT_FILE,
+    SHADED_PARQUET,
+    FooterMetrics,
+    class_loadable,
+    file_target,
+)
 from icetide.lake.ledger_figures import (
     FIGURES_PROPERTY,
     arrow_bucket,
@@ -138,6 +144,8 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
         # Each file's metrics as the commit read them (FooterMetrics, opening the footer
         # with read options built once) equal Iceberg's own fileMetrics of the file.
         footers = FooterMetrics(loaded)
+        assert class_loadable(f"{SHADED_PARQUET}.hadoop.ParquetFileReader")  # the fast path
+        assert not class_loadable(f"{SHADED_PARQUET}.hadoop.NoSuchReader")
         for path in files:
             source = loaded.io().newInputFile(path)
             assert source.getClass().getName() == HADOOP_INPUT_FILE  # not the fallback
