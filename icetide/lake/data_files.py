@@ -250,14 +250,13 @@ class FooterMetrics:
         self.io = table.io()
         self.config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(table)
         self.util = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
+        self.relocated = class_loadable(f"{SHADED_PARQUET}.hadoop.ParquetFileReader")
         self._options: Any = None
 
     def read(self, path: str) -> Any:
         """The metrics of the Parquet file at ``path``."""
         source = self.io.newInputFile(path)
-        if source.getClass().getName() != HADOOP_INPUT_FILE or not class_loadable(
-            f"{SHADED_PARQUET}.hadoop.ParquetFileReader"
-        ):
+        if not self.relocated or source.getClass().getName() != HADOOP_INPUT_FILE:
             return self.util.fileMetrics(source, self.config)
         conf = source.getConf()
         if self._options is None:

@@ -68,9 +68,9 @@ def _without_version_property(statements: tuple[str, ...]) -> list[str]:
     return [s for s in statements if c.SCHEMA_VERSION_PROPERTY not in s]
 
 
-def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str, loaded: Any = None) -> bool:
+def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str, ledger: Any = None) -> bool:
     """Phase 1 for the ledger and dead-letter tables of ``table``; whether it changed
-    them (a ledger loaded before is then out of date). ``loaded``: the ledger's Iceberg
+    them (a ledger loaded before is then out of date). ``ledger``: the ledger's Iceberg
     table, when the caller has it as of now.
 
     A no-op when the ledger's layout property already names the current version, so a
@@ -78,7 +78,7 @@ def alter_ledger(spark: SparkSession, pipeline: Pipeline, table: str, loaded: An
     """
     schema = pipeline.schema(table)
     refs = pipeline.refs(table)
-    props = table_properties(spark, refs.cdc, loaded)
+    props = table_properties(spark, refs.cdc, ledger)
     layout = int_property(props, c.SCHEMA_VERSION_PROPERTY)
     if layout is None or layout >= schema.version:
         return False

@@ -875,10 +875,12 @@ class LedgerStage:
         def prepared(name: str) -> tuple[Projection, Refused | None, TableJob | None]:
             plan, table_refused = self._plan(name, batch_id, refused.get(name))
             refs = self.refs(name)
+            # _plan loaded the ledger for the batch (not when its schema change was held).
             loaded = self._loaded.get(refs.cdc) or iceberg_table(self.spark, refs.cdc)
             ledger = file_target(loaded, c.INGESTED_AT, now.date())
-            self._loaded[refs.dead_letters] = iceberg_table(self.spark, refs.dead_letters)
-            dead = file_target(self._loaded[refs.dead_letters], c.DLT_INGESTED_AT, now.date())
+            dead_letters = iceberg_table(self.spark, refs.dead_letters)
+            self._loaded[refs.dead_letters] = dead_letters
+            dead = file_target(dead_letters, c.DLT_INGESTED_AT, now.date())
             if ledger is None or dead is None:
                 return plan, table_refused, None
             buckets = self.config.table(name).buckets
