@@ -332,34 +332,27 @@ class Samples:
     heap_used: float = 0.0
     """Peak JVM heap in use (bytes), from jstat."""
     heap_max: float = 0.0
-    cpu: list[tuple[float, float]] = field(default_factory=list)
-    """(wall time, CPU seconds of the whole tree so far)."""
     load: list[tuple[float, float]] = field(default_factory=list)
 
 
 def sample(
     pid: int, into: Samples, stop: threading.Event, every: float = 2.0, heap_every: float = 20.0
 ) -> None:
-    """Every ``every`` seconds: the tree's CPU and the peaks of resident memory, every
-    ``heap_every`` seconds the JVM's heap (a thread).
-
-    A process that ended takes its CPU out of the sum (Python workers can come and go),
-    so the sum is a lower bound."""
+    """Every ``every`` seconds: the peaks of resident memory and the load average, every
+    ``heap_every`` seconds the JVM's heap (a thread). Where the CPU goes is
+    :class:`cpu_split.CpuSplit`'s."""
     jvm: int | None = None
     last_heap = 0.0
     while not stop.wait(every):
         now = time.time()
-        cpu = 0.0
         procs = read_procs()
         for p in tree(pid, procs):
             proc = procs[p]
-            cpu += proc.cpu_s
             if p == pid:
                 into.driver_rss = max(into.driver_rss, proc.rss_bytes)
             elif proc.comm == "java":
                 jvm = p
                 into.jvm_rss = max(into.jvm_rss, proc.rss_bytes)
-        into.cpu.append((now, cpu))
         into.load.append((now, os.getloadavg()[0]))
         if jvm is not None and now - last_heap >= heap_every:
             # jstat starts a JVM of its own (~0.3 s of CPU): not every sample.
