@@ -56,6 +56,7 @@ from icetide.lake.tables import current_snapshot_id, iceberg_table
 from icetide.merge.history import HistoryKeeper
 from icetide.merge.phases import merge_version
 from icetide.merge.stage import MergeStage
+from icetide.schema.contract import history as h
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import MERGE_STRATEGIES
 from icetide.schema.contract.names import TableName
@@ -63,6 +64,10 @@ from icetide.spark.session import build_session
 
 GENERAL = "auto + history (general recompute)"
 """The history variant with every batch recomputed (``HistoryKeeper(appends=False)``)."""
+OPEN_READ = "floor: the open versions read"
+"""One read of the history's open versions, every column: what ending them costs at
+least, in any history that ends a version by writing its row again (an Iceberg row
+cannot change in place, so the ended row's values are read to be written)."""
 
 MIXES = {
     "default": Mix(),
@@ -160,6 +165,18 @@ class Bench:
                 if line.startswith("history") or "history" in line.split(":")[0]:
                     print(f"    {line}", file=sys.stderr, flush=True)
             log.clear()
+
+        return run
+
+    def open_versions_read(self, layout: str) -> Callable[[], object]:
+        """:data:`OPEN_READ`: the seeded history's open versions (one per base row before
+        the batch) read with every column, as the MERGE that ends some of them reads
+        them, into Spark's ``noop`` sink: every row is read and nothing else is done."""
+        history = Tables.base(layout).suffixed("_history")
+
+        def run() -> None:
+            frame = self.spark.table(history.sql).where(F.col(h.IS_CURRENT))
+            frame.write.format("noop").mode("overwrite").save()
 
         return run
 
@@ -490,6 +507,7 @@ def main(argv: list[str] | None = None) -> int:
         variants["auto + history (scd2)"] = ("mor-v2", bench.with_history("mor-v2"))
         if args.history_recompute:
             variants[GENERAL] = ("mor-v2", bench.with_history("mor-v2", appends=False))
+        variants[OPEN_READ] = ("mor-v2", bench.open_versions_read("mor-v2"))
     results = bench.run(variants, args.warmup)
     if "pyiceberg" in wanted:
         try:
@@ -574,6 +592,13 @@ def render(
                 f"{share:.0%} of the merge alone (auto {plain.median:.2f} s, "
                 f"with the history {kept.median:.2f} s).",
             ]
+    floor_read = results.get(OPEN_READ)
+    if plain and floor_read and plain.seconds and floor_read.seconds:
+        lines += [
+            "",
+            f"Floor of ending the open versions ({OPEN_READ}): {floor_read.median:.2f} s, "
+            f"{floor_read.median / plain.median:.0%} of the merge alone.",
+        ]
     notes = [f"- {name}: {o.note}" for name, o in results.items() if o.note]
     if notes:
         lines += ["", *notes]
