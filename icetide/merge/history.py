@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, StringType
 
 from icetide.faults import crash_point
 from icetide.lake.alter import int_property, kept_columns, table_properties
@@ -108,6 +109,14 @@ _NEXT = "_icetide_next"
 _NEXT_TS = "_icetide_next_ts"
 _RANK = "_icetide_rank"
 _PREV = "_icetide_prev"
+NAMES = ArrayType(StringType())
+"""The chain's ``_inherited``: the names of the columns a version took from the one
+before it."""
+
+
+def no_names() -> Column:
+    """An empty :data:`NAMES` (a function: a Column needs the running session)."""
+    return F.array().cast(NAMES)
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,7 @@ class HistoryKeeper:
         if seeded:
             return
         schema = run.contract.target
+        stored = self.spark.table(refs.history.sql).schema[h.INHERITED].dataType
         base = self.spark.table(refs.base.sql).select(
             *[quote(col.name) for col in schema.columns],
             F.col(b.SOURCE_TS).alias(h.VALID_FROM),
@@ -164,7 +174,7 @@ class HistoryKeeper:
             F.lit(None).cast(c.POSITION_SQL).alias(h.TO_POSITION),
             F.lit(True).alias(h.IS_CURRENT),
             F.lit("r").alias(h.OP),
-            F.array().cast("array<string>").alias(h.INHERITED),
+            inherited_stored(no_names(), stored).alias(h.INHERITED),
         )
         mark = h.NO_WATERMARK if base_watermark is None else str(base_watermark)
         writer = base.writeTo(refs.history.sql).option(
@@ -268,7 +278,7 @@ class HistoryKeeper:
         started = time.monotonic()
         ordered = appended_versions(events, schema, moves).persist()
         kept = self.spark.table(table.sql).schema
-        versions = new_versions(ordered, schema)
+        versions = new_versions(ordered, schema, kept[h.INHERITED].dataType)
         given = set(versions.columns)
         rows = versions.select(
             *[
@@ -411,7 +421,7 @@ def _events(frame: DataFrame, schema: TableSchema, prio: int) -> DataFrame:
         F.col(c.OP).alias(h.OP),
         F.col(c.POSITION).alias(h.FROM_POSITION),
         F.col(c.SOURCE_TS).alias(h.VALID_FROM),
-        F.coalesce(F.col(c.UNAVAILABLE), F.array().cast("array<string>")).alias(h.INHERITED),
+        F.coalesce(F.col(c.UNAVAILABLE), no_names()).alias(h.INHERITED),
         *[
             F.col(qualified(c.AFTER, col.name)).alias(col.name)
             for col in schema.columns
@@ -444,6 +454,7 @@ def version_rows(
     keys = list(schema.primary_key)
     qkeys = [quote(k) for k in keys]
     values = [col.name for col in schema.columns if col.name not in keys]
+    stored = history.schema[h.INHERITED].dataType
     ctx = MergeContext(schema, moves=moves)
     rows = events.where(F.col(c.OP) != "t")
     truncates = events.where(F.col(c.OP) == "t").select(c.POSITION, c.SOURCE_TS)
@@ -477,7 +488,7 @@ def version_rows(
         h.OP,
         h.FROM_POSITION,
         h.VALID_FROM,
-        h.INHERITED,
+        inherited_names(F.col(h.INHERITED), stored).alias(h.INHERITED),
         *[quote(v) for v in values],
         F.lit(0).alias(_PRIO),
         F.col(h.TO_POSITION).alias(_OLD_TO),
@@ -487,7 +498,7 @@ def version_rows(
         F.lit("d").alias(h.OP),
         F.col(h.TO_POSITION).alias(h.FROM_POSITION),
         F.col(h.VALID_TO).alias(h.VALID_FROM),
-        F.array().cast("array<string>").alias(h.INHERITED),
+        no_names().alias(h.INHERITED),
         *[F.lit(None).cast(history.schema[v].dataType).alias(v) for v in values],
         F.lit(3).alias(_PRIO),
         F.lit(None).cast(c.POSITION_SQL).alias(_OLD_TO),
@@ -497,7 +508,7 @@ def version_rows(
         F.lit("d").alias(h.OP),
         F.col(c.POSITION).alias(h.FROM_POSITION),
         F.col(c.SOURCE_TS).alias(h.VALID_FROM),
-        F.array().cast("array<string>").alias(h.INHERITED),
+        no_names().alias(h.INHERITED),
         *[F.lit(None).cast(history.schema[v].dataType).alias(v) for v in values],
         F.lit(4).alias(_PRIO),
         F.lit(None).cast(c.POSITION_SQL).alias(_OLD_TO),
@@ -539,7 +550,7 @@ def version_rows(
             continue
         regiven = regiven | ~F.col(quote(v)).eqNullSafe(F.col(f"_icetide_was_{i}"))
     changed = chained.where((F.col(_PRIO) != 0) | moved_end | regiven)
-    return changed.select(*_version_columns(schema))
+    return changed.select(*_version_columns(schema, stored))
 
 
 def appended_versions(
@@ -567,12 +578,12 @@ def appended_versions(
     )
 
 
-def new_versions(ordered: DataFrame, schema: TableSchema) -> DataFrame:
+def new_versions(ordered: DataFrame, schema: TableSchema, stored: DataType) -> DataFrame:
     """The versions an in-order range opens (from :func:`appended_versions`), in the
-    history's columns: each living event once, ending at its key's next event, the
-    last one current."""
+    history's columns (``stored``: its ``_inherited`` type): each living event once,
+    ending at its key's next event, the last one current."""
     once = F.col(_NEXT).isNull() | (F.col(_NEXT) != F.col(h.FROM_POSITION))
-    return ordered.where(once & (F.col(h.OP) != "d")).select(*_version_columns(schema))
+    return ordered.where(once & (F.col(h.OP) != "d")).select(*_version_columns(schema, stored))
 
 
 def open_ends(ordered: DataFrame, schema: TableSchema) -> DataFrame:
@@ -608,9 +619,28 @@ t._valid_to = s._valid_to, t._is_current = false
     )
 
 
-def _version_columns(schema: TableSchema) -> list[Column | str]:
-    """A chain row (an event with its key's next position and time) as a history row:
-    it ends where the next event starts, and is current when none follows."""
+def inherited_names(value: Column, stored: DataType) -> Column:
+    """A history's ``_inherited`` (``stored``: its type in the table) as the array of
+    column names the chain reads, empty when none (see
+    :data:`~icetide.schema.contract.history.INHERITED`)."""
+    if isinstance(stored, ArrayType):
+        return F.coalesce(value, no_names())
+    return F.coalesce(F.from_json(value, NAMES), no_names())
+
+
+def inherited_stored(names: Column, stored: DataType) -> Column:
+    """The chain's array of column names as the history stores ``_inherited``
+    (``stored``: its type in the table): JSON text, NULL when empty; the array itself
+    in a history created with the array type."""
+    if isinstance(stored, ArrayType):
+        return names
+    return F.when(F.size(names) > 0, F.to_json(names))
+
+
+def _version_columns(schema: TableSchema, stored: DataType) -> list[Column | str]:
+    """A chain row (an event with its key's next position and time) as a history row
+    (``stored``: its ``_inherited`` type): it ends where the next event starts, and is
+    current when none follows."""
     return [
         *[quote(col.name) for col in schema.columns],
         h.VALID_FROM,
@@ -619,5 +649,5 @@ def _version_columns(schema: TableSchema) -> list[Column | str]:
         F.col(_NEXT).alias(h.TO_POSITION),
         F.col(_NEXT).isNull().alias(h.IS_CURRENT),
         h.OP,
-        h.INHERITED,
+        inherited_stored(F.col(h.INHERITED), stored).alias(h.INHERITED),
     ]

@@ -6,6 +6,7 @@ table as of a position also equals the model's table then."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import ArrayType, StringType
 
 from icetide.config import load_table_schemas
 from icetide.demo.run import plan_rounds
@@ -25,6 +27,7 @@ from icetide.merge import stage as stage_module
 from icetide.merge.asof import table_as_of
 from icetide.merge.asof_plan import Target
 from icetide.merge.history import version_rows
+from icetide.merge.phases import merge_version
 from icetide.observe.compare import compare_rows
 from icetide.schema.contract import base as b
 from icetide.schema.contract import history as h
@@ -63,6 +66,41 @@ def test_history_equals_the_model_across_bad_delivery_and_stops_at_each_commit_p
     assert_matches(pipeline.compare(workload))
     assert history_differences(pipeline, workload) == []
     products = spark.table(pipeline.refs("products").history.sql)
+    assert products.schema[h.INHERITED].dataType == StringType()
+    inherited = [
+        json.loads(r[0])
+        for r in products.where(f"{h.INHERITED} IS NOT NULL").select(h.INHERITED).collect()
+    ]
+    assert inherited, "no unchanged TOAST value"
+    assert all(names and set(names) <= set(products.columns) for names in inherited)
+
+
+def test_a_history_created_with_an_array_of_inherited_names_is_kept_as_it_is(
+    tmp_path: Path, warehouse: Path, spark: SparkSession
+) -> None:
+    """A history created when ``_inherited`` was stored as ``ARRAY<STRING>`` keeps that
+    type: read and written as arrays, its versions equal the model's, late events (the
+    general recompute, which reads the versions' ``_inherited`` back) included."""
+    pipeline = with_history(
+        Pipeline.create(tmp_path, warehouse, "scd2_array", spark=spark, buckets=2)
+    )
+    workload = generate(41, 500, tables=["customers", "products"])
+    parts = plan_rounds(workload, 3, 41, late_rate=0.1)
+    history = pipeline.refs("products").history
+    for number, part in enumerate(parts):
+        deliver(part, pipeline.landing, seed=number, files=2, duplicate_rate=0.15)
+        pipeline.stream()
+        if number == 0:
+            contract = merge_version(spark, pipeline.pipeline, "products").contract
+            ddl = h.history_ddl(contract, history).replace(
+                f"{h.INHERITED} {h.INHERITED_SQL}", f"{h.INHERITED} ARRAY<STRING>"
+            )
+            spark.sql(ddl)
+            spark.sql(h.sort_order_sql(contract, history))
+        pipeline.merge()
+    assert history_differences(pipeline, workload) == []
+    products = spark.table(history.sql)
+    assert products.schema[h.INHERITED].dataType == ArrayType(StringType())
     assert products.where(f"size({h.INHERITED}) > 0").count() > 0, "no unchanged TOAST value"
 
 

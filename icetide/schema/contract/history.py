@@ -37,7 +37,14 @@ OP = "_op"
 """The op of the change that opened the version (``c``, ``u``, ``r``)."""
 INHERITED = "_inherited"
 """The columns whose values the version took from the version before it (unchanged
-PostgreSQL TOAST values): kept so a late event falling before it can give them again."""
+PostgreSQL TOAST values): kept so a late event falling before it can give them again.
+Stored as the JSON text of the names' array, NULL when there are none (nearly every
+version): a column of a nested type makes Iceberg's Spark reader read every column of
+a scan row by row instead of in vectorized batches, and the merge reads the history's
+open versions whole to end them (measured: bench/results/merge-history.md). A history
+created when it was stored as ``ARRAY<STRING>`` keeps that type, and is read and written
+as it is (:func:`icetide.merge.history.inherited_names`)."""
+INHERITED_SQL = "STRING"
 META_COLUMNS_SQL = (
     f"{VALID_FROM} TIMESTAMP",
     f"{VALID_TO} TIMESTAMP",
@@ -45,7 +52,7 @@ META_COLUMNS_SQL = (
     f"{TO_POSITION} {c.POSITION_SQL}",
     f"{IS_CURRENT} BOOLEAN NOT NULL",
     f"{OP} STRING NOT NULL",
-    f"{INHERITED} ARRAY<STRING>",
+    f"{INHERITED} {INHERITED_SQL}",
 )
 META_COLUMNS = tuple(s.split(" ")[0] for s in META_COLUMNS_SQL)
 WATERMARK_PROPERTY = "icetide.history.ledger-snapshot-id"
