@@ -161,10 +161,7 @@ def _latest_event() -> list[Column]:
 
 def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
     """One row per key: the latest op and position, and per column the latest *available*
-    value (an unchanged-TOAST placeholder is not available, so the stored value stays)
-    with the position of the event that gave it (``p``): a late event can be the batch's
-    latest to give a column and still be older than the stored row, whose value then
-    stays (:meth:`~icetide.schema.contract.builder.TableContract.merge_sql`)."""
+    value (an unchanged-TOAST placeholder is not available, so the stored value stays)."""
     if not ctx.has_unavailable:
         return _dedupe_whole_rows(events, ctx)
     slots = []
@@ -173,9 +170,7 @@ def dedupe_latest(events: DataFrame, ctx: MergeContext) -> DataFrame:
             (F.col(c.OP) != "d") & ~F.array_contains(F.col(c.UNAVAILABLE), col.name),
             F.col(c.POSITION),
         )
-        value = F.struct(
-            F.col(qualified(c.AFTER, col.name)).alias("v"), F.col(c.POSITION).alias("p")
-        )
+        value = F.struct(F.col(qualified(c.AFTER, col.name)).alias("v"))
         slots.append(F.max_by(value, available).alias(value_slot(col.id)))
     return events.groupBy(*[quote(k) for k in ctx.schema.primary_key]).agg(*_latest_event(), *slots)
 

@@ -148,20 +148,6 @@ def test_unchanged_toast_values_keep_the_stored_value(shop: Pipeline) -> None:
     ]
 
 
-def test_a_late_event_older_than_the_stored_row_gives_no_unchanged_toast_value(
-    shop: Pipeline,
-) -> None:
-    """The batch's newest event leaves the body out (unchanged TOAST) and its only other
-    event of the key, late, gives one: older than the stored row, whose body stays."""
-    step(shop, postgres("u", 0x1_0000_0200, after={"id": 1, "title": "t2", "body": "new"}))
-    step(
-        shop,
-        postgres("c", 0x1_0000_0100, after={"id": 1, "title": "t1", "body": "old"}),
-        postgres("u", 0x1_0000_0300, after={"id": 1, "title": "t3", "body": TOAST}),
-    )
-    assert values(shop, "docs") == [{"id": 1, "title": "t3", "body": "new"}]
-
-
 def test_truncate_empties_the_table_and_drops_older_late_events(shop: Pipeline) -> None:
     step(
         shop,

@@ -356,17 +356,9 @@ FROM `keys`) AND `lake`.system.bucket(16, `id`) IN (1, 3)
             on = f"{on} AND {extra_on}"
         newer = f" AND s.{c.POSITION} > t.{b.POSITION}" if guarded else ""
         slot = value_slot
-        # A kept column's value comes from the batch only when the event that gave it is
-        # newer than the stored row: the batch's newest event may leave it out while an
-        # older, late one gives it (its slot's ``p``, merge.steps.dedupe_latest).
-        taken = (
-            (lambda col: f"s.{slot(col.id)}.p > t.{b.POSITION}")
-            if guarded
-            else (lambda col: f"s.{slot(col.id)} IS NOT NULL")
-        )
         updates = [
-            f"{quote(col.name)} = CASE WHEN {taken(col)} "
-            f"THEN s.{slot(col.id)}.v ELSE t.{quote(col.name)} END"
+            f"{quote(col.name)} = CASE WHEN s.{slot(col.id)} IS NULL "
+            f"THEN t.{quote(col.name)} ELSE s.{slot(col.id)}.v END"
             if keep is None or col.name in keep
             else f"{quote(col.name)} = s.{slot(col.id)}.v"
             for col in schema.value_columns

@@ -47,7 +47,7 @@ def test_json_shows_columns_with_their_iceberg_names_and_every_generated_stateme
     assert "SET IDENTIFIER FIELDS `id`" in sql["base"][1]
     assert "_after STRUCT<`id`: BIGINT, `email_sha256`: STRING" in sql["ledger"][0]
     assert "payload_b64" in sql["dead_letter"][0]
-    assert "`email_sha256` = CASE WHEN s._v2.p > t._icetide_position" in sql["merge"]
+    assert "`email_sha256` = CASE WHEN s._v2 IS NULL" in sql["merge"]
     assert "USING `icetide_batch_customers` s" in sql["merge"]
     assert "2: email string -> sha256 -> email_sha256 string" in sql["projection"]
     assert "5: balance decimal(12,2) -> cast -> balance decimal(18,2)" in sql["projection"]

@@ -45,14 +45,9 @@ def test_a_configured_strategy_is_taken_as_it_is() -> None:
 def test_columns_not_kept_are_set_from_the_batch_alone() -> None:
     sql = CONTRACT.merge_sql(BASE, "batch", keep={"b"})
     assert "`a` = s._v2.v" in sql
-    # A kept column takes the batch's value only when the event that gave it is newer
-    # than the stored row (a late event may be the batch's latest to give it).
-    assert "`b` = CASE WHEN s._v3.p > t._icetide_position THEN s._v3.v ELSE t.`b` END" in sql
-    # Without ``keep`` every column may keep its stored value.
-    assert "CASE WHEN s._v2.p > t._icetide_position" in CONTRACT.merge_sql(BASE, "batch")
-    # In order (no guard), every batch event is newer: an empty slot alone keeps it.
-    unguarded = CONTRACT.merge_sql(BASE, "batch", keep={"b"}, guarded=False)
-    assert "`b` = CASE WHEN s._v3 IS NOT NULL THEN s._v3.v ELSE t.`b` END" in unguarded
+    assert "`b` = CASE WHEN s._v3 IS NULL THEN t.`b` ELSE s._v3.v END" in sql
+    # Without ``keep`` every column may keep its stored value (the statement as before).
+    assert "CASE WHEN s._v2 IS NULL" in CONTRACT.merge_sql(BASE, "batch")
     sqlglot.parse_one(sql, read="spark")
 
 
