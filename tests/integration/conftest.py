@@ -67,22 +67,29 @@ def class_archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 JAVA_OPTIONS_ENV = "JDK_JAVA_OPTIONS"
-CHILD_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-"""JVM flags for every JVM the tests start as a process of its own (``icetide run`` and
-the other commands, the servers, a standalone cluster's daemons and executors): the
-quick compiler only. Such a JVM lives a minute or two on a few thousand rows, so the
-optimizing compiler's threads cost it more CPU than they save: measured on
-``test_run_supervised``'s restart test alone, 200 CPU-seconds became 142 and the wall
-time 141 s became 117 s (2026-12-03). The run's own session (:func:`spark`) lives the whole run
-and keeps the JVM's default."""
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""JVM flags for every JVM the tests start: the run's own session (:func:`spark`), and
+each JVM started as a process of its own (``icetide run`` and the other commands, the
+servers, a standalone cluster's daemons and executors): the quick compiler only.
+
+A child JVM lives a minute or two on a few thousand rows, so the optimizing compiler's
+threads cost it more CPU than they save: measured on ``test_run_supervised``'s restart
+test alone, 200 CPU-seconds became 142 and the wall time 141 s became 117 s (2026-12-03).
+The session lives the whole run, but each test plans new queries whose generated classes
+the optimizing compiler then compiles anew, at ``compiler_nice`` behind the tests' own
+threads on cores the run keeps busy: seven merge, history and model-workload files on
+three workers (``-n 3``), one run each, 2026-12-07, went from 407 s and 807 CPU-seconds
+to 347 s and 668 with the session on the quick compiler too, while the compiler threads
+at normal priority instead changed nothing (405 s, 790). A pipeline's own ``icetide run``
+keeps the JVM's default: it runs for days on the same queries."""
 
 
 @pytest.fixture(scope="session", autouse=True)
-def child_jvm_options() -> Iterator[str]:
-    """:data:`CHILD_JVM_OPTIONS` for the JVMs started from here on, through
+def jvm_options() -> Iterator[str]:
+    """:data:`JVM_OPTIONS` for the JVMs started from here on, through
     ``JDK_JAVA_OPTIONS`` (read by the ``java`` launcher; it notes so on stderr)."""
     with pytest.MonkeyPatch.context() as env:
-        env.setenv(JAVA_OPTIONS_ENV, CHILD_JVM_OPTIONS, prepend=" ")
+        env.setenv(JAVA_OPTIONS_ENV, JVM_OPTIONS, prepend=" ")
         yield os.environ[JAVA_OPTIONS_ENV]
 
 
@@ -93,14 +100,15 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    """The one SparkSession of the run, built the way the CLI builds it."""
+def spark(
+    warehouse: Path, tmp_path_factory: pytest.TempPathFactory, jvm_options: str
+) -> Iterator[SparkSession]:
+    """The one SparkSession of the run, built the way the CLI builds it, its JVM with
+    :data:`JVM_OPTIONS`."""
     from icetide.spark.session import build_session
 
     seed = Pipeline.create(tmp_path_factory.mktemp("session"), warehouse, "session")
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(JAVA_OPTIONS_ENV, raising=False)  # not for this long-lived JVM
-        session = build_session(seed.config)
+    session = build_session(seed.config)
     yield session
     session.stop()
 
