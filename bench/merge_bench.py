@@ -154,7 +154,7 @@ class Bench:
         self.tables.reset(layout)
         run = merge_version(self.spark, stage.pipeline, name)
         stage.history.before_batch(name, run, self.tables.before_batch[layout])
-        history = Tables.base(layout).suffixed("_history")
+        history = Tables.history(layout)
         seeded = current_snapshot_id(self.spark, history)
         assert seeded is not None
         self.tables.history_seeds[layout] = seeded
@@ -172,7 +172,7 @@ class Bench:
         """:data:`OPEN_READ`: the seeded history's open versions (one per base row before
         the batch) read with every column, as the MERGE that ends some of them reads
         them, into Spark's ``noop`` sink: every row is read and nothing else is done."""
-        history = Tables.base(layout).suffixed("_history")
+        history = Tables.history(layout)
 
         def run() -> None:
             frame = self.spark.table(history.sql).where(F.col(h.IS_CURRENT))

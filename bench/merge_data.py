@@ -24,6 +24,7 @@ from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, fig
 from icetide.lake.tables import current_snapshot_id
 from icetide.pipeline import Pipeline
 from icetide.progress import Reporter
+from icetide.schema.contract import history as h
 from icetide.schema.contract import ledger as c
 from icetide.schema.contract.base import WATERMARK_PROPERTY
 from icetide.schema.contract.builder import TableContract, TableSettings
@@ -236,11 +237,16 @@ class Tables:
     def ledger(layout: str) -> TableName:
         return Tables.base(layout).suffixed("_cdc")
 
+    @staticmethod
+    def history(layout: str) -> TableName:
+        """The base's history table (``--history``)."""
+        return Tables.base(layout).suffixed(h.SUFFIX)
+
     def reset(self, layout: str) -> None:
         """The base of ``layout`` as seeded, its ledger ending at the batch under test."""
         rollback(self.spark, self.base(layout), self.seeds[layout])
         if layout in self.history_seeds:
-            rollback(self.spark, self.base(layout).suffixed("_history"), self.history_seeds[layout])
+            rollback(self.spark, self.history(layout), self.history_seeds[layout])
         if current_snapshot_id(self.spark, self.ledger(layout)) != self.batches[layout]:
             rollback(self.spark, self.ledger(layout), self.batches[layout])
 
