@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,37 @@ def test_no_such_process_changes_nothing(tmp_path: Path) -> None:
     """Another system (no ``/proc``) or a JVM that is not on this host."""
     assert lower_compiler_priority(2**22 + 1, 19) == []
     assert lower_compiler_priority(1, 19, proc=tmp_path) == []
+
+
+def test_both_compilers_threads_are_lowered_and_no_other(tmp_path: Path) -> None:
+    """C1's and C2's threads by their names as Linux cuts them, and nothing else: the
+    tests' own JVMs run the quick compiler only (tests/integration/conftest.py), so no C2
+    thread of a real JVM is seen there. Real threads of this process stand behind a
+    folder laid out as ``/proc`` (a thread may lower its own priority)."""
+    names = ["C1 CompilerThre", "C2 CompilerThre", "Executor task l", "C2 Compiler", "main"]
+    started, done = threading.Barrier(len(names) + 1), threading.Event()
+    ids: list[int] = []
+
+    def thread() -> None:
+        ids.append(threading.get_native_id())
+        started.wait()
+        done.wait()
+
+    workers = [threading.Thread(target=thread) for _ in names]
+    for worker in workers:
+        worker.start()
+    started.wait()
+    try:
+        for tid, name in zip(ids, names, strict=True):
+            (tmp_path / "7" / "task" / str(tid)).mkdir(parents=True)
+            (tmp_path / "7" / "task" / str(tid) / "comm").write_text(name + "\n")
+        before = {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in ids}
+        assert lower_compiler_priority(7, 19, proc=tmp_path) == sorted(ids[:2])
+        assert [os.getpriority(os.PRIO_PROCESS, tid) for tid in ids[:2]] == [19, 19]
+        assert {tid: os.getpriority(os.PRIO_PROCESS, tid) for tid in ids[2:]} == {
+            tid: before[tid] for tid in ids[2:]
+        }
+    finally:
+        done.set()
+        for worker in workers:
+            worker.join()
