@@ -99,18 +99,51 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("warehouse")
 
 
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+"""Spark settings of the run's own session (:func:`spark`): queries run interpreted,
+without generating and compiling Java code for each new plan.
+
+Each test plans new queries on a few hundred rows, so compiling their code (Janino, then
+the JIT on the generated classes) costs the session far more than running it: seven merge,
+history and model-workload files on three workers (``-n 3``), 2026-12-07, took 340 s with
+Spark's code generation and 270 s without. Spark computes the same results either way (its
+own suites run both). Every ``icetide run`` and other command the tests start as a process
+of its own keeps Spark's default, so the end-to-end tests run the generated code a
+pipeline runs; a test of the session that needs it asks for :func:`compiled`."""
+
+COMPILED = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
+"""Spark's defaults for the settings :data:`INTERPRETED` changes."""
+
+
 @pytest.fixture(scope="session")
 def spark(
     warehouse: Path, tmp_path_factory: pytest.TempPathFactory, jvm_options: str
 ) -> Iterator[SparkSession]:
     """The one SparkSession of the run, built the way the CLI builds it, its JVM with
-    :data:`JVM_OPTIONS`."""
+    :data:`JVM_OPTIONS` and its queries :data:`INTERPRETED`."""
     from icetide.spark.session import build_session
 
     seed = Pipeline.create(tmp_path_factory.mktemp("session"), warehouse, "session")
-    session = build_session(seed.config)
+    settings = seed.config.spark.model_copy(update={"conf": seed.config.spark.conf | INTERPRETED})
+    session = build_session(seed.config.model_copy(update={"spark": settings}))
     yield session
     session.stop()
+
+
+@pytest.fixture
+def compiled(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with Spark's code generation on (:data:`COMPILED`) for one test, as a
+    pipeline's own session runs; the queries a test starts from it inherit the settings."""
+    for key, value in COMPILED.items():
+        spark.conf.set(key, value)
+    try:
+        yield spark
+    finally:
+        for key, value in INTERPRETED.items():
+            spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="session")

@@ -38,8 +38,9 @@ def second_batch(stage: LedgerStage, pipeline: Pipeline) -> tuple[StreamingQuery
 
 
 def test_a_micro_batch_stores_all_its_tables_in_one_spark_job(
-    pipeline: Pipeline, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    pipeline: Pipeline, compiled: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    spark = compiled  # Spark generates code for the batches' queries, as a pipeline's does
     stage = LedgerStage(spark, pipeline.pipeline)
     query, _ = second_batch(stage, pipeline)
     # A streaming query runs its micro-batches in a job group named by its run id.
