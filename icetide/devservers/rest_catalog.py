@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 from icetide.devservers.errors import LocalServerError
+from icetide.devservers.java import server_command
 from icetide.devservers.lifecycle import LocalServer
 from icetide.spark.jars import (
     ICEBERG_AWS_BUNDLE,
@@ -229,16 +230,22 @@ class RestCatalogServer(LocalServer):
         if self.running:
             return self
         classpath = os.pathsep.join(str(jar) for jar in server_classpath(self._jars_dir))
-        java = shutil.which("java")
-        if java is None:
-            raise LocalServerError("cannot find java", hint="apt-get install openjdk-17-jre")
+        command = server_command(
+            _HEAP,
+            classpath,
+            SERVER_MAIN,
+            flags=(
+                f"-Djava.io.tmpdir={self.base}",  # SQLite unpacks its native library there
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            ),
+        )
         self.base.mkdir(parents=True, exist_ok=True)
         log_start = 0
 
         def attempt() -> None:
             nonlocal log_start
             log_start = self._log_size()
-            self._launch(java, classpath)
+            self._launch(command)
             self._wait_until_it_connects(
                 "the Iceberg REST catalog",
                 lambda: urllib.request.urlopen(f"{self.url}/v1/config", timeout=2),
@@ -266,23 +273,11 @@ class RestCatalogServer(LocalServer):
 
     # --- internals --------------------------------------------------------------------
 
-    def _launch(self, java: str, classpath: str) -> None:
+    def _launch(self, command: list[str]) -> None:
         # Only the variables a JVM needs, then the catalog's: an inherited CATALOG_* or
         # AWS_* setting must not change the server.
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
         env.update(server_environment(self.store, self.warehouse, self.catalog_db, self.port))
-        command = [
-            java,
-            _HEAP,
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Djava.awt.headless=true",
-            f"-Djava.io.tmpdir={self.base}",  # SQLite unpacks its native library there
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-cp",
-            classpath,
-            SERVER_MAIN,
-        ]
         self._spawn(command, env, "rest-catalog.out")
 
     def _log_size(self) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from icetide.devservers.errors import LocalServerError
+from icetide.devservers.java import server_command
 from icetide.devservers.lifecycle import LocalServer
 from icetide.spark.jars import (
     CONNECT_LOGGING,
@@ -115,26 +115,20 @@ class ConnectWorker(LocalServer):
                 link.symlink_to(target, target_is_directory=True)
         properties = self.base / "worker.properties"
         properties.write_text(worker_properties(self.base, self.bootstrap, self.port))
-        java = shutil.which("java")
-        if java is None:
-            raise LocalServerError("cannot find java", hint="apt-get install openjdk-17-jre")
         classpath = [
             *_jars(self._jars_dir, CONNECT_RUNTIME),
             *_jars(self._jars_dir, CONNECT_LOGGING),
         ]
-        command = [
-            java,
+        command = server_command(
             _HEAP,
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-Djava.awt.headless=true",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.log.io.debezium=info",
-            "-cp",
             os.pathsep.join(str(jar) for jar in classpath),
             "org.apache.kafka.connect.cli.ConnectStandalone",
             str(properties),
-        ]
+            flags=(
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.log.io.debezium=info",
+            ),
+        )
         with (self.base / "connect.out").open("ab") as log:
             self._process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from icetide.devservers.errors import LocalServerError
+from icetide.devservers.java import server_command
 from icetide.devservers.lifecycle import LocalServer
 from icetide.devservers.ports import free_port
 from icetide.spark.jars import KAFKA_BROKER, Coordinate, default_jars_dir, fetched
@@ -148,20 +148,8 @@ class KafkaServer(LocalServer):
     # --- internals ----------------------------------------------------------------------
 
     def _java(self, main: str, *args: str, wait: bool) -> subprocess.Popen[bytes]:
-        java = shutil.which("java")
-        if java is None:
-            raise LocalServerError("cannot find java", hint="apt-get install openjdk-17-jre")
         classpath = os.pathsep.join(str(jar) for jar in broker_jars(self._jars_dir))
-        command = [
-            java,
-            _HEAP,
-            "-XX:+UseSerialGC",
-            "-Djava.awt.headless=true",
-            "-cp",
-            classpath,
-            main,
-            *args,
-        ]
+        command = server_command(_HEAP, classpath, main, *args)
         with (self.base / "kafka.out").open("ab") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

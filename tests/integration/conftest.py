@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.devservers.java import QUICK_COMPILER
 from icetide.devservers.mariadb import MariaDBServer
 from icetide.devservers.objectstore import ObjectStoreServer
 from icetide.devservers.rest_catalog import RestCatalogServer
@@ -67,7 +68,7 @@ def class_archives(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 JAVA_OPTIONS_ENV = "JDK_JAVA_OPTIONS"
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+JVM_OPTIONS = QUICK_COMPILER
 """JVM flags for every JVM the tests start: the run's own session (:func:`spark`), and
 each JVM started as a process of its own (``icetide run`` and the other commands, the
 servers, a standalone cluster's daemons and executors): the quick compiler only.

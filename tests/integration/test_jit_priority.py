@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from icetide.devservers.java import QUICK_COMPILER
 from icetide.spark.jit_priority import FIXED_COMPILER_THREADS
 from icetide.spark.jvm import jvm_class
 
@@ -35,7 +36,7 @@ def test_the_compilers_run_at_nice_19_and_the_tasks_at_0(spark: SparkSession) ->
     threads = _nice_by_thread(pid)
     compilers = {name: nice for name, nice in threads.items() if "CompilerThre" in name}
     # The tests' JVMs run the quick compiler only (tests/integration/conftest.py).
-    quick_only = "-XX:TieredStopAtLevel=1" in arguments
+    quick_only = QUICK_COMPILER in arguments
     assert sorted(compilers) == ["C1 CompilerThre"] + ([] if quick_only else ["C2 CompilerThre"])
     assert set().union(*compilers.values()) == {19}
     # The JVM's own priority (0 unless the test run itself was started under ``nice``).

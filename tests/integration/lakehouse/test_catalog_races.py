@@ -270,14 +270,8 @@ def released(held: Path, child: subprocess.Popen[str]) -> str:
 
 def child_spark() -> dict[str, Any]:
     """The ``spark`` section of a config a child process runs: small, with the jars the
-    object store needs. Its JVM compiles with C1 only: the child lives for one merge,
-    which C2's compiler threads would spend most of their time optimising for."""
-    return {
-        "master": "local[2]",
-        "shuffle_partitions": 4,
-        "extra_jars": aws_bundle(),
-        "conf": {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"},
-    }
+    object store needs (its JVM takes the tests' flags, conftest.JVM_OPTIONS)."""
+    return {"master": "local[2]", "shuffle_partitions": 4, "extra_jars": aws_bundle()}
 
 
 @pytest.mark.parametrize(
