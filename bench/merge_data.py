@@ -235,7 +235,7 @@ class Tables:
 
     @staticmethod
     def ledger(layout: str) -> TableName:
-        return Tables.base(layout).suffixed("_cdc")
+        return Tables.base(layout).suffixed(c.SUFFIX)
 
     @staticmethod
     def history(layout: str) -> TableName:

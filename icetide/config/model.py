@@ -52,6 +52,7 @@ from icetide.config.types import (
 )
 from icetide.errors import ConfigError
 from icetide.schema.connector import CAPTURE, DEBEZIUM_DEFAULTS, ConnectorSettings
+from icetide.schema.contract import ledger as c
 
 Loc = tuple[str | int, ...]
 
@@ -155,9 +156,12 @@ class Config(Section):
                         f"must not end with the dead-letter suffix {self.dead_letter.suffix!r}",
                     )
                 )
-            if name.endswith("_cdc"):
+            if name.endswith(c.SUFFIX):
                 problems.append(
-                    (("tables", i, "name"), "must not end with '_cdc' (the CDC ledger tables)")
+                    (
+                        ("tables", i, "name"),
+                        f"must not end with {c.SUFFIX!r} (the CDC ledger tables)",
+                    )
                 )
             if name == unrouted:
                 problems.append(

@@ -33,6 +33,7 @@ from icetide.evolution.evidence import NO_EVIDENCE, TableEvidence
 from icetide.evolution.policy import Decision, Policy, decide
 from icetide.schema.contract.alter import AlterPlan, alter_plan
 from icetide.schema.contract.builder import TableContract, TableSettings
+from icetide.schema.contract.ledger import SUFFIX as LEDGER_SUFFIX
 from icetide.schema.contract.names import TableName
 from icetide.schema.contract.update import VersionUpdate, version_update
 from icetide.schema.defaults import default_json
@@ -308,7 +309,7 @@ def build_plan(
     """
     policy = policy or Policy()
     base = base or TableName("lake", "cdc", old.table)
-    ledger = ledger or base.suffixed("_cdc")
+    ledger = ledger or base.suffixed(LEDGER_SUFFIX)
     settings = settings or TableSettings()
     changes = classify(old, new, evidence, has_rows=has_rows)
     decisions = tuple(decide(c, policy) for c in changes)

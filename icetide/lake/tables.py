@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from icetide.schema.contract import ledger as c
 from icetide.schema.contract.names import TableName
 from icetide.schema.quoting import qualified
 from icetide.spark.jvm import jvm_class
@@ -48,7 +49,7 @@ class TableRefs:
     @property
     def cdc(self) -> TableName:
         """The append-only ledger: ``<ns>.<table>_cdc``."""
-        return self.base.suffixed("_cdc")
+        return self.base.suffixed(c.SUFFIX)
 
     @property
     def history(self) -> TableName:

@@ -9,6 +9,10 @@ its rows.
 
 from __future__ import annotations
 
+SUFFIX = "_cdc"
+"""A ledger table's name: its base table's name and this (``orders`` → ``orders_cdc``); no
+configured table may end with it."""
+
 OP = "_op"
 AFTER = "_after"
 BEFORE = "_before"
