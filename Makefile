@@ -5,7 +5,7 @@ PY ?= python3
 # wall-clock run of a crash loop), so a third worker fills the cores meanwhile. The
 # tests of one shared server stay in one worker (tests/integration/conftest.py
 # SHARED_SERVERS).
-PYTEST_WORKERS ?= -n 3 --dist loadgroup
+PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' Makefile | sed 's/:.*## /\t/'
