@@ -444,7 +444,7 @@ def route_reader() -> RouteReader:
             return None
         ok = found[0]
         for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, len(lines)) > _SHORT):
-            ok[i] &= lines[i].count(b"{") + lines[i].count(b"[") <= MAX_OPENERS
+            ok[i] &= not many_openers(lines[i])
         before, after = doc.column("before"), doc.column("after")
         deleted = pc.equal(doc.column("op"), "d")
         ok &= mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
@@ -514,6 +514,19 @@ _LETTER_ROWS = (b"4", b"5", b"6", b"7")
 _SHORT = 2 * MAX_OPENERS + 1
 """A message this long or shorter cannot hold more ``{`` and ``[`` than the one-pass read
 takes (each opener has its closer): only longer ones are counted."""
+
+
+def many_openers(raw: bytes) -> bool:
+    """Whether message ``raw`` holds more ``{`` and ``[`` than the one-pass read takes
+    (:data:`~icetide.events.plain.MAX_OPENERS`; it leaves such a message to the general
+    read, whose parser fails on deep nesting): counted only in a message long enough.
+
+    >>> many_openers(b"[" * 600), many_openers(b"[" * 300), many_openers(b"[" + b"a" * 600)
+    (True, False, False)
+    """
+    return len(raw) > _SHORT and raw.count(b"{") + raw.count(b"[") > MAX_OPENERS
+
+
 SERIAL = pj.ReadOptions(use_threads=False)
 """One thread: the ledger's Python workers already use every core."""
 

@@ -44,9 +44,14 @@ take the same Python values from Arrow as from ``orjson`` when they are strings,
 integers or booleans; a decimal column's fraction is taken as the one-pass read takes
 it (when the message writes no longer number of its magnitude); a value of another JSON
 type (a fraction elsewhere, whose digits a double may not keep, or a nested value)
-declines its message. Tables with list, map or struct columns, a projection reading
-earlier schema versions or renamed columns, and refused bare messages keep the
-per-message read.
+declines its message. A list, map or struct column's values are taken from the message
+parsed by ``orjson``, as the one-pass read takes them (:func:`_nested_values`): Arrow's
+reader is told their usual shape (:func:`_json_shape`) only so that it infers nothing
+inside them. A projection reading earlier schema versions or renamed columns, a key of
+a nested type, messages with inline schemas of a table with nested columns, and refused
+bare messages keep the per-message read. Arrow's reader may make an invalid array of
+an inferred list (``[null, 4]``, Arrow 26): the block is validated after its parse, and
+such a block is read by halves around that message.
 """
 
 from __future__ import annotations
@@ -80,12 +85,14 @@ from icetide.ledger.envelope_block import (
     envelope_checks,
     halving,
     keyed_by_text,
+    many_openers,
     mask,
     plain_texts,
 )
 from icetide.ledger.vector_values import PLACEHOLDERS, VectorConverter, vector_converter
 from icetide.schema.contract import ledger as c
 from icetide.schema.model import TableSchema
+from icetide.schema.types import IcetideType, ListType, MapType, StructType
 
 _JSON_TYPES = {
     "long": pa.int64(),
@@ -147,7 +154,8 @@ def block_reader(
     by_layout = layout.by_name
     if not set(schema.by_name) <= set(by_layout):
         return None
-    if any(col.type.name in _NESTED for col in schema.columns):
+    nested = [col for col in schema.columns if col.type.name in _NESTED]
+    if nested and (decoding is not None or any(c.type.name in _NESTED for c in schema.key_columns)):
         return None
     hints = schema.sink.logical if hints is None else hints
     # Declared: the JSON reader types these. ``texts``: typed columns learnt to arrive
@@ -157,6 +165,9 @@ def block_reader(
         for col in schema.columns
         if col.type.name in _JSON_TYPES
     }
+    declared.update(
+        (col.name, shape) for col in nested if (shape := _json_shape(col.type)) is not None
+    )
     texts: set[str] = set()
     if decoding is not None:  # each column as its field sends it: nothing inferred
         declared.update((name, _FROM_JSON[kind]) for name, kind in decoding.json_types.items())
@@ -177,7 +188,10 @@ def block_reader(
             value_converter(col, hints.get(col.id), by_layout[col.name], typed=typed),
         )
         for col in schema.columns
-        if col.type.name not in _JSON_TYPES
+        if col.type.name not in _JSON_TYPES and col.type.name not in _NESTED
+    }
+    nested_converters = {
+        col.name: value_converter(col, hints.get(col.id), by_layout[col.name]) for col in nested
     }
     fractions = {
         col.name: value_converter(col, hints.get(col.id), by_layout[col.name], decimal_floats=True)
@@ -223,6 +237,10 @@ def block_reader(
         text = b"\n".join(lines)
         try:
             doc = pj.read_json(io.BytesIO(text), SERIAL, parsing[0]).combine_chunks()
+            # Arrow 26 infers a list whose first element is null (``[null, 4]``) as an
+            # array whose offsets run past its values: reading it would raise, and stop
+            # the batch. Its message is read on its own instead.
+            doc.validate()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None  # a message Arrow refuses (or a type it cannot tell) somewhere
         inferred = _inferred_instants(doc, generic.keys() - texts)
@@ -260,6 +278,10 @@ def block_reader(
             ok &= _values_ok(img, ints)
             holders.append(_placeholders(img, names))
             images.append(_generic_values(img, generic, fractions, long_numbers_of, ok, vectors))
+        if nested_converters:
+            nested_read = _nested_values(raws, offered, (before, after), nested_converters, ok)
+            for typed_image, nested_image in zip(images, nested_read, strict=True):
+                typed_image.update(nested_image)
         not_deleted, updated = ~mask(deleted), mask(pc.equal(op, "u"))
         unsure = np.zeros(len(ok), bool)
         for name in required:
@@ -428,6 +450,84 @@ def _generic_values(
                 ok[i] = False
         if vector is not None:
             out[name] = _completed(at_once, taken, converted, present)
+    return out
+
+
+def _json_shape(ctype: IcetideType) -> pa.DataType | None:
+    """How the JSON reader is told to read a nested column's usual values, so that it
+    infers nothing inside them (Arrow 26 infers ``[null, "x"]`` as an invalid array, and
+    the block would be read by halves around every such value): a list or struct of
+    text, integers and booleans in their own shape, and a map as a struct whose fields
+    (its keys) the reader finds. None: left to the reader's inference.
+
+    >>> from icetide.schema.types import ListType, StringType
+    >>> _json_shape(ListType(2, StringType()))
+    ListType(list<item: string>)
+    """
+    if isinstance(ctype, ListType):
+        element = _json_shape(ctype.element)
+        return None if element is None else pa.list_(element)
+    if isinstance(ctype, StructType):
+        fields = [(f.name, _json_shape(f.type)) for f in ctype.fields]
+        if any(kind is None for _, kind in fields):
+            return None
+        return pa.struct(fields)
+    if isinstance(ctype, MapType):
+        return pa.struct([]) if ctype.value.name in _JSON_LEAVES else None
+    return _JSON_LEAVES.get(ctype.name)
+
+
+_JSON_LEAVES = {"string": pa.string(), "long": pa.int64(), "int": pa.int64(), "boolean": pa.bool_()}
+
+
+def _nested_values(
+    raws: Sequence[bytes | None],
+    offered: np.ndarray,
+    images: tuple[pa.StructArray, pa.StructArray],
+    converters: Mapping[str, Converter],
+    ok: np.ndarray,
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The before and after images' values of the list, map and struct columns
+    (``converters``: the one-pass read's own, :func:`~icetide.events.plain.value_converter`),
+    for the messages still taken (``ok``, which is updated), each read from the message
+    parsed by ``orjson``, as the one-pass read parses it: Arrow's reader takes a map's
+    keys as a struct's fields (an absent key and a null value alike, each message gaining
+    the others' keys), so its nested values are not the message's. A message with more
+    ``[``/``{`` than the one-pass read takes, a value a converter refuses, or the
+    unchanged-TOAST placeholder in such a column declines its message (the one-pass read
+    leaves each to the general one)."""
+    count = len(ok)
+    out: tuple[dict[str, list[Any]], dict[str, list[Any]]] = (
+        {name: [None] * count for name in converters},
+        {name: [None] * count for name in converters},
+    )
+    held = np.zeros(count, bool)
+    for image in images:
+        for name in converters:
+            column = child(image, name)
+            if column is not None and column.type != pa.null():
+                held |= mask(column.is_valid())
+    for i in np.flatnonzero(ok & held).tolist():
+        raw = raws[offered[i]]
+        assert raw is not None  # offered: a message's text
+        if many_openers(raw):
+            ok[i] = False
+            continue
+        try:
+            doc = orjson.loads(raw)
+            for side, values in zip(("before", "after"), out, strict=True):
+                image = doc.get(side)
+                if type(image) is not dict:
+                    continue
+                for name, convert in converters.items():
+                    value = image.get(name)
+                    if value is None:
+                        continue
+                    if is_unavailable(value):
+                        raise Refuse
+                    values[name][i] = convert(value)
+        except (Refuse, orjson.JSONDecodeError):
+            ok[i] = False
     return out
 
 

@@ -340,6 +340,11 @@ NESTED = schema_from_dict(
             {"id": 9, "name": "days", "type": _list(30, "date")},
             {"id": 10, "name": "doc", "type": "json"},
             {"id": 11, "name": "label", "type": "string"},
+            {
+                "id": 12,
+                "name": "scores",
+                "type": {"map": {"key_id": 31, "key": "string", "value_id": 32, "value": "long"}},
+            },
         ],
     }
 )
@@ -351,7 +356,10 @@ NESTED_VALUES: dict[str, list[Any]] = {
     "attrs": [{"1": 1, "-2": 2}, {}, {"a": 1}, {"1": "x"}, {"1": None}, {"1": 1.5}, [1],
               {" 3": 4}, {"1": [1]}],
     "addr": [{"city": "Lisbon", "zip": 1000}, {"city": "x"}, {"zip": "12"}, {"zip": 2**40},
-             {"city": 1, "zip": 2}, {"city": "y", "other": [1]}, {}, ["Lisbon"], {"zip": 1.5}],
+             {"city": 1, "zip": 2}, {"city": "y", "other": [1]}, {}, ["Lisbon"], {"zip": 1.5},
+             {"city": "y", "zip": 3, "other": 0.5}, {"zip": True}],
+    "scores": [{"a": 1, "b": None}, {}, {"a": 1.5}, {"a": "7"}, {"a": 2**63}, {"a": True},
+               {"a": [1]}, ["a"], {"a": -(2**63)}],
     "amounts": [[1, 2], ["1.50", "AeI="], [1.5], [0.125], ["1e400"], [None], [1.10]],
     "points": [[1.5, 2], [1, 2], ["NaN", "1"], [0.1], [], [True]],
     "days": [[19000, "2024-02-29"], ["2024-13-01"], [1.5], [-1], [None, 1]],
@@ -402,7 +410,7 @@ def test_nested_values_taken_in_one_pass_give_what_the_general_decoder_gives() -
     taken = taken_rows(raws, Projection(NESTED))
     assert len(raws) * 0.02 < len(taken) < len(raws) * 0.9, len(taken)
     # Every kind of nested column is in what was taken, with a value in it.
-    for name in ("tags", "counts", "grid", "attrs", "addr", "amounts", "days", "doc"):
+    for name in ("tags", "counts", "grid", "attrs", "addr", "amounts", "days", "doc", "scores"):
         assert any((row["_after"] or {}).get(name) for row in taken), name
 
 
