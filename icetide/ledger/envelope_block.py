@@ -174,7 +174,7 @@ def _utf8(text: bytes) -> bool:
 
 def mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A boolean array as a numpy mask, null as False."""
-    filled = pc.fill_null(values, False)
+    filled = pc.fill_null(values, False) if values.null_count else values
     if isinstance(filled, pa.ChunkedArray):
         filled = filled.combine_chunks()
     return np.asarray(filled.to_numpy(zero_copy_only=False), dtype=bool)

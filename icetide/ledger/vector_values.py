@@ -5,7 +5,9 @@ column's values one by one with the one-pass read's own converters
 (:func:`~icetide.events.plain.value_converter`): on the demo's tables that was most of
 its Python time. Here the usual forms are converted as whole arrays: epoch days, epoch
 milli-, micro- or nanoseconds, base64 decimals (Debezium's ``precise`` mode, the
-unscaled bytes), ISO-8601 UTC instants ending in ``Z`` and JSON text.
+unscaled bytes), ISO-8601 UTC instants ending in ``Z`` and JSON text; and in bare
+messages, ISO-8601 dates, times of day and local date-times in their canonical form,
+UUIDs in their canonical form, and enum symbols.
 
 The rule of the block read holds: a converter here only *takes* a value whose result
 it knows is the per-value converter's (the same arithmetic, the same range checks); a
@@ -27,7 +29,7 @@ import pyarrow.compute as pc
 
 from icetide.events.envelope import PLACEHOLDER_TEXTS
 from icetide.schema.convert.connect import DECIMAL
-from icetide.schema.types import Column, precision_scale
+from icetide.schema.types import Column, EnumType, precision_scale
 
 VectorConverter = Callable[[pa.Array], tuple[pa.Array, np.ndarray]]
 """Parsed values → (their typed values, where taken): a value not taken is null in the
@@ -58,6 +60,16 @@ _UTC_TEXT = (
 """An instant as Debezium's ``ZonedTimestamp`` sends one in UTC: what Arrow's cast and
 ``datetime.fromisoformat`` read alike (a day the month lacks fails the cast: then the
 column's values are typed one by one)."""
+_DATE_TEXT = r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+"""A date as ``date.fromisoformat`` and Arrow's cast read it alike."""
+_LOCAL_TEXT = _UTC_TEXT.removesuffix("Z$") + "$"
+"""A date and time without a zone, as a schemaless local timestamp arrives."""
+_TIME_TEXT = r"^([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{6})?$"
+"""A time of day whose text ``time.isoformat`` gives back as it is: seconds, or six
+digits of fraction (not ``.000000``, which it drops: :data:`_ZERO_FRACTION`)."""
+_ZERO_FRACTION = r"\.000000$"
+_UUID_TEXT = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+"""A UUID as ``str(uuid.UUID(text))`` writes it: the text itself."""
 
 
 def vector_converter(
@@ -78,7 +90,21 @@ def vector_converter(
     kind = column.type.name
     unhinted = schemaless and arrival is None
     if kind == "date" and (arrival in DATES or unhinted):
-        return _dates
+        if not schemaless:
+            return _dates
+        texts = _matching(_DATE_TEXT, stored)
+        return lambda values: (texts if values.type == pa.string() else _dates)(values)
+    if schemaless and stored == pa.string():  # each text as it is, where these take it
+        if kind == "time":
+            return _matching(_TIME_TEXT, stored, _ZERO_FRACTION)
+        if kind == "uuid":
+            return _matching(_UUID_TEXT, stored)
+        if isinstance(column.type, EnumType):
+            return _symbols(column.type.symbols)
+    if kind == "timestamp" and schemaless and (arrival in TIMESTAMP_UNITS or unhinted):
+        counts = _epoch(TIMESTAMP_UNITS.get(arrival or "", 1_000), 1, stored)
+        local = _matching(_LOCAL_TEXT, stored)
+        return lambda values: (local if values.type == pa.string() else counts)(values)
     if kind in ("timestamp", "timestamptz"):
         if arrival == NANOS:
             return _epoch(1, 1_000, stored)
@@ -147,6 +173,39 @@ def _utc_texts(stored: pa.DataType) -> VectorConverter:
         except pa.ArrowInvalid:  # a day its month lacks: typed one by one
             return none
         return typed, taken
+
+    return convert
+
+
+def _matching(pattern: str, stored: pa.DataType, unless: str | None = None) -> VectorConverter:
+    """Texts matching ``pattern`` (and not ``unless``) → ``stored`` by Arrow's cast (a
+    text the cast refuses, a day its month lacks: the column typed one by one)."""
+
+    def convert(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        none = pa.nulls(len(values), stored), np.zeros(len(values), bool)
+        if values.type != pa.string():
+            return none
+        matched = pc.fill_null(pc.match_substring_regex(values, pattern), False)
+        if unless is not None:
+            matched = pc.and_(matched, pc.invert(pc.match_substring_regex(values, unless)))
+        try:
+            typed = pc.if_else(matched, values, pa.scalar(None, pa.string())).cast(stored)
+        except pa.ArrowInvalid:
+            return none
+        return typed, np.asarray(matched.to_numpy(zero_copy_only=False), bool)
+
+    return convert
+
+
+def _symbols(symbols: tuple[str, ...]) -> VectorConverter:
+    """An enum's symbols, each as it is (never the unchanged-TOAST placeholder)."""
+    known = pa.array([s for s in symbols if s not in PLACEHOLDER_TEXTS], pa.string())
+
+    def convert(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+        if values.type != pa.string():
+            return pa.nulls(len(values), pa.string()), np.zeros(len(values), bool)
+        taken = pc.fill_null(pc.is_in(values, known), False)
+        return values, np.asarray(taken.to_numpy(zero_copy_only=False), bool)
 
     return convert
 

@@ -364,6 +364,7 @@ def both_ways(
 
     with monkeypatch.context() as patch:
         patch.setattr(decode, "_block_reader", counting)
+        patch.setattr(decode, "BLOCK_SMALLEST", 1)  # every batch read as a block here
         fast = pa.Table.from_batches(list(project_batches(projection, NOW)(iter(parts))))
     with monkeypatch.context() as patch:
         patch.setattr(decode, "_block_reader", lambda *_: None)
@@ -550,9 +551,11 @@ def test_earlier_versions_and_renames_keep_the_per_message_read() -> None:
     assert decode._block_reader(Projection(SCHEMA, aliases={"old": "name"}), None, shape) is None
     # Bare messages refused: the block takes none of them (inline ones it may).
     refusing_bare = decode._block_reader(Projection(SCHEMA), {"": ("r", "why")}, shape)
-    assert refusing_bare is not None and refusing_bare(corpus(200, 3, 0.0)) is None
+    assert refusing_bare is not None and refusing_bare(corpus(400, 3, 0.0)) is None
     usual = decode._block_reader(Projection(SCHEMA), None, shape)
-    assert usual is not None and usual(corpus(200, 3, 0.0)) is not None
+    assert usual is not None and usual(corpus(400, 3, 0.0)) is not None
+    # A batch too small to be worth a block's fixed cost goes message by message.
+    assert usual(corpus(decode.BLOCK_SMALLEST - 1, 3, 0.0)) is None
 
 
 PLACEHOLDER_FORMS = ("__debezium_unavailable_value", "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ==")

@@ -15,7 +15,7 @@ from icetide.events.inline import struct_reader
 from icetide.events.plain import Refuse, value_converter
 from icetide.ledger.vector_values import vector_converter
 from icetide.schema.convert.spark import arrow_type
-from icetide.schema.types import Column, parse_type
+from icetide.schema.types import Column, EnumType, parse_type
 
 DAYS = [0, -1, 19_000, -719_162, -719_163, 2_932_896, 2_932_897, 2**40, -(2**62)]
 MICROS = [0, -1, 1_700_000_000_123_456, -62_135_596_800_000_000, -62_135_596_800_000_001]
@@ -59,6 +59,25 @@ INSTANTS = [
     "",
 ]
 TEXTS = ['{"a":1}', "[]", "", "not json", "__debezium_unavailable_value", DECIMALS[-1]]
+DATE_TEXTS = [
+    "2024-03-01", "2024-02-29", "1000-01-01", "9999-12-31", "0001-01-01", "2024-13-01",
+    "2024-1-01", " 2024-03-01", "20240301", "2024-03-01T00:00:00", "junk", "",
+]  # fmt: skip
+LOCAL_TEXTS = [
+    "2024-03-01T12:34:56.123456", "2024-03-01T12:34:56", "2024-03-01T12:34:56.5",
+    "9999-12-31T23:59:59.999999", "0001-01-01T00:00:00", "2024-03-01 12:34:56",
+    "2024-03-01T12:34:56Z", "2024-03-01T24:00:00", "2024-03-01T12:34:56.1234567",
+    "2024-03-01T12:34:56+01:00", "2024-03-01", "junk",
+]  # fmt: skip
+TIME_TEXTS = ["12:34:56.123456", "00:00:00", "23:59:59.999999", "12:00:00.000000",
+              "12:34:56.123", "24:00:00", "12:60:00", "12:34:56Z", "12:34:56+01:00",
+              "1:02:03", " 12:34:56", "junk", ""]  # fmt: skip
+UUID_TEXTS = [
+    "3f2504e0-4f89-11d3-9a0c-0305e82c3301", "3F2504E0-4F89-11D3-9A0C-0305E82C3301",
+    "{3f2504e0-4f89-11d3-9a0c-0305e82c3301}", "3f2504e04f8911d39a0c0305e82c3301",
+    " 3f2504e0-4f89-11d3-9a0c-0305e82c3301", "urn:uuid:3f2504e0-4f89-11d3-9a0c-0305e82c3301",
+    "not-a-uuid", "__debezium_unavailable_value", "",
+]  # fmt: skip
 
 CASES: list[tuple[str, str | None, bool, list[Any]]] = [
     ("date", "io.debezium.time.Date", True, DAYS),
@@ -78,6 +97,14 @@ CASES: list[tuple[str, str | None, bool, list[Any]]] = [
     ("json", "io.debezium.data.Json", True, TEXTS),
     ("json", "io.debezium.data.Json", False, TEXTS),
     ("json", None, True, TEXTS),
+    ("date", None, True, DATE_TEXTS),
+    ("date", "io.debezium.time.Date", True, DATE_TEXTS + DAYS),
+    ("timestamp", None, True, LOCAL_TEXTS + MILLIS),
+    ("timestamp", "io.debezium.time.MicroTimestamp", True, LOCAL_TEXTS + MICROS),
+    ("time", None, True, TIME_TEXTS),
+    ("time", "io.debezium.time.MicroTime", True, TIME_TEXTS),
+    ("uuid", None, True, UUID_TEXTS),
+    ("uuid", "io.debezium.data.Uuid", True, UUID_TEXTS),
 ]
 
 
@@ -139,6 +166,25 @@ def test_a_value_taken_at_once_is_typed_as_one_by_one(
                 as_stored = pa.array([expected], stored).to_pylist()[0]
                 assert repr(typed[i]) == repr(as_stored), value
         assert took > 0
+
+
+def test_an_enum_symbol_is_taken_as_it_is_and_nothing_else() -> None:
+    column = Column(1, "e", EnumType(("new", "paid", "__debezium_unavailable_value")))
+    vector = vector_converter(column, pa.string(), None, True)
+    assert vector is not None
+    values = ["new", "paid", "New", " new", "", "__debezium_unavailable_value", None]
+    at_once, taken = vector(pa.array(values, pa.string()))
+    assert taken.tolist() == [True, True, False, False, False, False, False]
+    assert at_once.to_pylist()[:2] == ["new", "paid"]
+    assert vector(pa.array([1, 2]))[1].tolist() == [False, False]
+
+
+def test_a_day_its_month_lacks_leaves_the_column_to_the_per_value_read() -> None:
+    for kind, text in (("date", "2023-02-29"), ("timestamp", "2023-02-29T00:00:00")):
+        column = Column(1, "d", parse_type(kind))
+        vector = vector_converter(column, arrow_type(column.type), None, True)
+        assert vector is not None
+        assert not vector(pa.array(["2024-02-29" + text[10:], text]))[1].any()
 
 
 def test_a_column_its_arrival_does_not_say_is_typed_one_by_one() -> None:
