@@ -155,7 +155,7 @@ def block_reader(
     if not set(schema.by_name) <= set(by_layout):
         return None
     nested = [col for col in schema.columns if col.type.name in _NESTED]
-    if nested and (decoding is not None or any(c.type.name in _NESTED for c in schema.key_columns)):
+    if nested and (decoding is not None or any(k.type.name in _NESTED for k in schema.key_columns)):
         return None
     hints = schema.sink.logical if hints is None else hints
     # Declared: the JSON reader types these. ``texts``: typed columns learnt to arrive
