@@ -187,7 +187,8 @@ def _matching(pattern: str, stored: pa.DataType, unless: str | None = None) -> V
             return none
         matched = pc.fill_null(pc.match_substring_regex(values, pattern), False)
         if unless is not None:
-            matched = pc.and_(matched, pc.invert(pc.match_substring_regex(values, unless)))
+            excluded = pc.fill_null(pc.match_substring_regex(values, unless), False)
+            matched = pc.and_(matched, pc.invert(excluded))
         try:
             typed = pc.if_else(matched, values, pa.scalar(None, pa.string())).cast(stored)
         except pa.ArrowInvalid:
