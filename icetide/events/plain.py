@@ -48,6 +48,19 @@ MAX_OPENERS = 256
 """More ``[``/``{`` than this and the general decoder reads the message: ``orjson`` reads
 deeper nesting than Python's ``json`` (which fails near 1,000 levels, fewer inside a
 worker's stack), and such a message must be the dead letter the general decoder says."""
+_SHORT = 2 * MAX_OPENERS + 1
+"""A message this long or shorter cannot hold more ``{`` and ``[`` than the one-pass read
+takes (each opener has its closer): only longer ones are counted."""
+
+
+def many_openers(raw: bytes) -> bool:
+    """Whether message ``raw`` holds more ``{`` and ``[`` than the one-pass read takes
+    (:data:`MAX_OPENERS`): it leaves such a message to the general read.
+
+    >>> many_openers(b"[" * 600), many_openers(b"[" * 300), many_openers(b"[" + b"a" * 600)
+    (True, False, False)
+    """
+    return len(raw) > _SHORT and raw.count(b"{") + raw.count(b"[") > MAX_OPENERS
 
 
 _LONG_NUMBER = re.compile(rb"[0-9.]{16,}(?:[eE][+-]?[0-9]+)?")
@@ -145,7 +158,7 @@ def parse(raw: bytes) -> Any:
     """
     if raw[:1] != b"{":  # a BOM, blank, registry frame or not an object: the general path
         return None
-    if raw.count(b"[") + raw.count(b"{") > MAX_OPENERS:
+    if many_openers(raw):
         return None  # maybe nested deeper than Python's json reads: its error, not a row
     try:
         return orjson.loads(raw)
@@ -353,7 +366,7 @@ def value_converter(
     return general
 
 
-_LEAVES: dict[str, Callable[[Any], bool]] = {
+NESTED_LEAVES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: type(v) is str,
     "long": lambda v: type(v) is int and -(2**63) <= v <= 2**63 - 1,
     "int": lambda v: type(v) is int and -(2**31) <= v <= 2**31 - 1,
@@ -367,7 +380,7 @@ def _nested_converter(ctype: IcetideType, general: Converter) -> Converter | Non
     """A list, map or struct column's converter for its usual values, each as
     ``general`` types it without walking it three times (for floats, then coercing, then
     into Arrow's form): a list of, a text-keyed map to, or a struct of strings, integers
-    in range, booleans and nulls (:data:`_LEAVES`) is already that form (a map's as its
+    in range, booleans and nulls (:data:`NESTED_LEAVES`) is already that form (a map's as its
     pairs). Any other value goes to ``general``. None for another type.
 
     >>> from icetide.schema.types import ListType, StringType
@@ -376,7 +389,7 @@ def _nested_converter(ctype: IcetideType, general: Converter) -> Converter | Non
     (['a', None], 'general', 'general')
     """
     if isinstance(ctype, ListType):
-        element = _LEAVES.get(ctype.element.name)
+        element = NESTED_LEAVES.get(ctype.element.name)
         if element is None:
             return None
 
@@ -387,7 +400,7 @@ def _nested_converter(ctype: IcetideType, general: Converter) -> Converter | Non
 
         return a_list
     if isinstance(ctype, MapType):
-        item = _LEAVES.get(ctype.value.name)
+        item = NESTED_LEAVES.get(ctype.value.name)
         if item is None or ctype.key.name != "string":
             return None
 
@@ -398,9 +411,9 @@ def _nested_converter(ctype: IcetideType, general: Converter) -> Converter | Non
 
         return a_map
     if isinstance(ctype, StructType):
-        if any(f.type.name not in _LEAVES for f in ctype.fields):
+        if any(f.type.name not in NESTED_LEAVES for f in ctype.fields):
             return None
-        fields = tuple((f.name, _LEAVES[f.type.name]) for f in ctype.fields)
+        fields = tuple((f.name, NESTED_LEAVES[f.type.name]) for f in ctype.fields)
         names = frozenset(name for name, _ in fields)
 
         def a_struct(value: Any) -> Any:

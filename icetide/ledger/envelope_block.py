@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from icetide.events.inline import SCHEMA_FIRST
-from icetide.events.plain import MAX_OPENERS, MS_RANGE
+from icetide.events.plain import MS_RANGE, many_openers
 from icetide.events.position import OFFSET_SPAN, ROW_SPAN, binlog_file_number
 from icetide.ledger.position_arrays import (
     binlog_texts,
@@ -443,8 +443,7 @@ def route_reader() -> RouteReader:
         if found is None:
             return None
         ok = found[0]
-        for i in np.flatnonzero(np.fromiter(map(len, lines), np.int64, len(lines)) > _SHORT):
-            ok[i] &= not many_openers(lines[i])
+        ok &= ~np.fromiter(map(many_openers, lines), bool, len(lines))
         before, after = doc.column("before"), doc.column("after")
         deleted = pc.equal(doc.column("op"), "d")
         ok &= mask(pc.if_else(deleted, before.is_valid(), after.is_valid()))
@@ -509,22 +508,6 @@ def _letter_escape(raw: bytes) -> bool:
 
 _LETTER_ROWS = (b"4", b"5", b"6", b"7")
 """The third hex digit of an escaped ASCII letter (``\u0041``–``\u007a``)."""
-
-
-_SHORT = 2 * MAX_OPENERS + 1
-"""A message this long or shorter cannot hold more ``{`` and ``[`` than the one-pass read
-takes (each opener has its closer): only longer ones are counted."""
-
-
-def many_openers(raw: bytes) -> bool:
-    """Whether message ``raw`` holds more ``{`` and ``[`` than the one-pass read takes
-    (:data:`~icetide.events.plain.MAX_OPENERS`; it leaves such a message to the general
-    read, whose parser fails on deep nesting): counted only in a message long enough.
-
-    >>> many_openers(b"[" * 600), many_openers(b"[" * 300), many_openers(b"[" + b"a" * 600)
-    (True, False, False)
-    """
-    return len(raw) > _SHORT and raw.count(b"{") + raw.count(b"[") > MAX_OPENERS
 
 
 SERIAL = pj.ReadOptions(use_threads=False)

@@ -72,9 +72,11 @@ from icetide.events.envelope import is_unavailable
 from icetide.events.inline import BlockDecoding, FieldDecoder
 from icetide.events.plain import (
     MAX_OPENERS,
+    NESTED_LEAVES,
     Converter,
     Refuse,
     long_numbers,
+    many_openers,
     value_converter,
 )
 from icetide.ledger.envelope_block import (
@@ -85,7 +87,6 @@ from icetide.ledger.envelope_block import (
     envelope_checks,
     halving,
     keyed_by_text,
-    many_openers,
     mask,
     plain_texts,
 )
@@ -477,7 +478,8 @@ def _json_shape(ctype: IcetideType) -> pa.DataType | None:
     return _JSON_LEAVES.get(ctype.name)
 
 
-_JSON_LEAVES = {"string": pa.string(), "long": pa.int64(), "int": pa.int64(), "boolean": pa.bool_()}
+_JSON_LEAVES = {name: _JSON_TYPES[name] for name in NESTED_LEAVES}
+"""The leaf types a nested converter takes as they are, as the JSON reader parses them."""
 
 
 def _nested_values(

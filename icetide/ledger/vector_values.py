@@ -92,8 +92,7 @@ def vector_converter(
     if kind == "date" and (arrival in DATES or unhinted):
         if not schemaless:
             return _dates
-        texts = _matching(_DATE_TEXT, stored)
-        return lambda values: (texts if values.type == pa.string() else _dates)(values)
+        return _by_type(_matching(_DATE_TEXT, stored), _dates)
     if schemaless and stored == pa.string():  # each text as it is, where these take it
         if kind == "time":
             return _matching(_TIME_TEXT, stored, _ZERO_FRACTION)
@@ -101,10 +100,6 @@ def vector_converter(
             return _matching(_UUID_TEXT, stored)
         if isinstance(column.type, EnumType):
             return _symbols(column.type.symbols)
-    if kind == "timestamp" and schemaless and (arrival in TIMESTAMP_UNITS or unhinted):
-        counts = _epoch(TIMESTAMP_UNITS.get(arrival or "", 1_000), 1, stored)
-        local = _matching(_LOCAL_TEXT, stored)
-        return lambda values: (local if values.type == pa.string() else counts)(values)
     if kind in ("timestamp", "timestamptz"):
         if arrival == NANOS:
             return _epoch(1, 1_000, stored)
@@ -113,8 +108,9 @@ def vector_converter(
         if arrival in TIMESTAMP_UNITS or unhinted:
             epoch = _epoch(TIMESTAMP_UNITS.get(arrival or "", 1_000), 1, stored)
             if kind == "timestamptz" and unhinted:  # a number or an ISO text, unhinted
-                texts = _utc_texts(stored)
-                return lambda values: (texts if values.type == pa.string() else epoch)(values)
+                return _by_type(_utc_texts(stored), epoch)
+            if kind == "timestamp" and schemaless:  # a number or a local ISO text
+                return _by_type(_matching(_LOCAL_TEXT, stored), epoch)
             return epoch
     if kind == "json" and (arrival == JSON or unhinted):
         return _texts
@@ -123,6 +119,11 @@ def vector_converter(
         if pa.types.is_decimal(stored) and stored.scale == scale:
             return _base64_decimals(precision, stored)
     return None
+
+
+def _by_type(texts: VectorConverter, numbers: VectorConverter) -> VectorConverter:
+    """``texts`` for a column the reader parsed as text, ``numbers`` otherwise."""
+    return lambda values: (texts if values.type == pa.string() else numbers)(values)
 
 
 def _integers(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
