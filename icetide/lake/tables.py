@@ -331,6 +331,51 @@ def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     return loaded
 
 
+class HeldTables:
+    """Tables a long-running stage loads once and refreshes after: :meth:`get` answers
+    ``table``'s Iceberg ``Table`` as of now, the one held from an earlier call
+    refreshed from its catalog, or loaded the first time.
+
+    A load reads and parses the table's whole metadata file, which grows with every
+    snapshot; a refresh reads it only when the table changed since (a Hadoop table
+    checks which version files exist; a REST or JDBC catalog answers what it holds).
+    The ledger asks for two tables of each table in every batch: at 1,000 tables,
+    loading them was a sixth of the JVM's time committing a batch
+    (bench/results/tables.md). A refresh that fails (the table dropped) loads it anew,
+    which raises as a first load would.
+
+    A table this process drops and creates again must be :meth:`forget`-ten: a Hadoop
+    table's refresh looks for its own version's file and the next ones, and a new table
+    that has reached the same version number would read as the old one."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._held: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, table: TableName) -> Any:
+        """``table`` as of now (see the class)."""
+        from py4j.protocol import Py4JJavaError
+
+        with self._lock:
+            held = self._held.get(table.sql)
+        if held is not None:
+            try:
+                held.refresh()
+                return held
+            except Py4JJavaError:
+                pass
+        loaded = iceberg_table(self.spark, table)
+        with self._lock:
+            self._held[table.sql] = loaded
+        return loaded
+
+    def forget(self, table: TableName) -> None:
+        """Load ``table`` anew at the next :meth:`get` (it may have been replaced)."""
+        with self._lock:
+            self._held.pop(table.sql, None)
+
+
 def _load(spark: SparkSession, table: TableName) -> Any:
     # Spark3Util resolves the catalog in the conf of the calling JVM thread's active
     # session, which a thread of its own (a merge round's) has not got: the catalog

@@ -35,9 +35,9 @@ from icetide.lake.data_files import FileTarget, WrittenFile, append_files, file_
 from icetide.lake.ledger_figures import FIGURES_PROPERTY, figure_aggregates, figures_json, micros
 from icetide.lake.payload import payload_b64
 from icetide.lake.tables import (
+    HeldTables,
     TableRefs,
     ensure_namespace,
-    iceberg_table,
     latest_snapshot_property,
     spark_schema,
 )
@@ -313,6 +313,8 @@ class LedgerStage:
         self._loaded: dict[TableName, Any] = {}
         """The ledger and dead-letter tables the batch under way loaded (:meth:`_prepared`),
         for its appends."""
+        self._held = HeldTables(spark)
+        """The ledger and dead-letter tables, loaded once and refreshed at each batch."""
         self._settled: dict[str, int] = {}
         """Table → the schema version the ledger has been seen projecting whole (phase 2
         done): :meth:`tick` has nothing to do for the table until its schema file names
@@ -421,7 +423,7 @@ class LedgerStage:
         def write(summary: dict[str, str]) -> None:
             # Loaded for the batch by _prepared, once: an append reads the table's current
             # metadata as it commits. A retry loads it again.
-            loaded = self._loaded.pop(table, None) or iceberg_table(self.spark, table)
+            loaded = self._loaded.pop(table, None) or self._held.get(table)
             append_files(loaded, files, target.partition, summary)
 
         self._once(write, table, batch_id, properties, of)
@@ -513,7 +515,8 @@ class LedgerStage:
                 if self._settled.get(name) == self.pipeline.schema(name).version:
                     continue
                 try:
-                    alter_ledger(self.spark, self.pipeline, name)
+                    if alter_ledger(self.spark, self.pipeline, name):
+                        self._held.forget(self.refs(name).cdc)  # perhaps created again
                     plan = projection(self.spark, self.pipeline, name)
                 except SchemaError:  # said by the next batch that holds its messages
                     continue
@@ -578,9 +581,7 @@ class LedgerStage:
         if not names:
             return None  # no table known active yet: the two passes find them
         _, jobs = self._prepared(names, batch_id, {}, now)
-        stray = file_target(
-            iceberg_table(self.spark, self.unrouted_dlt), c.DLT_INGESTED_AT, now.date()
-        )
+        stray = file_target(self._held.get(self.unrouted_dlt), c.DLT_INGESTED_AT, now.date())
         if len(jobs) < len(names) or stray is None:
             # A table written by Spark's writer: two passes (_tables_batch), in every
             # batch of this process, without preparing every table first again.
@@ -876,9 +877,9 @@ class LedgerStage:
             plan, table_refused = self._plan(name, batch_id, refused.get(name))
             refs = self.refs(name)
             # _plan loaded the ledger for the batch (not when its schema change was held).
-            loaded = self._loaded.get(refs.cdc) or iceberg_table(self.spark, refs.cdc)
+            loaded = self._loaded.get(refs.cdc) or self._held.get(refs.cdc)
             ledger = file_target(loaded, c.INGESTED_AT, now.date())
-            dead_letters = iceberg_table(self.spark, refs.dead_letters)
+            dead_letters = self._held.get(refs.dead_letters)
             self._loaded[refs.dead_letters] = dead_letters
             dead = file_target(dead_letters, c.DLT_INGESTED_AT, now.date())
             if ledger is None or dead is None:
@@ -919,11 +920,19 @@ class LedgerStage:
 
         def phases() -> Projection:
             # Each step is a no-op once done, so a retry redoes only what is left. The
-            # ledger is loaded once for the batch: its schema steps, its projection, its
+            # ledger is read once for the batch: its schema steps, its projection, its
             # files' target and its append (whose commit reads the metadata again).
-            ledger = iceberg_table(self.spark, cdc)
-            if alter_ledger(self.spark, self.pipeline, name, ledger):
-                ledger = iceberg_table(self.spark, cdc)
+            # The ledger is held from batch to batch and refreshed (HeldTables); one
+            # its schema steps changed, perhaps retired and created again, is loaded anew.
+            ledger = self._held.get(cdc)
+            try:
+                altered = alter_ledger(self.spark, self.pipeline, name, ledger)
+            except BaseException:
+                self._held.forget(cdc)
+                raise
+            if altered:
+                self._held.forget(cdc)
+                ledger = self._held.get(cdc)
             self._loaded[cdc] = ledger
             return projection(self.spark, self.pipeline, name, record=False, ledger=ledger)
 

@@ -42,7 +42,8 @@ INPUT_COLUMNS = ("table", "status", "message_id", "reason", "error", "raw")
 
 FILES_DDL = (
     "table STRING, ledger_path STRING, ledger_size BIGINT, ledger_rows BIGINT, "
-    "dead_path STRING, dead_size BIGINT, dead_rows BIGINT, tally STRING, classes STRING"
+    "ledger_metrics STRING, dead_path STRING, dead_size BIGINT, dead_rows BIGINT, "
+    "dead_metrics STRING, tally STRING, classes STRING"
 )
 """What :func:`write_table_files` answers: one row per table and task; and
 :func:`classify_and_write`, also a row per task with no table, its ``classes``."""
@@ -52,9 +53,11 @@ FILES_ARROW = pa.schema(
         ("ledger_path", pa.string()),
         ("ledger_size", pa.int64()),
         ("ledger_rows", pa.int64()),
+        ("ledger_metrics", pa.string()),
         ("dead_path", pa.string()),
         ("dead_size", pa.int64()),
         ("dead_rows", pa.int64()),
+        ("dead_metrics", pa.string()),
         ("tally", pa.string()),
         ("classes", pa.string()),
     ]
@@ -88,9 +91,13 @@ def collected(rows: Iterable[Any]) -> dict[str, TableFiles]:
     for row in rows:
         files = out.setdefault(row.table, TableFiles([], [], Tally()))
         if row.ledger_path is not None:
-            files.ledger.append(WrittenFile(row.ledger_path, row.ledger_size, row.ledger_rows))
+            files.ledger.append(
+                WrittenFile(row.ledger_path, row.ledger_size, row.ledger_rows, row.ledger_metrics)
+            )
         if row.dead_path is not None:
-            files.dead.append(WrittenFile(row.dead_path, row.dead_size, row.dead_rows))
+            files.dead.append(
+                WrittenFile(row.dead_path, row.dead_size, row.dead_rows, row.dead_metrics)
+            )
         files.tally.add(Tally.from_json(row.tally))
     return out
 
@@ -261,9 +268,11 @@ def _answer(
                 "ledger_path": ledger and ledger.path,
                 "ledger_size": ledger and ledger.size,
                 "ledger_rows": ledger and ledger.rows,
+                "ledger_metrics": ledger and ledger.metrics,
                 "dead_path": dead and dead.path,
                 "dead_size": dead and dead.size,
                 "dead_rows": dead and dead.rows,
+                "dead_metrics": dead and dead.metrics,
                 "tally": (tally or Tally()).to_json(),
                 "classes": None,
             }

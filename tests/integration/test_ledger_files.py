@@ -141,8 +141,15 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
             assert sorted(theirs.column(column).to_pylist(), key=repr) == sorted(
                 (r[0] for r in ours.select(column).collect()), key=repr
             ), column
-        # Each file's metrics as the commit read them (FooterMetrics, opening the footer
-        # with read options built once) equal Iceberg's own fileMetrics of the file.
+        # Each file's metrics as committed (computed by the task that wrote it), and as
+        # FooterMetrics reads them (opening the footer with read options built once),
+        # equal Iceberg's own fileMetrics of the file.
+        assert target.metrics is not None  # the tasks computed them
+        tasks = loaded.newScan().includeColumnStats().planFiles().iterator()
+        committed = {}
+        while tasks.hasNext():
+            data_file = tasks.next().file()
+            committed[str(data_file.location())] = _metrics(data_file)
         footers = FooterMetrics(loaded)
         assert class_loadable(f"{SHADED_PARQUET}.hadoop.ParquetFileReader")  # the fast path
         assert not class_loadable(f"{SHADED_PARQUET}.hadoop.NoSuchReader")
@@ -153,7 +160,7 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
                 source, footers.config
             )
             ours_metrics = _metrics(footers.read(path))
-            assert ours_metrics == _metrics(theirs_metrics)
+            assert ours_metrics == _metrics(theirs_metrics) == committed[path]
             assert ours_metrics["rows"] > 0 and ours_metrics["upperBounds"]
         # The append's snapshot carries the merge's figures, equal to Spark's over the rows.
         summary = latest_snapshot_property(spark, cdc, FIGURES_PROPERTY)

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from icetide.lake.commit import append_with_properties
 from icetide.lake.tables import (
+    HeldTables,
     current_snapshot_id,
     iceberg_table,
     loaded_once,
@@ -99,6 +100,36 @@ def test_metadata_read_again_is_the_tables_own_after_a_commit_and_after_a_drop(
         assert again_file == first_file  # the case a file's name alone would get wrong
     assert [s.summary["n"] for s in again] == ["again"]
     assert again[0].snapshot_id != first[0].snapshot_id
+
+
+def test_a_held_table_is_refreshed_and_one_created_again_is_loaded_again(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """The ledger's tables, held from batch to batch: another writer's commit and schema
+    change are seen through the same object; a table dropped and created again is not
+    read as the old one, nor one forgotten after its own version number came round."""
+    table = TableName("lake", pipeline.config.catalog.namespace, "held")
+
+    def columns(loaded: Any) -> list[str]:
+        return [str(f.name()) for f in loaded.schema().columns()]
+
+    spark.sql(f"CREATE TABLE {table.sql} (id BIGINT) USING iceberg")
+    held = HeldTables(spark)
+    first = held.get(table)
+    assert first.currentSnapshot() is None
+    spark.sql(f"INSERT INTO {table.sql} VALUES (1)")
+    spark.sql(f"ALTER TABLE {table.sql} ADD COLUMN v STRING")
+    again = held.get(table)
+    assert again is first and again.currentSnapshot() is not None
+    assert columns(again) == ["id", "v"]
+    spark.sql(f"DROP TABLE {table.sql} PURGE")
+    spark.sql(f"CREATE TABLE {table.sql} (k STRING) USING iceberg")
+    created = held.get(table)
+    assert columns(created) == ["k"] and created.currentSnapshot() is None
+    spark.sql(f"DROP TABLE {table.sql} PURGE")
+    spark.sql(f"CREATE TABLE {table.sql} (n INT) USING iceberg")
+    held.forget(table)
+    assert columns(held.get(table)) == ["n"]
 
 
 def test_inside_loaded_once_each_table_is_loaded_once(
