@@ -61,6 +61,14 @@ class Task:
     interval under load). Cleared as each round starts: a wake during a round that
     found nothing still counts, since that round may have looked before the work
     arrived."""
+    rest_ratio: float = 0.0
+    """After a round, rest at least this many times as long as the round took (and never
+    less than ``interval``): a look at every table (the observer's, the artifacts
+    watch's) grows with the table count, and at 1,000 tables one took longer than its
+    15-s interval, so it ran back to back and held a third of the cores' time in the
+    JVM, loading tables for figures no stage needs (bench/results/tables.md). With a
+    ratio of 3 a look keeps at most a quarter of its thread's time, and of the JVM's
+    answers to it."""
     healthy_after: float = 0.0
     """Seconds a task must have run since its (re)start before a good round counts as
     recovery: a child process that fails again within them never got going, so its
@@ -119,7 +127,11 @@ the next round starts at once, whatever the interval."""
 
 
 def pause_after(
-    round_seconds: float, interval: float, busy: bool = True, behind: bool = False
+    round_seconds: float,
+    interval: float,
+    busy: bool = True,
+    behind: bool = False,
+    rest_ratio: float = 0.0,
 ) -> float:
     """Seconds to wait after a round of ``round_seconds`` of a ``catch_up`` task (and of
     ``icetide merge``'s loop), ``busy`` when it found work, ``behind`` when it left work
@@ -129,16 +141,23 @@ def pause_after(
     trigger), and one longer than that is followed at once: with "merge every 5s" a
     change waits at most one round for a merge to start, not a round plus 5 s (which
     had made the freshness benchmark's merge cycle 17 s for 10 s of merging). After an
-    idle round, the whole interval: a pipeline with nothing to do rests.
+    idle round, the whole interval: a pipeline with nothing to do rests. A task with a
+    ``rest_ratio`` (not a ``catch_up`` one) rests that many times its round, when that
+    is longer than the interval (:attr:`Task.rest_ratio`).
 
     >>> pause_after(2.0, 5.0), pause_after(7.5, 5.0), pause_after(0.0, 0.0)
     (3.0, 0.0, 0.0)
     >>> pause_after(2.0, 5.0, busy=False), pause_after(2.0, 5.0, behind=True)
     (5.0, 0.0)
+    >>> pause_after(2.0, 15.0, busy=False, rest_ratio=3), pause_after(
+    ...     60.0, 15.0, busy=False, rest_ratio=3)
+    (15.0, 180.0)
     """
     if behind:
         return 0.0
-    return max(0.0, interval - round_seconds) if busy else interval
+    if busy:
+        return max(0.0, interval - round_seconds)
+    return max(interval, round_seconds * rest_ratio)
 
 
 def describe(exc: BaseException) -> str:
@@ -270,7 +289,9 @@ class Supervisor:
                     behind = task.catch_up and found is BEHIND
                     task.enter("idle")
                     self._wait(
-                        pause_after(time.monotonic() - began, task.interval, busy, behind),
+                        pause_after(
+                            time.monotonic() - began, task.interval, busy, behind, task.rest_ratio
+                        ),
                         None if busy else task.wake,
                     )
                 except Stopped:

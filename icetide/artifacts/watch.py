@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from icetide.artifacts.refresh import RefreshReport
 from icetide.artifacts.workspace import known_versions, on_table_changed
 from icetide.lake.alter import int_property, table_properties
-from icetide.lake.tables import iceberg_table_if_exists
+from icetide.lake.tables import HeldTables, iceberg_table_if_exists, loaded_once
 from icetide.schema.contract import phases as p
 
 if TYPE_CHECKING:
@@ -37,11 +37,15 @@ if TYPE_CHECKING:
 Report = Callable[..., Any]
 
 
-def data_version(spark: SparkSession, pipeline: Pipeline, table: str) -> int | None:
+def data_version(
+    spark: SparkSession, pipeline: Pipeline, table: str, held: HeldTables | None = None
+) -> int | None:
     """The schema version whose data the base table of ``table`` holds (None: no base
-    table, or no merge has run on it yet)."""
+    table, or no merge has run on it yet); ``held``: the base refreshed when held from
+    an earlier round, not loaded again."""
     base = pipeline.refs(table).base
-    loaded = iceberg_table_if_exists(spark, base)  # one load, where asking first is two
+    with loaded_once(held):
+        loaded = iceberg_table_if_exists(spark, base)  # one load, where asking first is two
     if loaded is None:
         return None
     return int_property(table_properties(spark, base, loaded), p.DATA_VERSION)
@@ -55,13 +59,17 @@ class VersionWatch:
     pipeline: Pipeline
     report: Report
     seen: dict[str, int] = field(default_factory=dict)
+    held: HeldTables | None = None
+    """The base tables, held from round to round and refreshed (made at the first)."""
 
     def step(self) -> list[RefreshReport]:
         """Publish every table whose mirror moved to a version not published yet."""
         known: dict[str, int] | None = None
         done = []
+        if self.held is None:
+            self.held = HeldTables(self.spark)
         for table in [t.name for t in self.pipeline.config.tables]:
-            version = data_version(self.spark, self.pipeline, table)
+            version = data_version(self.spark, self.pipeline, table, self.held)
             if version is None:
                 continue
             last = self.seen.get(table)

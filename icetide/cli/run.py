@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 CAPTURE_HEALTHY_AFTER = 30.0
 """A capture child that fails within this many seconds of its start never got going."""
+LOOK_REST = 3.0
+"""How many times as long as its look the observer (and the artifacts watch) rests, at
+least (:attr:`~icetide.supervisor.Task.rest_ratio`): a quarter of the time at most."""
 
 
 class CaptureChild:
@@ -179,10 +182,14 @@ class Observer:
     and the page, and logs an SLA breach when it begins and when it ends."""
 
     def __init__(self, spark: SparkSession, pipeline: Pipeline, sinks: Reporter) -> None:
+        from icetide.lake.tables import HeldTables
+
         self.spark = spark
         self.pipeline = pipeline
         self.sinks = sinks
         self.breached: set[str] = set()
+        self.held = HeldTables(spark)
+        """The tables looked at, held from look to look and refreshed."""
 
     def step(self) -> None:
         from dataclasses import replace
@@ -191,7 +198,7 @@ class Observer:
         from icetide.spark.errors import jvm_boundary
 
         with jvm_boundary("observe"):
-            healths = observe_all(self.spark, self.pipeline.config)
+            healths = observe_all(self.spark, self.pipeline.config, self.held)
         for health in healths:
             health = replace(health, schema_version=self.pipeline.schema(health.table).version)
             figures = health.to_dict()
@@ -353,13 +360,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     supervisor.add(Task("maintenance", maintain, every, initial_delay=every))
     observer = Observer(spark, pipeline, quiet)
-    supervisor.add(Task("observe", observer.step, args.observe_interval))
+    supervisor.add(Task("observe", observer.step, args.observe_interval, rest_ratio=LOOK_REST))
     names += ["stream", "merge", "maintenance", "observe"]
     if config.artifacts.refresh == "auto":
         from icetide.artifacts.watch import VersionWatch
 
         watch = VersionWatch(spark, pipeline, pipeline.report)
-        supervisor.add(Task("artifacts", watch.step, args.observe_interval))
+        supervisor.add(Task("artifacts", watch.step, args.observe_interval, rest_ratio=LOOK_REST))
         names.append("artifacts")
     log(
         f"running: {', '.join(names)}; ledger every "

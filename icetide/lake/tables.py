@@ -325,7 +325,8 @@ def iceberg_table(spark: SparkSession, table: TableName) -> Any:
     kept = _kept()
     loaded = kept.get(table.sql) if kept is not None else None
     if loaded is None:
-        loaded = _load(spark, table)
+        held: HeldTables | None = getattr(_scope, "held", None)
+        loaded = held.get(table) if held is not None else _load(spark, table)
         if kept is not None:
             kept[table.sql] = loaded
     return loaded
@@ -344,9 +345,15 @@ class HeldTables:
     (bench/results/tables.md). A refresh that fails (the table dropped) loads it anew,
     which raises as a first load would.
 
+    The observer and the artifacts watch hold the tables they look at (through
+    :func:`loaded_once`): at 1,000 tables, their loads were most of their JVM time.
+
     A table this process drops and creates again must be :meth:`forget`-ten: a Hadoop
     table's refresh looks for its own version's file and the next ones, and a new table
-    that has reached the same version number would read as the old one."""
+    that has reached the same version number would read as the old one until its next
+    commit. The ledger forgets each ledger it changes; a reader that only looks (the
+    observer, the artifacts watch) may see another thread's table created again that
+    way as the old one until its next commit."""
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -355,17 +362,15 @@ class HeldTables:
 
     def get(self, table: TableName) -> Any:
         """``table`` as of now (see the class)."""
-        from py4j.protocol import Py4JJavaError
-
         with self._lock:
             held = self._held.get(table.sql)
         if held is not None:
             try:
                 held.refresh()
                 return held
-            except Py4JJavaError:
+            except Exception:  # noqa: BLE001 - the load that follows raises what is wrong
                 pass
-        loaded = iceberg_table(self.spark, table)
+        loaded = _load(self.spark, table)
         with self._lock:
             self._held[table.sql] = loaded
         return loaded
@@ -425,9 +430,11 @@ def _kept() -> dict[str, Any] | None:
 
 
 @contextmanager
-def loaded_once() -> Iterator[None]:
+def loaded_once(held: HeldTables | None = None) -> Iterator[None]:
     """Inside, in this thread, each table is loaded from its catalog once: every later
-    :func:`iceberg_table` and :func:`table_exists` of it answers from that load.
+    :func:`iceberg_table` and :func:`table_exists` of it answers from that load. With
+    ``held``, that load is its :meth:`HeldTables.get`: a table held from an earlier
+    scope is refreshed, not loaded again.
 
     For readers that ask many things of a few tables and change none of them: the
     observer asks about a table's base, ledger and dead letters a dozen times a look
@@ -437,11 +444,11 @@ def loaded_once() -> Iterator[None]:
     if _kept() is not None:
         yield
         return
-    _scope.tables = {}
+    _scope.tables, _scope.held = {}, held
     try:
         yield
     finally:
-        _scope.tables = None
+        _scope.tables = _scope.held = None
 
 
 TABLE_NOT_FOUND = "TABLE_OR_VIEW_NOT_FOUND"

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from icetide.lake.ledger_figures import EPOCH
 from icetide.lake.progress import events_after, read_watermark
 from icetide.lake.tables import (
+    HeldTables,
     TableRefs,
     added_upper_bound,
     current_snapshot_id,
@@ -181,11 +182,16 @@ def dead_letters_by_reason(spark: SparkSession, refs: TableRefs) -> dict[str, in
 
 
 def observe_table(
-    spark: SparkSession, config: Config, name: str, now: datetime | None = None
+    spark: SparkSession,
+    config: Config,
+    name: str,
+    now: datetime | None = None,
+    held: HeldTables | None = None,
 ) -> TableHealth:
     """Measure one table now: each of its tables loaded from the catalog once
-    (:func:`~icetide.lake.tables.loaded_once`), however many things are asked of it."""
-    with loaded_once():
+    (:func:`~icetide.lake.tables.loaded_once`), however many things are asked of it;
+    with ``held``, refreshed when held from an earlier look."""
+    with loaded_once(held):
         return _observe_table(spark, config, name, now or datetime.now(UTC))
 
 
@@ -225,7 +231,10 @@ def _observe_table(spark: SparkSession, config: Config, name: str, now: datetime
     )
 
 
-def observe_all(spark: SparkSession, config: Config) -> list[TableHealth]:
-    """Every configured table, measured at the same moment."""
+def observe_all(
+    spark: SparkSession, config: Config, held: HeldTables | None = None
+) -> list[TableHealth]:
+    """Every configured table, measured at the same moment (``held``: see
+    :func:`observe_table`)."""
     now = datetime.now(UTC)
-    return [observe_table(spark, config, t.name, now) for t in config.tables]
+    return [observe_table(spark, config, t.name, now, held) for t in config.tables]

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from icetide.lake import tables as lake_tables
 from icetide.lake.progress import read_watermark
+from icetide.lake.tables import HeldTables
 from icetide.observe import freshness
 from icetide.observe.freshness import observe_table
 from icetide.schema.contract import ledger as c
+from icetide.schema.contract.names import TableName
 from tests.integration.events import ITEMS, mysql
 from tests.integration.harness import Pipeline
 
@@ -77,3 +81,38 @@ def test_newest_applied_after_a_merge_comes_from_the_files_appended_since(
     freshness._newest_seen[refs.cdc.sql] = (-1, None)
     merged((400, 6, 30_000))
     assert observe_table(spark, config, "items").newest_applied == _at(T0 + 30_000) == queried()
+
+
+def test_a_look_with_held_tables_loads_none_again_and_sees_every_merge(
+    tmp_path: Path, warehouse: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipe = Pipeline.custom(
+        tmp_path, warehouse, "observer_held", {"items": ITEMS}, {"items": "shop.items"}, spark
+    )
+    config = pipe.config
+
+    def merged(pos: int, key: int) -> None:
+        pipe.land([mysql("c", pos, after={"id": key, "name": "a", "qty": 1}, ts_ms=T0 + pos)])
+        pipe.stream()
+        pipe.merge()
+
+    held = HeldTables(spark)
+    merged(100, 1)
+    first = observe_table(spark, config, "items", held=held)
+    merged(200, 2)
+    loads: list[str] = []
+    load = lake_tables._load
+
+    def counted(spark: SparkSession, table: TableName) -> Any:
+        loads.append(table.name)
+        return load(spark, table)
+
+    monkeypatch.setattr(lake_tables, "_load", counted)
+    again = observe_table(spark, config, "items", held=held)
+    assert loads == []  # the base, ledger and dead letters held from the first look
+    anew = observe_table(spark, config, "items")
+    assert len(loads) >= 2  # a look without held tables loads them
+    figures = ("ledger_snapshot", "watermark", "lag_events", "newest_applied", "data_files")
+    assert [getattr(again, f) for f in figures] == [getattr(anew, f) for f in figures]
+    assert again.ledger_snapshot != first.ledger_snapshot
+    assert again.newest_applied == _at(T0 + 200)
