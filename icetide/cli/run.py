@@ -410,7 +410,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=positive_seconds,
         default=15.0,
         metavar="SECONDS",
-        help="how often freshness, lag and files are measured (default 15)",
+        help="how often freshness, lag and files are measured (default 15; a look that "
+        "takes longer, over many tables, is followed by a rest three times its length)",
     )
     p.add_argument(
         "--max-backoff",

@@ -134,7 +134,10 @@ class FileWriter:
         metrics = None
         if self._target.metrics is not None:
             footer = self._writer.writer.metadata
-            metrics = file_metrics(footer, self._target.schema_json, self._target.metrics)
+            try:
+                metrics = file_metrics(footer, self._target.schema_json, self._target.metrics)
+            except Exception:  # noqa: BLE001 - the driver reads the footer, as it always can
+                metrics = None
         return WrittenFile(self.path, size, self.rows, metrics)
 
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
+from icetide.lake import data_files
 from icetide.lake.data_files import append_files, file_target
 from icetide.lake.tables import iceberg_table
 from icetide.schema.contract.names import TableName
@@ -194,3 +195,20 @@ def test_a_sorted_table_is_committed_with_the_footers_metrics(
     found = _metrics(_committed(loaded)[written.path])
     s = int(loaded.schema().findField("s").fieldId())
     assert set(found["lowerBounds"]) == {s} and found["valueCounts"] == {s: len(ROWS)}
+
+
+def test_a_file_whose_metrics_the_task_cannot_compute_is_committed_with_the_footers(
+    spark: SparkSession, table: TableName, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*args: object) -> str:
+        raise ValueError("Unexpected physical type")
+
+    monkeypatch.setattr(data_files, "file_metrics", refused)
+    loaded = iceberg_table(spark, table)
+    target, written = _write(loaded, ROWS)
+    assert target.metrics is not None and written.metrics is None
+    append_files(loaded, [written], target.partition, {})
+    source = loaded.io().newInputFile(written.path)
+    metrics_config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(loaded)
+    javas = jvm_class("org.apache.iceberg.parquet.ParquetUtil").fileMetrics(source, metrics_config)
+    assert _metrics(_committed(loaded)[written.path]) == _metrics(javas)
