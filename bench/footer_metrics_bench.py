@@ -27,13 +27,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from icetide.config import Config
-from icetide.lake.data_files import (
-    FooterMetrics,
-    WrittenFile,
-    content_file_json,
-    file_metrics,
-    file_target,
-)
+from icetide.lake.data_files import file_target
+from icetide.lake.file_metrics import FooterMetrics, content_file_json, file_metrics
 from icetide.lake.tables import iceberg_table
 from icetide.schema.contract.names import TableName
 from icetide.schema.file import dump_schema_file
@@ -103,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return computed[path]
 
     def parsed(path: str) -> object:
-        written = WrittenFile(path, sizes[path], 0, computed[path])
-        return parse(read_tree(content_file_json(written, spec_id, {})), spec)
+        text = content_file_json(path, sizes[path], computed[path], spec_id, {})
+        return parse(read_tree(text), spec)
 
     for path in paths:
         task(path)

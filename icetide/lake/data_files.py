@@ -7,15 +7,8 @@ one job: its Python tasks write each table's rows as a Parquet file carrying the
 table's field ids (:meth:`FileTarget.write`, through PyIceberg's file IO, so object
 stores are written as Spark would: with the table's own file IO properties), and the
 driver commits each table's files through Iceberg's Java API (:func:`append_files`),
-with each file's metrics (counts and bounds) as Iceberg's own writer records them.
-
-Those metrics are computed by the task that wrote the file, from the footer it has just
-written (PyIceberg's statistics of a Parquet file's metadata, :func:`file_metrics`), and
-reach the driver as Iceberg's JSON of a data file (``ContentFileParser``): one parse in
-the JVM a file. Reading each footer back in the driver was a fifth of the JVM's time
-committing a batch of 1,000 tables (bench/results/tables.md). Where PyIceberg's metrics
-would differ from the Java writer's (:func:`task_metrics_config`), the driver still
-reads the footer (:class:`FooterMetrics`).
+with each file's metrics (counts and bounds) as Iceberg's own writer records them: those
+the task computed, or else read from the footer (:mod:`icetide.lake.file_metrics`).
 
 Only a table partitioned the way icetide creates its ledger and dead-letter tables
 (by the day of one ingestion-time column, or not at all) is written this way
@@ -36,6 +29,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icetide.lake.file_metrics import (
+    FooterMetrics,
+    content_file_json,
+    file_metrics,
+    iceberg_schema_of,
+    task_metrics_config,
+)
 from icetide.spark.jvm import jvm_class
 
 CODECS = {"uncompressed": "none"}
@@ -142,202 +142,11 @@ class FileWriter:
 
 
 @functools.lru_cache(maxsize=4096)
-def iceberg_schema_of(schema_json: str) -> Any:
-    """PyIceberg's :class:`~pyiceberg.schema.Schema` of an Iceberg schema's JSON text,
-    parsed once per process (a few milliseconds each, and a batch asks for every table's;
-    a schema changes seldom)."""
-    from pyiceberg.schema import Schema
-
-    return Schema.model_validate_json(schema_json)
-
-
-@functools.lru_cache(maxsize=4096)
 def arrow_schema_of(schema_json: str) -> pa.Schema:
     """The Arrow schema, with field ids, of an Iceberg schema's JSON text (cached)."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     return schema_to_pyarrow(iceberg_schema_of(schema_json))
-
-
-METRICS_PREFIX = "write.metadata.metrics."
-"""Where an Iceberg table's properties say which metrics its files carry."""
-DEFAULT_METRICS_MODE = "write.metadata.metrics.default"
-MAX_INFERRED_COLUMNS = "write.metadata.metrics.max-inferred-column-defaults"
-MAX_INFERRED_DEFAULT = 100
-"""Iceberg's default for :data:`MAX_INFERRED_COLUMNS`."""
-
-
-def task_metrics_config(
-    properties: Mapping[str, str], schema_json: str, sorted_table: bool
-) -> dict[str, str] | None:
-    """The metrics properties a task computes its files' metrics with
-    (:func:`file_metrics`), for a table with ``properties``, the schema ``schema_json``
-    and a sort order (``sorted_table``); None where those would not be the metrics
-    Iceberg's Java writer records, so that the driver reads them from the footer:
-
-    - a sorted table: Java keeps at least ``truncate(16)`` for its sort columns;
-    - no default mode and more top-level columns than ``max-inferred-column-defaults``:
-      Java keeps the metrics of the first ones only;
-    - a mode PyIceberg refuses (Java ignores it with a warning).
-
-    >>> schema = '{"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "a",'
-    >>> schema += ' "required": false, "type": "string"}]}'
-    >>> task_metrics_config({"write.metadata.metrics.column.a": "full", "x": "1"}, schema, False)
-    {'write.metadata.metrics.column.a': 'full'}
-    >>> task_metrics_config({}, schema, True) is None
-    True
-    >>> task_metrics_config({MAX_INFERRED_COLUMNS: "0"}, schema, False) is None
-    True
-    >>> task_metrics_config({DEFAULT_METRICS_MODE: "truncate(0)"}, schema, False) is None
-    True
-    """
-    if sorted_table:
-        return None
-    config = {k: v for k, v in properties.items() if k.startswith(METRICS_PREFIX)}
-    schema = iceberg_schema_of(schema_json)
-    if DEFAULT_METRICS_MODE not in config:
-        try:
-            limit = int(config.get(MAX_INFERRED_COLUMNS, MAX_INFERRED_DEFAULT))
-        except ValueError:
-            return None
-        if len(schema.fields) > (limit if limit >= 0 else MAX_INFERRED_DEFAULT):
-            return None
-    try:
-        _statistics_plan(schema_json, tuple(sorted(config.items())))
-    except ValueError:
-        return None
-    return config
-
-
-@functools.lru_cache(maxsize=4096)
-def _statistics_plan(
-    schema_json: str, config: tuple[tuple[str, str], ...]
-) -> tuple[Any, Any, frozenset[int]]:
-    """The statistics plan (by field id), the Parquet columns' field ids, and the fields
-    whose size is not kept either, of a schema, as Iceberg's Java writer keeps metrics
-    (cached: a task closes a file of each of its tables, and schemas seldom change).
-
-    Where Java differs from PyIceberg's plan:
-
-    - PyIceberg keeps only the counts of any column whose name has a dot, taking it for
-      a field in a list or a map. Java keeps the bounds of every field reached through
-      structs alone (a ledger's ``_after`` and ``_before`` fields, a top-level column
-      named with a dot): those get the mode their own name's configuration gives, as
-      PyIceberg gives a top-level column's.
-    - Of a field in a list or a map, Java keeps only the size, whatever the mode: those
-      get ``none``, which keeps the size.
-    - Of a field whose mode is ``none``, Java keeps nothing, its size included."""
-    from dataclasses import replace
-
-    from pyiceberg.io.pyarrow import (
-        MetricModeTypes,
-        MetricsMode,
-        compute_statistics_plan,
-        match_metrics_mode,
-        parquet_path_to_id_mapping,
-    )
-    from pyiceberg.types import BinaryType, ListType, MapType, StringType, StructType
-
-    none = MetricsMode(MetricModeTypes.NONE)
-    properties = dict(config)
-    schema = iceberg_schema_of(schema_json)
-    plan = compute_statistics_plan(schema, properties)
-    unsized = {field_id for field_id, collector in plan.items() if collector.mode == none}
-    default = properties.get(DEFAULT_METRICS_MODE, "truncate(16)")
-    fields = list(schema.fields)
-    while fields:
-        field = fields.pop()
-        kind = field.field_type
-        if isinstance(kind, StructType):
-            fields.extend(kind.fields)
-        elif isinstance(kind, ListType | MapType):
-            for field_id in _leaf_ids(kind):
-                plan[field_id] = replace(plan[field_id], mode=none)
-        elif field.field_id in plan:  # a primitive reached through structs alone
-            collector = plan[field.field_id]
-            name = f"{METRICS_PREFIX}column.{collector.column_name}"
-            mode = match_metrics_mode(properties.get(name, default))
-            if mode.type == MetricModeTypes.TRUNCATE and not isinstance(
-                kind, StringType | BinaryType
-            ):
-                mode = MetricsMode(MetricModeTypes.FULL)
-            plan[field.field_id] = replace(collector, mode=mode)
-            if mode == none:
-                unsized.add(field.field_id)
-            else:
-                unsized.discard(field.field_id)
-    return plan, parquet_path_to_id_mapping(schema), frozenset(unsized)
-
-
-def _leaf_ids(kind: Any) -> list[int]:
-    """The field ids of the primitive fields within a PyIceberg nested type."""
-    from pyiceberg.types import ListType, MapType, StructType
-
-    if isinstance(kind, ListType):
-        return _leaf_ids(kind.element_type) or [kind.element_id]
-    if isinstance(kind, MapType):
-        keys = _leaf_ids(kind.key_type) or [kind.key_id]
-        return keys + (_leaf_ids(kind.value_type) or [kind.value_id])
-    if isinstance(kind, StructType):
-        return [i for f in kind.fields for i in (_leaf_ids(f.field_type) or [f.field_id])]
-    return []
-
-
-def file_metrics(footer: pq.FileMetaData, schema_json: str, config: Mapping[str, str]) -> str:
-    """The metrics of a Parquet file with ``footer``, written with the Iceberg schema
-    ``schema_json`` to a table whose metrics properties are ``config``
-    (:func:`task_metrics_config`), as the metrics part of Iceberg's JSON of a data file
-    (``ContentFileParser``): counts by field id, bounds in Iceberg's single-value binary
-    form, written in hexadecimal."""
-    from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata
-
-    plan, ids, unsized = _statistics_plan(schema_json, tuple(sorted(config.items())))
-    stats = data_file_statistics_from_parquet_metadata(footer, plan, ids).to_serialized_dict()
-    for field_id in unsized:
-        stats["column_sizes"].pop(field_id, None)
-
-    def counts(of: Mapping[int, int]) -> dict[str, list[int]]:
-        return {"keys": list(of), "values": list(of.values())}
-
-    def bounds(of: Mapping[int, bytes]) -> dict[str, list[Any]]:
-        return {"keys": list(of), "values": [value.hex().upper() for value in of.values()]}
-
-    return json.dumps(
-        {
-            "record-count": stats["record_count"],
-            "column-sizes": counts(stats["column_sizes"]),
-            "value-counts": counts(stats["value_counts"]),
-            "null-value-counts": counts(stats["null_value_counts"]),
-            "nan-value-counts": counts(stats["nan_value_counts"]),
-            "lower-bounds": bounds(stats["lower_bounds"]),
-            "upper-bounds": bounds(stats["upper_bounds"]),
-        }
-    )
-
-
-def content_file_json(written: WrittenFile, spec_id: int, partition: Mapping[int, str]) -> str:
-    """Iceberg's JSON of the data file ``written`` (whose :attr:`~WrittenFile.metrics`
-    the task computed), of the spec ``spec_id``, in the partition whose values (as
-    Iceberg's JSON writes them) are ``partition`` by field id (empty: unpartitioned):
-    what ``ContentFileParser`` reads into a ``DataFile``.
-
-    >>> written = WrittenFile("s3://b/t/f.parquet", 10, 2, '{"record-count": 2}')
-    >>> content_file_json(written, 0, {1000: "2026-12-07"})  # doctest: +NORMALIZE_WHITESPACE
-    '{"spec-id": 0, "content": "DATA", "file-path": "s3://b/t/f.parquet",
-      "file-format": "PARQUET", "file-size-in-bytes": 10, "partition": {"1000": "2026-12-07"},
-      "record-count": 2}'
-    """
-    assert written.metrics is not None
-    head: dict[str, Any] = {
-        "spec-id": spec_id,
-        "content": "DATA",
-        "file-path": written.path,
-        "file-format": "PARQUET",
-        "file-size-in-bytes": written.size,
-    }
-    if partition:
-        head["partition"] = {str(k): v for k, v in partition.items()}
-    return json.dumps(head | json.loads(written.metrics))
 
 
 def python_io_properties(java: Mapping[str, str]) -> dict[str, str]:
@@ -419,67 +228,6 @@ def file_target(table: Any, column: str, day: date) -> FileTarget | None:
     )
 
 
-SHADED_PARQUET = "org.apache.iceberg.shaded.org.apache.parquet"
-"""Where Iceberg's Spark runtime jar carries Parquet's classes (relocated there)."""
-HADOOP_INPUT_FILE = "org.apache.iceberg.hadoop.HadoopInputFile"
-
-
-@functools.cache
-def class_loadable(name: str) -> bool:
-    """Whether the JVM's Spark class loader (the one that sees ``spark.jars``) finds
-    class ``name``; asked once a process."""
-    from py4j.protocol import Py4JJavaError
-
-    try:
-        jvm_class("org.apache.spark.util.Utils").classForName(name, False, False)
-    except Py4JJavaError:  # ClassNotFoundException
-        return False
-    return True
-
-
-class FooterMetrics:
-    """Each file's Iceberg metrics (counts, bounds) read from its Parquet footer, as the
-    table's metrics config says: what ``ParquetUtil.fileMetrics`` gives, without its cost.
-
-    ``fileMetrics`` opens each file with Parquet's default read options, and those come
-    with a new Hadoop ``Configuration``, which parses Hadoop's XML defaults again on its
-    first read: in a ledger batch of 100 tables, most of the driver's time committing
-    the files went there (a JFR profile: docs/merge-performance.md). A file of a Hadoop
-    file IO (the local and HDFS warehouses) is opened here with read options built once
-    from the file IO's own configuration, already loaded; the footer's metrics are
-    Iceberg's own ``ParquetUtil.footerMetrics``. Other file IOs (S3FileIO), and an
-    Iceberg runtime that carries Parquet elsewhere than :data:`SHADED_PARQUET`, take
-    ``fileMetrics``.
-    """
-
-    def __init__(self, table: Any) -> None:
-        self.io = table.io()
-        self.config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(table)
-        self.util = jvm_class("org.apache.iceberg.parquet.ParquetUtil")
-        self.relocated = class_loadable(f"{SHADED_PARQUET}.hadoop.ParquetFileReader")
-        self._options: Any = None
-
-    def read(self, path: str) -> Any:
-        """The metrics of the Parquet file at ``path``."""
-        source = self.io.newInputFile(path)
-        if not self.relocated or source.getClass().getName() != HADOOP_INPUT_FILE:
-            return self.util.fileMetrics(source, self.config)
-        conf = source.getConf()
-        if self._options is None:
-            self._options = jvm_class(f"{SHADED_PARQUET}.HadoopReadOptions").builder(conf).build()
-        parquet_file = jvm_class(f"{SHADED_PARQUET}.hadoop.util.HadoopInputFile").fromStatus(
-            source.getStat(), conf
-        )
-        reader = jvm_class(f"{SHADED_PARQUET}.hadoop.ParquetFileReader").open(
-            parquet_file, self._options
-        )
-        try:
-            no_writer_metrics = jvm_class("java.util.stream.Stream").empty()
-            return self.util.footerMetrics(reader.getFooter(), no_writer_metrics, self.config)
-        finally:
-            reader.close()
-
-
 def append_files(
     table: Any,
     files: list[WrittenFile],
@@ -488,8 +236,9 @@ def append_files(
 ) -> None:
     """Commit ``files`` (of one partition) to ``table`` in one snapshot carrying
     ``properties`` in its summary. Each file's metrics (counts, bounds) are those its
-    task computed (:func:`file_metrics`), or else read from its footer as the table's
-    metrics config says: either way as Iceberg's own writer records them."""
+    task computed (:func:`~icetide.lake.file_metrics.file_metrics`), or else read from
+    its footer as the table's metrics config says: either way as Iceberg's own writer
+    records them."""
     footers: FooterMetrics | None = None
     spec = table.spec()
     append = table.newAppend()
@@ -503,7 +252,7 @@ def append_files(
         )
     for written in files:
         if written.metrics is not None:
-            text = content_file_json(written, spec_id, values)
+            text = content_file_json(written.path, written.size, written.metrics, spec_id, values)
             append = append.appendFile(parse(read_tree(text), spec))
             continue
         footers = footers or FooterMetrics(table)

@@ -1,5 +1,5 @@
 """Each ledger file's metrics, computed by the task that wrote it
-(icetide/lake/data_files.py, ``file_metrics``), equal those Iceberg's Java code reads
+(icetide/lake/file_metrics.py, ``file_metrics``), equal those Iceberg's Java code reads
 from the same file's footer (``ParquetUtil.fileMetrics`` with the table's metrics
 config), for columns of every type the ledger holds, edge values and several metrics
 configurations; and a table whose metrics a task cannot compute as Java does is

@@ -15,12 +15,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from icetide.demo.workload import deliver, generate
-from icetide.lake.data_files import (
+from icetide.lake.data_files import file_target
+from icetide.lake.file_metrics import (
     HADOOP_INPUT_FILE,
     SHADED_PARQUET,
     FooterMetrics,
     class_loadable,
-    file_target,
 )
 from icetide.lake.ledger_figures import (
     FIGURES_PROPERTY,
