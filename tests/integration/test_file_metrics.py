@@ -23,7 +23,7 @@ from icetide.lake.data_files import append_files, file_target
 from icetide.lake.tables import iceberg_table
 from icetide.schema.contract.names import TableName
 from icetide.spark.jvm import jvm_class
-from tests.integration.test_ledger_files import _metrics
+from tests.integration.test_ledger_files import _metrics, committed_files
 
 DDL = (
     "b BOOLEAN, i INT, l BIGINT, f FLOAT, d DOUBLE, d9 DECIMAL(9,2), d18 DECIMAL(18,4), "
@@ -119,17 +119,6 @@ def table(spark: SparkSession) -> Iterator[TableName]:
     spark.sql(f"DROP TABLE IF EXISTS {name.sql}")
 
 
-def _committed(loaded: Any) -> dict[str, Any]:
-    """Each committed file's metrics as the table records them, by path."""
-    loaded.refresh()
-    tasks = loaded.newScan().includeColumnStats().planFiles().iterator()
-    out = {}
-    while tasks.hasNext():
-        data_file = tasks.next().file()
-        out[str(data_file.location())] = data_file
-    return out
-
-
 def _write(loaded: Any, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
     """``rows`` written by a task's file writer, in two row groups; its target and file."""
     target = file_target(loaded, "_ingested_at", DAY)
@@ -153,7 +142,7 @@ def test_a_tasks_metrics_equal_javas_from_the_footer(
     assert target.metrics == CONFIGS[config] and written.metrics is not None
     append_files(loaded, [written], target.partition, {"why": "test"})
 
-    committed = _committed(loaded)
+    committed = committed_files(loaded)
     assert list(committed) == [written.path]
     ours = committed[written.path]
     source = loaded.io().newInputFile(written.path)
@@ -192,7 +181,7 @@ def test_a_sorted_table_is_committed_with_the_footers_metrics(
     # leaves the metrics to the driver, which reads them from the footer.
     assert target.metrics is None and written.metrics is None
     append_files(loaded, [written], target.partition, {})
-    found = _metrics(_committed(loaded)[written.path])
+    found = _metrics(committed_files(loaded)[written.path])
     s = int(loaded.schema().findField("s").fieldId())
     assert set(found["lowerBounds"]) == {s} and found["valueCounts"] == {s: len(ROWS)}
 
@@ -211,4 +200,4 @@ def test_a_file_whose_metrics_the_task_cannot_compute_is_committed_with_the_foot
     source = loaded.io().newInputFile(written.path)
     metrics_config = jvm_class("org.apache.iceberg.MetricsConfig").forTable(loaded)
     javas = jvm_class("org.apache.iceberg.parquet.ParquetUtil").fileMetrics(source, metrics_config)
-    assert _metrics(_committed(loaded)[written.path]) == _metrics(javas)
+    assert _metrics(committed_files(loaded)[written.path]) == _metrics(javas)

@@ -145,11 +145,7 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
         # FooterMetrics reads them (opening the footer with read options built once),
         # equal Iceberg's own fileMetrics of the file.
         assert target.metrics is not None  # the tasks computed them
-        tasks = loaded.newScan().includeColumnStats().planFiles().iterator()
-        committed = {}
-        while tasks.hasNext():
-            data_file = tasks.next().file()
-            committed[str(data_file.location())] = _metrics(data_file)
+        committed = {path: _metrics(f) for path, f in committed_files(loaded).items()}
         footers = FooterMetrics(loaded)
         assert class_loadable(f"{SHADED_PARQUET}.hadoop.ParquetFileReader")  # the fast path
         assert not class_loadable(f"{SHADED_PARQUET}.hadoop.NoSuchReader")
@@ -173,6 +169,18 @@ def test_the_ledgers_files_read_the_same_through_pyiceberg_and_carry_the_figures
             figures_json(sparks, recorded["version"], buckets, recorded["ingested_at_us"])
         )
         assert recorded == expected
+
+
+def committed_files(loaded: Any) -> dict[str, Any]:
+    """Each file of ``loaded``'s current snapshot, as the table records it (its metrics
+    included), by path; the table refreshed first."""
+    loaded.refresh()
+    tasks = loaded.newScan().includeColumnStats().planFiles().iterator()
+    out = {}
+    while tasks.hasNext():
+        data_file = tasks.next().file()
+        out[str(data_file.location())] = data_file
+    return out
 
 
 def _metrics(metrics: Any) -> dict[str, Any]:
