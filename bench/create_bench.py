@@ -44,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     schemas = [table_schema(i, rng) for i in range(args.tables)]
     work = Path(tempfile.mkdtemp(prefix="icetide-create-", dir="/tmp"))
     settings = SimpleNamespace(
-        spark_conf=[], stream_interval="2s", merge_interval="5s", parallel_tables=2, buckets=2
+        spark_conf=[],
+        master="local[2]",
+        stream_interval="2s",
+        merge_interval="5s",
+        parallel_tables=2,
+        round_tables=32,
+        buckets=2,
     )
     config_path = write_pipeline(work, schemas, settings)
     doc = yaml.safe_load(config_path.read_text())
