@@ -404,6 +404,15 @@ def spark_schema(spark: SparkSession, table: TableName) -> StructType:
     return StructType.fromJson(json.loads(converted.json()))
 
 
+def columns_present(table: Any, names: Iterable[str]) -> set[str]:
+    """Which of ``names`` are columns of the Iceberg ``table`` (a py4j proxy): a look-up
+    each in the schema the table holds, where ``spark.table(…).columns`` analyses a
+    relation (a catalog load and Spark's analysis) for every table of a pipeline at
+    its start."""
+    schema = table.schema()
+    return {name for name in names if schema.findField(name) is not None}
+
+
 def iceberg_table_if_exists(spark: SparkSession, table: TableName) -> Any | None:
     """:func:`iceberg_table`, or None when ``table`` does not exist: one catalog load
     that answers both, where :func:`table_exists` and then :func:`iceberg_table` are two

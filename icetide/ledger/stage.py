@@ -37,6 +37,7 @@ from icetide.lake.payload import payload_b64
 from icetide.lake.tables import (
     HeldTables,
     TableRefs,
+    columns_present,
     ensure_namespace,
     latest_snapshot_property,
     spark_schema,
@@ -356,11 +357,16 @@ class LedgerStage:
             refs = self.refs(name)
             contract = self.pipeline.contract(name)
             self.spark.sql(contract.ledger_ddl(refs.cdc))
-            # A ledger made before rows recorded their schema version gains the column.
-            present = set(self.spark.table(refs.cdc.sql).columns)
-            for statement in contract.ledger_upgrades(refs.cdc, present):
+            # A ledger made by an older release gains the columns added since. The
+            # ledger is held from here on: the first batch refreshes it, not loads it.
+            present = columns_present(self._held.get(refs.cdc), c.ADDED_LATER)
+            upgrades = contract.ledger_upgrades(refs.cdc, present)
+            for statement in upgrades:
                 self.spark.sql(statement)
+            if upgrades:
+                self._held.forget(refs.cdc)
             self.spark.sql(TableContract.dead_letter_ddl(refs.dead_letters))
+            self._held.get(refs.dead_letters)
 
         names = [table.name for table in self.config.tables]
         run_all(ensure, names, CREATE_THREADS, "icetide-create")

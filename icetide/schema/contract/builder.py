@@ -171,10 +171,9 @@ class TableContract:
         """ALTERs adding the metadata columns an older ledger table lacks (the columns
         ``present`` in it now); the version-to-version changes are in
         :mod:`~icetide.schema.contract.alter`."""
-        added = {c.SCHEMA_VERSION: "INT", c.RESCUED: "STRING"}
         return [
             f"ALTER TABLE {table} ADD COLUMN {name} {kind}"
-            for name, kind in added.items()
+            for name, kind in c.ADDED_LATER.items()
             if name not in present
         ]
 

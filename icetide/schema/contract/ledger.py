@@ -44,6 +44,9 @@ META_COLUMNS = (
     SCHEMA_VERSION,
     RESCUED,
 )
+ADDED_LATER = {SCHEMA_VERSION: "INT", RESCUED: "STRING"}
+"""Ledger columns a ledger made by an older release lacks, with their SQL types: the
+stage adds them when it starts (``TableContract.ledger_upgrades``)."""
 STAMPED = (INGESTED_AT, SCHEMA_VERSION)
 """The ledger columns stamped once per append, the same on every row of it: the ingestion
 time (the projection step adds it, ledger/decode.py) and the schema version (the stage);
