@@ -22,10 +22,9 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import yaml
-from tables_bench import table_schema, write_pipeline
+from tables_bench import in_process_pipeline, table_schema
 
 from icetide.config import load_config
 from icetide.ledger import stage as ledger_stage
@@ -43,19 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(7)
     schemas = [table_schema(i, rng) for i in range(args.tables)]
     work = Path(tempfile.mkdtemp(prefix="icetide-create-", dir="/tmp"))
-    settings = SimpleNamespace(
-        spark_conf=[],
-        master="local[2]",
-        stream_interval="2s",
-        merge_interval="5s",
-        parallel_tables=2,
-        round_tables=32,
-        buckets=2,
-    )
-    config_path = write_pipeline(work, schemas, settings)
+    config_path = in_process_pipeline(work, schemas)
     doc = yaml.safe_load(config_path.read_text())
-    doc["spark"]["conf"] = {}  # no event log: the trials run no Spark job
-    config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     spark = build_session(load_config(config_path))
     threads = [int(t) for t in args.threads.split(",")]
     created: dict[int, list[float]] = {t: [] for t in threads}

@@ -919,9 +919,11 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The command line, its defaults the settings of every run."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, nargs="+", default=[10, 100, 1000])
+
     parser.add_argument("--rate", type=int, default=5000, help="events per second, all tables")
     parser.add_argument("--seconds", type=int, default=600, help="how long to land events")
     parser.add_argument("--zipf", type=float, default=1.1, help="the Zipf exponent s")
@@ -967,7 +969,22 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         help="render and plot the results saved by earlier runs' --json instead of running",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def in_process_pipeline(work: Path, schemas: Sequence[TableSchema]) -> Path:
+    """``icetide.yaml`` of ``schemas`` for a benchmark that runs a stage's code in its own
+    process (bench/create_bench.py, bench/task_files_bench.py): this benchmark's default
+    settings, and no event log (such a benchmark runs no Spark job worth logging)."""
+    path = write_pipeline(work, schemas, arguments().parse_args([]))
+    doc = yaml.safe_load(path.read_text())
+    doc["spark"]["conf"] = {}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments().parse_args(argv)
     results: list[dict[str, Any]] = []
     if args.from_json:
         for path in args.from_json:

@@ -35,12 +35,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
-import yaml
-from tables_bench import message_pool, table_schema, write_pipeline, zipf_weights
+from tables_bench import in_process_pipeline, message_pool, table_schema, zipf_weights
 
 from icetide.config import load_config
 from icetide.lake import data_files
@@ -56,27 +54,19 @@ ONE_MEBIBYTE = 1024 * 1024
 """PyIceberg's default output buffer (``buffer-size``)."""
 
 
+def generated(tables: int) -> list[Any]:
+    """bench/tables_bench.py's generated schemas of ``tables`` tables (its seed)."""
+    rng = random.Random(7)
+    return [table_schema(i, rng) for i in range(tables)]
+
+
 def prepared_jobs(tables: int, work: Path) -> bytes:
     """The one pass's jobs of ``tables`` generated tables, pickled as Spark sends them:
     their ledger and dead-letter tables created in a warehouse under ``work``, each
     table's projection and file targets prepared by the ledger stage."""
     import cloudpickle
 
-    rng = random.Random(7)
-    schemas = [table_schema(i, rng) for i in range(tables)]
-    settings = SimpleNamespace(
-        spark_conf=[],
-        master="local[2]",
-        stream_interval="2s",
-        merge_interval="5s",
-        parallel_tables=2,
-        round_tables=32,
-        buckets=2,
-    )
-    config_path = write_pipeline(work, schemas, settings)
-    doc = yaml.safe_load(config_path.read_text())
-    doc["spark"]["conf"] = {}  # no event log: preparing runs no Spark job
-    config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    config_path = in_process_pipeline(work, generated(tables))
     config = load_config(config_path)
     spark = build_session(config)
     stage = LedgerStage(spark, Pipeline(config))
@@ -92,8 +82,7 @@ def prepared_jobs(tables: int, work: Path) -> bytes:
 def task_input(tables: int, messages: int) -> list[pa.RecordBatch]:
     """A task's raw messages, Zipf-distributed over the tables, in Arrow batches of
     10,000 (Spark's)."""
-    rng = random.Random(7)
-    schemas = [table_schema(i, rng) for i in range(tables)]
+    schemas = generated(tables)
     pool = message_pool(schemas, zipf_weights(tables, 1.1), messages, 11)
     lines = [s.at(1_700_000_000_000 + i, 4 + i).encode() for i, s in enumerate(pool)]
     return [
