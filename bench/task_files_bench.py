@@ -103,17 +103,12 @@ def trial(jobs: bytes, batches: list[pa.RecordBatch]) -> tuple[float, list[tuple
     began = time.process_time()
     answer = list(run(iter(batches)))
     spent = time.process_time() - began
-    rows = [
-        (r["table"], r["ledger_rows"], r["dead_rows"])
-        for batch in answer
-        for r in batch.to_pylist()
-        if r["table"] is not None
-    ]
-    for batch in answer:  # the files are not committed: leave the warehouse as it was
-        for r in batch.to_pylist():
-            for path in (r["ledger_path"], r["dead_path"]):
-                if path is not None:
-                    os.unlink(path)
+    answered = [r for batch in answer for r in batch.to_pylist() if r["table"] is not None]
+    for r in answered:  # the files are not committed: leave the warehouse as it was
+        for path in (r["ledger_path"], r["dead_path"]):
+            if path is not None:
+                os.unlink(path)
+    rows = [(r["table"], r["ledger_rows"], r["dead_rows"]) for r in answered]
     return spent, sorted(rows, key=str)
 
 
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         "1 MiB buffer": with_buffer(ONE_MEBIBYTE),
     }
     spent: dict[str, list[float]] = {way: [] for way in ways}
-    answers: dict[str, list[tuple[Any, ...]]] = {}
+    first: list[tuple[Any, ...]] | None = None
     tables = 0
     load = os.getloadavg()[0]
     for round_ in range(args.repeat + 1):
@@ -146,10 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             setting()
             seconds, rows = trial(jobs, batches)
             tables = len({r[0] for r in rows})
-            if answers.setdefault(way, rows) != rows or answers[way] != next(
-                iter(answers.values())
-            ):
-                raise SystemExit(f"{way}: the task answered other rows than before")
+            first = rows if first is None else first
+            if rows != first:
+                raise SystemExit(f"{way}: the task answered other rows than the first trial")
             if round_:  # the first round warms each way up
                 spent[way].append(seconds)
                 print(f"trial {round_}, {way}: {seconds:.2f} s CPU", flush=True)
