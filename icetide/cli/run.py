@@ -133,14 +133,33 @@ class Stream:
         self.pipeline = pipeline
         self.query: StreamingQuery | None = None
         self.ledger: LedgerStage | None = None
+        self._started = False
+
+    def started(self) -> bool:
+        """Whether the stream's first trigger has ended, with a micro-batch or finding
+        nothing new (Spark reports the first trigger's progress either way), or the
+        stream failed. Until then the merge leaves the tables with no events waiting
+        (:class:`~icetide.merge.round.TablesDue`): the ledger's start creates every
+        ledger table and its first batch holds every event landed meanwhile, while the
+        merge's first visits would create every base."""
+        if not self._started and self.query is not None:
+            try:
+                self._started = self.query.lastProgress is not None
+            except Exception:  # a JVM gone: the stream's own step says so
+                self._started = True
+        return self._started
 
     def start(self) -> None:
         from icetide.cli.stages import ledger_stage
         from icetide.spark.errors import jvm_boundary
 
-        with jvm_boundary("ledger stream"):
-            ledger = ledger_stage(self.spark, self.pipeline)
-            self.query = ledger.start(once=False)
+        try:
+            with jvm_boundary("ledger stream"):
+                ledger = ledger_stage(self.spark, self.pipeline)
+                self.query = ledger.start(once=False)
+        except BaseException:
+            self._started = True  # a stream that cannot start holds the merge back no more
+            raise
         # Only now: the merge's tick moves schema phases on the ledger tables, which
         # start() creates on a first run (a tick before that failed the merge round).
         self.ledger = ledger
@@ -163,6 +182,7 @@ class Stream:
             if self.query.isActive:
                 return
             error = self.query.exception()
+        self._started = True
         # The root cause first: a batch's own error, not py4j's wrapper of it.
         failure = self.ledger.failure if self.ledger is not None else None
         if failure is not None:
@@ -336,8 +356,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     stream = Stream(spark, pipeline)
     supervisor.add(Task("stream", stream.step, 1.0, stream.start, stream.close))
     merge = MergeStage(spark, pipeline)
-    # The ledger runs here: a round visits the tables it stored events for (merge/round.py).
-    due = TablesDue([t.name for t in config.tables], limit=config.merge.round_tables)
+    # The ledger runs here: a round visits the tables it stored events for (merge/round.py),
+    # and the others' first visits wait for the ledger's start.
+    due = TablesDue(
+        [t.name for t in config.tables], limit=config.merge.round_tables, ready=stream.started
+    )
     merge.rounds.due = due
     pipeline.reporter.sinks = (*pipeline.reporter.sinks, marks_due_tables(due))
     merge_every = config.schedule.merge_interval.total_seconds()

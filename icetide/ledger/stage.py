@@ -146,6 +146,22 @@ small Spark jobs and catalog commits whose fixed costs (planning, task set-up, m
 files) are most of its time when its tables have few events. A batch of one chunk is
 stored in the batch's own thread and pool, as one job after another."""
 
+
+def in_core_tasks(frame: DataFrame) -> DataFrame:
+    """``frame`` read in at most one task per core of the application (Spark's default
+    parallelism), for the jobs that write every table's files of a batch
+    (:mod:`icetide.ledger.table_files`).
+
+    Each task of those jobs writes a file for each table it meets and pays that table's
+    fixed cost (its projection set up, its file opened, its footer's metrics, the
+    tally): in a pipeline of many tables, nearly every table in every task. Spark cuts a
+    large batch of landing files into 128-MB splits (seven tasks for 500 MB, on two
+    cores), which paid those costs seven times where two tasks, one per core, use the
+    same cores (bench/results/tables.md); each table also got a file per task. A batch
+    already in fewer partitions keeps them (``coalesce`` never adds any)."""
+    return frame.coalesce(frame.sparkSession.sparkContext.defaultParallelism)
+
+
 SHARE = "_share"
 """The column naming the table in a chunk's combined projection counts."""
 
@@ -602,7 +618,9 @@ class LedgerStage:
                     taken[table].add(key)
         routes = routes_of(self.config)
         written = classify_and_write(jobs, now, self._wire, routes, taken, unrouted, self._split)
-        files, counts, why = task_answer(batch.mapInArrow(written, FILES_DDL).collect())
+        files, counts, why = task_answer(
+            in_core_tasks(batch).mapInArrow(written, FILES_DDL).collect()
+        )
         if why is not None:
             for row in files:
                 target = jobs[row["table"]].dead if row["table"] in jobs else stray
@@ -986,7 +1004,9 @@ class LedgerStage:
             F.col("table").isin(list(jobs)) & F.col("status").isin(ROW, DEAD)
         ).select(*INPUT_COLUMNS)
         written = collected(
-            batch.mapInArrow(write_table_files(jobs, now, self._wire), FILES_DDL).collect()
+            in_core_tasks(batch)
+            .mapInArrow(write_table_files(jobs, now, self._wire), FILES_DDL)
+            .collect()
         )
         return self._commit_files(jobs, written, batch_id, now, summary, stored)
 

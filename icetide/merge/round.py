@@ -116,27 +116,35 @@ def capped_round(waiting: Mapping[str, Waiting], limit: int | None) -> set[str]:
 
 
 class TablesDue:
-    """The tables the next merge round visits: every table in the first round; after
-    it, those marked since a round last took them (the ledger stored events for them, or
-    said something of them), at most ``limit`` of them a round (:func:`capped_round`:
-    the busiest, then those waiting longest; the others stay marked for the next
-    rounds), and a sweep of the tables no round visited for ``sweep_after`` seconds,
-    longest unvisited first, at most one in ``share`` of the tables a round (and with a
-    ``limit``, only as many as the round has room for, but at least one). So every table
-    is visited within about ``sweep_after`` seconds and ``share`` rounds (more rounds
-    while a backlog fills them), and a round of 1,000 tables adds at most 84 idle
-    visits, where a round of every table would add 1,000. The sweep counts within the
-    cap because a swept table is not always idle: one the ledger stores while the round
-    runs is merged at its visit, at the cost of a marked one.
+    """The tables the next merge round visits: each table once from the start (its first
+    visit, which creates its base), then those marked since a round last took them (the
+    ledger stored events for them, or said something of them), at most ``limit`` of
+    them a round (:func:`capped_round`: the busiest, then those waiting longest; the
+    others stay marked for the next rounds), and a sweep of the tables no round visited
+    for ``sweep_after`` seconds, longest unvisited first, at most one in ``share`` of the
+    tables a round (and with a ``limit``, only as many as the round has room for, but at
+    least one). So every table is visited within about ``sweep_after`` seconds and
+    ``share`` rounds (more rounds while a backlog fills them), and a round of 1,000
+    tables adds at most 84 idle visits, where a round of every table would add 1,000.
+    The sweep counts within the cap because a swept table is not always idle: one the
+    ledger stores while the round runs is merged at its visit, at the cost of a marked
+    one.
 
     Why a cap: a round merges its tables a few at a time, and each costs about the same
     (planning a MERGE, a commit) whatever its events. Uncapped, a round of the 1,000
     tables a long ledger batch stored ran for many minutes, and a busy table waited for
-    all of it before its next merge.
+    all of it before its next merge. The first visits are capped too: at 1,000 tables
+    they are a thousand base tables created, and a busy table waits for none of them.
+
+    ``ready`` says whether a round may visit tables with no row events waiting (first
+    visits and the sweep); until it does, a round takes only tables the ledger stored
+    events for. ``icetide run`` holds them until the ledger's first trigger has ended,
+    so that the first visits leave the cores to the ledger's start, which creates every
+    ledger table and stores the first batch (bench/results/tables.md).
 
     >>> now = [0.0]
     >>> due = TablesDue(["a", "b", "c"], sweep_after=60, clock=lambda: now[0])
-    >>> due.take()  # the first round: every table
+    >>> due.take()  # uncapped: every table's first visit in the first round
     ['a', 'b', 'c']
     >>> now[0] = 10.0; due.mark(["c", "a"]); due.take(), due.take()
     (['a', 'c'], [])
@@ -144,6 +152,12 @@ class TablesDue:
     (['b'], ['a'])
     >>> due.limit = 1; due.mark({"a": 2, "c": 50}); due.take(), due.waiting, due.take()
     (['c'], 1, ['a'])
+    >>> started = [False]
+    >>> later = TablesDue(["a", "b", "c"], limit=2, ready=lambda: started[0])
+    >>> later.take(), later.mark({"c": 5}), later.take(), later.waiting
+    ([], None, ['c'], 0)
+    >>> started[0] = True; later.waiting, later.take(), later.take()
+    (2, ['a', 'b'], [])
     """
 
     def __init__(
@@ -153,6 +167,7 @@ class TablesDue:
         share: int = SWEEP_SHARE,
         limit: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.names = list(names)
         self._order = {name: i for i, name in enumerate(self.names)}
@@ -161,9 +176,12 @@ class TablesDue:
         self.limit = limit
         """The most marked tables a round takes (None: all of them)."""
         self.clock = clock
-        self._marked: dict[str, Waiting] = {}
+        self.ready = ready
+        now = clock()
+        self._marked: dict[str, Waiting] = {name: Waiting(now) for name in self.names}
+        """Each table is due from the start: its first visit."""
         self._taken: dict[str, Waiting] = {}
-        self._visited: dict[str, float] | None = None
+        self._visited: dict[str, float] = dict.fromkeys(self.names, now)
         self._lock = threading.Lock()
 
     def mark(self, tables: Mapping[str, int] | Iterable[str]) -> None:
@@ -181,41 +199,43 @@ class TablesDue:
 
     @property
     def waiting(self) -> int:
-        """How many marked tables the rounds so far left for a later one."""
+        """How many marked tables a round starting now would take or leave for a later
+        one (those with events only, until :attr:`ready`)."""
+        ready = self.ready()
         with self._lock:
-            return len(self._marked)
+            return len(self._takeable(ready))
+
+    def _takeable(self, ready: bool) -> dict[str, Waiting]:
+        if ready:
+            return self._marked
+        return {name: waiting for name, waiting in self._marked.items() if waiting.events}
 
     def take(self) -> list[str]:
         """The tables of a round starting now, in the order to merge them: the most row
-        events waiting first, then config order (the first round: config order). Their
-        marks are cleared before the round reads any table, so events stored during the
-        round mark them again."""
+        events waiting first, then config order. Their marks are cleared before the
+        round reads any table, so events stored during the round mark them again."""
+        ready = self.ready()
         with self._lock:
             now = self.clock()
-            if self._visited is None:
-                chosen = list(self.names)
-                self._taken = self._marked
-                self._marked = {}
-            else:
-                visited = self._visited
-                taken = capped_round(self._marked, self.limit)
-                sweep = self.per_round
-                if self.limit is not None:  # within the cap, but never none
-                    sweep = min(sweep, max(1, self.limit - len(taken)))
-                stale = sorted(
-                    (
-                        n
-                        for n in self.names
-                        if n not in self._marked and now - visited[n] >= self.sweep_after
-                    ),
-                    key=visited.__getitem__,
-                )[:sweep]
-                self._taken = {n: self._marked.pop(n) for n in taken}
-                chosen = sorted(
-                    taken | set(stale),
-                    key=lambda n: (-self._events_of(n), self._order[n]),
-                )
-            self._visited = {**(self._visited or {}), **dict.fromkeys(chosen, now)}
+            visited = self._visited
+            taken = capped_round(self._takeable(ready), self.limit)
+            sweep = self.per_round if ready else 0
+            if self.limit is not None and ready:  # within the cap, but never none
+                sweep = min(sweep, max(1, self.limit - len(taken)))
+            stale = sorted(
+                (
+                    n
+                    for n in self.names
+                    if n not in self._marked and now - visited[n] >= self.sweep_after
+                ),
+                key=visited.__getitem__,
+            )[:sweep]
+            self._taken = {n: self._marked.pop(n) for n in taken}
+            chosen = sorted(
+                taken | set(stale),
+                key=lambda n: (-self._events_of(n), self._order[n]),
+            )
+            visited.update(dict.fromkeys(chosen, now))
             return chosen
 
     def _events_of(self, name: str) -> int:

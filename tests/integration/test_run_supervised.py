@@ -307,6 +307,28 @@ def test_a_merge_rounds_tick_while_the_stream_first_starts_waits_for_the_ledger_
         stream.close()
 
 
+def test_the_stream_has_started_once_its_first_trigger_ends_even_with_nothing_to_read(
+    pipeline: Pipeline, spark: SparkSession
+) -> None:
+    """``icetide run``'s merge holds the tables with no events until the stream's first
+    trigger has ended (cli/run.py, TablesDue's ``ready``). On a pipeline with nothing
+    landed that trigger finds nothing: it must count, or no base would be created until
+    the first event."""
+    from icetide.cli.run import Stream
+
+    stream = Stream(spark, pipeline.pipeline)
+    assert not stream.started()
+    stream.start()
+    try:
+        query = stream.query
+        assert query is not None
+        query.processAllAvailable()  # returns once a trigger has found nothing
+        wait_until(stream.started, "the first trigger's progress (reported just after)")
+        assert query.isActive and query.lastProgress["numInputRows"] == 0
+    finally:
+        stream.close()
+
+
 def test_a_merge_rounds_tick_does_not_wait_for_a_micro_batch_under_way(
     pipeline: Pipeline, spark: SparkSession
 ) -> None:

@@ -10,6 +10,14 @@ from icetide.progress import Reporter
 NAMES = ["a", "b", "c", "d"]
 
 
+def first_visits(due: TablesDue) -> list[list[str]]:
+    """The rounds from the start until every table has had its first visit."""
+    rounds = []
+    while due.waiting:
+        rounds.append(due.take())
+    return rounds
+
+
 def test_the_first_round_visits_every_table_the_others_the_marked_ones() -> None:
     due = TablesDue(NAMES, sweep_after=60, clock=lambda: 1.0)
     assert due.take() == NAMES
@@ -78,7 +86,7 @@ def test_a_capped_round_takes_the_busiest_and_the_longest_waiting_and_starves_no
     names = [f"t{i:04d}" for i in range(1000)]
     hot = {"t0500": 9000, "t0007": 4000, "t0999": 3000, "t0123": 2000, "t0042": 1000}
     due = TablesDue(names, sweep_after=3600, limit=32, clock=lambda: now[0])
-    due.take()
+    first_visits(due)
     now[0] = 1.0
     due.mark(dict.fromkeys(names, 1) | hot)
     rounds = []
@@ -100,7 +108,7 @@ def test_a_capped_round_takes_the_busiest_and_the_longest_waiting_and_starves_no
 def test_a_table_marked_again_keeps_its_place_and_adds_its_events() -> None:
     now = [0.0]
     due = TablesDue(NAMES, sweep_after=3600, limit=2, clock=lambda: now[0])
-    due.take()
+    first_visits(due)
     now[0] = 1.0
     due.mark({"a": 1})
     now[0] = 2.0
@@ -115,7 +123,7 @@ def test_a_table_marked_again_keeps_its_place_and_adds_its_events() -> None:
 def test_a_failed_capped_rounds_tables_are_due_again_with_their_events() -> None:
     now = [0.0]
     due = TablesDue(NAMES, sweep_after=3600, limit=1, clock=lambda: now[0])
-    due.take()
+    first_visits(due)
     due.mark({"a": 2, "b": 50})
     taken = due.take()
     assert taken == ["b"]
@@ -132,7 +140,7 @@ def test_the_sweep_fills_a_capped_round_only_as_far_as_it_has_room_but_never_non
     now = [0.0]
     names = [f"t{i:03d}" for i in range(100)]
     due = TablesDue(names, sweep_after=60, share=12, limit=8, clock=lambda: now[0])
-    due.take()
+    first_visits(due)
     now[0] = 61.0
     assert len(due.take()) == 8  # idle: nine a round by share, eight by the cap
     now[0] = 130.0
@@ -142,3 +150,40 @@ def test_the_sweep_fills_a_capped_round_only_as_far_as_it_has_room_but_never_non
     due.mark(dict.fromkeys(names[80:90], 5))
     taken = due.take()
     assert taken[:8] == names[80:88] and len(taken) == 9  # full: one swept all the same
+
+
+def test_first_visits_are_capped_too_and_a_busy_table_waits_for_none_of_them() -> None:
+    """At the start every table is due once (its first visit creates its base): 100
+    tables, a round of 8, config order; a table the ledger stores events for meanwhile
+    comes first in the next round, so it never waits behind the others' first visits."""
+    names = [f"t{i:03d}" for i in range(100)]
+    due = TablesDue(names, sweep_after=3600, limit=8, clock=lambda: 0.0)
+    assert due.waiting == 100
+    assert due.take() == names[:8]
+    due.mark({"t090": 500})
+    second = due.take()
+    assert second[0] == "t090" and second[1:] == names[8:15], second
+    rounds = [names[:8], second, *first_visits(due)]
+    visited = [t for r in rounds for t in r]
+    assert sorted(visited) == names  # each once
+    assert all(len(r) == 8 for r in rounds[:-1]) and len(rounds) == 13
+
+
+def test_until_ready_a_round_takes_only_tables_given_events_and_sweeps_none() -> None:
+    """``icetide run`` holds the first visits and the sweep until the ledger's first
+    trigger has ended; the tables its first batch stores as it goes are merged
+    meanwhile, and nothing else is counted as waiting (the merge then rests instead of
+    starting round after empty round)."""
+    now, started = [0.0], [False]
+    due = TablesDue(NAMES, sweep_after=60, limit=2, clock=lambda: now[0], ready=lambda: started[0])
+    assert due.take() == [] and due.waiting == 0
+    now[0] = 500.0  # long past the sweep's minute
+    due.mark({"c": 3, "a": 1})
+    assert due.waiting == 2
+    assert due.take() == ["c", "a"]
+    assert due.take() == [] and due.waiting == 0
+    started[0] = True
+    assert due.waiting == 2  # a and c had their first visit: their merge
+    assert first_visits(due) == [["b", "d"]]
+    now[0] = 600.0
+    assert due.take() == ["a"]  # swept (one a round of four tables), now that it may
