@@ -266,7 +266,7 @@ class MergeRounds:
     def run(self, merge: Callable[[str, PackingTurn], T]) -> list[T]:
         """One round: ``merge`` of each table due (:attr:`due`; every configured table
         by default) with the round's packing turn, ``merge.parallel_tables`` at a time;
-        the results in config order.
+        the results in the round's order (config order by default).
 
         Tables are merged in threads of this one SparkSession: one merge's planning,
         commits and Python work on the driver overlap another's tasks (the demo's three

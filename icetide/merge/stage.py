@@ -177,7 +177,8 @@ class MergeStage:
         pause: Callable[[float], None] = time.sleep,
     ) -> list[MergeResult]:
         """Merge every configured table once, ``merge.parallel_tables`` at a time
-        (:meth:`~icetide.merge.round.MergeRounds.run`); the results in config order.
+        (:meth:`~icetide.merge.round.MergeRounds.run`); the results in the round's
+        order (config order, unless :attr:`~icetide.merge.round.MergeRounds.due` says).
         ``before_each`` runs before each table's merge (a stop check: raising there
         merges no more tables); ``pause`` waits before a retry (one a stop request cuts
         short, so a Ctrl-C during a catalog outage does not wait out the backoff).

@@ -84,7 +84,8 @@ def test_a_round_visits_the_tables_given_events_and_an_idle_table_runs_no_spark_
     merge.rounds.due = due
     deliver(generate(5, 300), pipeline.landing, seed=3, files=1, duplicate_rate=0.0)
     ledger.start(once=True).awaitTermination()
-    assert [r.table for r in merge.run_once() if r.events] == names  # the first: every table
+    first = merge.run_once()  # every table's first visit, the busiest first
+    assert sorted(r.table for r in first if r.events) == sorted(names)
     assert merge.run_once() == []  # nothing stored since
     deliver(generate(6, 200, tables=["customers"]), pipeline.landing, seed=4, files=1)
     ledger.start(once=True).awaitTermination()
