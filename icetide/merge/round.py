@@ -20,11 +20,12 @@ watermark), so a crash between them loses nothing: the next round finds them sti
 Which tables a round visits: every configured table, unless the ledger runs in the same
 process (``icetide run``) and says which tables it stored events for
 (:class:`TablesDue`): then a round visits those, at most ``merge.round_tables`` of
-them (the busiest, then those waiting longest: :func:`capped_round`), each table's
-first visit once the ledger's first trigger has ended, within the same cap, and sweeps
-a share of the others, so that each is visited about once a minute (what nothing
-reports: a small-file packing deferred, a ledger written by another process). A
-table with no new events costs no Spark job either way
+them (the busiest, then those waiting longest: :func:`capped_round`; a busy one the
+ledger stores again during the round is visited again in it, :class:`RoundVisits`),
+each table's first visit once the ledger's first trigger has ended, within the same
+cap, and sweeps a share of the others, so that each is visited about once a minute
+(what nothing reports: a small-file packing deferred, a ledger written by another
+process). A table with no new events costs no Spark job either way
 (tests/integration/test_merge_parallel.py); what a visit costs is the driver's reads
 of its tables' metadata, which adds up over many idle tables (bench/tables_bench.py,
 bench/results/tables.md).
