@@ -258,14 +258,14 @@ class TablesDue:
         stored it again long before. Each visit again needs new events stored, so a
         table is visited again at most once per ledger batch."""
         with self._lock:
-            ready = [
+            stored_again = [
                 n
                 for n in self._busy
                 if n not in passed and n in self._marked and self._marked[n].events
             ]
-            if not ready:
+            if not stored_again:
                 return None
-            name = min(ready, key=lambda n: (-self._marked[n].events, self._order[n]))
+            name = min(stored_again, key=lambda n: (-self._marked[n].events, self._order[n]))
             self._taken[name] = self._marked.pop(name)
             self._visited[name] = self.clock()
             return name
