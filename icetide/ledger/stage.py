@@ -147,19 +147,30 @@ files) are most of its time when its tables have few events. A batch of one chun
 stored in the batch's own thread and pool, as one job after another."""
 
 
+SPLITS_A_TASK = 4
+"""Spark's input splits (128 MB of landing files each, by default) a task of the
+ledger's write job takes at most: see :func:`in_core_tasks`."""
+
+
 def in_core_tasks(frame: DataFrame) -> DataFrame:
-    """``frame`` read in at most one task per core of the application (Spark's default
+    """``frame`` read in one task per core of the application (Spark's default
     parallelism), for the jobs that write every table's files of a batch
-    (:mod:`icetide.ledger.table_files`).
+    (:mod:`icetide.ledger.table_files`); more when that would give a task over
+    :data:`SPLITS_A_TASK` of the input's splits.
 
     Each task of those jobs writes a file for each table it meets and pays that table's
     fixed cost (its projection set up, its file opened, its footer's metrics, the
     tally): in a pipeline of many tables, nearly every table in every task. Spark cuts a
     large batch of landing files into 128-MB splits (seven tasks for 500 MB, on two
     cores), which paid those costs seven times where two tasks, one per core, use the
-    same cores (bench/results/tables.md); each table also got a file per task. A batch
-    already in fewer partitions keeps them (``coalesce`` never adds any)."""
-    return frame.coalesce(frame.sparkSession.sparkContext.defaultParallelism)
+    same cores (bench/results/tables.md); each table also got a file per task. A task's
+    landing files reach its Python worker whole, in Arrow batches that span its splits,
+    so a task takes at most a few of them: a batch of large files is not one worker's
+    gigabytes. A batch already in fewer partitions keeps them (``coalesce`` never adds
+    any)."""
+    cores = frame.sparkSession.sparkContext.defaultParallelism
+    splits = frame.rdd.getNumPartitions()
+    return frame.coalesce(max(cores, -(-splits // SPLITS_A_TASK)))
 
 
 SHARE = "_share"

@@ -180,20 +180,26 @@ def test_a_pipeline_of_many_tables_prepares_the_tables_its_batches_held(
     }, ids
 
 
-@pytest.mark.parametrize("one_pass_tables", [ledger_stage.ONE_PASS_TABLES, 0])
+@pytest.mark.parametrize(
+    ("one_pass_tables", "landed"),
+    [(ledger_stage.ONE_PASS_TABLES, 6), (0, 6), (ledger_stage.ONE_PASS_TABLES, 12)],
+)
 def test_a_batch_in_many_splits_is_written_by_one_task_a_core(
     tmp_path: Path,
     warehouse: Path,
     spark: SparkSession,
     monkeypatch: pytest.MonkeyPatch,
     one_pass_tables: int,
+    landed: int,
 ) -> None:
-    # Six landing files, each its own split (a 1-byte split size), stored in one pass
-    # (the default) or in two (0: the first batch of a many-table pipeline): each way
-    # writes the table's files in one task a core (local[2]), not one a split.
+    # Landing files, each its own split (a 1-byte split size), stored in one pass (the
+    # default) or in two (0: the first batch of a many-table pipeline): each way writes
+    # the table's files in one task a core (local[2]), not one a split; a task takes at
+    # most SPLITS_A_TASK splits (12 files: three tasks).
     monkeypatch.setattr(ledger_stage, "ONE_PASS_TABLES", one_pass_tables)
-    pipe = items_pipeline(tmp_path, warehouse, f"core_tasks_{one_pass_tables}", spark)
-    for n in range(6):
+    namespace = f"core_tasks_{one_pass_tables}_{landed}"
+    pipe = items_pipeline(tmp_path, warehouse, namespace, spark)
+    for n in range(landed):
         land_bytes(pipe, f"{n}.json", [line(event(100 * n + i, i)) for i in range(50)])
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1")
     try:
@@ -201,9 +207,13 @@ def test_a_batch_in_many_splits_is_written_by_one_task_a_core(
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     cores = spark.sparkContext.defaultParallelism
+    tasks = max(cores, -(-landed // ledger_stage.SPLITS_A_TASK))
     cdc = pipe.refs("items").cdc
     files = spark.sql(f"SELECT record_count FROM {cdc.child('files')}").collect()
-    assert 1 <= len(files) <= cores < 6, (len(files), cores)
-    assert sum(f.record_count for f in files) == 300
+    if landed <= cores * ledger_stage.SPLITS_A_TASK:
+        assert 1 <= len(files) <= cores < landed, (len(files), cores)
+    else:
+        assert len(files) == tasks > cores, (len(files), tasks)
+    assert sum(f.record_count for f in files) == 50 * landed
     ids = sorted(r["_message_id"] for r in pipe.rows(cdc))
-    assert ids == sorted(f"{n}.json:{i}" for n in range(6) for i in range(1, 51))
+    assert ids == sorted(f"{n}.json:{i}" for n in range(landed) for i in range(1, 51))
