@@ -20,12 +20,11 @@ watermark), so a crash between them loses nothing: the next round finds them sti
 Which tables a round visits: every configured table, unless the ledger runs in the same
 process (``icetide run``) and says which tables it stored events for
 (:class:`TablesDue`): then a round visits those, at most ``merge.round_tables`` of
-them (the busiest, then those waiting longest: :func:`capped_round`; a busy one the
-ledger stores again during the round is visited again in it, :class:`RoundVisits`),
-each table's first visit once the ledger's first trigger has ended, within the same
-cap, and sweeps a share of the others, so that each is visited about once a minute
-(what nothing reports: a small-file packing deferred, a ledger written by another
-process). A table with no new events costs no Spark job either way
+them (the busiest, then those waiting longest: :func:`capped_round`), each table's
+first visit once the ledger's first trigger has ended, within the same cap, and sweeps
+a share of the others, so that each is visited about once a minute (what nothing
+reports: a small-file packing deferred, a ledger written by another process). A
+table with no new events costs no Spark job either way
 (tests/integration/test_merge_parallel.py); what a visit costs is the driver's reads
 of its tables' metadata, which adds up over many idle tables (bench/tables_bench.py,
 bench/results/tables.md).
@@ -35,8 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -184,8 +182,6 @@ class TablesDue:
         self._marked: dict[str, Waiting] = {name: Waiting(now) for name in self.names}
         """Each table is due from the start: its first visit."""
         self._taken: dict[str, Waiting] = {}
-        self._busy: set[str] = set()
-        """The busiest quarter of the round under way: :meth:`again`'s tables."""
         self._visited: dict[str, float] = dict.fromkeys(self.names, now)
         self._lock = threading.Lock()
 
@@ -240,48 +236,12 @@ class TablesDue:
                 taken | set(stale),
                 key=lambda n: (-self._events_of(n), self._order[n]),
             )
-            share = max(1, (self.limit or len(chosen)) // BUSIEST_SHARE)
-            self._busy = {n for n in chosen[:share] if self._events_of(n)}
             visited.update(dict.fromkeys(chosen, now))
             return chosen
-
-    def again(self, passed: Collection[str]) -> str | None:
-        """A table of the round's busiest (the quarter :meth:`take` put first, those
-        with events) that the ledger stored events for since the round took it, the one
-        with the most: it is visited again in the same round, before the round's next
-        table, instead of waiting for the round's end. None: no such table, or only
-        ones in ``passed`` (being merged, or still ahead in the round).
-
-        A round's cost is about the same for each table it visits, so a round of 32
-        tables on a busy machine ran for a minute or more (bench/results/tables.md),
-        and a busy table waited all of it for its next merge, though the ledger had
-        stored it again long before. Each visit again needs new events stored, so a
-        table is visited again at most once per ledger batch."""
-        with self._lock:
-            stored_again = [
-                n
-                for n in self._busy
-                if n not in passed and n in self._marked and self._marked[n].events
-            ]
-            if not stored_again:
-                return None
-            name = min(stored_again, key=lambda n: (-self._marked[n].events, self._order[n]))
-            self._taken[name] = self._marked.pop(name)
-            self._visited[name] = self.clock()
-            return name
 
     def _events_of(self, name: str) -> int:
         taken = self._taken.get(name)
         return 0 if taken is None else taken.events
-
-    def begin(self, name: str) -> None:
-        """A round's visit of ``name`` begins: events the ledger stored for it since the
-        round took it are merged by this visit, so they no longer mark it."""
-        with self._lock:
-            marked = self._marked.pop(name, None)
-            if marked is not None:
-                taken = self._taken.get(name)
-                self._taken[name] = marked if taken is None else taken.joined(marked)
 
     def give_back(self, tables: Iterable[str]) -> None:
         """A round that failed: its tables are due again, as they were before it."""
@@ -289,44 +249,6 @@ class TablesDue:
             now = self.clock()
             for name in tables:
                 self._add(name, self._taken.get(name, Waiting(now)))
-
-
-class RoundVisits:
-    """The visits of one round, pulled one at a time by the merge's threads: a busy
-    table the ledger stored again since the round took it first
-    (:meth:`TablesDue.again`), else the round's next table in :meth:`TablesDue.take`'s
-    order. A table is never merged by two threads at once."""
-
-    def __init__(self, due: TablesDue, tables: Sequence[str]) -> None:
-        self.due = due
-        self.visited: list[str] = []
-        """Every visit begun, in order (a table visited again appears again)."""
-        self._ahead = deque(tables)
-        self._running: set[str] = set()
-        self._stopped = False
-        self._lock = threading.Lock()
-
-    def next(self) -> tuple[int, str] | None:
-        """The next visit (its number in the round, the table), None once the round's
-        tables are all taken or a visit failed."""
-        with self._lock:
-            if self._stopped:
-                return None
-            name = self.due.again(self._running | set(self._ahead))
-            if name is None:
-                if not self._ahead:
-                    return None
-                name = self._ahead.popleft()
-                self.due.begin(name)
-            self._running.add(name)
-            self.visited.append(name)
-            return len(self.visited) - 1, name
-
-    def done(self, name: str, failed: bool = False) -> None:
-        """A visit ended; after a failed one, no other begins."""
-        with self._lock:
-            self._running.discard(name)
-            self._stopped |= failed
 
 
 class MergeRounds:
@@ -352,41 +274,21 @@ class MergeRounds:
         small tables merged two at a time: docs/merge-performance.md). The first failure
         is raised once every merge under way has ended.
         """
-        parallel = self.config.merge.parallel_tables
+        names = [t.name for t in self.config.tables] if self.due is None else self.due.take()
         turn = self.turns.open_round()
         try:
-            if self.due is None:
-                names = [t.name for t in self.config.tables]
-                return run_all(lambda name: merge(name, turn), names, parallel, "icetide-merge")
-            return self._visits(RoundVisits(self.due, self.due.take()), merge, turn)
+            return run_all(
+                lambda name: merge(name, turn),
+                names,
+                self.config.merge.parallel_tables,
+                "icetide-merge",
+            )
+        except BaseException:
+            if self.due is not None:
+                self.due.give_back(names)
+            raise
         finally:
             self.turns.close_round(turn)
-
-    def _visits(
-        self, visits: RoundVisits, merge: Callable[[str, PackingTurn], T], turn: PackingTurn
-    ) -> list[T]:
-        """``merge`` of each of a round's ``visits``, ``merge.parallel_tables`` at a time;
-        the results in the order the visits began. A failed round's tables are due
-        again (:meth:`TablesDue.give_back`)."""
-        results: dict[int, T] = {}
-
-        def visiting(_: int) -> None:
-            while (visit := visits.next()) is not None:
-                index, name = visit
-                failed = True
-                try:
-                    results[index] = merge(name, turn)
-                    failed = False
-                finally:
-                    visits.done(name, failed)
-
-        parallel = self.config.merge.parallel_tables
-        try:
-            run_all(visiting, range(parallel), parallel, "icetide-merge")
-        except BaseException:
-            visits.due.give_back(visits.visited)
-            raise
-        return [results[i] for i in sorted(results)]
 
     def resnapshot_chunk(self, name: str, run: MergeVersion) -> None:
         """One round of ``name``'s re-snapshot (:mod:`icetide.bootstrap.resnapshot`):

@@ -3,14 +3,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from icetide.cli.run import marks_due_tables
-from icetide.config.example import write_example
-from icetide.config.loader import load_config
-from icetide.merge.compact import PackingTurn
-from icetide.merge.round import BUSIEST_SHARE, MergeRounds, RoundVisits, TablesDue
-from icetide.pipeline import Pipeline as StagePipeline
+from icetide.merge.round import BUSIEST_SHARE, TablesDue
 from icetide.progress import Reporter
 
 NAMES = ["a", "b", "c", "d"]
@@ -193,56 +187,3 @@ def test_until_ready_a_round_takes_only_tables_given_events_and_sweeps_none() ->
     assert first_visits(due) == [["b", "d"]]
     now[0] = 600.0
     assert due.take() == ["a"]  # swept (one a round of four tables), now that it may
-
-
-def test_a_busy_table_stored_again_is_visited_again_in_the_round_once_its_merge_ended() -> None:
-    """The round's busiest quarter, stored again by the ledger while the round runs,
-    is visited again before the round's next table: never while it is being merged;
-    a table still ahead in the round takes what was stored meanwhile at its visit; a
-    table outside that quarter waits for the next round."""
-    names = [f"t{i}" for i in range(8)]
-    due = TablesDue(names, sweep_after=3600, limit=8, clock=lambda: 0.0)
-    first_visits(due)
-    due.mark({"t5": 90, "t2": 70, "t0": 1, "t1": 1, "t3": 1})
-    visits = RoundVisits(due, due.take())  # busiest quarter of 8: t5 and t2
-    assert visits.next() == (0, "t5")
-    due.mark({"t5": 40, "t2": 40, "t0": 40})  # the ledger stores again
-    assert visits.next() == (1, "t2")  # its turn: it takes its 40 events too
-    due.mark({"t2": 5})  # stored while t2 is being merged
-    visits.done("t5")
-    assert visits.next() == (2, "t5")  # again, before the rest of the round
-    visits.done("t2")
-    assert visits.next() == (3, "t2")  # again: its 5 events
-    visits.done("t5")
-    visits.done("t2")
-    assert [visits.next() for _ in range(4)] == [(4, "t0"), (5, "t1"), (6, "t3"), None]
-    assert visits.visited == ["t5", "t2", "t5", "t2", "t0", "t1", "t3"]
-    assert due.take() == []  # t0's 40 events were taken by its visit
-
-
-def test_a_round_pulls_its_visits_so_a_busy_table_stored_during_it_is_merged_again(
-    tmp_path: Path,
-) -> None:
-    """MergeRounds.run with a TablesDue: the round's visits in the order they began,
-    each table's merge called once a visit; the busiest table stored again while
-    another is merged is merged again before the round's last table."""
-    write_example(tmp_path)
-    config = load_config(tmp_path / "icetide.yaml")
-    config = config.model_copy(
-        update={"merge": config.merge.model_copy(update={"parallel_tables": 1})}
-    )
-    names = ["a", "b", "c"]  # a round with a TablesDue visits its tables
-    due = TablesDue(names, sweep_after=3600, clock=lambda: 0.0)
-    rounds = MergeRounds(None, StagePipeline(config))  # type: ignore[arg-type]
-    rounds.due = due
-    first_visits(due)
-    busiest, middle, last = names
-    due.mark({busiest: 100, middle: 1, last: 1})
-
-    def merge(name: str, turn: PackingTurn) -> str:
-        if name == middle:
-            due.mark({busiest: 60})  # the ledger's next batch, during this merge
-        return name
-
-    assert rounds.run(merge) == [busiest, middle, busiest, last]
-    assert rounds.run(merge) == []
